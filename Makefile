@@ -1,0 +1,44 @@
+# pyromodels: every target bootstraps .venv first (idempotent).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+SHARED_DATA ?= $(abspath ../shared/data)
+export PYROMODELS_DATA ?= $(SHARED_DATA)
+export NLTK_DATA ?= $(SHARED_DATA)/nltk_data
+export MPLBACKEND ?= Agg
+
+.PHONY: venv demo test test-slow reproduce bench lint clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev,peers]'
+	bash scripts/system-data.sh
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/pyromodels demo --out reports/demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q -n 2 --durations=15
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -m slow
+
+reproduce: $(STAMP)
+	$(PY) -m pytest -q -m slow
+	$(VENV)/bin/pyromodels reproduce all --out reports/reproduce
+
+bench: $(STAMP)
+	$(PY) -m benchmarks --out benchmarks/results/latest.jsonl
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check pyromodels tests tutorials benchmarks
+	$(PY) scripts/check_module_size.py
+
+clean:
+	rm -rf $(VENV) reports .pytest_cache

@@ -1,0 +1,106 @@
+"""Expectation-maximisation (and MAP-EM) with restarts and a convergence monitor."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from .device import resolve_device
+from .monitor import ConvergenceMonitor
+from .posterior import Posterior, make_attrs
+from .progress import check_callbacks, progress_bar, run_callbacks
+from .seeding import derive_seed, make_generator, resolve_seed
+from .validation import check_int, check_positive
+
+__all__ = ["run_em"]
+
+
+def run_em(
+    model,
+    data,
+    *,
+    max_iter: int = 500,
+    tol: float = 1e-8,
+    n_init: int = 1,
+    init: dict | None = None,
+    seed: int | None = None,
+    progress: bool = True,
+    callbacks=None,
+    device=None,
+    warn_not_converged: bool = True,
+) -> Posterior:
+    """Run the model's EM steps from ``n_init`` starts and keep the best objective.
+
+    The model supplies ``em_init(data, generator) -> params``, ``em_step(data, params) ->
+    params`` and ``em_objective(data, params) -> float`` (the quantity EM never decreases: the
+    log likelihood, or the log posterior for MAP-EM), and optionally
+    ``em_outputs(data, params) -> dict`` (responsibilities and other derived results).
+
+    Args:
+        model: a model object with the EM hooks.
+        data: the data (validated by ``model.prepare``).
+        max_iter: iterations per start.
+        tol: relative tolerance on the objective (see :class:`ConvergenceMonitor`).
+        n_init: number of starts; start ``r`` uses a seed derived from ``seed`` and ``r``.
+        init: parameters to start from instead of ``em_init`` (then ``n_init`` must be 1).
+        seed: the fit's seed; ``None`` draws one (recorded in ``attrs``).
+        progress: show a progress bar.
+        callbacks: callables ``f(step, info)`` with ``info["objective"]``; ``True`` stops.
+        device: ``"cpu"``, ``"cuda"`` or ``None`` (the data's device).
+        warn_not_converged: emit a ``ConvergenceWarning`` if the best start did not converge.
+
+    Returns:
+        A :class:`Posterior` whose samples hold the point estimate as one chain of one draw,
+        ``losses`` the objective per iteration of the best start, ``params`` every fitted
+        quantity, and ``diagnostics`` the monitor of each start.
+    """
+    model._require("em_init", "em_step", "em_objective", engine="em")
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
+    tol = check_positive(tol, "tol")
+    n_init = check_int(n_init, "n_init", minimum=1)
+    if init is not None and n_init != 1:
+        raise ValueError(f"init fixes the start, so n_init must be 1, got {n_init}")
+    callbacks = check_callbacks(callbacks)
+    seed = resolve_seed(seed)
+    device = resolve_device(device, data)
+    data = model.prepare(data, device=device)
+    start = time.perf_counter()
+    best, best_params, monitors = None, None, []
+    with progress_bar(n_init * max_iter, "em", progress) as bar:
+        for r in range(n_init):
+            gen = make_generator(derive_seed(seed, "restart", r), device)
+            params = dict(init) if init is not None else model.em_init(data, gen)
+            mon = ConvergenceMonitor(tol=tol, max_iter=max_iter, name="EM objective")
+            mon.update(model.em_objective(data, params))
+            while True:
+                params = model.em_step(data, params)
+                value = model.em_objective(data, params)
+                bar.update()
+                stop = mon.update(value)
+                info = {"objective": value, "restart": r, "params": params}
+                if (callbacks and run_callbacks(callbacks, mon.n_iter, info)) or stop:
+                    break
+            monitors.append(mon)
+            if best is None or mon.history[-1] > best.history[-1]:
+                best, best_params = mon, params
+    if warn_not_converged:
+        best.finish("EM")
+    outputs = model.em_outputs(data, best_params) if callable(getattr(model, "em_outputs", None)) else {}
+    sites = getattr(model, "em_sites", tuple(best_params))
+    samples = {k: best_params[k].unsqueeze(0).unsqueeze(0) for k in sites if k in best_params}
+    return Posterior(
+        samples=samples,
+        method="em",
+        losses=torch.tensor(best.history, dtype=torch.float64),
+        params={**best_params, **outputs},
+        diagnostics={
+            "converged": best.converged,
+            "n_iter": best.n_iter,
+            "monitor": best,
+            "restart_objectives": [m.history[-1] for m in monitors],
+        },
+        attrs=make_attrs("em", seed, device, start, n_init=n_init, tol=tol),
+        model=model,
+        data=data,
+    )

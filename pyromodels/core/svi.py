@@ -1,0 +1,129 @@
+"""Stochastic variational inference with enumerated discrete sites."""
+
+from __future__ import annotations
+
+import time
+
+import pyro
+import torch
+from pyro import poutine
+from pyro.infer import SVI, Predictive, Trace_ELBO, TraceEnum_ELBO
+from pyro.infer.autoguide import AutoNormal
+from pyro.infer.autoguide.initialization import init_to_sample, init_to_value
+
+from .device import cuda_devices, resolve_device
+from .enumeration import sample_discrete
+from .posterior import Posterior, make_attrs
+from .progress import check_callbacks, progress_bar, run_callbacks
+from .seeding import derive_seed, make_generator, resolve_seed, seeded
+from .validation import check_int, check_positive
+
+__all__ = ["run_svi", "default_guide"]
+
+
+def default_guide(model, data, generator: torch.Generator | None = None):
+    """``AutoNormal`` over the continuous sites with the discrete sites hidden (enumerated).
+
+    Starts from ``model.init_values(data, generator)`` when the model defines it.
+    """
+    init = init_to_sample
+    if callable(getattr(model, "init_values", None)) and generator is not None:
+        init = init_to_value(values=model.init_values(data, generator))
+    hidden = poutine.block(model.model, hide=list(model.discrete_sites))
+    return AutoNormal(hidden, init_loc_fn=init)
+
+
+def run_svi(
+    model,
+    data,
+    *,
+    num_steps: int = 2000,
+    guide=None,
+    optim=None,
+    lr: float = 0.01,
+    elbo=None,
+    num_particles: int = 1,
+    num_samples: int = 1000,
+    seed: int | None = None,
+    progress: bool = True,
+    callbacks=None,
+    device=None,
+) -> Posterior:
+    """Fit a guide by SVI, then draw from it (one chain) and restore the discrete sites.
+
+    Args:
+        model: a model object (``model(data)``, ``discrete_sites``, ``max_plate_nesting``).
+        data: the data (validated by ``model.prepare``).
+        num_steps: optimisation steps.
+        guide: a guide callable; default: the model's ``guide`` if it has one, else
+            :func:`default_guide`.
+        optim: a ``pyro.optim`` optimiser; default ``ClippedAdam({"lr": lr})``.
+        lr: learning rate of the default optimiser.
+        elbo: an ELBO instance; default ``TraceEnum_ELBO`` when the model has discrete sites
+            (they are summed out exactly), else ``Trace_ELBO``.
+        num_particles: ELBO particles.
+        num_samples: draws from the fitted guide, stored as one chain.
+        seed: the fit's seed; ``None`` draws one (recorded in ``attrs``).
+        progress: show a progress bar.
+        callbacks: callables ``f(step, info)`` with ``info["loss"]``; returning ``True`` stops.
+        device: ``"cpu"``, ``"cuda"`` or ``None`` (the data's device).
+
+    Returns:
+        A :class:`Posterior` with ``losses`` (negative ELBO per step), guide draws shaped
+        ``(1, num_samples, ...)`` including the discrete sites, and ``params`` (the guide's).
+    """
+    num_steps = check_int(num_steps, "num_steps", minimum=1)
+    num_samples = check_int(num_samples, "num_samples", minimum=1)
+    num_particles = check_int(num_particles, "num_particles", minimum=1)
+    lr = check_positive(lr, "lr")
+    callbacks = check_callbacks(callbacks)
+    seed = resolve_seed(seed)
+    device = resolve_device(device, data)
+    data = model.prepare(data, device=device)
+    start = time.perf_counter()
+    store = pyro.get_param_store()
+    with store.scope() as scope, seeded(seed, devices=cuda_devices(device)):
+        if guide is None:
+            guide = model.guide if callable(getattr(model, "guide", None)) else default_guide(
+                model, data, make_generator(derive_seed(seed, "init"), device)
+            )
+        if elbo is None:
+            kind = TraceEnum_ELBO if model.discrete_sites else Trace_ELBO
+            elbo = kind(max_plate_nesting=model.max_plate_nesting, num_particles=num_particles)
+        optim = optim if optim is not None else pyro.optim.ClippedAdam({"lr": lr})
+        svi = SVI(model.model, guide, optim, loss=elbo)
+        losses = []
+        with progress_bar(num_steps, "svi", progress) as bar:
+            for step in range(num_steps):
+                loss = svi.step(data)
+                losses.append(loss)
+                bar.update()
+                if step % 50 == 0:
+                    bar.set_postfix(loss=f"{loss:.4g}")
+                if callbacks and run_callbacks(callbacks, step, {"loss": loss}):
+                    break
+        with torch.no_grad():
+            draws = Predictive(guide, num_samples=num_samples)(data)
+        latent = _latent_sites(model, data)
+        samples = {k: v.unsqueeze(0) for k, v in draws.items() if k in latent}
+        params = {k: v.detach().clone() for k, v in store.items()}
+    samples.update(
+        sample_discrete(model, data, samples, seed=derive_seed(seed, "discrete"))
+    )
+    return Posterior(
+        samples=samples,
+        method="svi",
+        losses=torch.tensor(losses, dtype=torch.float64),
+        params=params,
+        diagnostics={"num_steps": len(losses), "param_store": scope},
+        attrs=make_attrs("svi", seed, device, start, num_steps=len(losses), elbo=type(elbo).__name__),
+        model=model,
+        data=data,
+    )
+
+
+def _latent_sites(model, data) -> set[str]:
+    from .enumeration import site_shapes
+
+    return set(site_shapes(model, data)) - set(model.discrete_sites)
+

@@ -1,0 +1,170 @@
+"""Argument checks shared by every module.
+
+Each check raises a ``ValueError`` or ``TypeError`` whose message names the argument and the
+expected form; nothing is silently coerced, dropped or clipped.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+__all__ = [
+    "check_int",
+    "check_positive",
+    "check_probability",
+    "check_in",
+    "as_float_tensor",
+    "as_label_tensor",
+    "check_same_length",
+    "check_finite",
+]
+
+
+def check_int(value, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Return ``value`` as a Python int, or raise if it is not an integer in range.
+
+    Booleans and floats (even integral ones such as ``3.0``) are rejected.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be an integer <= {maximum}, got {value}")
+    return value
+
+
+def check_positive(value, name: str, strict: bool = True, minimum: float | None = None) -> float:
+    """Return ``value`` as a float after checking it is a finite positive real number."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if strict and value <= 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    if not strict and value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def check_probability(value, name: str) -> float:
+    """Return ``value`` as a float after checking it lies in [0, 1]."""
+    value = check_positive(value, name, strict=False)
+    if value > 1:
+        raise ValueError(f"{name} must lie in [0, 1], got {value}")
+    return value
+
+
+def check_in(value, name: str, allowed: Sequence):
+    """Raise unless ``value`` is one of ``allowed``."""
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+    return value
+
+
+def check_finite(tensor: torch.Tensor, name: str) -> torch.Tensor:
+    """Raise if ``tensor`` holds NaN or infinite values."""
+    if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+        bad = int((~torch.isfinite(tensor)).sum())
+        raise ValueError(f"{name} must be finite: found {bad} NaN or infinite value(s)")
+    return tensor
+
+
+def _to_tensor(x, name: str) -> torch.Tensor:
+    if isinstance(x, torch.Tensor):
+        return x
+    if hasattr(x, "to_numpy"):  # pandas objects
+        x = x.to_numpy()
+    try:
+        arr = np.asarray(x)
+    except Exception as exc:  # noqa: BLE001 - re-raised with the argument's name
+        raise TypeError(f"{name} must be array-like, got {type(x).__name__}") from exc
+    if arr.dtype == object or arr.dtype.kind in "USV":
+        raise TypeError(f"{name} must be numeric, got an array of dtype {arr.dtype}")
+    if not arr.flags.writeable:
+        arr = arr.copy()
+    return torch.as_tensor(arr)
+
+
+def as_float_tensor(
+    x,
+    name: str,
+    ndim: int | None = None,
+    dtype: torch.dtype | None = None,
+    device: torch.device | str | None = None,
+    allow_empty: bool = False,
+) -> torch.Tensor:
+    """Convert array-like ``x`` to a finite floating tensor, checking its dimensionality.
+
+    Args:
+        x: array-like, numpy array or tensor.
+        name: the argument's name, used in error messages.
+        ndim: required number of dimensions, or ``None`` for any.
+        dtype: floating dtype of the result; defaults to ``x``'s own floating dtype or
+            ``torch.get_default_dtype()`` for non-floating input.
+        device: device of the result; defaults to ``x``'s device.
+        allow_empty: whether a tensor with zero elements is accepted.
+    """
+    t = _to_tensor(x, name)
+    if t.dtype == torch.bool or t.is_complex():
+        raise TypeError(f"{name} must hold real numbers, got dtype {t.dtype}")
+    if ndim is not None and t.dim() != ndim:
+        raise ValueError(f"{name} must be {ndim}-dimensional, got shape {tuple(t.shape)}")
+    if not allow_empty and t.numel() == 0:
+        raise ValueError(f"{name} must not be empty, got shape {tuple(t.shape)}")
+    if dtype is None:
+        dtype = t.dtype if t.is_floating_point() else torch.get_default_dtype()
+    t = t.to(dtype=dtype, device=device)
+    return check_finite(t, name)
+
+
+def as_label_tensor(
+    x,
+    name: str,
+    num_classes: int | None = None,
+    ndim: int = 1,
+    device: torch.device | str | None = None,
+    allow_empty: bool = False,
+) -> torch.Tensor:
+    """Convert integer labels to a ``torch.long`` tensor, checking they lie in ``[0, num_classes)``.
+
+    Float input is accepted only if every value is integral (``2.0``), otherwise ``TypeError``.
+    """
+    t = _to_tensor(x, name)
+    if t.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer labels, got dtype bool")
+    if t.is_floating_point():
+        if not bool(torch.isfinite(t).all()):
+            raise ValueError(f"{name} must be finite integer labels: found NaN or infinity")
+        if not bool((t == t.round()).all()):
+            raise TypeError(f"{name} must hold integer labels, got non-integral values")
+    if t.dim() != ndim:
+        raise ValueError(f"{name} must be {ndim}-dimensional, got shape {tuple(t.shape)}")
+    if not allow_empty and t.numel() == 0:
+        raise ValueError(f"{name} must not be empty")
+    t = t.to(dtype=torch.long, device=device)
+    if t.numel():
+        lo, hi = int(t.min()), int(t.max())
+        if lo < 0:
+            raise ValueError(f"{name} must be non-negative integer labels, found {lo}")
+        if num_classes is not None and hi >= num_classes:
+            raise ValueError(
+                f"{name} must lie in [0, {num_classes - 1}] for {num_classes} classes, found {hi}"
+            )
+    return t
+
+
+def check_same_length(name_a: str, a, name_b: str, b) -> None:
+    """Raise unless ``a`` and ``b`` have the same length along their first axis."""
+    if len(a) != len(b):
+        raise ValueError(
+            f"{name_a} and {name_b} must have the same length, got {len(a)} and {len(b)}"
+        )

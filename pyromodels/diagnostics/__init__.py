@@ -1,0 +1,47 @@
+"""Diagnostics: ArviZ conversion, summaries, label-invariant statistics, relabelling and plots.
+
+* :func:`to_inference_data` builds ``arviz.InferenceData`` from a
+  :class:`~pyromodels.core.Posterior` (posterior, sample_stats, marginal log_likelihood,
+  observed_data), storable as NetCDF; :func:`summary` is ArviZ's summary table of it.
+* Label switching: :func:`label_invariant_stats`, :func:`occupied_clusters`,
+  :func:`largest_cluster_fraction`, :func:`cluster_sizes`, :func:`coclustering` and
+  :func:`coclustering_from_probs` summarise partitions without naming their blocks;
+  :func:`relabel` and :func:`hungarian_relabel` align labels draw by draw.
+* Plots: :func:`plot_trace`, :func:`plot_rank`, :func:`plot_energy`, :func:`plot_coclustering`,
+  :func:`plot_loss`; tables: :func:`compare_engines`.
+"""
+
+from .convert import SAMPLE_STATS_ALIASES, netcdf_safe_attrs, to_inference_data
+from .label_invariant import (
+    cluster_sizes,
+    coclustering,
+    coclustering_from_probs,
+    label_invariant_stats,
+    largest_cluster_fraction,
+    occupied_clusters,
+)
+from .plots import plot_coclustering, plot_energy, plot_loss, plot_rank, plot_trace
+from .relabel import hungarian_relabel, permute_components, relabel
+from .tables import compare_engines, summary
+
+__all__ = [
+    "SAMPLE_STATS_ALIASES",
+    "cluster_sizes",
+    "coclustering",
+    "coclustering_from_probs",
+    "compare_engines",
+    "hungarian_relabel",
+    "label_invariant_stats",
+    "largest_cluster_fraction",
+    "netcdf_safe_attrs",
+    "occupied_clusters",
+    "permute_components",
+    "plot_coclustering",
+    "plot_energy",
+    "plot_loss",
+    "plot_rank",
+    "plot_trace",
+    "relabel",
+    "summary",
+    "to_inference_data",
+]

@@ -1,0 +1,180 @@
+"""Diagnostic plots. Each function draws and returns a ``matplotlib.figure.Figure``; none shows it.
+
+Trace and rank plots default to label-invariant statistics (the log joint, the number of
+occupied clusters, the largest-cluster fraction): raw per-component parameters of a mixture are
+not identified, and their traces only show label switching.
+"""
+
+from __future__ import annotations
+
+import arviz as az
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+from ..core.validation import as_float_tensor, as_label_tensor
+from .convert import check_posterior, inference_attrs, to_inference_data, to_numpy
+from .label_invariant import label_invariant_stats
+
+__all__ = ["plot_trace", "plot_rank", "plot_energy", "plot_coclustering", "plot_loss"]
+
+
+def _figure_of(axes) -> plt.Figure:
+    return np.atleast_1d(axes).ravel()[0].figure
+
+
+def _plot_variables(posterior, var_names, site: str):
+    """InferenceData whose posterior holds the requested variables (label-invariant by default)."""
+    posterior = check_posterior(posterior)
+    pool = {}
+    if site in posterior.samples:
+        pool.update(label_invariant_stats(posterior, site))
+    elif "lp" in posterior.sample_stats:
+        pool["lp"] = posterior.sample_stats["lp"]
+    if var_names is None:
+        if not pool:
+            raise ValueError(
+                f"var_names is needed: the posterior has no label site {site!r} and no 'lp' "
+                "statistic to plot by default"
+            )
+        var_names = list(pool)
+    if isinstance(var_names, str):
+        var_names = [var_names]
+    clash = set(pool) & set(posterior.samples)
+    if clash:
+        raise ValueError(
+            f"sites {sorted(clash)} clash with the names of label-invariant statistics"
+        )
+    pool.update(posterior.samples)
+    missing = [v for v in var_names if v not in pool]
+    if missing:
+        raise ValueError(
+            f"var_names {missing} are not among the plottable variables {sorted(pool)}"
+        )
+    arrays = {v: to_numpy(pool[v], v) for v in var_names}
+    return az.from_dict(posterior=arrays, attrs=inference_attrs(posterior)), list(var_names)
+
+
+def plot_trace(posterior, var_names=None, site: str = "z", **kwargs) -> plt.Figure:
+    """Trace plot (``arviz.plot_trace``): a density and a trace per variable, one line per chain.
+
+    Args:
+        posterior: a :class:`~pyromodels.core.Posterior`.
+        var_names: sites of ``posterior.samples`` or label-invariant statistics
+            (``"lp"``, ``"occupied_clusters"``, ``"largest_cluster_fraction"``); by default the
+            label-invariant statistics when ``site`` is a sample site, else ``lp``.
+        site: the label site the label-invariant statistics are computed from.
+        **kwargs: passed to ``arviz.plot_trace``.
+
+    Returns:
+        The figure: two axes per variable (fewer rows if ArviZ compacts vector sites).
+
+    Example:
+        >>> import torch
+        >>> from pyromodels.core import Posterior
+        >>> g = torch.Generator().manual_seed(0)
+        >>> post = Posterior(samples={"z": torch.randint(0, 3, (2, 50, 10), generator=g)},
+        ...                  method="gibbs", sample_stats={"lp": torch.randn(2, 50, generator=g)})
+        >>> len(plot_trace(post).axes)
+        6
+    """
+    idata, names = _plot_variables(posterior, var_names, site)
+    return _figure_of(az.plot_trace(idata, var_names=names, **kwargs))
+
+
+def plot_rank(posterior, var_names=None, site: str = "z", **kwargs) -> plt.Figure:
+    """Rank plot (``arviz.plot_rank``): histograms of each chain's ranks among all draws.
+
+    Uniform histograms mean the chains mix. Arguments as for :func:`plot_trace`; ``**kwargs``
+    go to ``arviz.plot_rank``.
+
+    Returns:
+        The figure: one axis per scalar variable.
+    """
+    idata, names = _plot_variables(posterior, var_names, site)
+    return _figure_of(az.plot_rank(idata, var_names=names, **kwargs))
+
+
+def plot_energy(posterior, **kwargs) -> plt.Figure:
+    """Energy plot (``arviz.plot_energy``): the marginal energy against the energy transitions.
+
+    Needs ``posterior.sample_stats["energy"]`` (the Hamiltonian of each HMC/NUTS draw).
+
+    Returns:
+        The figure (one axis).
+    """
+    posterior = check_posterior(posterior)
+    if "energy" not in posterior.sample_stats:
+        raise ValueError(
+            "posterior.sample_stats has no 'energy' entry (chain, draw): the energy plot needs "
+            f"the Hamiltonian of each draw; available statistics: {sorted(posterior.sample_stats)}"
+        )
+    idata = to_inference_data(posterior, log_likelihood=False)
+    return _figure_of(az.plot_energy(idata, **kwargs))
+
+
+def plot_coclustering(matrix, order=None, ax=None, cmap: str = "viridis") -> plt.Figure:
+    """Heat map of a co-clustering matrix ``C_ij = P(z_i = z_j)`` on a fixed ``[0, 1]`` scale.
+
+    Args:
+        matrix: ``(N, N)`` probabilities, as from :func:`~pyromodels.diagnostics.coclustering`.
+        order: a permutation of ``0 .. N-1`` putting rows and columns in that order (for example
+            the points sorted by a point-estimate clustering), or ``None`` for the given order.
+        ax: axis to draw on; a new figure by default.
+        cmap: matplotlib colour map.
+
+    Returns:
+        The figure: the heat map axis and its colour bar.
+    """
+    c = as_float_tensor(matrix, "matrix", ndim=2, dtype=torch.float64)
+    n = c.shape[0]
+    if c.shape[1] != n:
+        raise ValueError(f"matrix must be square (N, N), got shape {tuple(c.shape)}")
+    if bool((c < 0).any()) or bool((c > 1).any()):
+        raise ValueError("matrix must hold probabilities in [0, 1]")
+    if order is not None:
+        idx = as_label_tensor(order, "order", num_classes=n, ndim=1)
+        if idx.shape[0] != n or torch.unique(idx).shape[0] != n:
+            raise ValueError(f"order must be a permutation of 0 .. {n - 1}")
+        c = c[idx][:, idx]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5, 4.2))
+    image = ax.imshow(c.cpu().numpy(), vmin=0.0, vmax=1.0, cmap=cmap, interpolation="nearest")
+    ax.figure.colorbar(image, ax=ax, label="P(same cluster)")
+    ax.set_xlabel("point")
+    ax.set_ylabel("point")
+    return ax.figure
+
+
+def plot_loss(posterior, ax=None) -> plt.Figure:
+    """The optimisation trace: the negative ELBO per SVI step, or the EM objective per iteration.
+
+    ``losses`` shaped ``(restart, iter)`` (NaN-padded) get one line per restart.
+
+    Args:
+        posterior: a :class:`~pyromodels.core.Posterior` with ``losses``.
+        ax: axis to draw on; a new figure by default.
+
+    Returns:
+        The figure (one axis).
+    """
+    posterior = check_posterior(posterior)
+    if posterior.losses is None:
+        raise ValueError(
+            f"posterior.losses is None: a {posterior.method!r} fit records no optimisation trace"
+        )
+    losses = to_numpy(posterior.losses, "posterior.losses").astype(np.float64)
+    if losses.ndim not in (1, 2):
+        raise ValueError(f"posterior.losses must be (iter,) or (restart, iter), got {losses.shape}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.5))
+    rows = np.atleast_2d(losses)
+    for r, row in enumerate(rows):
+        label = f"restart {r}" if len(rows) > 1 else None
+        ax.plot(np.arange(1, row.size + 1), row, label=label, lw=1)
+    if len(rows) > 1:
+        ax.legend()
+    ylabel = {"svi": "negative ELBO", "em": "EM objective"}.get(posterior.method, "loss")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel(ylabel)
+    return ax.figure

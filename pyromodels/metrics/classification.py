@@ -1,0 +1,165 @@
+"""Scores for predicted labels that share the label set of the truth, and confusion-matrix error.
+
+For class ``k``: ``TP_k`` counts samples with true and predicted label ``k``, ``FP_k`` samples
+predicted ``k`` with another true label, ``FN_k`` samples of class ``k`` predicted otherwise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..core.validation import as_float_tensor, check_same_length
+from ._labels import as_labels, encode_jointly
+from .clustering import _matched_pairs
+
+__all__ = ["precision_recall_per_class", "macro_f1", "confusion_matrix_error"]
+
+
+def _safe_divide(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``num / den`` elementwise, with 0 where ``den == 0``."""
+    out = np.zeros(num.shape, dtype=np.float64)
+    np.divide(num, den, out=out, where=den > 0)
+    return out
+
+
+def _per_class(y_true, y_pred, labels):
+    """``(classes, precision, recall, f1, support)`` for the requested classes."""
+    t = as_labels(y_true, "y_true")
+    p = as_labels(y_pred, "y_pred")
+    check_same_length("y_true", t, "y_pred", p)
+    arrays = {"y_true": t, "y_pred": p}
+    if labels is not None:
+        arrays["labels"] = as_labels(labels, "labels")
+    classes, codes = encode_jointly(arrays)
+    k = len(classes)
+    counts = np.bincount(codes["y_true"] * k + codes["y_pred"], minlength=k * k).reshape(k, k)
+    tp = np.diag(counts)
+    predicted = counts.sum(axis=0)
+    support = counts.sum(axis=1)
+    if labels is None:
+        chosen = np.arange(k)
+    else:
+        chosen = codes["labels"]
+        values, seen = np.unique(chosen, return_counts=True)
+        if (seen > 1).any():
+            raise ValueError(
+                f"labels must not contain duplicates, found {classes[values[seen > 1][0]].item()!r}"
+            )
+    tp, predicted, support = tp[chosen], predicted[chosen], support[chosen]
+    precision = _safe_divide(tp, predicted)
+    recall = _safe_divide(tp, support)
+    f1 = _safe_divide(2 * tp, predicted + support)
+    return classes[chosen], precision, recall, f1, support
+
+
+def precision_recall_per_class(y_true, y_pred, labels=None) -> pd.DataFrame:
+    """Precision, recall, F1 and support of each class.
+
+    ``precision_k = TP_k / (TP_k + FP_k)``, ``recall_k = TP_k / (TP_k + FN_k)`` and
+    ``f1_k = 2 TP_k / (2 TP_k + FP_k + FN_k)``, the harmonic mean of the two. A class that is
+    never predicted has precision 0 (its ratio would read 0/0); a class absent from ``y_true``
+    has recall 0; F1 is 0 whenever ``TP_k = 0``. Samples whose labels are not in ``labels``
+    still count as false positives or negatives of the listed classes.
+
+    Args:
+        y_true: true labels, shape ``(n,)``.
+        y_pred: predicted labels of the same kind (integers or text), shape ``(n,)``.
+        labels: classes to report, in this order, without duplicates; by default the sorted
+            union of the labels in ``y_true`` and ``y_pred``. Listed classes need not occur.
+
+    Returns:
+        ``pandas.DataFrame`` indexed by class (index name ``"class"``) with float columns
+        ``precision``, ``recall``, ``f1`` and integer column ``support`` (``TP_k + FN_k``).
+
+    Example:
+        >>> precision_recall_per_class([0, 0, 1, 1], [0, 1, 1, 1]).round(3).to_dict("list")
+        {'precision': [1.0, 0.667], 'recall': [0.5, 1.0], 'f1': [0.667, 0.8], 'support': [2, 2]}
+    """
+    classes, precision, recall, f1, support = _per_class(y_true, y_pred, labels)
+    index = pd.Index(classes.tolist(), name="class")
+    return pd.DataFrame(
+        {"precision": precision, "recall": recall, "f1": f1, "support": support.astype(np.int64)},
+        index=index,
+    )
+
+
+def macro_f1(y_true, y_pred, labels=None) -> float:
+    """Macro-averaged F1: the unweighted mean of ``f1_k`` over classes.
+
+    ``macro-F1 = (1/K) sum_k 2 TP_k / (2 TP_k + FP_k + FN_k)``, with the per-class
+    conventions of :func:`precision_recall_per_class` (a class with ``TP_k = 0`` contributes 0).
+
+    Args:
+        y_true: true labels, shape ``(n,)``.
+        y_pred: predicted labels of the same kind, shape ``(n,)``.
+        labels: classes to average over; by default the union of labels in both arguments.
+
+    Returns:
+        Macro-F1 in ``[0, 1]``.
+
+    Example:
+        >>> round(macro_f1([0, 0, 1, 1], [0, 1, 1, 1]), 6)
+        0.733333
+    """
+    return float(np.mean(_per_class(y_true, y_pred, labels)[3]))
+
+
+def _as_matrices(x, name: str) -> np.ndarray:
+    if isinstance(x, np.ndarray):
+        x = np.ascontiguousarray(x)  # torch cannot wrap negative strides (reversed views)
+    arr = as_float_tensor(x, name, dtype=torch.float64).cpu().numpy()
+    if arr.ndim not in (2, 3) or arr.shape[-1] != arr.shape[-2]:
+        raise ValueError(f"{name} must have shape (K, K) or (M, K, K), got shape {tuple(arr.shape)}")
+    return arr
+
+
+def confusion_matrix_error(true_matrix, est_matrix, align: bool = True) -> float:
+    """Mean induced 1-norm error between true and estimated confusion matrices.
+
+    Matrices follow the convention ``G[k', k] = P(predicted k' | true class k)`` (columns index
+    the true class, so a column-stochastic ``G`` has ``||G||_1 = 1``). For ``M`` matrices::
+
+        error = (1/M) sum_m || G_m - Ĝ_m ||_1,   ||D||_1 = max_k sum_k' |D[k', k]|,
+
+    the induced matrix 1-norm (largest absolute column sum, ``np.linalg.norm(D, ord=1)``), not
+    the entrywise sum. For column-stochastic ``G_m`` this is also the relative error
+    ``||G_m - Ĝ_m||_1 / ||G_m||_1``.
+
+    With ``align=True`` the estimate's true-class axis is first permuted to undo label
+    switching: the permutation ``pi`` minimises ``sum_k sum_k' |S[k', k] - Ŝ[k', pi(k)]|`` for the
+    summed matrices ``S = sum_m G_m`` and ``Ŝ = sum_m Ĝ_m`` (Hungarian method), and the same
+    ``pi`` is applied to the columns of every ``Ĝ_m``. Rows index observed labels, whose
+    meaning is fixed, and are not permuted.
+
+    Args:
+        true_matrix: array of shape ``(K, K)`` or ``(M, K, K)``.
+        est_matrix: array of the same shape.
+        align: whether to align the estimate's class permutation first.
+
+    Returns:
+        The mean error, a non-negative float.
+
+    Example:
+        >>> g = np.array([[0.9, 0.2], [0.1, 0.8]])
+        >>> confusion_matrix_error(g, g[:, ::-1])
+        0.0
+        >>> round(confusion_matrix_error(g, g[:, ::-1], align=False), 6)
+        1.4
+    """
+    truth = _as_matrices(true_matrix, "true_matrix")
+    estimate = _as_matrices(est_matrix, "est_matrix")
+    if truth.shape != estimate.shape:
+        raise ValueError(
+            f"true_matrix and est_matrix must have the same shape, got {truth.shape} and {estimate.shape}"
+        )
+    k = truth.shape[-1]
+    truth, estimate = truth.reshape(-1, k, k), estimate.reshape(-1, k, k)
+    if align:
+        total_true, total_est = truth.sum(axis=0), estimate.sum(axis=0)
+        cost = np.abs(total_true[:, :, None] - total_est[:, None, :]).sum(axis=0)
+        rows, cols = _matched_pairs(cost, maximize=False)
+        estimate = estimate[:, :, cols[np.argsort(rows)]]
+    column_sums = np.abs(truth - estimate).sum(axis=1)
+    return float(column_sums.max(axis=1).mean())

@@ -1,0 +1,37 @@
+"""Starting points for the mixture's engines: k-means++ seeding and a few Lloyd steps."""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["kmeans_init"]
+
+
+def kmeans_init(x: torch.Tensor, K: int, generator: torch.Generator, lloyd_steps: int = 10) -> torch.Tensor:
+    """Hard labels ``(N,)`` from k-means++ seeding followed by ``lloyd_steps`` Lloyd iterations.
+
+    Every cluster keeps at least its seed point, so no cluster starts empty.
+    """
+    N = x.shape[0]
+    if K > N:
+        raise ValueError(f"num_components ({K}) must not exceed the number of points ({N})")
+    first = int(torch.randint(N, (1,), generator=generator, device=x.device))
+    centers = [x[first]]
+    d2 = (x - centers[0]).pow(2).sum(-1)
+    seeds = [first]
+    for _ in range(1, K):
+        probs = d2 / d2.sum() if float(d2.sum()) > 0 else torch.full_like(d2, 1.0 / N)
+        idx = int(torch.multinomial(probs, 1, generator=generator))
+        seeds.append(idx)
+        centers.append(x[idx])
+        d2 = torch.minimum(d2, (x - x[idx]).pow(2).sum(-1))
+    c = torch.stack(centers)
+    seeds = torch.tensor(seeds, device=x.device)
+    for _ in range(lloyd_steps):
+        z = torch.cdist(x, c).argmin(-1)
+        z[seeds] = torch.arange(K, device=x.device)
+        counts = torch.bincount(z, minlength=K).to(x.dtype)
+        c = torch.zeros_like(c).index_add_(0, z, x) / counts.unsqueeze(-1)
+    z = torch.cdist(x, c).argmin(-1)
+    z[seeds] = torch.arange(K, device=x.device)
+    return z

@@ -1,0 +1,151 @@
+"""The report page: one self-contained HTML file with inline CSS and embedded PNG figures.
+
+Every piece of text that reaches the page (titles, summaries, metric names and values, table
+cells, captions) is HTML-escaped; figures are embedded as ``data:image/png;base64`` URIs so the
+page needs no other file except the NetCDF downloads it links to.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from html import escape
+
+from ..registry import DemoResult
+
+__all__ = ["render_page", "figure_to_base64", "flatten_metrics", "format_value"]
+
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 70rem;
+       margin: 2rem auto; padding: 0 1rem; color: #222; line-height: 1.5; }
+h1 { border-bottom: 2px solid #444; padding-bottom: .3rem; }
+h2 { margin-top: 2.5rem; border-bottom: 1px solid #bbb; }
+.meta { color: #555; font-size: .9rem; }
+table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .9rem; }
+th, td { border: 1px solid #ccc; padding: .2rem .5rem; text-align: right; }
+th { background: #f2f2f2; }
+td.key, th.key { text-align: left; }
+figure { margin: 1rem 0; }
+figure img { max-width: 100%; border: 1px solid #ddd; }
+figcaption { color: #444; font-size: .9rem; font-style: italic; }
+""".strip()
+
+
+def figure_to_base64(figure, dpi: int = 100) -> str:
+    """Draw a matplotlib ``figure`` as PNG and return it base64-encoded (ASCII).
+
+    Example:
+        >>> import matplotlib.pyplot as plt
+        >>> fig, ax = plt.subplots(); _ = ax.plot([0, 1])
+        >>> figure_to_base64(fig)[:8]
+        'iVBORw0K'
+    """
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def flatten_metrics(metrics: dict, prefix: tuple[str, ...] = ()) -> list[tuple[str, object]]:
+    """Flatten nested ``metrics`` into ``("outer / inner", value)`` rows, in insertion order.
+
+    Example:
+        >>> flatten_metrics({"nuts": {"ess": 800.0, "rhat": 1.01}})
+        [('nuts / ess', 800.0), ('nuts / rhat', 1.01)]
+    """
+    rows: list[tuple[str, object]] = []
+    for key, value in metrics.items():
+        path = prefix + (key,)
+        if isinstance(value, dict):
+            rows.extend(flatten_metrics(value, path))
+        else:
+            rows.append((" / ".join(path), value))
+    return rows
+
+
+def format_value(value) -> str:
+    """A metric value as text: floats to six significant digits, lists element by element."""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, list):
+        return "[" + ", ".join(format_value(v) for v in value) + "]"
+    return str(value)
+
+
+def _paragraphs(text: str) -> str:
+    blocks = [b.strip() for b in text.split("\n\n") if b.strip()]
+    return "\n".join(f"<p>{escape(b)}</p>" for b in blocks)
+
+
+def _key_value_table(rows: list[tuple[str, object]], header: tuple[str, str]) -> str:
+    head = f'<tr><th class="key">{escape(header[0])}</th><th>{escape(header[1])}</th></tr>'
+    body = "".join(
+        f'<tr><td class="key">{escape(k)}</td><td>{escape(format_value(v))}</td></tr>'
+        for k, v in rows
+    )
+    return f"<table>{head}{body}</table>"
+
+
+def _float_format(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def _result_section(result: DemoResult, netcdf_links: dict[str, str]) -> str:
+    parts = [f'<section id="{escape(result.name)}">', f"<h2>{escape(result.name)}</h2>"]
+    parts.append(_paragraphs(result.summary))
+    if result.metrics:
+        parts.append("<h3>Metrics</h3>")
+        parts.append(_key_value_table(flatten_metrics(result.metrics), ("metric", "value")))
+    if result.tables:
+        parts.append("<h3>Tables</h3>")
+    for name, table in result.tables.items():
+        html_table = table.to_html(escape=True, border=0, float_format=_float_format)
+        parts.append(f"<figure><figcaption>{escape(name)}</figcaption>{html_table}</figure>")
+    if result.figures:
+        parts.append("<h3>Figures</h3>")
+    for name, figure in result.figures.items():
+        parts.append(
+            f'<figure><img src="data:image/png;base64,{figure_to_base64(figure)}" '
+            f'alt="{escape(name)}"><figcaption>{escape(name)}</figcaption></figure>'
+        )
+    if netcdf_links:
+        items = "".join(
+            f'<li><a href="{escape(href)}">{escape(engine)}</a> ({escape(href)})</li>'
+            for engine, href in netcdf_links.items()
+        )
+        parts.append(f"<h3>Inference data (NetCDF)</h3><ul>{items}</ul>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def render_page(
+    results: list[DemoResult],
+    title: str,
+    generated: str,
+    versions: dict[str, str],
+    netcdf_links: dict[str, dict[str, str]],
+) -> str:
+    """The report page as a string.
+
+    Args:
+        results: the results, one section each, in order.
+        title: the page title.
+        generated: the generation date, already formatted.
+        versions: package name -> version, listed under the title.
+        netcdf_links: result name -> {engine: relative path of its NetCDF file}.
+
+    Returns:
+        A complete HTML5 document. Drawing the figures does not close them; the caller does.
+    """
+    version_rows = list(versions.items())
+    nav = "".join(f'<li><a href="#{escape(r.name)}">{escape(r.name)}</a></li>' for r in results)
+    sections = "\n".join(_result_section(r, netcdf_links.get(r.name, {})) for r in results)
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{escape(title)}</title>\n<style>\n{_CSS}\n</style>\n</head>\n<body>\n"
+        f"<h1>{escape(title)}</h1>\n"
+        f'<p class="meta">Generated {escape(generated)}</p>\n'
+        f"{_key_value_table(version_rows, ('package', 'version'))}\n"
+        f"<nav><ul>{nav}</ul></nav>\n"
+        f"{sections}\n</body>\n</html>\n"
+    )

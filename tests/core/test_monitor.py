@@ -1,0 +1,54 @@
+import pytest
+
+from pyromodels.core import ConvergenceMonitor, ConvergenceWarning
+
+
+def test_converges_on_small_relative_change():
+    mon = ConvergenceMonitor(tol=1e-3, max_iter=50)
+    stops = [mon.update(v) for v in (-100.0, -50.0, -49.99)]
+    assert stops == [False, False, True]
+    assert mon.converged and mon.n_iter == 3 and mon.best == -49.99
+
+
+def test_stops_at_budget_without_converging_and_warns():
+    mon = ConvergenceMonitor(tol=1e-12, max_iter=3)
+    stops = [mon.update(v) for v in (1.0, 2.0, 3.0)]
+    assert stops[-1] and not mon.converged
+    with pytest.warns(ConvergenceWarning, match="did not converge in 3 iterations"):
+        mon.finish("EM")
+
+
+def test_decrease_of_monotone_objective_warns_and_is_recorded():
+    mon = ConvergenceMonitor(tol=1e-6, max_iter=10)
+    mon.update(-10.0)
+    with pytest.warns(ConvergenceWarning, match="should not decrease"):
+        mon.update(-10.5)
+    assert mon.violations == [1]
+
+
+def test_minimised_objective_direction():
+    mon = ConvergenceMonitor(tol=1e-6, max_iter=10, direction="decrease")
+    mon.update(5.0)
+    with pytest.warns(ConvergenceWarning, match="should not increase"):
+        mon.update(6.0)
+    assert mon.best == 5.0
+
+
+def test_nan_objective_raises():
+    mon = ConvergenceMonitor()
+    with pytest.raises(FloatingPointError, match="NaN at iteration 1"):
+        mon.update(float("nan"))
+
+
+@pytest.mark.parametrize(
+    "kwargs, err, match",
+    [
+        ({"tol": 0}, ValueError, "tol must be > 0"),
+        ({"max_iter": 0}, ValueError, "max_iter must be an integer >= 1"),
+        ({"max_iter": 2.0}, TypeError, "max_iter must be an integer"),
+        ({"direction": "up"}, ValueError, "direction must be one of"),
+    ],
+)
+def test_bad_arguments(kwargs, err, match):
+    with pytest.raises(err, match=match):
+        ConvergenceMonitor(**kwargs)

@@ -1,0 +1,173 @@
+"""The model registry: registration, look-up, validation of entries and results, built-in index."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from pyromodels import registry
+from pyromodels.registry import DemoResult, ModelEntry, UnknownModelError, check_metrics
+
+
+def _entry(name: str, **overrides) -> ModelEntry:
+    fields = dict(name=name, title="A test model", paper="reference", engines=("em",), factory=dict)
+    fields.update(overrides)
+    return ModelEntry(**fields)
+
+
+@pytest.fixture
+def empty_registry(monkeypatch):
+    """A registry holding nothing, restored after the test."""
+    monkeypatch.setattr(registry, "_REGISTRY", {})
+
+
+def test_register_get_unregister_round_trip(empty_registry):
+    entry = registry.register(_entry("beta-model"))
+    registry.register(_entry("alpha-model"))
+    assert registry.get("beta-model") is entry
+    assert [e.name for e in registry.entries()] == ["alpha-model", "beta-model"]
+    assert registry.unregister("beta-model") is entry
+    assert [e.name for e in registry.entries()] == ["alpha-model"]
+
+
+def test_duplicate_name_raises(empty_registry):
+    registry.register(_entry("twin"))
+    with pytest.raises(ValueError, match="a model named 'twin' is already registered"):
+        registry.register(_entry("twin", title="another"))
+    assert registry.get("twin").title == "A test model"
+
+
+def test_unknown_name_lists_the_known_ones(empty_registry):
+    registry.register(_entry("zeta"))
+    registry.register(_entry("eta"))
+    with pytest.raises(UnknownModelError, match="unknown model 'nope'; known models: eta, zeta"):
+        registry.get("nope")
+    # It is a KeyError for mapping-style callers and a ValueError for the house convention.
+    with pytest.raises(KeyError):
+        registry.unregister("nope")
+    with pytest.raises(ValueError, match="known models: eta, zeta"):
+        registry.get(3)
+
+
+def test_unknown_name_in_empty_registry(empty_registry):
+    with pytest.raises(UnknownModelError, match="known models: none registered"):
+        registry.get("anything")
+
+
+def test_register_rejects_non_entries(empty_registry):
+    with pytest.raises(TypeError, match="entry must be a ModelEntry, got dict"):
+        registry.register({"name": "x"})
+
+
+@pytest.mark.parametrize(
+    ("overrides", "error", "message"),
+    [
+        ({"name": "has space"}, ValueError, "name must start with a letter or digit"),
+        ({"name": "../up"}, ValueError, "name must start with a letter or digit"),
+        ({"name": 5}, TypeError, "name must be a string, got int"),
+        ({"title": None}, TypeError, "title must be a string, got NoneType"),
+        ({"engines": ["em"]}, TypeError, "engines must be a tuple of strings, got list"),
+        ({"engines": ()}, ValueError, "engines must name at least one method"),
+        ({"engines": ("em", "em")}, ValueError, "engines must not repeat a method"),
+        ({"factory": 3}, TypeError, "factory must be callable, got int"),
+        ({"demo": "run"}, TypeError, "demo must be callable or None, got str"),
+        ({"loader": 1.0}, TypeError, "loader must be callable or None, got float"),
+    ],
+)
+def test_model_entry_validation(overrides, error, message):
+    fields = {"name": "checked", **overrides}
+    with pytest.raises(error, match=message):
+        _entry(**fields)
+
+
+def test_check_metrics_converts_numpy_scalars_exactly():
+    metrics = {
+        "nuts": {"ess": np.float32(0.5), "divergences": np.int64(3), "ok": np.bool_(True)},
+        "per_class": (np.float64(0.25), 1, None, "x"),
+    }
+    out = check_metrics(metrics)
+    assert out == {
+        "nuts": {"ess": 0.5, "divergences": 3, "ok": True},
+        "per_class": [0.25, 1, None, "x"],
+    }
+    assert type(out["nuts"]["ess"]) is float
+    assert type(out["nuts"]["divergences"]) is int
+    assert type(out["nuts"]["ok"]) is bool
+
+
+@pytest.mark.parametrize(
+    ("metrics", "message"),
+    [
+        ({"svi": {"elbo": torch.tensor(1.0)}}, r"metrics\['svi'\]\['elbo'\] must be a number"),
+        ({"svi": np.ones(2)}, r"metrics\['svi'\] must be a number.*x.tolist\(\)"),
+        ({1: 2.0}, "metrics keys must be strings, got int 1"),
+        ({"a": [1, object()]}, r"metrics\['a'\]\[1\] must be a number"),
+    ],
+)
+def test_check_metrics_rejects_non_json_values(metrics, message):
+    with pytest.raises(TypeError, match=message):
+        check_metrics(metrics)
+    with pytest.raises(TypeError, match=message):
+        DemoResult(name="r", metrics=metrics)
+
+
+@pytest.mark.parametrize(
+    ("fields", "error", "message"),
+    [
+        ({"name": "a/b"}, ValueError, "name must start with a letter or digit"),
+        ({"summary": 3}, TypeError, "summary must be a string, got int"),
+        ({"metrics": [1]}, TypeError, "metrics must be a dict, got list"),
+        (
+            {"tables": {"t": [[1]]}},
+            TypeError,
+            r"tables\['t'\] must be a pandas DataFrame, got list",
+        ),
+        ({"tables": {"": pd.DataFrame()}}, ValueError, "tables keys must be non-empty strings"),
+        ({"figures": {"f": "png"}}, TypeError, r"figures\['f'\] must be a matplotlib Figure"),
+        ({"inference_data": {"a b": None}}, ValueError, "inference_data key must start with"),
+        ({"inference_data": {"nuts": {}}}, TypeError, r"inference_data\['nuts'\] must be an Infer"),
+    ],
+)
+def test_demo_result_validation(fields, error, message):
+    arguments = {"name": "result", **fields}
+    with pytest.raises(error, match=message):
+        DemoResult(**arguments)
+
+
+def test_demo_result_accepts_captions_with_spaces():
+    result = DemoResult(name="ok", tables={"posterior summary": pd.DataFrame({"a": [1.0]})})
+    assert list(result.tables) == ["posterior summary"]
+
+
+def test_load_builtin_ignores_only_a_missing_index(monkeypatch, tmp_path, empty_registry):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    # The index itself is missing: nothing to load, no error.
+    monkeypatch.setattr(registry, "BUILTIN_INDEX", "pyromodels_test_absent_index")
+    registry.load_builtin()
+    assert registry.entries() == ()
+
+    # The index exists but one of its imports is missing: that error must surface.
+    (tmp_path / "pyromodels_test_broken_index.py").write_text(
+        "import pyromodels_test_no_such_dep\n"
+    )
+    monkeypatch.setattr(registry, "BUILTIN_INDEX", "pyromodels_test_broken_index")
+    with pytest.raises(ModuleNotFoundError, match="pyromodels_test_no_such_dep"):
+        registry.load_builtin()
+
+    # A working index registers its models.
+    (tmp_path / "pyromodels_test_good_index.py").write_text(
+        "from pyromodels.registry import ModelEntry, register\n"
+        "register(ModelEntry(name='indexed', title='t', paper='p', engines=('em',),\n"
+        "                    factory=dict))\n"
+    )
+    monkeypatch.setattr(registry, "BUILTIN_INDEX", "pyromodels_test_good_index")
+    try:
+        registry.load_builtin()
+        assert [e.name for e in registry.entries()] == ["indexed"]
+    finally:
+        for module in ("pyromodels_test_good_index", "pyromodels_test_broken_index"):
+            sys.modules.pop(module, None)
