@@ -46,7 +46,8 @@ def run_em(
         init: parameters to start from instead of ``em_init`` (then ``n_init`` must be 1).
         seed: the fit's seed; ``None`` draws one (recorded in ``attrs``).
         progress: show a progress bar.
-        callbacks: callables ``f(step, info)`` with ``info["objective"]``; ``True`` stops.
+        callbacks: callables ``f(step, info)`` called after EM step ``step`` (1, 2, ...) with
+            ``info["objective"]``, ``info["restart"]`` and ``info["params"]``; ``True`` stops.
         device: ``"cpu"``, ``"cuda"`` or ``None`` (the data's device).
         warn_not_converged: emit a ``ConvergenceWarning`` if the best start did not converge.
 
@@ -79,7 +80,7 @@ def run_em(
                 bar.update()
                 stop = mon.update(value)
                 info = {"objective": value, "restart": r, "params": params}
-                if (callbacks and run_callbacks(callbacks, mon.n_iter, info)) or stop:
+                if (callbacks and run_callbacks(callbacks, mon.n_iter - 1, info)) or stop:
                     break
             monitors.append(mon)
             if best is None or mon.history[-1] > best.history[-1]:

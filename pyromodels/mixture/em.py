@@ -81,8 +81,7 @@ def responsibilities(data, params: dict) -> torch.Tensor:
 
 
 def em_step(data, params: dict) -> dict:
-    """One EM iteration."""
-    check_em_prior(data)
+    """One EM iteration (the prior must pass :func:`check_em_prior`)."""
     return m_step(data, responsibilities(data, params), map_weights=True)
 
 

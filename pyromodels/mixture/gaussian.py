@@ -165,6 +165,7 @@ class BayesianGaussianMixture(Model):
         return gibbs_kernels.sweep()
 
     def em_init(self, data, generator) -> dict:
+        em_kernels.check_em_prior(self.prepare(data))
         return self.init_values(data, generator)
 
     def em_step(self, data, params) -> dict:

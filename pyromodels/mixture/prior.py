@@ -80,7 +80,8 @@ def resolve_prior(
         m = as_float_tensor(mean_prior, "mean_prior", ndim=1).to(**opts)
         if m.shape[0] != d:
             raise ValueError(f"mean_prior must have length {d} (the data's dimension), got {m.shape[0]}")
-    kappa = torch.tensor(check_positive(1.0 if mean_precision is None else mean_precision, "mean_precision"), **opts)
+    kappa_value = 1.0 if mean_precision is None else mean_precision
+    kappa = torch.tensor(check_positive(kappa_value, "mean_precision"), **opts)
     nu_value = d + 2.0 if degrees_of_freedom is None else degrees_of_freedom
     nu = check_positive(nu_value, "degrees_of_freedom")
     if nu <= d - 1:

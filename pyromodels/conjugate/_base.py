@@ -1,0 +1,228 @@
+"""Shared pieces of the conjugate families: argument checks and exponential-family algebra.
+
+Every family here is an exponential family over its parameter ``theta``,
+
+.. math::
+
+    p(\\theta \\mid \\eta) = h(\\theta) \\exp\\{\\langle \\eta, T(\\theta) \\rangle - A(\\eta)\\},
+
+with natural parameters ``eta``, sufficient statistics ``T``, log normaliser ``A`` and base measure
+``h``. The natural parameters and statistics of a family are a tensor or a named tuple of tensors
+whose fields pair up; ``event_dims`` says how many trailing axes of each field are summed in the
+inner product.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+
+from ..core.validation import as_float_tensor
+
+__all__ = [
+    "LOG_2PI",
+    "coerce_params",
+    "as_data_tensor",
+    "check_positive_tensor",
+    "check_nonnegative_tensor",
+    "check_last_dim",
+    "check_generator",
+    "spd_cholesky",
+    "build_unchecked",
+    "inner_product",
+    "multidigamma",
+    "student_t_log_density",
+    "ConjugateFamily",
+]
+
+LOG_2PI = math.log(2.0 * math.pi)
+
+
+def coerce_params(**named) -> dict[str, torch.Tensor]:
+    """Convert hyperparameters to finite floating tensors sharing one dtype and one device.
+
+    The dtype is the promotion of the floating tensors given (``torch.get_default_dtype()`` when
+    none is floating); the device is the one the tensors given live on. Python numbers and
+    array-likes are converted onto that dtype and device.
+
+    Raises:
+        ValueError: if the tensors live on different devices, or a value is empty or not finite.
+        TypeError: if a value is not numeric.
+    """
+    tensors = {k: v for k, v in named.items() if isinstance(v, torch.Tensor)}
+    devices = {t.device for t in tensors.values()}
+    if len(devices) > 1:
+        listing = ", ".join(f"{k} on {t.device}" for k, t in tensors.items())
+        raise ValueError(f"hyperparameters must live on one device, got {listing}")
+    device = devices.pop() if devices else None
+    dtype = None
+    for t in tensors.values():
+        if t.is_floating_point():
+            dtype = t.dtype if dtype is None else torch.promote_types(dtype, t.dtype)
+    dtype = dtype or torch.get_default_dtype()
+    return {k: as_float_tensor(v, k, dtype=dtype, device=device) for k, v in named.items()}
+
+
+def as_data_tensor(x, name: str, like: torch.Tensor, min_ndim: int = 0) -> torch.Tensor:
+    """Convert data ``x`` to a finite tensor with the dtype and device of ``like``."""
+    t = as_float_tensor(x, name, dtype=like.dtype, device=like.device, allow_empty=True)
+    if t.dim() < min_ndim:
+        raise ValueError(
+            f"{name} must have at least {min_ndim} dimension(s), got shape {tuple(t.shape)}"
+        )
+    return t
+
+
+def check_positive_tensor(t: torch.Tensor, name: str, bound: float = 0.0, label: str = "0"):
+    """Raise ``ValueError('{name} must be > {label}')`` unless every entry exceeds ``bound``."""
+    if t.numel() and not bool((t > bound).all()):
+        raise ValueError(f"{name} must be > {label}, got minimum {float(t.min()):.6g}")
+    return t
+
+
+def check_nonnegative_tensor(t: torch.Tensor, name: str):
+    """Raise ``ValueError('{name} must be >= 0')`` if any entry is negative."""
+    if t.numel() and not bool((t >= 0).all()):
+        raise ValueError(f"{name} must be >= 0, got minimum {float(t.min()):.6g}")
+    return t
+
+
+def check_last_dim(t: torch.Tensor, name: str, size: int, what: str, trailing: int = 1):
+    """Raise unless the last ``trailing`` axes of ``t`` all have length ``size``."""
+    want = (size,) * trailing
+    if t.dim() < trailing or tuple(t.shape[-trailing:]) != want:
+        raise ValueError(f"{name} must end with shape {want} ({what}), got shape {tuple(t.shape)}")
+    return t
+
+
+def check_generator(generator, device: torch.device):
+    """Raise unless ``generator`` is ``None`` or a ``torch.Generator`` on ``device``."""
+    if generator is None:
+        return None
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"generator must be a torch.Generator or None, got {type(generator).__name__}"
+        )
+    if torch.device(generator.device).type != torch.device(device).type:
+        raise ValueError(
+            f"generator must live on the parameters' device ({device}), "
+            f"got a generator on {generator.device}"
+        )
+    return generator
+
+
+def spd_cholesky(matrix: torch.Tensor, name: str, symmetry_rtol: float = 1e-6) -> torch.Tensor:
+    """Lower Cholesky factor of a symmetric positive definite batch of matrices.
+
+    Raises:
+        ValueError: ``'{name} must be symmetric positive definite'`` if a matrix is not square,
+            not symmetric (relative tolerance ``symmetry_rtol``) or not positive definite.
+    """
+    if matrix.dim() < 2 or matrix.shape[-1] != matrix.shape[-2]:
+        raise ValueError(
+            f"{name} must be symmetric positive definite (square), got shape {tuple(matrix.shape)}"
+        )
+    scale = matrix.abs().amax(dim=(-2, -1), keepdim=True)
+    if not bool(((matrix - matrix.mT).abs() <= symmetry_rtol * scale).all()):
+        raise ValueError(f"{name} must be symmetric positive definite: it is not symmetric")
+    tril, info = torch.linalg.cholesky_ex(matrix)
+    if bool((info != 0).any()):
+        raise ValueError(f"{name} must be symmetric positive definite: Cholesky failed")
+    return tril
+
+
+def build_unchecked(cls, **fields):
+    """An instance of the frozen dataclass ``cls`` with ``fields`` set, skipping validation.
+
+    Used for results (posteriors, broadcasts) whose validity follows from validated inputs.
+    """
+    obj = object.__new__(cls)
+    for key, value in fields.items():
+        object.__setattr__(obj, key, value)
+    return obj
+
+
+def _fields(x) -> tuple:
+    return (x,) if isinstance(x, torch.Tensor) else tuple(x)
+
+
+def inner_product(eta, stats, event_dims: Sequence[int]) -> torch.Tensor:
+    """``<eta, T>``: the sum over paired fields of products summed over their event axes."""
+    total = None
+    for e, t, k in zip(_fields(eta), _fields(stats), event_dims, strict=True):
+        prod = e * t
+        if k:
+            prod = prod.sum(dim=tuple(range(-k, 0)))
+        total = prod if total is None else total + prod
+    return total
+
+
+def multidigamma(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """Multivariate digamma ``psi_d(x) = sum_{i=0}^{d-1} psi(x - i/2)``, the derivative of
+    ``torch.mvlgamma(x, d)``."""
+    offsets = torch.arange(dim, dtype=x.dtype, device=x.device) / 2
+    return torch.digamma(x.unsqueeze(-1) - offsets).sum(-1)
+
+
+def student_t_log_density(df, dim: int, maha, half_log_det) -> torch.Tensor:
+    """Log density of a ``dim``-variate Student-t.
+
+    .. math::
+
+        \\log \\Gamma(\\tfrac{\\nu + d}{2}) - \\log \\Gamma(\\tfrac{\\nu}{2})
+        - \\tfrac{d}{2} \\log(\\nu \\pi) - \\tfrac12 \\log|\\Sigma|
+        - \\tfrac{\\nu + d}{2} \\log(1 + \\delta / \\nu)
+
+    Args:
+        df: degrees of freedom ``nu``, shape broadcastable with ``maha``.
+        dim: dimension ``d``.
+        maha: squared Mahalanobis distance ``delta = (x - m)^T Sigma^{-1} (x - m)``.
+        half_log_det: ``log|Sigma| / 2`` of the shape matrix ``Sigma``.
+    """
+    half = (df + dim) / 2
+    return (
+        torch.lgamma(half)
+        - torch.lgamma(df / 2)
+        - dim / 2 * torch.log(df * math.pi)
+        - half_log_det
+        - half * torch.log1p(maha / df)
+    )
+
+
+class ConjugateFamily:
+    """Exponential-family algebra shared by the conjugate priors.
+
+    Subclasses define ``natural_params()``, ``expected_stats()``, ``log_normalizer()``, the
+    class attribute ``event_dims`` (trailing axes of each natural-parameter field) and the
+    property ``event_size`` (categories or dimension).
+    """
+
+    event_dims: tuple[int, ...] = ()
+
+    def kl(self, other) -> torch.Tensor:
+        """``KL(self || other)`` in closed form, batched over the broadcast batch shapes.
+
+        .. math::
+
+            KL(p \\| q) = \\langle \\eta_p - \\eta_q, E_p[T] \\rangle - A(\\eta_p) + A(\\eta_q)
+
+        Raises:
+            TypeError: if ``other`` is not of the same family.
+            ValueError: if the event sizes differ.
+        """
+        if type(other) is not type(self):
+            raise TypeError(f"other must be a {type(self).__name__}, got {type(other).__name__}")
+        if other.event_size != self.event_size:
+            raise ValueError(
+                f"other must have event size {self.event_size}, got {other.event_size}"
+            )
+        delta = tuple(
+            p - q for p, q in zip(_fields(self.natural_params()), _fields(other.natural_params()))
+        )
+        return (
+            inner_product(delta, self.expected_stats(), self.event_dims)
+            - self.log_normalizer()
+            + other.log_normalizer()
+        )
