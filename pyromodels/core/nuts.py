@@ -17,6 +17,31 @@ from .validation import check_int, check_probability
 __all__ = ["run_nuts"]
 
 
+class _EnergyRecordingNUTS(NUTS):
+    """NUTS that records the Hamiltonian at the start of every transition.
+
+    That energy, ``U(q_{t-1}) + K(p_t)`` with the freshly drawn momentum, equals the energy of
+    the accepted state up to the leapfrog integration error (the Hamiltonian is conserved along
+    the trajectory), which is what ArviZ's energy plot and BFMI expect.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.energies: list[float] = []
+        self._record_next = False
+
+    def _sample_r(self, name):
+        self._record_next = True
+        return super()._sample_r(name)
+
+    def _kinetic_energy(self, r_unscaled):
+        kinetic = super()._kinetic_energy(r_unscaled)
+        if self._record_next:
+            self._record_next = False
+            self.energies.append(float(kinetic) + float(self._potential_energy_last))
+        return kinetic
+
+
 def run_nuts(
     model,
     data,
@@ -50,8 +75,9 @@ def run_nuts(
         device: ``"cpu"``, ``"cuda"`` or ``None`` (the data's device).
 
     Returns:
-        A :class:`Posterior` with samples ``(chain, draw, ...)``, ``sample_stats["diverging"]``
-        and (with ``lp``) ``sample_stats["lp"]``.
+        A :class:`Posterior` with samples ``(chain, draw, ...)``, ``sample_stats["diverging"]``,
+        ``sample_stats["energy"]`` (for ArviZ's energy plot and BFMI) and (with ``lp``)
+        ``sample_stats["lp"]``.
     """
     num_samples = check_int(num_samples, "num_samples", minimum=1)
     num_warmup = check_int(num_warmup, "num_warmup", minimum=0)
@@ -62,13 +88,13 @@ def run_nuts(
     device = resolve_device(device, data)
     data = model.prepare(data, device=device)
     start = time.perf_counter()
-    per_chain, diverging, accept = [], [], []
+    per_chain, diverging, accept, energy = [], [], [], []
     for c in range(num_chains):
         chain_seed = derive_seed(seed, "chain", c)
         init = init_to_sample
         if callable(getattr(model, "init_values", None)):
             init = init_to_value(values=model.init_values(data, make_generator(chain_seed, device)))
-        kernel = NUTS(
+        kernel = _EnergyRecordingNUTS(
             model.model,
             max_plate_nesting=model.max_plate_nesting,
             target_accept_prob=target_accept_prob,
@@ -81,13 +107,14 @@ def run_nuts(
                         disable_progbar=not progress)
             mcmc.run(data)
         per_chain.append(mcmc.get_samples())
+        energy.append(torch.tensor(kernel.energies[-num_samples:], dtype=torch.float64))
         div = torch.zeros(num_samples, dtype=torch.bool)
         idx = mcmc.diagnostics()["divergences"]["chain 0"]
         div[torch.as_tensor(idx, dtype=torch.long)] = True
         diverging.append(div)
         accept.append(float(mcmc.diagnostics()["acceptance rate"]["chain 0"]))
     samples = {k: torch.stack([c[k] for c in per_chain]) for k in per_chain[0]}
-    stats = {"diverging": torch.stack(diverging)}
+    stats = {"diverging": torch.stack(diverging), "energy": torch.stack(energy)}
     if lp:
         stats["lp"] = _lp_trace(model, data, samples)
     samples.update(sample_discrete(model, data, samples, seed=derive_seed(seed, "discrete")))

@@ -131,6 +131,9 @@ def test_summary_reports_rhat_and_ess(four_engines):
     assert {"r_hat", "ess_bulk"} <= set(table.columns)
     idata = fits["nuts"].to_inference_data()
     assert "log_likelihood" in idata.groups() and idata.log_likelihood["x"].shape == (1, 150, 60)
+    assert idata.sample_stats["energy"].shape == (1, 150)
+    # A well-adapted NUTS run on this easy posterior has BFMI near 1 (< 0.3 signals trouble).
+    assert float(az.bfmi(idata)[0]) > 0.3
 
 
 def test_pyro_mcmc_with_the_gibbs_kernel_and_arviz_from_pyro(blobs):

@@ -1,0 +1,355 @@
+"""Long-format crowd annotations: one row per (item, worker, label) judgement.
+
+The table stores integer codes in long tensors and keeps the user's ids as pandas indexes, so
+a model can work on codes while its results are returned indexed by the user's own item,
+worker and class ids. Items need not be labelled by every worker (missing labels are simply
+absent rows); an item may even have no label at all when the item ids are given explicitly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..core.validation import check_int
+from ._idmaps import (
+    as_id_index,
+    check_codes,
+    encode_ids,
+    factorize_ids,
+    index_values,
+    plain,
+    repeated_keys,
+    to_numpy,
+)
+
+__all__ = ["AnnotationTable", "check_columns"]
+
+
+def check_columns(df, columns: dict[str, str]) -> None:
+    """Raise unless ``df`` is a non-empty DataFrame holding every column in ``columns``.
+
+    Args:
+        df: the user's table.
+        columns: ``{argument name: column name}``, e.g. ``{"item": "task"}``.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    missing = {arg: col for arg, col in columns.items() if col not in df.columns}
+    if missing:
+        hint = ", ".join(f"{arg}=" for arg in missing)
+        raise ValueError(
+            f"df is missing column(s) {list(missing.values())}; it has {list(df.columns)}. "
+            f"Name the right columns with {hint}"
+        )
+    if len(df) == 0:
+        raise ValueError("df must not be empty: it has no rows")
+
+
+@dataclass(frozen=True, eq=False)
+class AnnotationTable:
+    r"""Crowd labels in long format with id maps.
+
+    Row :math:`l` says that worker ``worker_idx[l]`` gave label ``label_idx[l]`` to item
+    ``item_idx[l]``. With :math:`N` items, :math:`M` workers, :math:`K` classes and :math:`L`
+    rows, the codes lie in :math:`[0, N)`, :math:`[0, M)` and :math:`[0, K)`.
+
+    Attributes:
+        item_idx: long tensor ``(L,)``.
+        worker_idx: long tensor ``(L,)``.
+        label_idx: long tensor ``(L,)``.
+        items: the ``N`` item ids (``pandas.Index``); code ``n`` means ``items[n]``.
+        workers: the ``M`` worker ids.
+        classes: the ``K`` class ids.
+        allow_repeats: whether one worker may label one item more than once. Off by default:
+            repeated (item, worker) rows are an error.
+
+    Example:
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"task": ["a", "a", "b"], "worker": ["w1", "w2", "w1"],
+        ...                    "label": ["cat", "dog", "dog"]})
+        >>> table = AnnotationTable.from_dataframe(df)
+        >>> table.num_items, table.num_workers, table.num_classes
+        (2, 2, 2)
+        >>> table.to_dense().tolist()
+        [[0, 1], [1, -1]]
+    """
+
+    item_idx: torch.Tensor
+    worker_idx: torch.Tensor
+    label_idx: torch.Tensor
+    items: pd.Index
+    workers: pd.Index
+    classes: pd.Index
+    allow_repeats: bool = False
+
+    def __post_init__(self):
+        items = as_id_index(self.items, "items")
+        workers = as_id_index(self.workers, "workers")
+        classes = as_id_index(self.classes, "classes")
+        item_idx = check_codes(self.item_idx, "item_idx", len(items), "num_items")
+        worker_idx = check_codes(self.worker_idx, "worker_idx", len(workers), "num_workers")
+        label_idx = check_codes(self.label_idx, "label_idx", len(classes), "num_classes")
+        lengths = {len(item_idx), len(worker_idx), len(label_idx)}
+        if len(lengths) != 1:
+            raise ValueError(
+                "item_idx, worker_idx and label_idx must have the same length, got "
+                f"{len(item_idx)}, {len(worker_idx)} and {len(label_idx)}"
+            )
+        if not isinstance(self.allow_repeats, bool):
+            raise TypeError(f"allow_repeats must be a bool, got {self.allow_repeats!r}")
+        device = item_idx.device
+        for name, value in (
+            ("items", items), ("workers", workers), ("classes", classes),
+            ("item_idx", item_idx), ("worker_idx", worker_idx.to(device)),
+            ("label_idx", label_idx.to(device)),
+        ):
+            object.__setattr__(self, name, value)
+        if not self.allow_repeats:
+            rows = repeated_keys(item_idx, worker_idx)
+            if len(rows):
+                pairs = [
+                    (plain(items[int(item_idx[r])]), plain(workers[int(worker_idx[r])]))
+                    for r in rows[:5]
+                ]
+                raise ValueError(
+                    f"{len(rows)} repeated (item, worker) row(s): a worker labelled the same item "
+                    f"more than once, e.g. {pairs}. Remove the repeats or pass "
+                    "allow_repeats=True to keep every judgement"
+                )
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_dataframe(
+        cls,
+        df: pd.DataFrame,
+        item: str = "task",
+        worker: str = "worker",
+        label: str = "label",
+        classes=None,
+        *,
+        items=None,
+        workers=None,
+        allow_repeats: bool = False,
+    ) -> AnnotationTable:
+        """Build the table from a long DataFrame with one row per judgement.
+
+        Args:
+            df: DataFrame with (at least) the item, worker and label columns.
+            item, worker, label: column names (defaults follow crowd-kit).
+            classes: the class ids in the order wanted for the codes; every label must be one
+                of them and classes nobody used are kept. Default: the sorted distinct labels.
+            items, workers: optional full id lists (fixing the code order and keeping items or
+                workers without labels); default: the sorted distinct ids in ``df``.
+            allow_repeats: keep repeated (item, worker) rows instead of raising.
+
+        Raises:
+            ValueError: missing columns, empty table, NaN ids or labels, labels outside
+                ``classes``, repeated (item, worker) rows.
+        """
+        check_columns(df, {"item": item, "worker": worker, "label": label})
+        item_codes, item_index = factorize_ids(df[item], f"df[{item!r}]", items, "items")
+        worker_codes, worker_index = factorize_ids(
+            df[worker], f"df[{worker!r}]", workers, "workers"
+        )
+        label_codes, class_index = factorize_ids(df[label], f"df[{label!r}]", classes, "classes")
+        return cls(
+            torch.from_numpy(item_codes),
+            torch.from_numpy(worker_codes),
+            torch.from_numpy(label_codes),
+            item_index,
+            worker_index,
+            class_index,
+            allow_repeats=allow_repeats,
+        )
+
+    @classmethod
+    def from_arrays(
+        cls,
+        item_idx,
+        worker_idx,
+        label_idx,
+        num_items: int | None = None,
+        num_workers: int | None = None,
+        num_classes: int | None = None,
+        *,
+        allow_repeats: bool = False,
+    ) -> AnnotationTable:
+        """Build the table from integer codes; ids are ``0 .. n - 1``.
+
+        Sizes default to ``max code + 1``; give them to keep unlabelled items, idle workers or
+        unused classes.
+        """
+        codes = []
+        for name, x, size, size_name in (
+            ("item_idx", item_idx, num_items, "num_items"),
+            ("worker_idx", worker_idx, num_workers, "num_workers"),
+            ("label_idx", label_idx, num_classes, "num_classes"),
+        ):
+            if size is not None:
+                size = check_int(size, size_name, minimum=1)
+            t = check_codes(x, name, size, size_name)
+            codes.append((t, size if size is not None else int(t.max()) + 1))
+        (it, n), (wt, m), (lt, k) = codes
+        return cls(it, wt, lt, pd.RangeIndex(n), pd.RangeIndex(m), pd.RangeIndex(k),
+                   allow_repeats=allow_repeats)
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def num_items(self) -> int:
+        """Number of items ``N``."""
+        return len(self.items)
+
+    @property
+    def num_workers(self) -> int:
+        """Number of workers ``M``."""
+        return len(self.workers)
+
+    @property
+    def num_classes(self) -> int:
+        """Number of classes ``K``."""
+        return len(self.classes)
+
+    @property
+    def num_labels(self) -> int:
+        """Number of rows ``L``."""
+        return int(self.item_idx.shape[0])
+
+    def __len__(self) -> int:
+        return self.num_labels
+
+    @property
+    def device(self) -> torch.device:
+        """Device of the code tensors."""
+        return self.item_idx.device
+
+    def __repr__(self) -> str:
+        return (
+            f"AnnotationTable(num_items={self.num_items}, num_workers={self.num_workers}, "
+            f"num_classes={self.num_classes}, num_labels={self.num_labels})"
+        )
+
+    def to(self, device) -> AnnotationTable:
+        """A copy with the code tensors on ``device``."""
+        return dataclasses.replace(
+            self,
+            item_idx=self.item_idx.to(device),
+            worker_idx=self.worker_idx.to(device),
+            label_idx=self.label_idx.to(device),
+        )
+
+    # ------------------------------------------------------------------ summaries
+    def counts_per_item(self) -> torch.Tensor:
+        """Number of labels of each item, long tensor ``(N,)``."""
+        return torch.bincount(self.item_idx, minlength=self.num_items)
+
+    def counts_per_worker(self) -> torch.Tensor:
+        """Number of labels given by each worker, long tensor ``(M,)``."""
+        return torch.bincount(self.worker_idx, minlength=self.num_workers)
+
+    def vote_counts(self) -> torch.Tensor:
+        r"""Votes per item and class, long tensor ``(N, K)``: :math:`c_{nk} = \#\{l: n_l=n,
+        y_l=k\}`."""
+        flat = self.item_idx * self.num_classes + self.label_idx
+        counts = torch.bincount(flat, minlength=self.num_items * self.num_classes)
+        return counts.reshape(self.num_items, self.num_classes)
+
+    def to_dense(self, fill: int = -1) -> torch.Tensor:
+        """Items x workers matrix of label codes, ``fill`` where a worker gave no label.
+
+        Args:
+            fill: integer marking a missing label; it must not be a class code.
+
+        Returns:
+            Long tensor ``(N, M)``.
+        """
+        fill = check_int(fill, "fill")
+        if 0 <= fill < self.num_classes:
+            raise ValueError(
+                f"fill must not be a class code in [0, {self.num_classes - 1}], got {fill}"
+            )
+        if self.allow_repeats and len(repeated_keys(self.item_idx, self.worker_idx)):
+            raise ValueError(
+                "to_dense needs at most one label per (item, worker); this table has repeats"
+            )
+        dense = torch.full(
+            (self.num_items, self.num_workers), fill, dtype=torch.long, device=self.device
+        )
+        dense[self.item_idx, self.worker_idx] = self.label_idx
+        return dense
+
+    # ------------------------------------------------------------------ id maps
+    def encode_items(self, ids) -> torch.Tensor:
+        """Codes of item ids (raises on ids this table does not know)."""
+        return torch.from_numpy(encode_ids(self.items, ids, "ids", "the table's items"))
+
+    def encode_workers(self, ids) -> torch.Tensor:
+        """Codes of worker ids, for prediction on new rows; raises on unknown workers."""
+        return torch.from_numpy(encode_ids(self.workers, ids, "ids", "the table's workers"))
+
+    def encode_classes(self, ids) -> torch.Tensor:
+        """Codes of class ids (raises on ids that are not classes of this table)."""
+        return torch.from_numpy(encode_ids(self.classes, ids, "ids", "the table's classes"))
+
+    def decode_classes(self, codes) -> np.ndarray:
+        """Class ids of integer class codes (any shape)."""
+        arr = to_numpy(codes, "codes")
+        t = check_codes(arr.reshape(-1), "codes", self.num_classes, "num_classes")
+        return self.classes.to_numpy()[t.numpy()].reshape(arr.shape)
+
+    def index_items(self, values, columns=None, decode: bool = False):
+        """Per-item results indexed by item id.
+
+        Args:
+            values: ``(N,)`` or ``(N, C)`` tensor / array.
+            columns: column labels for 2-D input; default: the class ids when ``C == K``,
+                else ``0 .. C - 1``.
+            decode: treat 1-D ``values`` as class codes and return class ids.
+
+        Returns:
+            A Series (1-D) or DataFrame (2-D) indexed by ``items``.
+        """
+        if decode:
+            values = self.decode_classes(values)
+        return index_values(values, self.items, "values", self._columns(values, columns))
+
+    def index_workers(self, values, columns=None):
+        """Per-worker results indexed by worker id.
+
+        ``(M,)`` gives a Series, ``(M, C)`` a DataFrame, and confusion matrices ``(M, K, K)``
+        (rows = true class) a DataFrame with a (worker, true class) row index and the
+        response classes as columns.
+        """
+        arr = to_numpy(values, "values")
+        if arr.ndim == 3:
+            m, k, k2 = arr.shape
+            if m != self.num_workers or k != self.num_classes or k2 != self.num_classes:
+                raise ValueError(
+                    f"values must have shape ({self.num_workers}, {self.num_classes}, "
+                    f"{self.num_classes}), got {tuple(arr.shape)}"
+                )
+            rows = pd.MultiIndex.from_product([self.workers, self.classes],
+                                              names=["worker", "true"])
+            return pd.DataFrame(arr.reshape(m * k, k2), index=rows, columns=self.classes)
+        return index_values(arr, self.workers, "values", self._columns(arr, columns))
+
+    def _columns(self, values, columns):
+        if columns is not None:
+            return columns
+        shape = getattr(values, "shape", ())
+        if len(shape) == 2 and shape[1] == self.num_classes:
+            return self.classes
+        return None
+
+    def to_frame(self, item: str = "task", worker: str = "worker",
+                 label: str = "label") -> pd.DataFrame:
+        """The table back in long format with the user's ids, one row per judgement."""
+        return pd.DataFrame({
+            item: self.items.to_numpy()[self.item_idx.cpu().numpy()],
+            worker: self.workers.to_numpy()[self.worker_idx.cpu().numpy()],
+            label: self.classes.to_numpy()[self.label_idx.cpu().numpy()],
+        })
