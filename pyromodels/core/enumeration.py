@@ -138,6 +138,8 @@ def marginal_log_joint(model, data, values: dict[str, torch.Tensor]) -> torch.Te
     Computed as minus the enumerated ELBO of the model conditioned on ``values`` with an empty
     guide, which is exact when every latent site is either in ``values`` or enumerated.
     """
+    if not model.discrete_sites:
+        return model.log_joint(data, values).to(torch.float64)
     cond = poutine.condition(model.model, data=values)
 
     def empty_guide(*args, **kwargs):

@@ -1,0 +1,128 @@
+"""The engines on a model with a closed-form posterior: a Beta-Bernoulli coin."""
+
+import math
+import pickle
+
+import pyro
+import pyro.distributions as dist
+import pytest
+import torch
+
+from pyromodels.conjugate import BetaBernoulli, sample_beta
+from pyromodels.core import (
+    GibbsBlock,
+    GibbsKernel,
+    GibbsSweep,
+    Model,
+    Posterior,
+    run_gibbs,
+    run_nuts,
+    run_svi,
+)
+
+A, B = 2.0, 3.0
+FLIPS = torch.tensor([1.0, 0, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1])
+HEADS, TAILS = float(FLIPS.sum()), float((1 - FLIPS).sum())
+POST_MEAN = (A + HEADS) / (A + B + len(FLIPS))
+POST_SD = math.sqrt(POST_MEAN * (1 - POST_MEAN) / (A + B + len(FLIPS) + 1))
+
+
+def _beta_block(state, data, generator):
+    heads = data.sum()
+    return {"p": sample_beta(torch.tensor(A) + heads, torch.tensor(B) + len(data) - heads, generator)}
+
+
+class Coin(Model):
+    engines = ("svi", "nuts", "gibbs")
+
+    def model(self, data):
+        p = pyro.sample("p", dist.Beta(torch.tensor(A), torch.tensor(B)))
+        with pyro.plate("flips", len(data)):
+            pyro.sample("y", dist.Bernoulli(p), obs=data)
+
+    def init_state(self, data, generator):
+        return {"p": torch.tensor(0.5)}
+
+    def gibbs_sweep(self, data):
+        return GibbsSweep([GibbsBlock("p", ("p",), _beta_block)])
+
+
+def test_closed_form_reference():
+    post = BetaBernoulli(A, B).posterior(HEADS, TAILS)
+    assert float(post.mean()) == pytest.approx(POST_MEAN)
+
+
+def test_gibbs_mean_within_monte_carlo_error_and_seed_reproducible():
+    post = run_gibbs(Coin(), FLIPS, num_samples=2000, num_warmup=10, num_chains=2, seed=3, progress=False)
+    assert isinstance(post, Posterior) and post.samples["p"].shape == (2, 2000)
+    # independent exact draws: standard error POST_SD / sqrt(4000); allow 5 of them
+    assert abs(float(post.mean("p")) - POST_MEAN) < 5 * POST_SD / math.sqrt(4000)
+    again = run_gibbs(Coin(), FLIPS, num_samples=2000, num_warmup=10, num_chains=2, seed=3, progress=False)
+    assert torch.equal(post.samples["p"], again.samples["p"])
+    other = run_gibbs(Coin(), FLIPS, num_samples=50, num_warmup=10, num_chains=2, seed=4, progress=False)
+    assert not torch.equal(post.samples["p"][:, :50], other.samples["p"])
+    assert not torch.equal(post.samples["p"][0], post.samples["p"][1])  # chains get their own seeds
+    lp = post.sample_stats["lp"]
+    exact = dist.Beta(A, B).log_prob(post.samples["p"]) + HEADS * post.samples["p"].log() + TAILS * (
+        1 - post.samples["p"]
+    ).log()
+    assert torch.allclose(lp, exact, atol=1e-10)
+
+
+def test_nuts_mean_and_sd():
+    post = run_nuts(Coin(), FLIPS, num_samples=600, num_warmup=300, num_chains=1, seed=0, progress=False)
+    draws = post.samples["p"]
+    assert draws.shape == (1, 600) and post.sample_stats["diverging"].dtype == torch.bool
+    # NUTS draws are autocorrelated; with an effective sample size of at least 150 the
+    # standard error of the mean is below POST_SD / sqrt(150); allow 4 of them.
+    assert abs(float(draws.mean()) - POST_MEAN) < 4 * POST_SD / math.sqrt(150)
+    assert float(draws.std()) == pytest.approx(POST_SD, rel=0.2)
+    assert torch.isfinite(post.sample_stats["lp"]).all()
+
+
+def test_svi_runs_in_its_own_param_store_scope():
+    pyro.get_param_store().clear()
+    pyro.param("outside", torch.tensor(1.0))
+    post = run_svi(Coin(), FLIPS, num_steps=1500, lr=0.02, num_samples=2000, seed=0, progress=False)
+    assert list(pyro.get_param_store().keys()) == ["outside"]
+    assert any("loc" in k for k in post.params)
+    assert post.losses.shape == (1500,) and post.samples["p"].shape == (1, 2000)
+    # AutoNormal on logit(p): a Gaussian approximation of a Beta(11, 6) posterior whose mean
+    # is within 0.02 of the exact mean (Laplace-type bias of order 1/n).
+    assert abs(float(post.mean("p")) - POST_MEAN) < 0.02
+    again = run_svi(Coin(), FLIPS, num_steps=1500, lr=0.02, num_samples=2000, seed=0, progress=False)
+    assert torch.equal(post.samples["p"], again.samples["p"])
+
+
+def test_callbacks_stop_svi_and_gibbs_early():
+    post = run_svi(Coin(), FLIPS, num_steps=500, seed=0, progress=False, num_samples=5,
+                   callbacks=[lambda step, info: step >= 9])
+    assert post.losses.shape == (10,)
+    post = run_gibbs(Coin(), FLIPS, num_samples=100, num_warmup=0, num_chains=1, seed=0, progress=False,
+                     callbacks=[lambda step, info: step >= 19])
+    assert post.samples["p"].shape == (1, 20)
+
+
+def test_gibbs_kernel_pickles_after_setup():
+    kernel = GibbsKernel(Coin(), seed=0)
+    kernel.setup(0, FLIPS)
+    clone = pickle.loads(pickle.dumps(kernel))
+    a = kernel.sample(kernel.initial_params)
+    b = clone.sample(clone.initial_params)
+    assert torch.equal(a["p"], b["p"])
+    assert kernel.diagnostics()["divergences"] == [] and kernel.transforms == {}
+
+
+def test_sweep_validation():
+    blk = GibbsBlock("p", ("p",), _beta_block)
+    with pytest.raises(ValueError, match="site 'p' is updated by both 'p' and 'p'"):
+        GibbsSweep([blk, blk])
+    with pytest.raises(TypeError, match="blocks\\[0\\] must be a GibbsBlock"):
+        GibbsSweep([_beta_block])
+    with pytest.raises(ValueError, match="blocks must hold at least one GibbsBlock"):
+        GibbsSweep([])
+    with pytest.raises(ValueError, match=r"missing \['q'\]"):
+        GibbsSweep([blk]).check_covers(["p", "q"])
+    bad = GibbsBlock("p", ("p",), lambda s, d, g: {"q": s["p"]})
+    with pytest.raises(RuntimeError, match="must return exactly"):
+        GibbsSweep([bad])({"p": torch.tensor(0.5)}, FLIPS, torch.Generator())
