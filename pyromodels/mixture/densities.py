@@ -23,8 +23,9 @@ def component_log_density(x: torch.Tensor, locs: torch.Tensor, precisions: torch
     d = x.shape[-1]
     chol = torch.linalg.cholesky(precisions)  # Lambda = L L^T
     half_log_det = torch.log(torch.diagonal(chol, dim1=-2, dim2=-1)).sum(-1)  # (..., K)
-    diff = x.unsqueeze(-2) - locs.unsqueeze(-3)  # (..., N, K, d)
-    proj = (diff.unsqueeze(-1) * chol.unsqueeze(-4)).sum(-2)  # (..., N, K, d) = L^T diff
+    # L^T (x - mu) as x L - mu L: one matrix product over all points, no (N, K, d, d) temporary
+    x_l = torch.einsum("nd,...kde->...nke", x, chol)
+    proj = x_l - torch.einsum("...kd,...kde->...ke", locs, chol).unsqueeze(-3)
     maha = proj.pow(2).sum(-1)
     return half_log_det.unsqueeze(-2) - 0.5 * maha - 0.5 * d * math.log(2 * math.pi)
 

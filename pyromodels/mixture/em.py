@@ -24,9 +24,9 @@ from .densities import component_log_density
 __all__ = ["one_hot", "m_step", "em_step", "responsibilities", "log_posterior", "check_em_prior"]
 
 
-def one_hot(z: torch.Tensor, K: int) -> torch.Tensor:
-    """Hard labels ``(N,)`` as responsibilities ``(N, K)``."""
-    return torch.nn.functional.one_hot(z, K).to(torch.get_default_dtype())
+def one_hot(z: torch.Tensor, K: int, dtype: torch.dtype) -> torch.Tensor:
+    """Hard labels ``(N,)`` as responsibilities ``(N, K)`` of floating ``dtype``."""
+    return torch.nn.functional.one_hot(z, K).to(dtype)
 
 
 def check_em_prior(data) -> None:

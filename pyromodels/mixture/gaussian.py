@@ -146,17 +146,18 @@ class BayesianGaussianMixture(Model):
             )
 
     # --------------------------------------------------------- starting points
-    def init_values(self, data, generator) -> dict:
-        """Continuous starting values from k-means labels (one conjugate M-step)."""
-        data = self.prepare(data)
+    def _kmeans_start(self, data, generator) -> tuple[torch.Tensor, dict]:
         z = kmeans_init(data.x, self.num_components, generator)
-        return em_kernels.m_step(data, em_kernels.one_hot(z, self.num_components), map_weights=False)
+        resp = em_kernels.one_hot(z, self.num_components, data.x.dtype)
+        return z, em_kernels.m_step(data, resp, map_weights=False)
+
+    def init_values(self, data, generator) -> dict:
+        """Continuous starting values from k-means labels (posterior means given them)."""
+        return self._kmeans_start(self.prepare(data), generator)[1]
 
     def init_state(self, data, generator) -> dict:
         """A full Gibbs state: k-means labels plus the matching continuous values."""
-        data = self.prepare(data)
-        z = kmeans_init(data.x, self.num_components, generator)
-        values = em_kernels.m_step(data, em_kernels.one_hot(z, self.num_components), map_weights=False)
+        z, values = self._kmeans_start(self.prepare(data), generator)
         return {**values, "z": z}
 
     # ------------------------------------------------------------------ engines

@@ -32,7 +32,8 @@ def _weights_concentration(state: dict, data) -> torch.Tensor:
 
 
 def _components_posterior(state: dict, data):
-    return _component_posteriors(data, one_hot(state["z"], state["weights"].shape[0]))
+    resp = one_hot(state["z"], state["weights"].shape[0], data.x.dtype)
+    return _component_posteriors(data, resp)
 
 
 def assignments_block(state: dict, data, generator: torch.Generator) -> dict:

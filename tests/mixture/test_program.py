@@ -111,3 +111,11 @@ def test_sample_discrete_draws_follow_the_responsibilities(make_blobs):
 def test_first_available_dim():
     assert first_available_dim(1) == -2
     assert first_available_dim(1, particle_plate=True) == -3
+
+
+def test_starting_values_keep_the_data_dtype_whatever_the_default(make_blobs):
+    x, _ = make_blobs()
+    torch.set_default_dtype(torch.float32)  # the autouse fixture restores float64 afterwards
+    model = BayesianGaussianMixture(2)
+    state = model.init_state(model.prepare(x.double()), make_generator(0))
+    assert all(state[k].dtype == torch.float64 for k in PARAMS)

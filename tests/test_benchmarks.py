@@ -1,0 +1,183 @@
+"""The benchmark harness: ``python -m benchmarks --quick`` writes valid records (speed is not tested)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import statistics
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+REQUIRED = {"case", "label", "params", "device", "metric", "lower_is_better", "ours", "peers", "ratio",
+            "agreement", "timing", "env", "load_average_1m", "timestamp"}
+QUICK_LABELS = {
+    "mixture.em_iteration[N=300,d=2,K=5,dtype=float64,iterations_per_call=2]",
+    "mixture.gibbs_sweep[N=300,d=2,K=5,dtype=float64,iterations_per_call=2]",
+    "mixture.component_log_density[N=300,d=2,K=5,dtype=float64]",
+}
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench") / "tmp.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )
+    return proc, out
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    """The ``benchmarks`` package, importable from the repository root."""
+    monkeypatch.syspath_prepend(str(REPO))
+    return types.SimpleNamespace(
+        harness=importlib.import_module("benchmarks.harness"),
+        cli=importlib.import_module("benchmarks.__main__"),
+    )
+
+
+def test_quick_run_writes_one_valid_record_per_case(quick_run):
+    proc, out = quick_run
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {r["label"] for r in records} == QUICK_LABELS
+    assert len(records) == len(QUICK_LABELS)
+    for rec in records:
+        assert REQUIRED <= set(rec), REQUIRED - set(rec)
+        assert rec["label"] in proc.stdout
+        assert rec["device"] == "cpu"
+        assert rec["metric"] in ("seconds", "seconds_per_iter")
+        assert set(rec["ratio"]) == set(rec["peers"])
+        for peer, fig in rec["peers"].items():
+            assert rec["ratio"][peer] == fig / rec["ours"]
+        assert set(rec["timing"]) == {"ours", *rec["peers"]}
+        for who, t in rec["timing"].items():
+            assert len(t["times_s"]) == t["repeats"] == 2
+            assert t["median_s"] == statistics.median(t["times_s"])
+            assert t["min_s"] == min(t["times_s"])
+            figure = rec["ours"] if who == "ours" else rec["peers"][who]
+            assert figure == t["median_s"] / t["iterations_per_call"]
+            assert figure > 0
+        for check in rec["agreement"].values():
+            assert check["passed"] is True
+            assert 0 <= check["max_abs_diff"] <= check["tolerance"]
+        env = rec["env"]
+        assert env["torch_threads"] == 1
+        assert all(pool["threads"] == 1 for pool in env["threadpools"])
+        assert set(env["versions"]) == {"torch", "pyro-ppl", "numpy", "scipy", "scikit-learn"}
+        assert env["cpu_count"] >= 1
+
+
+def test_quick_run_peers_and_checks_per_case(quick_run):
+    _, out = quick_run
+    by_case = {r["case"]: r for r in map(json.loads, out.read_text().splitlines())}
+    em = by_case["mixture.em_iteration"]
+    assert set(em["peers"]) == {"sklearn.GaussianMixture", "sklearn.BayesianGaussianMixture"}
+    assert set(em["agreement"]) == {"responsibilities"}
+    assert em["agreement"]["responsibilities"]["tolerance"] == 1e-10
+    assert by_case["mixture.gibbs_sweep"]["peers"] == {}
+    assert by_case["mixture.gibbs_sweep"]["agreement"] == {}
+    dens = by_case["mixture.component_log_density"]
+    assert set(dens["peers"]) == {"scipy.stats.multivariate_normal"}
+    assert dens["metric"] == "seconds"
+
+
+def test_only_runs_the_matching_cases(bench, tmp_path, capsys):
+    out = tmp_path / "only.jsonl"
+    assert bench.cli.main(["--quick", "--only", "gibbs", "--out", str(out)]) == 0
+    (line,) = out.read_text().splitlines()
+    assert json.loads(line)["case"] == "mixture.gibbs_sweep"
+    assert "mixture.gibbs_sweep[" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--only", "no-such-case"], "--only 'no-such-case' matches no case"),
+        (["--device", "meta"], r"device type must be one of \['cpu', 'cuda'\], got 'meta'"),
+        (["--threads", "0"], "--threads must be an integer >= 1, got 0"),
+    ],
+)
+def test_bad_arguments_exit_2_with_a_message(bench, tmp_path, capsys, argv, message):
+    with pytest.raises(SystemExit) as exc:
+        bench.cli.main(["--quick", "--out", str(tmp_path / "x.jsonl"), *argv])
+    assert exc.value.code == 2
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_failed_check_is_recorded_and_exits_1(bench, tmp_path, monkeypatch):
+    h = bench.harness
+    calls = []
+    failing = h.Case(
+        "fake.fail", {"n": 1}, ours=lambda: calls.append("ours"), peers={"peer": lambda: calls.append("p")},
+        check=lambda: {"values": h.agreement([0.0, 1.0], [0.0, 1.5], 0.1, "a constant")},
+        warmup=2, repeats=3,
+    )
+    module = types.SimpleNamespace(__name__="fake", cases=lambda quick: [failing])
+    monkeypatch.setattr(bench.cli, "discover", lambda: [module])
+    out = tmp_path / "fail.jsonl"
+    assert bench.cli.main(["--out", str(out)]) == 1
+    rec = json.loads(out.read_text())
+    assert rec["agreement"]["values"] == {
+        "against": "a constant", "max_abs_diff": 0.5, "tolerance": 0.1, "passed": False
+    }
+    assert calls.count("ours") == calls.count("p") == 5  # warm-up 2 + repeats 3 each
+
+
+def test_time_call_median_and_per_iteration_figure(bench, monkeypatch):
+    h = bench.harness
+    ticks = iter([0.0, 1.0, 10.0, 13.0, 20.0, 22.0])  # three timed calls of 1, 3 and 2 seconds
+    monkeypatch.setattr(h.time, "perf_counter", lambda: next(ticks))
+    t = h.time_call(lambda: None, warmup=1, repeats=3)
+    assert (t["median_s"], t["min_s"], t["times_s"]) == (2.0, 1.0, [1.0, 3.0, 2.0])
+
+
+def test_agreement_measures_max_abs_diff(bench):
+    rec = bench.harness.agreement(np.array([[1.0, 2.0]]), [[1.0, 2.0 + 3e-11]], 1e-10, "ref")
+    assert rec["passed"] is True
+    assert rec["max_abs_diff"] == pytest.approx(3e-11, rel=1e-4)
+    shape_message = r"ours and reference must have the same shape, got \(2,\) and \(3,\)"
+    with pytest.raises(ValueError, match=shape_message):
+        bench.harness.agreement([1.0, 2.0], [1.0, 2.0, 3.0], 1e-10, "ref")
+    with pytest.raises(ValueError, match="reference must be finite to compare"):
+        bench.harness.agreement([1.0], [float("nan")], 1e-10, "ref")
+    with pytest.raises(ValueError, match="tolerance must be a number >= 0, got -1"):
+        bench.harness.agreement([1.0], [1.0], -1, "ref")
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"metric": "joules"}, ValueError, r"metric must be one of \['seconds', 'seconds_per_iter'\]"),
+        ({"iterations": 3}, ValueError, "iterations must be 1 for metric 'seconds', got 3"),
+        ({"metric": "seconds_per_iter", "iterations": 0}, ValueError, "iterations must be an integer >= 1"),
+        ({"warmup": 0}, ValueError, "warmup must be an integer >= 1, got 0"),
+        ({"repeats": 2.0}, TypeError, "repeats must be an integer, got float"),
+        ({"peers": {"p": 3}}, TypeError, r"peers\['p'\] must be a zero-argument callable, got int"),
+        ({"peers": {"ours": print}}, ValueError, "peers keys must be non-empty strings other than 'ours'"),
+        ({"params": {"x": object()}}, TypeError, "params must be JSON-serialisable"),
+        ({"check": 1}, TypeError, "check must be None or a zero-argument callable, got int"),
+    ],
+)
+def test_case_rejects_bad_arguments(bench, kwargs, error, message):
+    args = {"name": "demo", "params": {"n": 1}, "ours": print, **kwargs}
+    with pytest.raises(error, match=message):
+        bench.harness.Case(**args)
+
+
+def test_discovery_and_duplicate_labels(bench):
+    h = bench.harness
+    mods = h.discover()
+    assert [m.__name__ for m in mods] == ["benchmarks.bench_reference_mixture"]
+    case = h.Case("demo", {"n": 1}, ours=print)
+    dup = types.SimpleNamespace(__name__="dup", cases=lambda quick: [case, case])
+    with pytest.raises(ValueError, match=r"case labels must be unique, found duplicates \['demo\[n=1\]'\]"):
+        h.collect_cases([dup], quick=True, device=h.bench_device("cpu"))
