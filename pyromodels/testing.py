@@ -32,6 +32,7 @@ __all__ = [
     "simulate_joint",
     "geweke_test",
     "GewekeResult",
+    "assert_mc_mean",
 ]
 
 
@@ -201,3 +202,65 @@ def geweke_test(
     threshold = norm.ppf(1 - family_alpha / (2 * marg.shape[1]))
     names = [f"stat[{i}]" for i in range(marg.shape[1])]
     return GewekeResult(names, z, threshold, marg.mean(0), succ.mean(0))
+
+
+def assert_mc_mean(samples, exact, n_se: float = 5.0) -> None:
+    """Assert Monte Carlo means lie within ``n_se`` standard errors of the exact values.
+
+    With ``N`` draws ``x_1..x_N`` along axis 0, the mean ``x_bar`` of each entry is compared
+    with its exact value ``mu`` using the Monte Carlo standard error
+
+    .. math::
+
+        \\mathrm{se} = s / \\sqrt{N}, \\qquad
+        s^2 = \\tfrac{1}{N - 1} \\sum_i (x_i - \\bar x)^2,
+
+    and the check passes when ``|x_bar - mu| <= n_se * se`` for every entry. For a correct
+    sampler each entry fails with probability about ``2 (1 - Phi(n_se))`` (``5.7e-7`` at the
+    default ``n_se = 5``). A NaN mean fails.
+
+    Args:
+        samples: array-like (numpy array or CPU tensor) of shape ``(N, ...)``, ``N >= 2``.
+        exact: the exact means, broadcastable to ``samples.shape[1:]``.
+        n_se: the allowed number of standard errors (> 0).
+
+    Raises:
+        AssertionError: naming how many entries are off and the worst one (index, Monte Carlo
+            mean, exact value, error in standard errors).
+        ValueError: fewer than 2 draws, a non-positive ``n_se`` or an ``exact`` that does not
+            broadcast to the shape of one draw.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> assert_mc_mean(rng.normal(1.0, 2.0, size=(10_000, 3)), [1.0, 1.0, 1.0])
+    """
+    from .core.validation import check_positive
+
+    n_se = check_positive(n_se, "n_se")
+    x = np.asarray(samples, dtype=np.float64)
+    if x.ndim < 1 or x.shape[0] < 2:
+        raise ValueError(
+            f"samples must hold at least 2 draws along axis 0, got shape {tuple(x.shape)}"
+        )
+    mean = x.mean(axis=0)
+    target = np.asarray(exact, dtype=np.float64)
+    try:
+        target = np.broadcast_to(target, mean.shape)
+    except ValueError:
+        raise ValueError(
+            f"exact must broadcast to the shape of one draw {mean.shape}, got shape {target.shape}"
+        ) from None
+    se = x.std(axis=0, ddof=1) / math.sqrt(x.shape[0])
+    err = np.abs(mean - target)
+    ok = err <= n_se * se
+    if not np.all(ok):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(np.isnan(err), np.inf, err / se)
+        flat = int(np.argmax(np.where(ok, -np.inf, z)))
+        worst = tuple(int(i) for i in np.unravel_index(flat, mean.shape))
+        raise AssertionError(
+            f"Monte Carlo mean is more than {n_se:g} standard errors from the exact value at "
+            f"{int((~ok).sum())} of {ok.size} entries; worst at index {worst}: mean "
+            f"{mean[worst]:.6g}, exact {target[worst]:.6g}, |error| {err[worst]:.3g} = "
+            f"{z[worst]:.3g} standard errors of {se[worst]:.3g} (N = {x.shape[0]})"
+        )

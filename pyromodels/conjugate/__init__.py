@@ -13,19 +13,12 @@ reproducible from a ``torch.Generator``; :class:`SufficientStats` keeps additive
 statistics with ``add``/``remove`` for collapsed samplers.
 """
 
+from . import random
 from .beta_bernoulli import BetaBernoulli
 from .dirichlet_categorical import DirichletCategorical, log_multivariate_beta
 from .normal_gamma import NormalGamma, NormalGammaStats
 from .normal_wishart import NormalWishart, NormalWishartStats
-from .random import (
-    sample_beta,
-    sample_categorical,
-    sample_dirichlet,
-    sample_gamma,
-    sample_log_gamma,
-    sample_normal,
-    sample_wishart,
-)
+from .random import *  # noqa: F403 - re-exports exactly random.__all__
 from .suffstats import (
     SufficientStats,
     categorical_stats,
@@ -47,11 +40,5 @@ __all__ = [
     "categorical_stats",
     "gaussian_features",
     "isotropic_gaussian_features",
-    "sample_normal",
-    "sample_log_gamma",
-    "sample_gamma",
-    "sample_beta",
-    "sample_dirichlet",
-    "sample_categorical",
-    "sample_wishart",
 ]
+__all__ += random.__all__

@@ -16,15 +16,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import ClassVar
 
+import numpy as np
 import torch
 
-from ..core.validation import as_float_tensor
+from ..core.validation import as_float_tensor, as_label_tensor
 
 __all__ = [
     "LOG_2PI",
     "coerce_params",
     "as_data_tensor",
+    "as_labels",
     "check_positive_tensor",
     "check_nonnegative_tensor",
     "check_last_dim",
@@ -35,6 +38,7 @@ __all__ = [
     "multidigamma",
     "student_t_log_density",
     "ConjugateFamily",
+    "NormalMeanFamily",
 ]
 
 LOG_2PI = math.log(2.0 * math.pi)
@@ -73,6 +77,23 @@ def as_data_tensor(x, name: str, like: torch.Tensor, min_ndim: int = 0) -> torch
             f"{name} must have at least {min_ndim} dimension(s), got shape {tuple(t.shape)}"
         )
     return t
+
+
+def as_labels(
+    labels, name: str, num_classes: int, device, require_axis: bool = False
+) -> torch.Tensor:
+    """Integer labels of any shape as a long tensor on ``device``, each in ``[0, num_classes)``.
+
+    Raises:
+        ValueError: ``'{name} must have at least one axis'`` for a scalar when ``require_axis``,
+            or labels outside ``[0, num_classes)``.
+        TypeError: non-integral labels.
+    """
+    ndim = labels.dim() if isinstance(labels, torch.Tensor) else int(np.ndim(labels))
+    z = as_label_tensor(labels, name, num_classes=num_classes, ndim=ndim, device=device)
+    if require_axis and z.dim() < 1:
+        raise ValueError(f"{name} must have at least one axis, got shape {tuple(z.shape)}")
+    return z
 
 
 def check_positive_tensor(t: torch.Tensor, name: str, bound: float = 0.0, label: str = "0"):
@@ -192,14 +213,61 @@ def student_t_log_density(df, dim: int, maha, half_log_det) -> torch.Tensor:
 
 
 class ConjugateFamily:
-    """Exponential-family algebra shared by the conjugate priors.
+    """Exponential-family algebra and layout shared by the conjugate priors.
 
     Subclasses define ``natural_params()``, ``expected_stats()``, ``log_normalizer()``, the
-    class attribute ``event_dims`` (trailing axes of each natural-parameter field) and the
-    property ``event_size`` (categories or dimension).
+    class attribute ``event_dims`` (trailing axes of each natural-parameter field) and two class
+    attributes describing where the shapes live:
+
+    * ``_anchor``: the name of the hyperparameter whose dtype and device are the prior's, and
+      whose leading axes are its batch shape;
+    * ``_anchor_event_ndim``: how many trailing axes of that hyperparameter are event axes
+      (0 or 1). With 1, its last axis is the event size (categories or dimension); with 0 the
+      subclass sets ``event_size`` itself.
+
+    Example:
+        A Dirichlet over ``K`` categories anchored on ``concentration`` of shape ``(B, K)``
+        (``_anchor_event_ndim = 1``) has ``batch_shape == (B,)`` and ``event_size == K``.
     """
 
-    event_dims: tuple[int, ...] = ()
+    event_dims: ClassVar[tuple[int, ...]] = ()
+    _anchor: ClassVar[str]
+    _anchor_event_ndim: ClassVar[int] = 0
+
+    def _anchor_tensor(self) -> torch.Tensor:
+        return getattr(self, self._anchor)
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        """Shape of the batch of independent priors."""
+        t = self._anchor_tensor()
+        return t.shape[: t.dim() - self._anchor_event_ndim]
+
+    @property
+    def event_size(self) -> int:
+        """Number of categories, or the dimension of the observations."""
+        return self._anchor_tensor().shape[-1]
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """Floating dtype of the hyperparameters."""
+        return self._anchor_tensor().dtype
+
+    @property
+    def device(self) -> torch.device:
+        """Device of the hyperparameters."""
+        return self._anchor_tensor().device
+
+    def _store_broadcast(self, params: dict[str, torch.Tensor], **event_ndims: int) -> None:
+        """Set the (frozen) fields ``params`` with their batch axes broadcast together.
+
+        ``event_ndims[name]`` trailing axes of a field (default 0) are event axes and are kept
+        as they are; the leading axes of every field are expanded to the common batch shape.
+        """
+        split = {k: t.dim() - event_ndims.get(k, 0) for k, t in params.items()}
+        batch = torch.broadcast_shapes(*(t.shape[: split[k]] for k, t in params.items()))
+        for k, t in params.items():
+            object.__setattr__(self, k, t.expand(batch + t.shape[split[k] :]))
 
     def kl(self, other) -> torch.Tensor:
         """``KL(self || other)`` in closed form, batched over the broadcast batch shapes.
@@ -226,3 +294,59 @@ class ConjugateFamily:
             - self.log_normalizer()
             + other.log_normalizer()
         )
+
+
+class NormalMeanFamily(ConjugateFamily):
+    """Shared by the priors with a Gaussian mean given a precision (Normal-Gamma,
+    Normal-Wishart): a ``(..., d)`` mean ``loc`` with pseudo-count ``kappa``.
+
+    The observations ``x_1..x_n`` enter through their count ``n``, their sum ``s`` and a
+    second-moment statistic; the mean's update is
+
+    .. math::
+
+        \\kappa_n = \\kappa + n, \\qquad m_n = (\\kappa m + s) / \\kappa_n,
+
+    and, with base measure ``(2 pi)^(-d/2)`` per observation, the marginal likelihood is
+    ``log p(x_1..x_n) = A_n - A - (n d / 2) log(2 pi)``.
+    """
+
+    _anchor = "loc"
+    _anchor_event_ndim = 1
+
+    @property
+    def dim(self) -> int:
+        """Dimension ``d`` of the observations."""
+        return self.event_size
+
+    def _check_loc(self, loc: torch.Tensor) -> torch.Tensor:
+        if loc.dim() < 1:
+            raise ValueError(f"loc must have shape (..., d), got shape {tuple(loc.shape)}")
+        return loc
+
+    def _vector(self, x, name: str) -> torch.Tensor:
+        """Data ``x`` of shape ``(..., d)`` with the prior's dtype and device."""
+        t = as_data_tensor(x, name, self.loc, min_ndim=1)
+        return check_last_dim(t, name, self.dim, "d")
+
+    def _count_and_sum(self, count, sum_x) -> tuple[torch.Tensor, torch.Tensor]:
+        n = check_nonnegative_tensor(as_data_tensor(count, "count", self.kappa), "count")
+        return n, self._vector(sum_x, "sum_x")
+
+    def _mean_update(self, n: torch.Tensor, s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(kappa_n, m_n)`` after ``n`` points summing to ``s``."""
+        kappa_n = self.kappa + n
+        loc_n = (self.kappa.unsqueeze(-1) * self.loc + s) / kappa_n.unsqueeze(-1)
+        return kappa_n, loc_n
+
+    @staticmethod
+    def _mean_from_natural(eta_mean, eta_quad) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(kappa, m)`` from the natural parameters paired with the precision-weighted mean
+        (``kappa m``) and the precision-weighted squared mean (``-kappa / 2``)."""
+        kappa = -2 * eta_quad
+        return kappa, eta_mean / kappa.unsqueeze(-1)
+
+    def _log_marginal(self, count, *stats) -> torch.Tensor:
+        post = self.posterior(count, *stats)
+        n = as_data_tensor(count, "count", self.kappa)
+        return post.log_normalizer() - self.log_normalizer() - 0.5 * self.dim * n * LOG_2PI

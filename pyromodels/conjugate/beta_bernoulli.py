@@ -25,13 +25,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
-from ..core.validation import as_label_tensor
 from ._base import (
     ConjugateFamily,
     as_data_tensor,
+    as_labels,
     build_unchecked,
     check_nonnegative_tensor,
     check_positive_tensor,
@@ -64,12 +63,10 @@ class BetaBernoulli(ConjugateFamily):
 
     event_dims = (1,)
     event_size = 2
+    _anchor = "alpha"
 
     def __post_init__(self):
-        p = coerce_params(alpha=self.alpha, beta=self.beta)
-        alpha, beta = torch.broadcast_tensors(p["alpha"], p["beta"])
-        object.__setattr__(self, "alpha", alpha)
-        object.__setattr__(self, "beta", beta)
+        self._store_broadcast(coerce_params(alpha=self.alpha, beta=self.beta))
         self.validate()
 
     def validate(self) -> BetaBernoulli:
@@ -77,18 +74,6 @@ class BetaBernoulli(ConjugateFamily):
         check_positive_tensor(self.alpha, "alpha")
         check_positive_tensor(self.beta, "beta")
         return self
-
-    @property
-    def batch_shape(self) -> torch.Size:
-        return self.alpha.shape
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.alpha.dtype
-
-    @property
-    def device(self) -> torch.device:
-        return self.alpha.device
 
     def _dirichlet(self) -> DirichletCategorical:
         return build_unchecked(
@@ -118,22 +103,16 @@ class BetaBernoulli(ConjugateFamily):
             self._pair(successes, failures), ordered=ordered
         )
 
-    def _outcomes(self, outcomes) -> torch.Tensor:
-        ndim = outcomes.dim() if isinstance(outcomes, torch.Tensor) else int(np.ndim(outcomes))
-        return as_label_tensor(outcomes, "outcomes", num_classes=2, ndim=ndim, device=self.device)
-
     def log_marginal_sequence(self, outcomes) -> torch.Tensor:
         """Log probability of the 0/1 sequence(s) ``(..., n)`` with ``p`` integrated out."""
-        x = self._outcomes(outcomes)
-        if x.dim() < 1:
-            raise ValueError(f"outcomes must have at least one axis, got shape {tuple(x.shape)}")
+        x = as_labels(outcomes, "outcomes", 2, self.device, require_axis=True)
         s = x.sum(-1).to(self.dtype)
         return self.log_marginal_likelihood(s, x.shape[-1] - s)
 
     def predictive_log_prob(self, outcomes) -> torch.Tensor:
         """Log predictive probability of the next outcome(s) in ``{0, 1}``:
         ``log(alpha / (alpha + beta))`` for 1, ``log(beta / (alpha + beta))`` for 0."""
-        x = self._outcomes(outcomes)
+        x = as_labels(outcomes, "outcomes", 2, self.device)
         weight = torch.where(x == 1, self.alpha, self.beta)
         return torch.log(weight) - torch.log(self.alpha + self.beta)
 

@@ -25,13 +25,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
-from ..core.validation import as_label_tensor
 from ._base import (
     ConjugateFamily,
     as_data_tensor,
+    as_labels,
     build_unchecked,
     check_last_dim,
     check_nonnegative_tensor,
@@ -46,11 +45,6 @@ __all__ = ["DirichletCategorical", "log_multivariate_beta"]
 def log_multivariate_beta(concentration: torch.Tensor) -> torch.Tensor:
     """``log B(alpha) = sum_k lgamma(alpha_k) - lgamma(sum_k alpha_k)`` over the last axis."""
     return torch.lgamma(concentration).sum(-1) - torch.lgamma(concentration.sum(-1))
-
-
-def _labels(labels, name: str, num_classes: int, device) -> torch.Tensor:
-    ndim = labels.dim() if isinstance(labels, torch.Tensor) else int(np.ndim(labels))
-    return as_label_tensor(labels, name, num_classes=num_classes, ndim=ndim, device=device)
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,10 +67,11 @@ class DirichletCategorical(ConjugateFamily):
     concentration: torch.Tensor
 
     event_dims = (1,)
+    _anchor = "concentration"
+    _anchor_event_ndim = 1
 
     def __post_init__(self):
-        alpha = coerce_params(concentration=self.concentration)["concentration"]
-        object.__setattr__(self, "concentration", alpha)
+        self._store_broadcast(coerce_params(concentration=self.concentration), concentration=1)
         self.validate()
 
     def validate(self) -> DirichletCategorical:
@@ -92,15 +87,8 @@ class DirichletCategorical(ConjugateFamily):
 
     @property
     def num_categories(self) -> int:
-        return self.concentration.shape[-1]
-
-    @property
-    def event_size(self) -> int:
-        return self.num_categories
-
-    @property
-    def batch_shape(self) -> torch.Size:
-        return self.concentration.shape[:-1]
+        """Number of categories ``K``."""
+        return self.event_size
 
     def _counts(self, counts, name: str = "counts") -> torch.Tensor:
         c = as_data_tensor(counts, name, self.concentration, min_ndim=1)
@@ -141,9 +129,7 @@ class DirichletCategorical(ConjugateFamily):
 
     def category_counts(self, labels) -> torch.Tensor:
         """``(..., K)`` counts of the labels ``(..., n)`` in ``[0, K)`` over their last axis."""
-        z = _labels(labels, "labels", self.num_categories, self.concentration.device)
-        if z.dim() < 1:
-            raise ValueError(f"labels must have at least one axis, got shape {tuple(z.shape)}")
+        z = as_labels(labels, "labels", self.num_categories, self.device, require_axis=True)
         counts = torch.zeros(
             z.shape[:-1] + (self.num_categories,), dtype=self.dtype, device=z.device
         )
@@ -160,7 +146,7 @@ class DirichletCategorical(ConjugateFamily):
 
     def predictive_log_prob(self, labels) -> torch.Tensor:
         """Log predictive probability of ``labels`` (any shape broadcastable with the batch)."""
-        z = _labels(labels, "labels", self.num_categories, self.concentration.device)
+        z = as_labels(labels, "labels", self.num_categories, self.device)
         log_p = self.predictive_log_probs()
         shape = torch.broadcast_shapes(log_p.shape[:-1], z.shape)
         log_p = log_p.expand(shape + (self.num_categories,))
@@ -219,11 +205,3 @@ class DirichletCategorical(ConjugateFamily):
         """``log Dir(p | alpha) = sum_k (alpha_k - 1) log p_k - log B(alpha)``."""
         p = self._simplex(probs)
         return torch.xlogy(self.concentration - 1, p).sum(-1) - self.log_normalizer()
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.concentration.dtype
-
-    @property
-    def device(self) -> torch.device:
-        return self.concentration.device

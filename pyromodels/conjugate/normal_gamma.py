@@ -39,10 +39,9 @@ import torch
 
 from ._base import (
     LOG_2PI,
-    ConjugateFamily,
+    NormalMeanFamily,
     as_data_tensor,
     build_unchecked,
-    check_last_dim,
     check_nonnegative_tensor,
     check_positive_tensor,
     coerce_params,
@@ -65,7 +64,7 @@ class NormalGammaStats(NamedTuple):
 
 
 @dataclass(frozen=True, eq=False)
-class NormalGamma(ConjugateFamily):
+class NormalGamma(NormalMeanFamily):
     """Normal-Gamma prior: ``tau ~ Gamma(a, b)`` (rate ``b``), ``mu | tau ~ N(m, I/(kappa tau))``.
 
     Args:
@@ -94,14 +93,8 @@ class NormalGamma(ConjugateFamily):
 
     def __post_init__(self):
         p = coerce_params(loc=self.loc, kappa=self.kappa, a=self.a, b=self.b)
-        if p["loc"].dim() < 1:
-            raise ValueError(f"loc must have shape (..., d), got shape {tuple(p['loc'].shape)}")
-        batch = torch.broadcast_shapes(
-            p["loc"].shape[:-1], p["kappa"].shape, p["a"].shape, p["b"].shape
-        )
-        object.__setattr__(self, "loc", p["loc"].expand(batch + p["loc"].shape[-1:]))
-        for name in ("kappa", "a", "b"):
-            object.__setattr__(self, name, p[name].expand(batch))
+        self._check_loc(p["loc"])
+        self._store_broadcast(p, loc=1)
         self.validate()
 
     def validate(self) -> NormalGamma:
@@ -110,34 +103,6 @@ class NormalGamma(ConjugateFamily):
         check_positive_tensor(self.a, "a")
         check_positive_tensor(self.b, "b")
         return self
-
-    @property
-    def dim(self) -> int:
-        return self.loc.shape[-1]
-
-    @property
-    def event_size(self) -> int:
-        return self.dim
-
-    @property
-    def batch_shape(self) -> torch.Size:
-        return self.kappa.shape
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.loc.dtype
-
-    @property
-    def device(self) -> torch.device:
-        return self.loc.device
-
-    def _stats(self, count, sum_x, sum_sq):
-        n = check_nonnegative_tensor(as_data_tensor(count, "count", self.kappa), "count")
-        s = check_last_dim(
-            as_data_tensor(sum_x, "sum_x", self.loc, min_ndim=1), "sum_x", self.dim, "d"
-        )
-        q = check_nonnegative_tensor(as_data_tensor(sum_sq, "sum_sq", self.kappa), "sum_sq")
-        return n, s, q
 
     def posterior(self, count, sum_x, sum_sq) -> NormalGamma:
         """Posterior from ``n`` points summarised by their count, sum and sum of squares.
@@ -150,9 +115,9 @@ class NormalGamma(ConjugateFamily):
         Raises:
             ValueError: if the statistics are inconsistent (the updated rate is not positive).
         """
-        n, s, q = self._stats(count, sum_x, sum_sq)
-        kappa_n = self.kappa + n
-        loc_n = (self.kappa.unsqueeze(-1) * self.loc + s) / kappa_n.unsqueeze(-1)
+        n, s = self._count_and_sum(count, sum_x)
+        q = check_nonnegative_tensor(as_data_tensor(sum_sq, "sum_sq", self.kappa), "sum_sq")
+        kappa_n, loc_n = self._mean_update(n, s)
         sq = (self.loc * self.loc).sum(-1)
         b_n = self.b + 0.5 * (q + self.kappa * sq - kappa_n * (loc_n * loc_n).sum(-1))
         if b_n.numel() and not bool((b_n > 0).all()):
@@ -170,9 +135,7 @@ class NormalGamma(ConjugateFamily):
     def log_marginal_likelihood(self, count, sum_x, sum_sq) -> torch.Tensor:
         """``log p(x_1..x_n) = A_n - A - (n d / 2) log(2 pi)`` from the same statistics as
         :meth:`posterior`."""
-        post = self.posterior(count, sum_x, sum_sq)
-        n = as_data_tensor(count, "count", self.kappa)
-        return post.log_normalizer() - self.log_normalizer() - 0.5 * self.dim * n * LOG_2PI
+        return self._log_marginal(count, sum_x, sum_sq)
 
     def predictive_log_prob(self, x) -> torch.Tensor:
         """Log density of a new point under the isotropic Student-t predictive.
@@ -183,7 +146,7 @@ class NormalGamma(ConjugateFamily):
         Args:
             x: ``(..., d)`` points, broadcastable with the batch shape.
         """
-        x = check_last_dim(as_data_tensor(x, "x", self.loc, min_ndim=1), "x", self.dim, "d")
+        x = self._vector(x, "x")
         scale_sq = self.b * (self.kappa + 1) / (self.a * self.kappa)
         maha = ((x - self.loc) ** 2).sum(-1) / scale_sq
         return student_t_log_density(
@@ -226,13 +189,12 @@ class NormalGamma(ConjugateFamily):
         """The prior with natural parameters ``eta`` (inverse of :meth:`natural_params`)."""
         eta = NormalGammaStats(*eta)
         d = eta.tau_mu.shape[-1]
-        kappa = -2 * eta.tau_mu_sq
-        loc = eta.tau_mu / kappa.unsqueeze(-1)
+        kappa, loc = cls._mean_from_natural(eta.tau_mu, eta.tau_mu_sq)
         b = -eta.tau - 0.5 * kappa * (loc * loc).sum(-1)
         return cls(loc, kappa, eta.log_tau + 1 - 0.5 * d, b)
 
     def _point(self, mu, tau):
-        mu = check_last_dim(as_data_tensor(mu, "mu", self.loc, min_ndim=1), "mu", self.dim, "d")
+        mu = self._vector(mu, "mu")
         tau = check_positive_tensor(as_data_tensor(tau, "tau", self.loc), "tau")
         return mu, tau
 

@@ -43,12 +43,11 @@ import torch
 
 from ._base import (
     LOG_2PI,
-    ConjugateFamily,
+    NormalMeanFamily,
     as_data_tensor,
     build_unchecked,
     check_generator,
     check_last_dim,
-    check_nonnegative_tensor,
     check_positive_tensor,
     coerce_params,
     multidigamma,
@@ -83,7 +82,7 @@ def _quad(matrix: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
 
 
 @dataclass(frozen=True, eq=False)
-class NormalWishart(ConjugateFamily):
+class NormalWishart(NormalMeanFamily):
     """Normal-Wishart prior: ``Lambda ~ Wishart(nu, W)``, ``mu | Lambda ~ N(m, (kappa Lambda)^-1)``.
 
     Args:
@@ -116,18 +115,9 @@ class NormalWishart(ConjugateFamily):
 
     def __post_init__(self):
         p = coerce_params(loc=self.loc, kappa=self.kappa, nu=self.nu, scale=self.scale)
-        loc, scale = p["loc"], p["scale"]
-        if loc.dim() < 1:
-            raise ValueError(f"loc must have shape (..., d), got shape {tuple(loc.shape)}")
-        check_last_dim(scale, "scale (W)", loc.shape[-1], "d x d, matching loc", trailing=2)
-        batch = torch.broadcast_shapes(
-            loc.shape[:-1], p["kappa"].shape, p["nu"].shape, scale.shape[:-2]
-        )
-        d = loc.shape[-1]
-        object.__setattr__(self, "loc", loc.expand(batch + (d,)))
-        object.__setattr__(self, "kappa", p["kappa"].expand(batch))
-        object.__setattr__(self, "nu", p["nu"].expand(batch))
-        object.__setattr__(self, "scale", scale.expand(batch + (d, d)))
+        d = self._check_loc(p["loc"]).shape[-1]
+        check_last_dim(p["scale"], "scale (W)", d, "d x d, matching loc", trailing=2)
+        self._store_broadcast(p, loc=1, scale=2)
         self.validate()
 
     def validate(self) -> NormalWishart:
@@ -148,26 +138,6 @@ class NormalWishart(ConjugateFamily):
         scale = torch.cholesky_inverse(spd_cholesky(inv, "inv_scale"))
         return cls(loc, kappa, nu, 0.5 * (scale + scale.mT))
 
-    @property
-    def dim(self) -> int:
-        return self.loc.shape[-1]
-
-    @property
-    def event_size(self) -> int:
-        return self.dim
-
-    @property
-    def batch_shape(self) -> torch.Size:
-        return self.kappa.shape
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.loc.dtype
-
-    @property
-    def device(self) -> torch.device:
-        return self.loc.device
-
     def inv_scale(self) -> torch.Tensor:
         """``W^{-1}``, shape ``(..., d, d)``."""
         return torch.cholesky_inverse(self.scale_tril)
@@ -185,13 +155,10 @@ class NormalWishart(ConjugateFamily):
                 definite).
         """
         d = self.dim
-        n = check_nonnegative_tensor(as_data_tensor(count, "count", self.kappa), "count")
-        s = as_data_tensor(sum_x, "sum_x", self.loc, min_ndim=1)
-        check_last_dim(s, "sum_x", d, "d")
+        n, s = self._count_and_sum(count, sum_x)
         ss = as_data_tensor(sum_xx, "sum_xx", self.loc, min_ndim=2)
         check_last_dim(ss, "sum_xx", d, "d x d", trailing=2)
-        kappa_n = self.kappa + n
-        loc_n = (self.kappa.unsqueeze(-1) * self.loc + s) / kappa_n.unsqueeze(-1)
+        kappa_n, loc_n = self._mean_update(n, s)
         inv_n = (
             self.inv_scale()
             + ss
@@ -219,9 +186,7 @@ class NormalWishart(ConjugateFamily):
     def log_marginal_likelihood(self, count, sum_x, sum_xx) -> torch.Tensor:
         """``log p(x_1..x_n) = A_n - A - (n d / 2) log(2 pi)`` from the same statistics as
         :meth:`posterior`."""
-        post = self.posterior(count, sum_x, sum_xx)
-        n = as_data_tensor(count, "count", self.kappa)
-        return post.log_normalizer() - self.log_normalizer() - 0.5 * self.dim * n * LOG_2PI
+        return self._log_marginal(count, sum_x, sum_xx)
 
     def predictive_log_prob(self, x) -> torch.Tensor:
         """Log density of a new point under the multivariate Student-t predictive.
@@ -233,7 +198,7 @@ class NormalWishart(ConjugateFamily):
             x: ``(..., d)`` points, broadcastable with the batch shape.
         """
         d = self.dim
-        x = check_last_dim(as_data_tensor(x, "x", self.loc, min_ndim=1), "x", d, "d")
+        x = self._vector(x, "x")
         df = self.nu - d + 1
         ratio = (self.kappa + 1) / (self.kappa * df)
         y = (self.scale_tril.mT @ (x - self.loc).unsqueeze(-1)).squeeze(-1)
@@ -284,15 +249,14 @@ class NormalWishart(ConjugateFamily):
         """The prior with natural parameters ``eta`` (inverse of :meth:`natural_params`)."""
         eta = NormalWishartStats(*eta)
         d = eta.precision_mean.shape[-1]
-        kappa = -2 * eta.mean_precision_mean
-        loc = eta.precision_mean / kappa.unsqueeze(-1)
+        kappa, loc = cls._mean_from_natural(eta.precision_mean, eta.mean_precision_mean)
         inv = -2 * eta.precision - kappa[..., None, None] * loc.unsqueeze(-1) * loc.unsqueeze(-2)
         nu = 2 * eta.log_det_precision + d
         return cls.from_inverse_scale(loc, kappa, nu, 0.5 * (inv + inv.mT))
 
     def _point(self, mu, precision):
         d = self.dim
-        mu = check_last_dim(as_data_tensor(mu, "mu", self.loc, min_ndim=1), "mu", d, "d")
+        mu = self._vector(mu, "mu")
         lam = as_data_tensor(precision, "precision", self.loc, min_ndim=2)
         check_last_dim(lam, "precision", d, "d x d", trailing=2)
         return mu, lam, spd_cholesky(lam, "precision")

@@ -9,29 +9,10 @@ read real data sets without downloading anything.
 
 from __future__ import annotations
 
+from . import loaders
 from .annotations import AnnotationTable
 from .graphs import Graph
-from .loaders import (
-    CrowdTokenData,
-    PlanetoidData,
-    SpanAnnotations,
-    TaggedCorpus,
-    list_crowd_datasets,
-    load_animals,
-    load_conll_ner_crowd,
-    load_crowd,
-    load_ducks_species,
-    load_fashion_mnist,
-    load_mnist_5k,
-    load_nltk_brown,
-    load_nltk_treebank,
-    load_pico,
-    load_planetoid,
-    load_sklearn,
-    load_universal_tagset_map,
-    read_idx,
-    spans_to_tokens,
-)
+from .loaders import *  # noqa: F403 - re-exports exactly loaders.__all__
 from .pairwise import PairwiseAnnotations
 from .sequences import Sequences
 from .simulate import simulate_annotations, simulate_gaussian_mixture
@@ -43,23 +24,5 @@ __all__ = [
     "PairwiseAnnotations",
     "simulate_gaussian_mixture",
     "simulate_annotations",
-    "list_crowd_datasets",
-    "load_crowd",
-    "load_ducks_species",
-    "load_animals",
-    "load_sklearn",
-    "load_mnist_5k",
-    "load_fashion_mnist",
-    "read_idx",
-    "load_planetoid",
-    "PlanetoidData",
-    "load_conll_ner_crowd",
-    "load_pico",
-    "spans_to_tokens",
-    "CrowdTokenData",
-    "SpanAnnotations",
-    "load_nltk_treebank",
-    "load_nltk_brown",
-    "load_universal_tagset_map",
-    "TaggedCorpus",
 ]
+__all__ += loaders.__all__

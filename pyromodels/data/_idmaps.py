@@ -24,6 +24,7 @@ __all__ = [
     "index_values",
     "repeated_keys",
     "plain",
+    "ItemWorkerSizes",
 ]
 
 _SHOW = 5  # how many offending values an error message lists
@@ -159,3 +160,28 @@ def repeated_keys(*codes: torch.Tensor) -> torch.Tensor:
     sorted_key, order = torch.sort(key, stable=True)
     later = sorted_key[1:] == sorted_key[:-1]
     return torch.sort(order[1:][later]).values
+
+
+class ItemWorkerSizes:
+    """Sizes of the id maps of a contract over items and workers.
+
+    Mixed into the contracts that keep ``items`` (``N`` ids) and ``workers`` (``M`` ids) as
+    :class:`pandas.Index` attributes.
+
+    Example:
+        >>> import pandas as pd
+        >>> class Ids(ItemWorkerSizes):
+        ...     items, workers = pd.Index(["a", "b"]), pd.Index(["w"])
+        >>> Ids().num_items, Ids().num_workers
+        (2, 1)
+    """
+
+    @property
+    def num_items(self) -> int:
+        """Number of items ``N``."""
+        return len(self.items)
+
+    @property
+    def num_workers(self) -> int:
+        """Number of workers ``M``."""
+        return len(self.workers)

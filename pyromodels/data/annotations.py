@@ -8,7 +8,6 @@ absent rows); an item may even have no label at all when the item ids are given 
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +16,7 @@ import torch
 
 from ..core.validation import check_int
 from ._idmaps import (
+    ItemWorkerSizes,
     as_id_index,
     check_codes,
     encode_ids,
@@ -26,6 +26,7 @@ from ._idmaps import (
     repeated_keys,
     to_numpy,
 )
+from ._tensors import TensorFields
 
 __all__ = ["AnnotationTable", "check_columns"]
 
@@ -51,7 +52,7 @@ def check_columns(df, columns: dict[str, str]) -> None:
 
 
 @dataclass(frozen=True, eq=False)
-class AnnotationTable:
+class AnnotationTable(ItemWorkerSizes, TensorFields):
     r"""Crowd labels in long format with id maps.
 
     Row :math:`l` says that worker ``worker_idx[l]`` gave label ``label_idx[l]`` to item
@@ -86,6 +87,8 @@ class AnnotationTable:
     workers: pd.Index
     classes: pd.Index
     allow_repeats: bool = False
+
+    _tensor_fields = ("item_idx", "worker_idx", "label_idx")
 
     def __post_init__(self):
         items = as_id_index(self.items, "items")
@@ -200,16 +203,6 @@ class AnnotationTable:
 
     # ------------------------------------------------------------------ sizes
     @property
-    def num_items(self) -> int:
-        """Number of items ``N``."""
-        return len(self.items)
-
-    @property
-    def num_workers(self) -> int:
-        """Number of workers ``M``."""
-        return len(self.workers)
-
-    @property
     def num_classes(self) -> int:
         """Number of classes ``K``."""
         return len(self.classes)
@@ -222,24 +215,10 @@ class AnnotationTable:
     def __len__(self) -> int:
         return self.num_labels
 
-    @property
-    def device(self) -> torch.device:
-        """Device of the code tensors."""
-        return self.item_idx.device
-
     def __repr__(self) -> str:
         return (
             f"AnnotationTable(num_items={self.num_items}, num_workers={self.num_workers}, "
             f"num_classes={self.num_classes}, num_labels={self.num_labels})"
-        )
-
-    def to(self, device) -> AnnotationTable:
-        """A copy with the code tensors on ``device``."""
-        return dataclasses.replace(
-            self,
-            item_idx=self.item_idx.to(device),
-            worker_idx=self.worker_idx.to(device),
-            label_idx=self.label_idx.to(device),
         )
 
     # ------------------------------------------------------------------ summaries

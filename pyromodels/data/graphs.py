@@ -10,7 +10,6 @@ and repeated edges are rejected.
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from dataclasses import dataclass
 from functools import cached_property
@@ -22,12 +21,13 @@ import torch
 
 from ..core.validation import as_label_tensor, check_int
 from ._idmaps import as_id_index, plain, repeated_keys
+from ._tensors import TensorFields
 
 __all__ = ["Graph"]
 
 
 @dataclass(frozen=True, eq=False)
-class Graph:
+class Graph(TensorFields):
     """A graph on ``num_nodes`` nodes stored as an edge list.
 
     Attributes:
@@ -48,6 +48,8 @@ class Graph:
     num_nodes: int
     symmetric: bool = True
     nodes: pd.Index | None = None
+
+    _tensor_fields = ("edges",)
 
     def __post_init__(self):
         n = check_int(self.num_nodes, "num_nodes", minimum=1)
@@ -132,20 +134,11 @@ class Graph:
         """Number of listed edges ``E``."""
         return int(self.edges.shape[0])
 
-    @property
-    def device(self) -> torch.device:
-        """Device of ``edges``."""
-        return self.edges.device
-
     def __repr__(self) -> str:
         return (
             f"Graph(num_nodes={self.num_nodes}, num_edges={self.num_edges}, "
             f"symmetric={self.symmetric})"
         )
-
-    def to(self, device) -> Graph:
-        """A copy with ``edges`` on ``device``."""
-        return dataclasses.replace(self, edges=self.edges.to(device))
 
     # ------------------------------------------------------------------ views
     def arcs(self) -> torch.Tensor:

@@ -8,7 +8,6 @@ different / cannot link) given by worker ``worker_idx[l]`` to the unordered pair
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +16,7 @@ import torch
 
 from ..core.validation import as_label_tensor, check_int
 from ._idmaps import (
+    ItemWorkerSizes,
     as_id_index,
     check_codes,
     check_no_missing,
@@ -26,13 +26,14 @@ from ._idmaps import (
     plain,
     repeated_keys,
 )
+from ._tensors import TensorFields
 from .annotations import check_columns
 
 __all__ = ["PairwiseAnnotations"]
 
 
 @dataclass(frozen=True, eq=False)
-class PairwiseAnnotations:
+class PairwiseAnnotations(ItemWorkerSizes, TensorFields):
     """Pairwise link judgements with id maps.
 
     Attributes:
@@ -58,6 +59,8 @@ class PairwiseAnnotations:
     link: torch.Tensor
     items: pd.Index
     workers: pd.Index
+
+    _tensor_fields = ("i_idx", "j_idx", "worker_idx", "link")
 
     def __post_init__(self):
         items = as_id_index(self.items, "items")
@@ -141,16 +144,6 @@ class PairwiseAnnotations:
         return cls(i_t, j_t, w_t, link, pd.RangeIndex(n), pd.RangeIndex(m))
 
     @property
-    def num_items(self) -> int:
-        """Number of items ``N``."""
-        return len(self.items)
-
-    @property
-    def num_workers(self) -> int:
-        """Number of workers ``M``."""
-        return len(self.workers)
-
-    @property
     def num_pairs(self) -> int:
         """Number of judgements ``L``."""
         return int(self.link.shape[0])
@@ -161,12 +154,6 @@ class PairwiseAnnotations:
     def __repr__(self) -> str:
         return (f"PairwiseAnnotations(num_items={self.num_items}, "
                 f"num_workers={self.num_workers}, num_pairs={self.num_pairs})")
-
-    def to(self, device) -> PairwiseAnnotations:
-        """A copy with the tensors on ``device``."""
-        return dataclasses.replace(self, i_idx=self.i_idx.to(device), j_idx=self.j_idx.to(device),
-                                   worker_idx=self.worker_idx.to(device),
-                                   link=self.link.to(device))
 
     def encode_items(self, ids) -> torch.Tensor:
         """Codes of item ids; raises on unknown ids."""

@@ -8,7 +8,6 @@ positions in order (crowd labels on tokens, say).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -16,13 +15,14 @@ import numpy as np
 import torch
 
 from ..core.validation import as_label_tensor, check_finite
+from ._tensors import TensorFields
 from .annotations import AnnotationTable
 
 __all__ = ["Sequences"]
 
 
 @dataclass(frozen=True, eq=False)
-class Sequences:
+class Sequences(TensorFields):
     r"""Concatenated sequences with their lengths.
 
     Attributes:
@@ -39,6 +39,8 @@ class Sequences:
 
     data: torch.Tensor | AnnotationTable
     lengths: torch.Tensor
+
+    _tensor_fields = ("data", "lengths")
 
     def __post_init__(self):
         data = self.data
@@ -168,8 +170,3 @@ class Sequences:
             )
         seq, pos = self.sequence_ids().to(padded.device), self.positions().to(padded.device)
         return padded[seq, pos]
-
-    def to(self, device) -> Sequences:
-        """A copy with data and lengths on ``device``."""
-        return dataclasses.replace(self, data=self.data.to(device),
-                                   lengths=self.lengths.to(device))

@@ -13,22 +13,13 @@ import scipy.stats as st
 import torch
 
 from pyromodels.conjugate import BetaBernoulli
+from pyromodels.core.seeding import make_generator
+from pyromodels.testing import assert_mc_mean
 
 N = 200_000
 F64 = torch.float64
 A, B = 0.8, 2.5
 OUTCOMES = np.array([1, 0, 0, 1, 1, 1, 0, 1, 1])
-
-
-def gen(seed):
-    return torch.Generator().manual_seed(seed)
-
-
-def assert_mc_mean(samples, exact, n_se=5.0):
-    x = np.asarray(samples, dtype=np.float64)
-    se = x.std(axis=0, ddof=1) / math.sqrt(x.shape[0])
-    err = np.abs(x.mean(axis=0) - np.asarray(exact))
-    assert np.all(err <= n_se * se), f"errors {err} exceed {n_se} standard errors {se}"
 
 
 def prior(a=A, b=B):
@@ -95,21 +86,19 @@ def test_log_prob_mean_mode_match_scipy():
     assert float(p.predictive_log_prob(0)) == pytest.approx(math.log(4.0 / 6.5), rel=1e-14)
 
 
-def test_sampling_expected_stats_and_kl_match_monte_carlo():
+def test_sampling_expected_stats_and_kl_match_monte_carlo(mc_expected_stats, mc_kl):
     p, q = prior(), prior(2.0, 1.3)
-    draws = p.sample(gen(3), (N,))
+    draws = p.sample(make_generator(3), (N,))
     assert draws.shape == (N,)
     assert_mc_mean(draws.numpy(), st.beta.mean(A, B))
-    assert_mc_mean(p.sufficient_stats(draws).numpy(), p.expected_stats().numpy())
-    assert_mc_mean((p.log_prob(draws) - q.log_prob(draws)).numpy(), float(p.kl(q)))
+    mc_expected_stats(p, (draws,))
+    mc_kl(p, q, (draws,))
     assert float(p.kl(prior())) == 0.0
 
 
-def test_log_normalizer_gradient_is_expected_statistics():
+def test_log_normalizer_gradient_is_expected_statistics(log_normalizer_gradient):
     p = prior()
-    eta = p.natural_params().clone().requires_grad_(True)
-    (grad,) = torch.autograd.grad(BetaBernoulli.from_natural(eta).log_normalizer(), eta)
-    torch.testing.assert_close(grad, p.expected_stats(), rtol=1e-12, atol=1e-12)
+    log_normalizer_gradient(p, rtol=1e-12)
     points = torch.tensor([0.1, 0.5, 0.95], dtype=F64)
     natural = (p.natural_params() * p.sufficient_stats(points)).sum(-1) - p.log_normalizer()
     torch.testing.assert_close(p.log_prob(points), natural, rtol=1e-12, atol=1e-12)

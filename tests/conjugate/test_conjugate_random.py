@@ -23,26 +23,16 @@ from pyromodels.conjugate import (
     sample_normal,
     sample_wishart,
 )
+from pyromodels.core.seeding import make_generator
+from pyromodels.testing import assert_mc_mean
 
 N = 200_000
 F64 = torch.float64
 
 
-def gen(seed):
-    return torch.Generator().manual_seed(seed)
-
-
-def assert_mc_mean(samples, exact, n_se=5.0):
-    """Mean over axis 0 within ``n_se`` Monte Carlo standard errors of ``exact``."""
-    x = np.asarray(samples, dtype=np.float64)
-    se = x.std(axis=0, ddof=1) / math.sqrt(x.shape[0])
-    err = np.abs(x.mean(axis=0) - np.asarray(exact))
-    assert np.all(err <= n_se * se), f"errors {err} exceed {n_se} standard errors {se}"
-
-
 @pytest.mark.parametrize("alpha", [0.1, 1.0, 3.7, 25.0])
 def test_gamma_moments_match_scipy(alpha):
-    x = sample_gamma(torch.full((N,), alpha, dtype=F64), gen(1)).numpy()
+    x = sample_gamma(torch.full((N,), alpha, dtype=F64), make_generator(1)).numpy()
     ref = st.gamma(alpha)
     assert_mc_mean(x, ref.mean())
     assert_mc_mean((x - ref.mean()) ** 2, ref.var())
@@ -50,13 +40,13 @@ def test_gamma_moments_match_scipy(alpha):
 
 @pytest.mark.parametrize("alpha", [0.1, 1.0, 3.7])
 def test_gamma_ks_against_scipy(alpha):
-    x = sample_gamma(torch.full((N,), alpha, dtype=F64), gen(2)).numpy()
+    x = sample_gamma(torch.full((N,), alpha, dtype=F64), make_generator(2)).numpy()
     assert st.kstest(x, st.gamma(alpha).cdf).pvalue > 1e-3
 
 
 def test_log_gamma_tiny_concentration_stays_finite_with_exact_log_moments():
     alpha = 1e-3
-    y = sample_log_gamma(torch.full((N,), alpha, dtype=F64), gen(3)).numpy()
+    y = sample_log_gamma(torch.full((N,), alpha, dtype=F64), make_generator(3)).numpy()
     assert np.isfinite(y).all()
     # E[log G] = digamma(alpha), Var[log G] = trigamma(alpha).
     assert_mc_mean(y, sp.digamma(alpha))
@@ -65,14 +55,14 @@ def test_log_gamma_tiny_concentration_stays_finite_with_exact_log_moments():
 
 def test_gamma_batched_shapes_and_per_entry_moments():
     alpha = torch.tensor([[0.5, 2.0], [7.0, 0.05]], dtype=F64)
-    x = sample_gamma(alpha.expand(N, 2, 2), gen(4)).numpy()
+    x = sample_gamma(alpha.expand(N, 2, 2), make_generator(4)).numpy()
     assert x.shape == (N, 2, 2)
     assert_mc_mean(x, alpha.numpy())
 
 
 def test_dirichlet_moments_match_scipy():
     alpha = np.array([0.3, 1.0, 2.5])
-    p = sample_dirichlet(torch.tensor(alpha).expand(N, 3), gen(5)).numpy()
+    p = sample_dirichlet(torch.tensor(alpha).expand(N, 3), make_generator(5)).numpy()
     np.testing.assert_allclose(p.sum(-1), 1.0, atol=1e-12)
     assert_mc_mean(p, st.dirichlet.mean(alpha))
     assert_mc_mean((p - st.dirichlet.mean(alpha)) ** 2, st.dirichlet.var(alpha))
@@ -82,7 +72,7 @@ def test_dirichlet_moments_match_scipy():
 def test_dirichlet_tiny_concentration_has_no_nan(dtype):
     # Gamma(1e-3) draws underflow to zero, so normalising them directly gives 0/0; the log-space
     # normalisation must not. By symmetry each coordinate has mean 1/4.
-    p = sample_dirichlet(torch.full((N, 4), 1e-3, dtype=dtype), gen(6))
+    p = sample_dirichlet(torch.full((N, 4), 1e-3, dtype=dtype), make_generator(6))
     assert p.dtype == dtype
     assert bool(torch.isfinite(p).all())
     torch.testing.assert_close(p.sum(-1), torch.ones(N, dtype=dtype))
@@ -91,7 +81,7 @@ def test_dirichlet_tiny_concentration_has_no_nan(dtype):
 
 @pytest.mark.parametrize(("a", "b"), [(0.5, 2.0), (3.0, 0.2)])
 def test_beta_moments_and_ks(a, b):
-    x = sample_beta(torch.full((N,), a, dtype=F64), b, gen(7)).numpy()
+    x = sample_beta(torch.full((N,), a, dtype=F64), b, make_generator(7)).numpy()
     ref = st.beta(a, b)
     assert_mc_mean(x, ref.mean())
     assert_mc_mean((x - ref.mean()) ** 2, ref.var())
@@ -100,7 +90,7 @@ def test_beta_moments_and_ks(a, b):
 
 def test_categorical_frequencies_match_softmax():
     logits = torch.tensor([[0.0, 1.0, -2.0, -math.inf], [3.0, 0.5, 0.5, 0.0]], dtype=F64)
-    z = sample_categorical(logits.expand(N, 2, 4), gen(8))
+    z = sample_categorical(logits.expand(N, 2, 4), make_generator(8))
     assert z.dtype == torch.long and z.shape == (N, 2)
     assert not bool((z[:, 0] == 3).any())
     onehot = torch.nn.functional.one_hot(z, 4).double().numpy()
@@ -111,7 +101,7 @@ def test_categorical_frequencies_match_softmax():
 
 
 def test_normal_moments():
-    x = sample_normal(torch.full((N,), 2.0, dtype=F64), 3.0, gen(9)).numpy()
+    x = sample_normal(torch.full((N,), 2.0, dtype=F64), 3.0, make_generator(9)).numpy()
     assert_mc_mean(x, 2.0)
     assert_mc_mean((x - 2.0) ** 2, 9.0)
 
@@ -125,7 +115,7 @@ def test_wishart_mean_and_variance_match_scipy():
     d, df = 3, 5.5
     scale = _spd(d, 0) / 10
     tril = torch.linalg.cholesky(torch.tensor(scale))
-    x = sample_wishart(df, tril.expand(N, d, d), gen(10)).numpy()
+    x = sample_wishart(df, tril.expand(N, d, d), make_generator(10)).numpy()
     ref = st.wishart(df=df, scale=scale)
     assert_mc_mean(x, ref.mean())
     assert_mc_mean((x - ref.mean()) ** 2, ref.var())
@@ -136,13 +126,13 @@ def test_wishart_diagonal_is_scaled_chi_square_with_df_degrees():
     d, df = 4, 4.5
     scale = _spd(d, 1)
     tril = torch.linalg.cholesky(torch.tensor(scale))
-    x = sample_wishart(torch.full((N,), df, dtype=F64), tril, gen(11)).numpy()
+    x = sample_wishart(torch.full((N,), df, dtype=F64), tril, make_generator(11)).numpy()
     for j in (0, d - 1):
         assert st.kstest(x[:, j, j] / scale[j, j], st.chi2(df).cdf).pvalue > 1e-3
 
 
 def test_one_dimensional_wishart_is_scaled_chi_square():
-    x = sample_wishart(2.5, torch.tensor([[1.5]], dtype=F64).expand(N, 1, 1), gen(12))
+    x = sample_wishart(2.5, torch.tensor([[1.5]], dtype=F64).expand(N, 1, 1), make_generator(12))
     assert st.kstest(x[:, 0, 0].numpy(), st.chi2(2.5, scale=1.5**2).cdf).pvalue > 1e-3
 
 
@@ -158,8 +148,8 @@ def test_same_seed_reproduces_and_different_seed_differs():
         "wishart": lambda g: sample_wishart(3.0, tril, g),
     }
     for name, draw in draws.items():
-        assert torch.equal(draw(gen(42)), draw(gen(42))), name
-        assert not torch.equal(draw(gen(42)), draw(gen(43))), name
+        assert torch.equal(draw(make_generator(42)), draw(make_generator(42))), name
+        assert not torch.equal(draw(make_generator(42)), draw(make_generator(43))), name
 
 
 def test_global_generator_and_device_follow_inputs():
