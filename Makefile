@@ -31,7 +31,7 @@ test-slow: $(STAMP)
 
 reproduce: $(STAMP)
 	$(PY) -m pytest -q -m slow
-	$(VENV)/bin/pyromodels reproduce all --out reports/reproduce
+	$(VENV)/bin/pyromodels reproduce all --scale medium --out reports/reproduce
 
 bench: $(STAMP)
 	$(PY) -m benchmarks --out benchmarks/results/latest.jsonl

@@ -116,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--only", nargs="+", metavar="NAME", help="run only these models' demos")
 
     rep = sub.add_parser("reproduce", help="reproduce a paper's experiments and write a report")
-    rep.add_argument("model", help="a registered model name")
+    rep.add_argument("model", help="a registered model name, or all")
     rep.add_argument(
         "--scale", choices=SCALES, default="small", help="problem size (default small)"
     )
@@ -242,19 +242,28 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    """Reproduce one paper's experiments at the chosen scale and write their report."""
-    entry = registry.get(args.model)
-    if entry.reproduce is None:
-        raise UsageError(f"model {entry.name!r} has no paper reproduction")
+    """Reproduce one paper's experiments (or ``all`` of them) at the chosen scale; write the report."""
+    if args.model == "all":
+        entries = [e for e in registry.entries() if e.reproduce is not None]
+        if not entries:
+            raise UsageError("no registered model has a paper reproduction")
+    else:
+        entry = registry.get(args.model)
+        if entry.reproduce is None:
+            raise UsageError(f"model {entry.name!r} has no paper reproduction")
+        entries = [entry]
     _use_agg()
-    result = entry.reproduce(scale=args.scale, progress=args.progress, seed=args.seed)
-    result = _check_result(result, entry, "reproduction")
+    results = []
+    for e in entries:
+        result = e.reproduce(scale=args.scale, progress=args.progress, seed=args.seed)
+        results.append(_check_result(result, e, "reproduction"))
     out = (
         args.out
         if args.out is not None
-        else Path("reports") / "reproduce" / f"{entry.name}-{args.scale}"
+        else Path("reports") / "reproduce" / f"{args.model}-{args.scale}"
     )
-    _write_and_print([result], out, f"pyromodels reproduce: {entry.title} ({args.scale} scale)")
+    title = "all models" if args.model == "all" else entries[0].title
+    _write_and_print(results, out, f"pyromodels reproduce: {title} ({args.scale} scale)")
     return 0
 
 

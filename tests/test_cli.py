@@ -218,6 +218,14 @@ def test_reproduce_and_report(fake_registry, tmp_path, capsys):
     ]
 
 
+def test_reproduce_all_runs_every_registered_reproduction(fake_registry, tmp_path, capsys):
+    out = tmp_path / "all"
+    assert main(["reproduce", "all", "--seed", "4", "--out", str(out), "--no-progress"]) == 0
+    _report_path(capsys.readouterr().out)
+    # bare-model has no reproduction, so only the fake model's result is in the report
+    assert json.loads((out / "metrics.json").read_text()) == {"fake-paper": {"scale": "small", "seed": 4}}
+
+
 def test_report_of_a_missing_directory_exits_2(tmp_path, capsys):
     assert main(["report", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err

@@ -9,6 +9,8 @@ particle plate placed left of the model's own plates.
 
 from __future__ import annotations
 
+import logging
+
 import pyro
 import torch
 from pyro import poutine
@@ -17,6 +19,8 @@ from pyro.poutine.util import site_is_subsample
 
 from .seeding import resolve_seed, seeded
 from .validation import check_in
+
+logger = logging.getLogger("pyromodels")
 
 __all__ = ["first_available_dim", "sample_discrete", "marginal_log_joint", "site_shapes"]
 
@@ -62,7 +66,7 @@ def sample_discrete(
     *,
     temperature: int = 1,
     seed: int | None = None,
-    vectorize: bool = True,
+    vectorize: bool | str = "auto",
 ) -> dict[str, torch.Tensor]:
     """Draw ``model.discrete_sites`` given continuous draws ``samples`` shaped ``(chain, draw, ...)``.
 
@@ -74,12 +78,15 @@ def sample_discrete(
         samples: continuous site draws shaped ``(chain, draw, *site_shape)``.
         temperature: 1 samples from the conditional posterior, 0 takes its mode (Viterbi/MAP).
         seed: seed for the draws.
-        vectorize: one trace for all draws (fast) or a loop over draws.
+        vectorize: ``True``: one trace for all draws (fast); ``False``: a loop over draws;
+            ``"auto"``: try the vectorised trace and, if the program does not broadcast over
+            the extra draws dimension (a shape error), log a warning and loop.
 
     Returns:
         ``{site: LongTensor (chain, draw, *site_shape)}`` for each discrete site.
     """
     check_in(temperature, "temperature", (0, 1))
+    check_in(vectorize, "vectorize", (True, False, "auto"))
     if not model.discrete_sites:
         return {}
     values = _continuous_values(model, samples)
@@ -87,10 +94,19 @@ def sample_discrete(
     num = chains * draws
     mpn = model.max_plate_nesting
     with seeded(resolve_seed(seed)), torch.no_grad():
-        if vectorize:
+        if vectorize is False:
+            out = _sample_loop(model, data, flat, num, mpn, temperature)
+        elif vectorize is True:
             out = _sample_vectorized(model, data, flat, num, mpn, temperature)
         else:
-            out = _sample_loop(model, data, flat, num, mpn, temperature)
+            try:
+                out = _sample_vectorized(model, data, flat, num, mpn, temperature)
+            except (RuntimeError, ValueError, IndexError) as exc:
+                logger.warning(
+                    "%s does not broadcast over a batch of draws (%s); drawing its discrete "
+                    "sites one draw at a time", type(model).__name__, exc,
+                )
+                out = _sample_loop(model, data, flat, num, mpn, temperature)
     return {k: v.reshape((chains, draws) + tuple(v.shape[1:])).long() for k, v in out.items()}
 
 

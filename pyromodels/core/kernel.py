@@ -26,7 +26,12 @@ class GibbsKernel(MCMCKernel):
 
     Args:
         model: a model object with ``init_state`` and ``gibbs_sweep`` hooks.
-        seed: base seed; chain ``c`` (counted by calls to ``setup``) uses a seed derived from it.
+        seed: base seed. Each chain's generator is seeded from ``seed``, the number of
+            ``setup`` calls this kernel object has seen, and ``torch.initial_seed()``: chains
+            run one after another differ by the counter, and chains run in worker processes
+            (where each worker holds its own copy of the kernel) differ by the per-chain
+            global seed that ``pyro.infer.MCMC`` gives each worker. Seed Pyro
+            (``pyro.set_rng_seed``) for reproducible multi-process runs.
         lp: whether ``logging()`` reports the log joint of the current state (costs one trace).
 
     Example:
@@ -54,7 +59,9 @@ class GibbsKernel(MCMCKernel):
         self._chain += 1
         self._data = self.pyromodel.prepare(data)
         self._sweep = self.pyromodel.gibbs_sweep(self._data)
-        self._generator = make_generator(derive_seed(self.seed, "chain", self._chain))
+        self._generator = make_generator(
+            derive_seed(self.seed, "chain", self._chain, torch.initial_seed())
+        )
         state = self.pyromodel.init_state(self._data, self._generator)
         self._sweep.check_covers(state)
         self._dtypes = {k: v.dtype for k, v in state.items()}
@@ -87,12 +94,16 @@ class GibbsKernel(MCMCKernel):
         return tuple(k for k, d in self._dtypes.items() if not d.is_floating_point)
 
 
-def posterior_from_mcmc(mcmc, kernel: GibbsKernel | None = None) -> Posterior:
+def posterior_from_mcmc(mcmc, kernel: GibbsKernel | None = None, data=None) -> Posterior:
     """A :class:`Posterior` from a finished ``pyro.infer.MCMC`` run, integer sites restored.
 
     For a :class:`GibbsKernel` run the integer sites are cast back from the driver's floats.
+    ``data`` (default: the data the kernel was last set up with) is kept on the result so that
+    :meth:`Posterior.to_inference_data` can add the pointwise log-likelihood.
     """
     kernel = kernel if kernel is not None else mcmc.kernel
+    if data is None:
+        data = getattr(kernel, "_data", None)
     samples = mcmc.get_samples(group_by_chain=True)
     if isinstance(kernel, GibbsKernel):
         ints = set(kernel.integer_sites)
@@ -103,4 +114,5 @@ def posterior_from_mcmc(mcmc, kernel: GibbsKernel | None = None) -> Posterior:
         diagnostics={k: v for k, v in mcmc.diagnostics().items() if k in ("divergences",)},
         attrs={"inference_library": "pyromodels", "kernel": type(kernel).__name__},
         model=getattr(kernel, "pyromodel", None),
+        data=data,
     )

@@ -113,6 +113,19 @@ def test_gibbs_kernel_pickles_after_setup():
     assert kernel.diagnostics()["divergences"] == [] and kernel.transforms == {}
 
 
+def test_gibbs_kernel_copies_in_worker_processes_get_distinct_chains():
+    # pyro.infer.MCMC gives each worker process its own copy of the kernel and a global seed
+    # of (initial seed + chain id); the copies must not replay the same chain.
+    kernel = GibbsKernel(Coin(), seed=0)
+    draws = []
+    for chain_id in range(2):
+        copy = pickle.loads(pickle.dumps(kernel))
+        torch.manual_seed(100 + chain_id)
+        copy.setup(0, FLIPS)
+        draws.append(copy.sample(copy.initial_params)["p"])
+    assert not torch.equal(draws[0], draws[1])
+
+
 def test_sweep_validation():
     blk = GibbsBlock("p", ("p",), _beta_block)
     with pytest.raises(ValueError, match="site 'p' is updated by both 'p' and 'p'"):

@@ -146,6 +146,8 @@ def test_pyro_mcmc_with_the_gibbs_kernel_and_arviz_from_pyro(blobs):
     post = posterior_from_mcmc(mcmc)
     assert post.samples["z"].dtype == torch.long and post.samples["z"].shape == (2, 60, 60)
     assert post.samples["weights"].shape == (2, 60, 2)
+    assert "log_likelihood" in post.to_inference_data().groups()  # the kernel's data is kept
+    assert not torch.equal(post.samples["weights"][0], post.samples["weights"][1])
     idata = az.from_pyro(mcmc)
     assert idata.posterior.sizes["chain"] == 2 and idata.posterior.sizes["draw"] == 60
     table = az.summary(idata, var_names=["weights"])

@@ -1,0 +1,64 @@
+"""Every tutorial runs end to end in smoke mode and converts to a notebook.
+
+The tutorials are jupytext percent files (``# %%`` cells). Each one runs as a script in a fresh
+interpreter, from an empty working directory, with ``SMOKE_TEST=1`` (every iteration count
+shrinks) and the non-interactive Agg backend for matplotlib.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TUTORIALS = sorted((ROOT / "tutorials").glob("*.py"))
+SMOKE_FLAG = 'SMOKE_TEST = os.environ.get("SMOKE_TEST") == "1"'
+CELL_MARKER = re.compile(r"^# %%", re.M)
+
+
+def _run(args, cwd, env=None, timeout=300):
+    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_the_tutorials_are_found():
+    assert "00_write_your_own_model.py" in {p.name for p in TUTORIALS}
+
+
+@pytest.mark.parametrize("path", TUTORIALS, ids=lambda p: p.name)
+def test_tutorial_has_a_smoke_flag(path):
+    # The flag is what lets the tests below run the tutorial in seconds.
+    assert SMOKE_FLAG in path.read_text(encoding="utf-8")
+
+
+@pytest.mark.tutorial
+@pytest.mark.parametrize("path", TUTORIALS, ids=lambda p: p.name)
+def test_tutorial_runs_in_smoke_mode(path, tmp_path):
+    env = {**os.environ, "SMOKE_TEST": "1", "MPLBACKEND": "Agg"}
+    result = _run([sys.executable, str(path)], cwd=tmp_path, env=env)
+    assert result.returncode == 0, (
+        f"{path.name} exited with status {result.returncode}\n"
+        f"--- stderr (last 6000 characters) ---\n{result.stderr[-6000:]}"
+    )
+
+
+@pytest.mark.tutorial
+@pytest.mark.parametrize("path", TUTORIALS, ids=lambda p: p.name)
+def test_tutorial_converts_to_a_notebook(path, tmp_path):
+    out = tmp_path / f"{path.stem}.ipynb"
+    result = _run(
+        [sys.executable, "-m", "jupytext", "--to", "ipynb", "--output", str(out), str(path)],
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, f"jupytext failed on {path.name}:\n{result.stderr}"
+    notebook = json.loads(out.read_text(encoding="utf-8"))
+    cells = notebook["cells"]
+    # one notebook cell per "# %%" marker, both kinds present, the first cell explains
+    assert len(cells) == len(CELL_MARKER.findall(path.read_text(encoding="utf-8")))
+    assert {c["cell_type"] for c in cells} == {"markdown", "code"}
+    assert cells[0]["cell_type"] == "markdown"
+    code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    assert SMOKE_FLAG in code
