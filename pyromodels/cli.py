@@ -28,7 +28,7 @@ __all__ = ["main", "build_parser"]
 
 logger = logging.getLogger(__name__)
 
-SCALES = ("small", "medium", "paper")
+SCALES = registry.SCALES
 
 # Command-line engine options: destination -> the core engines whose runner takes it. A method
 # outside this table (a model's own engine) receives the options given, and checks them itself.
@@ -245,12 +245,20 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     """Reproduce one paper's experiments (or ``all`` of them) at the chosen scale; write the report."""
     if args.model == "all":
         entries = [e for e in registry.entries() if e.reproduce is not None]
+        for e in entries:
+            if args.scale not in e.scales:
+                print(f"pyromodels: {e.name} has no {args.scale!r} scale; skipped", file=sys.stderr)
+        entries = [e for e in entries if args.scale in e.scales]
         if not entries:
-            raise UsageError("no registered model has a paper reproduction")
+            raise UsageError(f"no registered model has a paper reproduction at scale {args.scale!r}")
     else:
         entry = registry.get(args.model)
         if entry.reproduce is None:
             raise UsageError(f"model {entry.name!r} has no paper reproduction")
+        if args.scale not in entry.scales:
+            raise UsageError(
+                f"model {entry.name!r} reproduces at scales {list(entry.scales)}, not {args.scale!r}"
+            )
         entries = [entry]
     _use_agg()
     results = []

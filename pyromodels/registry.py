@@ -44,6 +44,9 @@ __all__ = [
     "check_name",
 ]
 
+#: problem sizes a reproduction can run at
+SCALES = ("small", "medium", "paper")
+
 BUILTIN_INDEX = "pyromodels.models_index"
 
 # Names become directory and file names in reports, so they are restricted to a portable set.
@@ -212,6 +215,7 @@ class ModelEntry:
             ``"small"``, ``"medium"``, ``"paper"``, or ``None``.
         loader: ``loader(path)`` returns the data ``fit`` takes (``path`` ``None`` means the
             model's default data set), or ``None`` when the model has no data loader.
+        scales: the scales ``reproduce`` accepts (a subset of ``SCALES``).
     """
 
     name: str
@@ -222,6 +226,7 @@ class ModelEntry:
     demo: Callable[..., DemoResult] | None = None
     reproduce: Callable[..., DemoResult] | None = None
     loader: Callable[[str | None], Any] | None = None
+    scales: tuple[str, ...] = ("small", "medium", "paper")
 
     def __post_init__(self):
         check_name(self.name, "name")
@@ -244,6 +249,8 @@ class ModelEntry:
             raise TypeError(f"factory must be callable, got {type(self.factory).__name__}")
         for attr in ("demo", "reproduce", "loader"):
             _check_optional_callable(getattr(self, attr), attr)
+        if not isinstance(self.scales, tuple) or not self.scales or not set(self.scales) <= set(SCALES):
+            raise ValueError(f"scales must be a non-empty tuple drawn from {SCALES}, got {self.scales!r}")
 
 
 def register(entry: ModelEntry) -> ModelEntry:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import arviz as az
@@ -224,6 +225,13 @@ def test_reproduce_all_runs_every_registered_reproduction(fake_registry, tmp_pat
     _report_path(capsys.readouterr().out)
     # bare-model has no reproduction, so only the fake model's result is in the report
     assert json.loads((out / "metrics.json").read_text()) == {"fake-paper": {"scale": "small", "seed": 4}}
+
+
+def test_reproduce_at_an_unsupported_scale_exits_2(fake_registry, monkeypatch, tmp_path, capsys):
+    entry = registry.get("fake-model")
+    monkeypatch.setitem(registry._REGISTRY, "fake-model", replace(entry, scales=("small",)))
+    assert main(["reproduce", "fake-model", "--scale", "paper", "--out", str(tmp_path)]) == 2
+    assert "reproduces at scales ['small'], not 'paper'" in capsys.readouterr().err
 
 
 def test_report_of_a_missing_directory_exits_2(tmp_path, capsys):

@@ -36,14 +36,21 @@ def first_available_dim(max_plate_nesting: int, particle_plate: bool = False) ->
     return -1 - int(max_plate_nesting) - (1 if particle_plate else 0)
 
 
-def site_shapes(model, data) -> dict[str, tuple[torch.Size, torch.Size]]:
-    """``{site: (batch_shape, event_shape)}`` of every latent sample site, from one prior trace."""
+def site_shapes(model, data, values: dict | None = None) -> dict[str, tuple[torch.Size, torch.Size]]:
+    """``{site: (batch_shape, event_shape)}`` of every latent sample site, from one trace.
+
+    ``values`` (one draw of some sites) are conditioned on rather than sampled.
+    """
+    fn = poutine.condition(model.model, data=values) if values else model.model
     with poutine.block(), torch.no_grad():
-        tr = poutine.trace(model.model).get_trace(data)
+        tr = poutine.trace(fn).get_trace(data)
+    values = values or {}
     return {
         name: (site["fn"].batch_shape, site["fn"].event_shape)
         for name, site in tr.nodes.items()
-        if site["type"] == "sample" and not site["is_observed"] and not site_is_subsample(site)
+        if site["type"] == "sample"
+        and not site_is_subsample(site)
+        and (name in values or not site["is_observed"])
     }
 
 
@@ -121,7 +128,7 @@ def _sample_loop(model, data, flat, num, mpn, temperature):
 
 
 def _sample_vectorized(model, data, flat, num, mpn, temperature):
-    shapes = site_shapes(model, data)
+    shapes = site_shapes(model, data, {k: v[0] for k, v in flat.items()})
     reshaped = {}
     for name, value in flat.items():
         if name not in shapes:

@@ -18,17 +18,28 @@ __all__ = ["run_nuts"]
 
 
 class _EnergyRecordingNUTS(NUTS):
-    """NUTS that records the Hamiltonian at the start of every transition.
+    """NUTS that records, for every transition, the Hamiltonian at its start and the mean
+    acceptance probability of its trajectory.
 
     That energy, ``U(q_{t-1}) + K(p_t)`` with the freshly drawn momentum, equals the energy of
     the accepted state up to the leapfrog integration error (the Hamiltonian is conserved along
-    the trajectory), which is what ArviZ's energy plot and BFMI expect.
+    the trajectory), which is what ArviZ's energy plot and BFMI expect. The acceptance
+    probability is recovered from Pyro's running mean ``m_t = m_{t-1} + (a_t - m_{t-1}) / n``
+    (``n`` restarts at 1 after warm-up), so ``a_t = m_{t-1} + n (m_t - m_{t-1})``.
     """
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.energies: list[float] = []
+        self.accept_probs: list[float] = []
         self._record_next = False
+
+    def sample(self, params):
+        before = self._mean_accept_prob
+        out = super().sample(params)
+        n = self._t - self._warmup_steps if self._t > self._warmup_steps else self._t
+        self.accept_probs.append(before + n * (self._mean_accept_prob - before))
+        return out
 
     def _sample_r(self, name):
         self._record_next = True
@@ -76,7 +87,8 @@ def run_nuts(
 
     Returns:
         A :class:`Posterior` with samples ``(chain, draw, ...)``, ``sample_stats["diverging"]``,
-        ``sample_stats["energy"]`` (for ArviZ's energy plot and BFMI) and (with ``lp``)
+        ``sample_stats["energy"]`` (for ArviZ's energy plot and BFMI), the per-draw mean
+        acceptance probability ``sample_stats["acceptance_rate"]`` and (with ``lp``)
         ``sample_stats["lp"]``.
     """
     num_samples = check_int(num_samples, "num_samples", minimum=1)
@@ -112,9 +124,13 @@ def run_nuts(
         idx = mcmc.diagnostics()["divergences"]["chain 0"]
         div[torch.as_tensor(idx, dtype=torch.long)] = True
         diverging.append(div)
-        accept.append(float(mcmc.diagnostics()["acceptance rate"]["chain 0"]))
+        accept.append(torch.tensor(kernel.accept_probs[-num_samples:], dtype=torch.float64))
     samples = {k: torch.stack([c[k] for c in per_chain]) for k in per_chain[0]}
-    stats = {"diverging": torch.stack(diverging), "energy": torch.stack(energy)}
+    stats = {
+        "diverging": torch.stack(diverging),
+        "energy": torch.stack(energy),
+        "acceptance_rate": torch.stack(accept),
+    }
     if lp:
         stats["lp"] = _lp_trace(model, data, samples)
     samples.update(sample_discrete(model, data, samples, seed=derive_seed(seed, "discrete")))
@@ -122,7 +138,10 @@ def run_nuts(
         samples=samples,
         method="nuts",
         sample_stats=stats,
-        diagnostics={"acceptance_rate": accept, "num_divergences": int(stats["diverging"].sum())},
+        diagnostics={
+            "mean_accept_prob": stats["acceptance_rate"].mean(1).tolist(),
+            "num_divergences": int(stats["diverging"].sum()),
+        },
         attrs=make_attrs("nuts", seed, device, start, num_warmup=num_warmup),
         model=model,
         data=data,

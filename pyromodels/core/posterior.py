@@ -144,7 +144,7 @@ def make_attrs(method: str, seed: int, device, start: float, **extra) -> dict:
         "device": str(device),
         "wall_time_s": time.perf_counter() - start,
         "inference_library": "pyromodels",
-        "pyro_version": pyro.__version__,
-        "torch_version": torch.__version__,
+        "pyro_version": str(pyro.__version__),
+        "torch_version": str(torch.__version__),
         **extra,
     }

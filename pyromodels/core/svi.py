@@ -12,7 +12,7 @@ from pyro.infer.autoguide import AutoNormal
 from pyro.infer.autoguide.initialization import init_to_sample, init_to_value
 
 from .device import cuda_devices, resolve_device
-from .enumeration import sample_discrete
+from .enumeration import sample_discrete, site_shapes
 from .posterior import Posterior, make_attrs
 from .progress import check_callbacks, progress_bar, run_callbacks
 from .seeding import derive_seed, make_generator, resolve_seed, seeded
@@ -104,7 +104,7 @@ def run_svi(
                     break
         with torch.no_grad():
             draws = Predictive(guide, num_samples=num_samples)(data)
-        latent = _latent_sites(model, data)
+        latent = _latent_sites(model, data, {k: v[0] for k, v in draws.items()})
         samples = {k: v.unsqueeze(0) for k, v in draws.items() if k in latent}
         params = {k: v.detach().clone() for k, v in store.items()}
     samples.update(
@@ -122,8 +122,6 @@ def run_svi(
     )
 
 
-def _latent_sites(model, data) -> set[str]:
-    from .enumeration import site_shapes
-
-    return set(site_shapes(model, data)) - set(model.discrete_sites)
+def _latent_sites(model, data, values: dict) -> set[str]:
+    return set(site_shapes(model, data, values)) - set(model.discrete_sites)
 

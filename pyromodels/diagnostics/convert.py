@@ -70,8 +70,12 @@ def netcdf_safe_attrs(attrs: dict) -> dict:
             value = value.item()
         if isinstance(value, bool):
             safe[str(key)] = int(value)
-        elif isinstance(value, str | numbers.Integral | numbers.Real):
-            safe[str(key)] = value
+        elif isinstance(value, str):
+            safe[str(key)] = str(value)  # plain str: subclasses (torch's version) break h5netcdf
+        elif isinstance(value, numbers.Integral):
+            safe[str(key)] = int(value)
+        elif isinstance(value, numbers.Real):
+            safe[str(key)] = float(value)
         else:
             safe[str(key)] = str(value)
     return safe

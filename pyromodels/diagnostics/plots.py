@@ -37,7 +37,13 @@ def _plot_variables(posterior, var_names, site: str):
                 f"var_names is needed: the posterior has no label site {site!r} and no 'lp' "
                 "statistic to plot by default"
             )
-        var_names = list(pool)
+        # a statistic that never changes (every draw occupies all clusters) has no trace or
+        # rank information, and ArviZ's density and rank plots fail on it
+        var_names = [v for v in pool if bool((pool[v] != pool[v].reshape(-1)[0]).any())]
+        if not var_names:
+            raise ValueError(
+                "var_names is needed: every default statistic is constant across draws"
+            )
     if isinstance(var_names, str):
         var_names = [var_names]
     clash = set(pool) & set(posterior.samples)

@@ -90,7 +90,12 @@ def result_from_posterior(posterior, name: str) -> DemoResult:
         name=name,
         summary=summary,
         metrics={method: metrics},
-        tables={"posterior summary": posterior.summary()},
+        tables={"posterior summary": posterior.summary(var_names=_continuous_sites(posterior))},
         figures=figures,
         inference_data={method: posterior.to_inference_data()},
     )
+
+
+def _continuous_sites(posterior) -> list[str]:
+    """Sites with floating draws: per-point discrete labels make a long, meaningless summary."""
+    return [name for name, value in posterior.samples.items() if value.is_floating_point()]

@@ -1,5 +1,7 @@
 """Plots return figures with the expected axes and draw the data they are given."""
 
+from dataclasses import replace
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
@@ -17,13 +19,21 @@ from pyromodels.diagnostics import (
 
 
 def test_plot_trace_defaults_to_label_invariant_statistics(toy):
+    # every draw of the toy occupies both clusters: a constant statistic is left out
+    assert bool((label_invariant_stats(toy)["occupied_clusters"] == 2).all())
     fig = plot_trace(toy)
     assert isinstance(fig, plt.Figure)
-    assert len(fig.axes) == 6  # three statistics, a density and a trace each
+    assert len(fig.axes) == 4  # two varying statistics, a density and a trace each
+    assert {ax.get_title() for ax in fig.axes} == {"lp", "largest_cluster_fraction"}
+    # collapse every tenth draw into one cluster: the occupied-cluster count now varies
+    z = toy.samples["z"].clone()
+    z[:, ::10] = 0
+    varied = replace(toy, samples={**toy.samples, "z": z})
+    fig = plot_trace(varied)
     titles = {ax.get_title() for ax in fig.axes}
     assert titles == {"lp", "occupied_clusters", "largest_cluster_fraction"}
     # The trace panel of the occupied-cluster count draws exactly the computed statistic.
-    stats = label_invariant_stats(toy)
+    stats = label_invariant_stats(varied)
     trace_ax = [ax for ax in fig.axes if ax.get_title() == "occupied_clusters"][1]
     lines = [line.get_ydata() for line in trace_ax.get_lines()]
     np.testing.assert_array_equal(
