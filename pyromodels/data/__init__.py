@@ -15,7 +15,15 @@ from .graphs import Graph
 from .loaders import *  # noqa: F403 - re-exports exactly loaders.__all__
 from .pairwise import PairwiseAnnotations
 from .sequences import Sequences
-from .simulate import simulate_annotations, simulate_gaussian_mixture
+from .simulate import simulate_gaussian_mixture
+from .simulate_crowd import (
+    random_confusions,
+    random_transitions,
+    sbm_graph,
+    simulate_annotations,
+    simulate_networked_annotations,
+    simulate_sequential_annotations,
+)
 
 __all__ = [
     "AnnotationTable",
@@ -24,5 +32,10 @@ __all__ = [
     "PairwiseAnnotations",
     "simulate_gaussian_mixture",
     "simulate_annotations",
+    "random_confusions",
+    "random_transitions",
+    "simulate_sequential_annotations",
+    "sbm_graph",
+    "simulate_networked_annotations",
 ]
 __all__ += loaders.__all__
