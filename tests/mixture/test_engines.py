@@ -154,9 +154,8 @@ def test_pyro_mcmc_with_the_gibbs_kernel_and_arviz_from_pyro(blobs):
     assert "r_hat" in table.columns
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the fallback is for machines without CUDA")
 def test_cuda_request_falls_back_to_cpu(blobs):
-    if torch.cuda.is_available():
-        pytest.skip("this machine has CUDA; the fallback is for machines without it")
     x, _ = blobs
     with pytest.warns(DeviceFallbackWarning, match="CUDA is not available"):
         post = BayesianGaussianMixture(2).fit(x, method="em", seed=0, device="cuda", progress=False)
