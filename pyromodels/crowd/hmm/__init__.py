@@ -1,0 +1,40 @@
+"""Hidden Markov models over true labels: crowd labels of items in sequences.
+
+Kernels (log space, ragged sequences, CPU and CUDA; numba on the CPU):
+:func:`forward_backward`, :func:`log_likelihood`, :func:`forward_filter`, :func:`viterbi`,
+:func:`ffbs_sample`; exact enumeration for tiny problems: :func:`brute_force`.
+Baum-Welch pieces: :func:`e_step`, :func:`m_step`, :func:`baum_welch_step`,
+:func:`majority_vote_params`. The model: :class:`SequentialDawidSkene`.
+"""
+
+from .baum_welch import baum_welch_step, count_transitions, e_step, m_step, majority_vote_params
+from .brute_force import brute_force
+from .data import SequentialCrowdData
+from .distributions import CrowdResponses, MarkovChain
+from .ffbs import ffbs_sample
+from .forward_backward import ForwardBackward, forward_backward, forward_filter, log_likelihood
+from .model import SequentialDawidSkene
+from .params import INITIAL_MODES, check_params, stationary_distribution
+from .viterbi import viterbi
+
+__all__ = [
+    "INITIAL_MODES",
+    "CrowdResponses",
+    "ForwardBackward",
+    "MarkovChain",
+    "SequentialCrowdData",
+    "SequentialDawidSkene",
+    "baum_welch_step",
+    "brute_force",
+    "check_params",
+    "count_transitions",
+    "e_step",
+    "ffbs_sample",
+    "forward_backward",
+    "forward_filter",
+    "log_likelihood",
+    "m_step",
+    "majority_vote_params",
+    "stationary_distribution",
+    "viterbi",
+]

@@ -1,0 +1,118 @@
+"""Argument checks for the HMM kernels and parameters.
+
+The kernels take log-probabilities, where ``-inf`` is a legitimate value (an impossible
+transition or response), so :func:`as_log_tensor` accepts ``-inf`` and rejects only NaN and
+``+inf``; everything else goes through :mod:`pyromodels.core.validation`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ...core.validation import as_float_tensor, as_label_tensor
+
+__all__ = [
+    "as_log_tensor",
+    "check_lengths",
+    "check_log_inputs",
+    "check_stochastic",
+    "sequence_bounds",
+]
+
+#: rows of a probability table must sum to one within this tolerance
+SIMPLEX_TOL = 1e-8
+
+
+def as_log_tensor(x, name: str, shape: tuple[int | None, ...], dtype=None, device=None) -> torch.Tensor:
+    """A floating tensor of log-probabilities with the given shape (``None`` = any size).
+
+    ``-inf`` is allowed; NaN and ``+inf`` raise ``ValueError``.
+    """
+    if not isinstance(x, torch.Tensor):
+        try:
+            arr = np.asarray(x)
+        except Exception as exc:  # noqa: BLE001 - re-raised with the argument's name
+            raise TypeError(f"{name} must be array-like, got {type(x).__name__}") from exc
+        if arr.dtype == object or arr.dtype.kind in "USV":
+            raise TypeError(f"{name} must be numeric, got an array of dtype {arr.dtype}")
+        x = torch.as_tensor(np.array(arr, dtype=np.float64 if arr.dtype.kind in "biu" else arr.dtype))
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating tensor of log-probabilities, got dtype {x.dtype}")
+    if x.dim() != len(shape) or any(s is not None and x.shape[i] != s for i, s in enumerate(shape)):
+        want = "(" + ", ".join("?" if s is None else str(s) for s in shape) + ")"
+        raise ValueError(f"{name} must have shape {want}, got {tuple(x.shape)}")
+    if bool(torch.isnan(x).any()):
+        raise ValueError(f"{name} must not contain NaN (log-probabilities may be -inf, not NaN)")
+    if bool((x == float("inf")).any()):
+        raise ValueError(f"{name} must not contain +inf (log-probabilities are <= 0 or -inf)")
+    return x.to(dtype=dtype or x.dtype, device=device or x.device)
+
+
+def check_lengths(lengths, total: int, device=None) -> torch.Tensor:
+    """Sequence lengths as a long tensor ``(S,)`` of positive integers summing to ``total``.
+
+    ``None`` means one sequence of length ``total``.
+    """
+    if lengths is None:
+        return torch.tensor([total], dtype=torch.long, device=device)
+    t = as_label_tensor(lengths, "lengths", device=device)
+    if int(t.min()) < 1:
+        raise ValueError(f"lengths must all be >= 1, found {int(t.min())}")
+    if int(t.sum()) != total:
+        raise ValueError(
+            f"lengths must sum to the number of positions {total} (the rows of log_emissions), "
+            f"got sum {int(t.sum())}"
+        )
+    return t
+
+
+def check_log_inputs(log_emissions, log_initial, log_transition, lengths):
+    """Validate the kernels' inputs and bring them to one dtype and the emissions' device.
+
+    Args:
+        log_emissions: ``(T_total, K)``.
+        log_initial: ``(K,)``.
+        log_transition: ``(K, K)``, rows = previous state.
+        lengths: ``(S,)`` positive lengths summing to ``T_total`` or ``None``.
+
+    Returns:
+        ``(log_emissions, log_initial, log_transition, lengths)``.
+    """
+    e = as_log_tensor(log_emissions, "log_emissions", (None, None))
+    if e.shape[0] == 0 or e.shape[1] == 0:
+        raise ValueError(f"log_emissions must be non-empty (T_total, K), got {tuple(e.shape)}")
+    k = e.shape[1]
+    a = as_log_tensor(log_initial, "log_initial", (k,))
+    tr = as_log_tensor(log_transition, "log_transition", (k, k))
+    dtype = torch.promote_types(torch.promote_types(e.dtype, a.dtype), tr.dtype)
+    e = e.to(dtype)
+    a = a.to(dtype=dtype, device=e.device)
+    tr = tr.to(dtype=dtype, device=e.device)
+    return e, a, tr, check_lengths(lengths, e.shape[0], device=e.device)
+
+
+def check_stochastic(x, name: str, shape: tuple[int, ...], dtype=torch.float64, device=None) -> torch.Tensor:
+    """A finite tensor of the given shape whose last axis lies on the probability simplex."""
+    t = as_float_tensor(x, name, ndim=len(shape), dtype=dtype, device=device)
+    if tuple(t.shape) != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {tuple(t.shape)}")
+    if bool((t < 0).any()):
+        raise ValueError(f"{name} must be non-negative, found {float(t.min()):.3g}")
+    err = float((t.sum(-1) - 1).abs().max())
+    if err > SIMPLEX_TOL:
+        what = "sum to 1" if len(shape) == 1 else "have rows summing to 1"
+        raise ValueError(f"{name} must {what}; the worst row is off by {err:.3g}")
+    return t
+
+
+def sequence_bounds(lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(offsets (S + 1,), starts (T_total,) bool, ends (T_total,) bool)`` of ragged sequences."""
+    offsets = torch.zeros(lengths.shape[0] + 1, dtype=torch.long, device=lengths.device)
+    offsets[1:] = torch.cumsum(lengths, 0)
+    total = int(offsets[-1])
+    starts = torch.zeros(total, dtype=torch.bool, device=lengths.device)
+    ends = torch.zeros_like(starts)
+    starts[offsets[:-1]] = True
+    ends[offsets[1:] - 1] = True
+    return offsets, starts, ends

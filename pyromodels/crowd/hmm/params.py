@@ -1,0 +1,87 @@
+"""HMM parameter checks, the stationary distribution and log-parameters.
+
+Parameters travel as a dict ``{"initial": (K,), "transition": (K, K), "confusion": (M, K, K)}``
+of probabilities (float64): ``initial`` is the law of the first label of every sequence,
+``transition[i, j] = P(y_t = j | y_{t-1} = i)`` (rows = previous label) and
+``confusion[m, k, j] = P(worker m answers j | true label k)``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ...core.validation import as_float_tensor
+from .inputs import SIMPLEX_TOL, check_stochastic
+
+__all__ = ["INITIAL_MODES", "check_params", "stationary_distribution", "log_params"]
+
+#: how the law of the first label is handled: updated from the posteriors, held fixed, or tied
+#: to the stationary distribution of the current transition matrix
+INITIAL_MODES = ("learned", "fixed", "stationary")
+
+
+def stationary_distribution(transition: torch.Tensor) -> torch.Tensor:
+    r"""The stationary law :math:`\pi = \pi A` of row-stochastic ``transition`` ``(..., K, K)``.
+
+    Solved as a linear system with one balance equation replaced by :math:`\sum_k \pi_k = 1`.
+
+    Raises:
+        ValueError: if the chain has no unique stationary distribution (it is reducible, e.g.
+            the identity matrix).
+
+    Example:
+        >>> A = torch.tensor([[0.9, 0.1], [0.2, 0.8]], dtype=torch.float64)
+        >>> stationary_distribution(A).tolist()  # doctest: +ELLIPSIS
+        [0.666..., 0.333...]
+    """
+    K = transition.shape[-1]
+    eye = torch.eye(K, dtype=transition.dtype, device=transition.device)
+    system = (transition.transpose(-1, -2) - eye).clone()
+    system[..., -1, :] = 1.0
+    rhs = torch.zeros(transition.shape[:-1], dtype=transition.dtype, device=transition.device)
+    rhs[..., -1] = 1.0
+    pi, info = torch.linalg.solve_ex(system, rhs)
+    resid = (pi.unsqueeze(-2) @ transition).squeeze(-2) - pi
+    if bool((info != 0).any()) or not bool(torch.isfinite(pi).all()) or float(resid.abs().max()) > 1e-8 \
+            or float(pi.min()) < -SIMPLEX_TOL:
+        raise ValueError(
+            "transition has no unique stationary distribution (the chain is reducible or "
+            "degenerate); use initial='learned' or 'fixed'"
+        )
+    pi = pi.clamp_min(0.0)  # remove rounding below zero (at most SIMPLEX_TOL)
+    return pi / pi.sum(-1, keepdim=True)
+
+
+def check_params(params, num_classes: int, num_workers: int, *, row_stochastic_transition: bool = True,
+                 name: str = "params") -> dict:
+    """Validate an HMM parameter dict and return float64 copies on its device.
+
+    Args:
+        params: dict with ``"initial"`` ``(K,)``, ``"transition"`` ``(K, K)`` and
+            ``"confusion"`` ``(M, K, K)``.
+        num_classes, num_workers: ``K`` and ``M``.
+        row_stochastic_transition: require the rows of ``transition`` to sum to one (the
+            paper-literal M-step returns the transpose of a row-stochastic matrix instead).
+        name: how the dict is called in error messages.
+    """
+    if not isinstance(params, dict):
+        raise TypeError(f"{name} must be a dict with keys initial, transition, confusion")
+    missing = [k for k in ("initial", "transition", "confusion") if k not in params]
+    if missing:
+        raise ValueError(f"{name} is missing {missing}; it needs initial, transition and confusion")
+    K, M = num_classes, num_workers
+    initial = check_stochastic(params["initial"], f"{name}['initial']", (K,))
+    confusion = check_stochastic(params["confusion"], f"{name}['confusion']", (M, K, K))
+    if row_stochastic_transition:
+        transition = check_stochastic(params["transition"], f"{name}['transition']", (K, K))
+    else:  # the paper-literal update: non-negative, normalised along neither axis in general
+        transition = as_float_tensor(params["transition"], f"{name}['transition']", ndim=2,
+                                     dtype=torch.float64)
+        if tuple(transition.shape) != (K, K) or bool((transition < 0).any()):
+            raise ValueError(f"{name}['transition'] must be a non-negative ({K}, {K}) matrix")
+    return {**params, "initial": initial, "transition": transition, "confusion": confusion}
+
+
+def log_params(params: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(log initial, log transition, log confusion)``; zero probabilities become ``-inf``."""
+    return params["initial"].log(), params["transition"].log(), params["confusion"].log()
