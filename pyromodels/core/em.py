@@ -40,7 +40,7 @@ def run_em(
     Args:
         model: a model object with the EM hooks.
         data: the data (validated by ``model.prepare``).
-        max_iter: iterations per start.
+        max_iter: EM steps per start.
         tol: relative tolerance on the objective (see :class:`ConvergenceMonitor`).
         n_init: number of starts; start ``r`` uses a seed derived from ``seed`` and ``r``.
         init: parameters to start from instead of ``em_init`` (then ``n_init`` must be 1).
@@ -72,7 +72,13 @@ def run_em(
         for r in range(n_init):
             gen = make_generator(derive_seed(seed, "restart", r), device)
             params = dict(init) if init is not None else model.em_init(data, gen)
-            mon = ConvergenceMonitor(tol=tol, max_iter=max_iter, name="EM objective")
+            # the start's objective is recorded too, so max_iter EM steps give max_iter + 1 values
+            mon = ConvergenceMonitor(
+                tol=tol,
+                max_iter=max_iter + 1,
+                monotone=getattr(model, "em_monotone", True),
+                name="EM objective",
+            )
             mon.update(model.em_objective(data, params))
             while True:
                 params = model.em_step(data, params)
@@ -86,7 +92,7 @@ def run_em(
             if best is None or mon.history[-1] > best.history[-1]:
                 best, best_params = mon, params
     if warn_not_converged:
-        best.finish("EM")
+        best.finish("EM", iterations=max_iter)
     outputs = model.em_outputs(data, best_params) if callable(getattr(model, "em_outputs", None)) else {}
     sites = getattr(model, "em_sites", tuple(best_params))
     samples = {k: best_params[k].unsqueeze(0).unsqueeze(0) for k in sites if k in best_params}
@@ -97,7 +103,7 @@ def run_em(
         params={**best_params, **outputs},
         diagnostics={
             "converged": best.converged,
-            "n_iter": best.n_iter,
+            "n_iter": best.n_iter - 1,  # EM steps taken (the start is not a step)
             "monitor": best,
             "restart_objectives": [m.history[-1] for m in monitors],
         },

@@ -35,11 +35,14 @@ class Model:
         discrete_sites: names of the discrete latent sites the program marks for enumeration.
         max_plate_nesting: how many plates the program nests at most.
         engines: the fit methods this model supports.
+        em_monotone: whether ``em_objective`` can never decrease under ``em_step``.
     """
 
     discrete_sites: tuple[str, ...] = ()
     max_plate_nesting: int = 1
     engines: tuple[str, ...] = ("svi", "nuts")
+    #: whether the EM objective can never decrease (False for ICM-based or approximate EM)
+    em_monotone: bool = True
 
     def model(self, data):  # pragma: no cover - abstract
         """The generative story as a Pyro program."""

@@ -89,11 +89,15 @@ class ConvergenceMonitor:
         self.history.append(value)
         return self.converged or self.n_iter >= self.max_iter
 
-    def finish(self, what: str = "fit") -> None:
-        """Warn with :class:`ConvergenceWarning` if the loop ended without converging."""
+    def finish(self, what: str = "fit", iterations: int | None = None) -> None:
+        """Warn with :class:`ConvergenceWarning` if the loop ended without converging.
+
+        ``iterations`` is the budget named in the message (default ``max_iter``).
+        """
         if not self.converged:
+            budget = self.max_iter if iterations is None else iterations
             warnings.warn(
-                f"{what} did not converge in {self.max_iter} iterations (tol={self.tol:g}); "
+                f"{what} did not converge in {budget} iterations (tol={self.tol:g}); "
                 f"last change of {self.name}: {self._last_change():.3g}. "
                 "Increase max_iter or loosen tol.",
                 ConvergenceWarning,

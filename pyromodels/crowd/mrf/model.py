@@ -43,8 +43,8 @@ Engines:
 * ``em``: Alg. 3 (ICM + mode-field E-step + Dawid-Skene M-step) through the EM hooks,
   started from majority vote or from given confusions (Alg. 4 with moment matching). Its
   objective, the mode-field log likelihood plus the log prior, is **not monotone** (ICM moves
-  the clamped labels), so the runner's monotonicity warning is silenced for this engine and no
-  monotonicity is asserted.
+  the clamped labels), so the model sets ``em_monotone = False`` and the runner does not report
+  decreases as faults.
 * ``gibbs``: the Bayesian variant: single-site label draws (chromatic by default) and
   Dirichlet draws of the confusions.
 """
@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import copy
 import numbers
-import warnings
 from dataclasses import dataclass, replace
 
 import pyro
@@ -61,7 +60,6 @@ import pyro.distributions as dist
 import torch
 from pyro.ops.indexing import Vindex
 
-from ...core.errors import ConvergenceWarning
 from ...core.model import Model
 from ...core.validation import check_in, check_int, check_positive
 from ...data.annotations import AnnotationTable
@@ -157,6 +155,7 @@ class NetworkedDawidSkene(Model):
     discrete_sites = ("y",)
     max_plate_nesting = 1
     engines = ("em", "gibbs")
+    em_monotone = False
     em_sites = ("confusion", "y")
 
     def __init__(self, delta="M", confusion_concentration=1.0):
@@ -298,12 +297,7 @@ class NetworkedDawidSkene(Model):
             model.delta = check_delta(delta)
         model._options = _fit_options(init_confusion, init_prior, init_labels, init_floor,
                                       icm_schedule, icm_max_iter, gibbs_schedule, backend)
-        if method != "em":
-            return Model.fit(model, data, method=method, **kwargs)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=r".* should not (de|in)crease",
-                                    category=ConvergenceWarning)
-            return Model.fit(model, data, method="em", **kwargs)
+        return Model.fit(model, data, method=method, **kwargs)
 
 
 def _fit_options(init_confusion=None, init_prior=None, init_labels=None, init_floor=1e-6,
