@@ -13,20 +13,31 @@ from .emissions import confusion_counts, log_emissions, normalize_rows
 from .estimators import DawidSkeneEstimator, MajorityVote
 from .hmm import SequentialDawidSkene
 from .majority import majority_vote, vote_fractions
+from .mm_fit import MomentEstimate, fit_moments, moment_labels, moment_posterior
+from .moments import population_moments, sample_moments
 from .mrf import NetworkedData, NetworkedDawidSkene
+from .sequential_moments import SequentialMomentEstimate, fit_sequential_moments
 
 __all__ = [
     "DSData",
     "DawidSkene",
     "DawidSkeneEstimator",
     "MajorityVote",
+    "MomentEstimate",
     "NetworkedData",
     "NetworkedDawidSkene",
     "SequentialDawidSkene",
+    "SequentialMomentEstimate",
     "SparseWorkerWarning",
     "confusion_counts",
+    "fit_moments",
+    "fit_sequential_moments",
     "log_emissions",
     "majority_vote",
+    "moment_labels",
+    "moment_posterior",
     "normalize_rows",
+    "population_moments",
+    "sample_moments",
     "vote_fractions",
 ]
