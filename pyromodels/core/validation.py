@@ -21,6 +21,7 @@ __all__ = [
     "as_label_tensor",
     "check_same_length",
     "check_finite",
+    "check_stochastic",
 ]
 
 
@@ -168,3 +169,99 @@ def check_same_length(name_a: str, a, name_b: str, b) -> None:
         raise ValueError(
             f"{name_a} and {name_b} must have the same length, got {len(a)} and {len(b)}"
         )
+
+
+def _index(idx: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(i) for i in idx) + "]"
+
+
+def check_stochastic(
+    x,
+    name: str,
+    *,
+    shape: Sequence[int] | None = None,
+    ndim: int | None = None,
+    axis_sum: str = "rows",
+    dtype: torch.dtype | None = None,
+    device: torch.device | str | None = None,
+    atol: float | None = None,
+) -> torch.Tensor:
+    r"""Convert ``x`` to a tensor of probabilities: a vector on the simplex, or a (stack of)
+    row-stochastic matrices, or a table whose entries together sum to one.
+
+    With ``axis_sum="rows"`` every slice along the last axis must satisfy
+    :math:`x_{\ldots j} \ge 0,\ \sum_j x_{\ldots j} = 1`; with ``axis_sum="total"`` all the
+    entries together must. The sums may be off by
+
+    .. math:: \mathrm{tol} = \max(a, 16\, n\, \varepsilon),
+
+    where :math:`n` is the number of entries in one sum, :math:`\varepsilon` the machine epsilon
+    of ``x``'s OWN floating dtype (float64 for Python lists and integer input) and
+    :math:`a = 10^{-8}` unless ``atol`` is given. So float32 input is accepted as it is, and
+    float64 input must sum to one within ``1e-8``. The sums are checked before any cast to a
+    lower-precision ``dtype``.
+
+    Args:
+        x: array-like, numpy array or tensor.
+        name: the argument's name, used in error messages.
+        shape: required shape, or ``None`` for any.
+        ndim: required number of dimensions (implied by ``shape`` when that is given).
+        axis_sum: ``"rows"`` (the last axis sums to one) or ``"total"`` (all entries do).
+        dtype: floating dtype of the result; default ``x``'s own floating dtype, or
+            ``torch.get_default_dtype()`` for non-floating input.
+        device: device of the result; default ``x``'s device.
+        atol: replaces the ``1e-8`` floor of the tolerance (for callers that accept rows
+            rounded by other code); the dtype-based part still applies.
+
+    Returns:
+        The probabilities as a ``dtype`` tensor of ``shape`` on ``device``.
+
+    Raises:
+        TypeError: ``x`` is not numeric.
+        ValueError: wrong shape, NaN or infinite entries, a negative entry, or a sum off by
+            more than the tolerance (the message names the worst row and by how much).
+
+    Example:
+        >>> check_stochastic([[0.9, 0.1], [0.25, 0.75]], "transition", shape=(2, 2)).dtype
+        torch.float64
+        >>> check_stochastic([[0.5, 0.25], [0.0, 0.25]], "joint", axis_sum="total").sum().item()
+        1.0
+    """
+    check_in(axis_sum, "axis_sum", ("rows", "total"))
+    if shape is not None:
+        shape = tuple(check_int(s, "shape entries", minimum=1) for s in shape)
+        if ndim is not None and ndim != len(shape):
+            raise ValueError(f"ndim = {ndim} contradicts shape {shape}")
+    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+    raw = _to_tensor(x, name)
+    if dtype is None:
+        dtype = raw.dtype if raw.is_floating_point() else torch.get_default_dtype()
+    source = raw.dtype if raw.is_floating_point() else torch.float64
+    work = torch.promote_types(source, dtype)
+    t = as_float_tensor(raw, name, ndim=ndim if shape is None else None, dtype=work, device=device)
+    if shape is not None and tuple(t.shape) != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {tuple(t.shape)}")
+    negative = t < 0
+    if bool(negative.any()):
+        idx = tuple(int(i) for i in torch.nonzero(negative)[0])
+        raise ValueError(
+            f"{name} must be non-negative, found {name}{_index(idx)} = {float(t[idx]):.3g}"
+        )
+    rows = axis_sum == "rows" and t.dim() > 1
+    n = t.shape[-1] if rows else t.numel()
+    floor = 1e-8 if atol is None else check_positive(atol, "atol")
+    tol = max(floor, 16 * n * torch.finfo(source).eps)
+    sums = t.sum(-1) if rows else t.sum()
+    err = (sums - 1).abs()
+    worst = int(torch.argmax(err.flatten()))
+    if float(err.flatten()[worst]) > tol:
+        total = float(sums.flatten()[worst])
+        off = f"off by {abs(total - 1):.3g}, tolerance {tol:.3g}"
+        if rows:
+            idx = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst), sums.shape))
+            raise ValueError(f"{name} must have rows summing to 1 (last axis); row "
+                             f"{name}{_index(idx)} sums to {total:.10g} ({off})")
+        what = "sum to 1" if t.dim() <= 1 else "have entries summing to 1 in total"
+        raise ValueError(f"{name} must {what}, got sum {total:.10g} ({off})")
+    return t.to(dtype=dtype)

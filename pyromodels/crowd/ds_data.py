@@ -24,10 +24,11 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
+from ..core import validation
 from ..core.validation import as_float_tensor, check_int, check_positive
 from ..data._idmaps import plain
 from ..data.annotations import AnnotationTable
-from ..data.simulate import check_simplex
+from .emissions import START_ATOL
 
 __all__ = [
     "DSData",
@@ -126,24 +127,16 @@ def as_table(data, allow_repeats: bool = False) -> AnnotationTable:
     )
 
 
-def check_stochastic(x, name: str, shape: tuple[int, ...], dtype, device, atol: float = 1e-6):
-    """``x`` as a float tensor of ``shape`` whose last axis lies on the simplex.
+def check_stochastic(x, name: str, shape: tuple[int, ...], dtype, device,
+                     atol: float = START_ATOL) -> torch.Tensor:
+    """``x`` as a ``dtype`` tensor of ``shape`` whose last axis lies on the simplex.
 
-    Raises:
-        ValueError: wrong shape, NaN or infinite entries, negative entries or rows that do not
-            sum to one (within ``atol``).
+    The positional form the Dawid-Skene entry points use for starting points a user passes in:
+    :func:`pyromodels.core.validation.check_stochastic` with the tolerance floor ``atol``
+    (default :data:`~pyromodels.crowd.emissions.START_ATOL`).
     """
-    t = as_float_tensor(x, name, dtype=dtype, device=device)
-    if tuple(t.shape) != tuple(shape):
-        raise ValueError(f"{name} must have shape {tuple(shape)}, got {tuple(t.shape)}")
-    if bool((t < 0).any()):
-        raise ValueError(f"{name} must be non-negative, found {float(t.min()):.3g}")
-    err = float((t.sum(-1) - 1).abs().max())
-    if err > atol:
-        raise ValueError(
-            f"{name} must have rows that sum to 1 (last axis), worst row is off by {err:.3g}"
-        )
-    return t
+    return validation.check_stochastic(x, name, shape=shape, dtype=dtype, device=device,
+                                       atol=atol)
 
 
 def _padded_view(table: AnnotationTable):
@@ -257,8 +250,9 @@ def prepare_ds_data(
     beta = beta + extra * torch.eye(K, dtype=dtype, device=dev)
     fixed = None
     if not update_prior:
-        fixed = (torch.full((K,), 1.0 / K) if class_prior is None
-                 else check_simplex(class_prior, "class_prior", K)).to(dtype=dtype, device=dev)
+        fixed = (torch.full((K,), 1.0 / K, dtype=dtype, device=dev) if class_prior is None
+                 else validation.check_stochastic(class_prior, "class_prior", shape=(K,),
+                                                  dtype=dtype, device=dev))
     elif class_prior is not None:
         raise ValueError("class_prior fixes the class prior, so it needs update_prior=False")
     worker_pad, label_pad, mask, slot = _padded_view(table)

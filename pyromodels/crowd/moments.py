@@ -42,8 +42,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ..core.validation import as_float_tensor, as_label_tensor, check_int
+from ..core.validation import as_label_tensor, check_int, check_stochastic
 from ..data.annotations import AnnotationTable
+from .emissions import check_confusion
 
 __all__ = [
     "Moments",
@@ -53,9 +54,7 @@ __all__ = [
     "resolve_workers",
     "sorted_rows",
     "check_table",
-    "check_confusion",
     "check_prior",
-    "check_probabilities",
     "expand_ranges",
     "triple_ranks",
     "model_moments",
@@ -144,38 +143,9 @@ def check_table(table, num_classes: int | None = None) -> int:
     return k
 
 
-def check_probabilities(x, name: str, ndim: int, total: bool = False) -> torch.Tensor:
-    """``x`` as a float64 tensor with ``ndim`` axes, non-negative, whose rows (last axis) sum
-    to one, or whose entries all together do with ``total``. The sums may be off by the
-    rounding error of ``x``'s own dtype (float32 input is accepted as it is)."""
-    source = x.dtype if isinstance(x, torch.Tensor) and x.is_floating_point() else DTYPE
-    p = as_float_tensor(x, name, ndim=ndim, dtype=DTYPE)
-    sums = p.sum() if total else p.sum(-1)
-    slack = max(1e-8, 16 * p.shape[-1] * torch.finfo(source).eps)
-    if bool((p < 0).any()) or float((sums - 1).abs().max()) > slack:
-        what = "entries" if total else "rows (last axis)"
-        raise ValueError(f"{name} must be non-negative with {what} summing to 1")
-    return p
-
-
-def check_confusion(confusion, name: str = "confusion", num_classes: int | None = None):
-    """``confusion`` as a float64 ``(M, K, K)`` tensor whose rows lie on the simplex."""
-    c = check_probabilities(confusion, name, 3)
-    m, k, k2 = c.shape
-    if k != k2 or (num_classes is not None and k != num_classes):
-        want = num_classes if num_classes is not None else k
-        raise ValueError(f"{name} must have shape (M, {want}, {want}), got {tuple(c.shape)}")
-    if k < 2:
-        raise ValueError(f"{name} needs at least 2 classes, got shape {tuple(c.shape)}")
-    return c
-
-
 def check_prior(prior, name: str, num_classes: int) -> torch.Tensor:
     """``prior`` as a float64 ``(K,)`` tensor on the simplex."""
-    p = check_probabilities(prior, name, 1)
-    if p.shape[0] != num_classes:
-        raise ValueError(f"{name} must have {num_classes} entries, got {p.shape[0]}")
-    return p
+    return check_stochastic(prior, name, shape=(num_classes,), dtype=DTYPE)
 
 
 def select_workers(table, max_workers: int | None = None) -> torch.Tensor:

@@ -43,15 +43,13 @@ from dataclasses import dataclass
 
 import torch
 
-from ..core.validation import check_in, check_int, check_positive
+from ..core.validation import check_in, check_int, check_positive, check_stochastic
 from ..data.sequences import Sequences
-from .emissions import normalize_rows
+from .emissions import check_confusion, normalize_rows
 from .mm_fit import MomentEstimate, fit_moments
 from .mm_simplex import simplex_least_squares
 from .moments import (
     DTYPE,
-    check_confusion,
-    check_probabilities,
     check_table,
     expand_ranges,
     resolve_workers,
@@ -142,7 +140,7 @@ def lag_moments(sequences, *, workers=None, num_classes: int | None = None) -> L
 
 
 def _check_joint(joint, k: int | None = None) -> torch.Tensor:
-    a = check_probabilities(joint, "joint", 2, total=True)
+    a = check_stochastic(joint, "joint", ndim=2, axis_sum="total", dtype=DTYPE)
     if a.shape[0] != a.shape[1] or (k is not None and a.shape[0] != k):
         raise ValueError(f"joint must be a square (K, K) matrix, got shape {tuple(a.shape)}")
     return a

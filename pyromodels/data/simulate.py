@@ -10,20 +10,11 @@ from __future__ import annotations
 import torch
 
 from ..core.seeding import make_generator
-from ..core.validation import as_float_tensor, check_int
+from ..core.validation import as_float_tensor, check_int, check_stochastic
 
-__all__ = ["simulate_gaussian_mixture", "check_simplex", "DTYPE"]
+__all__ = ["simulate_gaussian_mixture", "DTYPE"]
 
 DTYPE = torch.float64
-
-
-def check_simplex(x, name: str, size: int | None = None) -> torch.Tensor:
-    p = as_float_tensor(x, name, ndim=1, dtype=DTYPE)
-    if size is not None and p.shape[0] != size:
-        raise ValueError(f"{name} must have {size} entries, got {p.shape[0]}")
-    if bool((p < 0).any()) or abs(float(p.sum()) - 1.0) > 1e-8:
-        raise ValueError(f"{name} must be non-negative and sum to 1, got sum {float(p.sum())}")
-    return p
 
 
 def simulate_gaussian_mixture(n: int, weights, means, covs, seed: int):
@@ -50,7 +41,7 @@ def simulate_gaussian_mixture(n: int, weights, means, covs, seed: int):
         (torch.Size([5, 1]), torch.Size([5]))
     """
     n = check_int(n, "n", minimum=1)
-    w = check_simplex(weights, "weights")
+    w = check_stochastic(weights, "weights", ndim=1, dtype=DTYPE)
     k = w.shape[0]
     mu = as_float_tensor(means, "means", ndim=2, dtype=DTYPE)
     if mu.shape[0] != k:

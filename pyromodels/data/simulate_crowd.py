@@ -11,11 +11,11 @@ import numpy as np
 import torch
 
 from ..core.seeding import derive_seed, make_generator
-from ..core.validation import check_int, check_positive, check_probability
+from ..core.validation import check_int, check_positive, check_probability, check_stochastic
 from .annotations import AnnotationTable
 from .graphs import Graph
 from .sequences import Sequences
-from .simulate import DTYPE, check_simplex
+from .simulate import DTYPE
 
 __all__ = [
     "random_confusions",
@@ -188,7 +188,7 @@ def simulate_annotations(
     k = check_int(num_classes, "num_classes", minimum=2)
     rho, conc = dominance, concentration
     prior = (torch.full((k,), 1.0 / k, dtype=DTYPE) if class_prior is None
-             else check_simplex(class_prior, "class_prior", k))
+             else check_stochastic(class_prior, "class_prior", shape=(k,), dtype=DTYPE))
     seed = check_int(seed, "seed", minimum=0)
     gen = make_generator(seed)
     z = torch.multinomial(prior, n, replacement=True, generator=gen)
@@ -251,11 +251,9 @@ def simulate_sequential_annotations(
     if transition is None:
         trans = random_transitions(k, stickiness=stickiness, seed=derive_seed(seed, "transition"))
     else:
-        trans = torch.stack([check_simplex(row, f"transition[{i}]", k) for i, row in
-                             enumerate(torch.as_tensor(transition, dtype=DTYPE))])
-        if trans.shape != (k, k):
-            raise ValueError(f"transition must have shape ({k}, {k}), got {tuple(trans.shape)}")
-    init = _stationary(trans) if initial is None else check_simplex(initial, "initial", k)
+        trans = check_stochastic(transition, "transition", shape=(k, k), dtype=DTYPE)
+    init = (_stationary(trans) if initial is None
+            else check_stochastic(initial, "initial", shape=(k,), dtype=DTYPE))
     gen = make_generator(seed)
     states = []
     for length in lens:

@@ -48,7 +48,7 @@ def test_gaussian_mixture_seeding():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"weights": [0.5, 0.6]}, "weights must be non-negative and sum to 1"),
+        ({"weights": [0.5, 0.6]}, r"weights must sum to 1, got sum 1\.1 \(off by 0\.1"),
         ({"means": [[0.0, 0.0]]}, r"means must have 2 rows \(one per weight\)"),
         ({"covs": [[[1.0, 0.0], [0.0, 1.0]]]}, r"covs must have shape \(2, 2, 2\)"),
         ({"covs": [[[1.0, 2.0], [2.0, 1.0]], [[1.0, 0.0], [0.0, 1.0]]]},
@@ -129,7 +129,7 @@ def test_annotation_seeding():
         ({"dominance": 1.0}, "dominance must lie strictly between 0 and 1, got 1.0"),
         ({"labels_per_item": 5}, "labels_per_item must be an integer <= 4"),
         ({"missing_rate": 1.0}, "missing_rate must be < 1, got 1.0"),
-        ({"class_prior": [0.5, 0.5]}, "class_prior must have 3 entries, got 2"),
+        ({"class_prior": [0.5, 0.5]}, r"class_prior must have shape \(3,\), got \(2,\)"),
         ({"num_classes": 1}, "num_classes must be an integer >= 2"),
         ({"concentration": 0.0}, "concentration must be > 0"),
     ],

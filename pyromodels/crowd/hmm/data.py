@@ -7,10 +7,10 @@ from functools import cached_property
 
 import torch
 
-from ...core.validation import as_float_tensor, check_in
+from ...core.validation import as_float_tensor, check_in, check_stochastic
 from ...data.annotations import AnnotationTable
 from ...data.sequences import Sequences
-from .inputs import check_stochastic, sequence_bounds
+from .inputs import sequence_bounds
 from .params import INITIAL_MODES
 
 __all__ = ["SequentialCrowdData", "prepare_sequential"]
@@ -107,7 +107,8 @@ def prepare_sequential(data, *, initial_mode, initial_probs, initial_concentrati
     check_in(initial_mode, "initial", INITIAL_MODES)
     probs = None
     if initial_probs is not None:
-        probs = check_stochastic(initial_probs, "initial_probs", (K,), device=table.device)
+        probs = check_stochastic(initial_probs, "initial_probs", shape=(K,), dtype=torch.float64,
+                                 device=table.device)
     elif initial_mode == "fixed":
         probs = torch.full((K,), 1.0 / K, dtype=DTYPE, device=table.device)
     return SequentialCrowdData(

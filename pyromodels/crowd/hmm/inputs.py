@@ -10,13 +10,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ...core.validation import as_float_tensor, as_label_tensor
+from ...core.validation import as_label_tensor
 
 __all__ = [
     "as_log_tensor",
     "check_lengths",
     "check_log_inputs",
-    "check_stochastic",
     "sequence_bounds",
 ]
 
@@ -90,20 +89,6 @@ def check_log_inputs(log_emissions, log_initial, log_transition, lengths):
     a = a.to(dtype=dtype, device=e.device)
     tr = tr.to(dtype=dtype, device=e.device)
     return e, a, tr, check_lengths(lengths, e.shape[0], device=e.device)
-
-
-def check_stochastic(x, name: str, shape: tuple[int, ...], dtype=torch.float64, device=None) -> torch.Tensor:
-    """A finite tensor of the given shape whose last axis lies on the probability simplex."""
-    t = as_float_tensor(x, name, ndim=len(shape), dtype=dtype, device=device)
-    if tuple(t.shape) != tuple(shape):
-        raise ValueError(f"{name} must have shape {tuple(shape)}, got {tuple(t.shape)}")
-    if bool((t < 0).any()):
-        raise ValueError(f"{name} must be non-negative, found {float(t.min()):.3g}")
-    err = float((t.sum(-1) - 1).abs().max())
-    if err > SIMPLEX_TOL:
-        what = "sum to 1" if len(shape) == 1 else "have rows summing to 1"
-        raise ValueError(f"{name} must {what}; the worst row is off by {err:.3g}")
-    return t
 
 
 def sequence_bounds(lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import torch
 
-from ...core.validation import as_float_tensor
-from .inputs import SIMPLEX_TOL, check_stochastic
+from ...core.validation import as_float_tensor, check_stochastic
+from ..emissions import check_confusion
+from .inputs import SIMPLEX_TOL
 
 __all__ = ["INITIAL_MODES", "check_params", "stationary_distribution", "log_params"]
 
@@ -70,10 +71,12 @@ def check_params(params, num_classes: int, num_workers: int, *, row_stochastic_t
     if missing:
         raise ValueError(f"{name} is missing {missing}; it needs initial, transition and confusion")
     K, M = num_classes, num_workers
-    initial = check_stochastic(params["initial"], f"{name}['initial']", (K,))
-    confusion = check_stochastic(params["confusion"], f"{name}['confusion']", (M, K, K))
+    initial = check_stochastic(params["initial"], f"{name}['initial']", shape=(K,),
+                               dtype=torch.float64)
+    confusion = check_confusion(params["confusion"], f"{name}['confusion']", K, num_workers=M)
     if row_stochastic_transition:
-        transition = check_stochastic(params["transition"], f"{name}['transition']", (K, K))
+        transition = check_stochastic(params["transition"], f"{name}['transition']",
+                                      shape=(K, K), dtype=torch.float64)
     else:  # the paper-literal update: non-negative, normalised along neither axis in general
         transition = as_float_tensor(params["transition"], f"{name}['transition']", ndim=2,
                                      dtype=torch.float64)

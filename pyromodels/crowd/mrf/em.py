@@ -42,14 +42,19 @@ import torch
 from ...core.errors import ConvergenceWarning
 from ...core.validation import as_float_tensor, check_int, check_positive
 from ...data.annotations import AnnotationTable
-from ..emissions import confusion_counts, log_emissions, normalize_rows
+from ..emissions import (
+    START_ATOL,
+    check_confusion,
+    confusion_counts,
+    log_emissions,
+    normalize_rows,
+)
 from ..majority import majority_vote
 from .energy import PottsCoupling, conditional_logits, local_energies, resolve_coupling
 from .icm import check_labels, icm
 
 __all__ = [
     "check_table",
-    "check_confusion",
     "check_concentration",
     "check_smoothing",
     "m_step",
@@ -72,18 +77,6 @@ def check_table(table) -> AnnotationTable:
         raise ValueError(f"table must have at least 2 classes (K >= 2), got K = "
                          f"{table.num_classes}")
     return table
-
-
-def check_confusion(confusion, num_workers: int, num_classes: int, device=None,
-                    name: str = "confusion") -> torch.Tensor:
-    """``confusion`` as a float ``(M, K, K)`` tensor whose rows lie on the simplex (1e-6)."""
-    c = as_float_tensor(confusion, name, ndim=3, device=device)
-    if tuple(c.shape) != (num_workers, num_classes, num_classes):
-        raise ValueError(f"{name} must have shape (M, K, K) = ({num_workers}, {num_classes}, "
-                         f"{num_classes}), got {tuple(c.shape)}")
-    if bool((c < 0).any()) or float((c.sum(-1) - 1).abs().max()) > 1e-6:
-        raise ValueError(f"{name} rows (true class) must be non-negative and sum to 1")
-    return c
 
 
 def check_concentration(concentration, num_workers: int, num_classes: int, device=None,
@@ -153,7 +146,8 @@ def initialize(table, *, confusion=None, prior=None, labels=None, smoothing=0.0,
     if prior is not None and confusion is None:
         raise ValueError("prior is used only with a starting confusion (the MAP rule, eq. 18)")
     if confusion is not None:
-        conf = check_confusion(confusion, M, K, device)
+        conf = check_confusion(confusion, "confusion", K, num_workers=M, dtype=None,
+                               device=device, atol=START_ATOL)
         floor = check_positive(floor, "floor", strict=False)
         if floor > 0:
             conf = normalize_rows(conf.clamp_min(floor))
