@@ -77,6 +77,8 @@ def run_em(
                 tol=tol,
                 max_iter=max_iter + 1,
                 monotone=getattr(model, "em_monotone", True),
+                # rounding of the objective in the working precision is not a decrease
+                monotone_slack=max(1e-9, 16 * torch.finfo(torch.get_default_dtype()).eps),
                 name="EM objective",
             )
             mon.update(model.em_objective(data, params))
