@@ -4,4 +4,7 @@
 import registers its :class:`~pyromodels.registry.ModelEntry`; a new model adds one line.
 """
 
-from .experiments import reference_mixture  # noqa: F401 - registers "gaussian-mixture"
+from .experiments import (
+    crowd,  # noqa: F401 - registers "crowd"
+    reference_mixture,  # noqa: F401 - registers "gaussian-mixture"
+)
