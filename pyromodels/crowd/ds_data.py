@@ -27,7 +27,7 @@ import torch
 from ..core import validation
 from ..core.validation import as_float_tensor, check_int, check_positive
 from ..data._idmaps import plain
-from ..data.annotations import AnnotationTable
+from ..data.annotations import AnnotationTable, TableSizes
 from .emissions import START_ATOL
 
 __all__ = [
@@ -45,7 +45,7 @@ class SparseWorkerWarning(UserWarning):
 
 
 @dataclass(frozen=True, eq=False)
-class DSData:
+class DSData(TableSizes):
     """A validated annotation table with its padded view and resolved prior.
 
     Attributes:
@@ -68,17 +68,6 @@ class DSData:
     confusion_concentration: torch.Tensor
     fixed_prior: torch.Tensor | None = None
 
-    @property
-    def num_items(self) -> int:
-        return self.table.num_items
-
-    @property
-    def num_workers(self) -> int:
-        return self.table.num_workers
-
-    @property
-    def num_classes(self) -> int:
-        return self.table.num_classes
 
     @property
     def device(self) -> torch.device:

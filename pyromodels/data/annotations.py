@@ -28,7 +28,7 @@ from ._idmaps import (
 )
 from ._tensors import TensorFields
 
-__all__ = ["AnnotationTable", "check_columns"]
+__all__ = ["AnnotationTable", "TableSizes", "check_columns"]
 
 
 def check_columns(df, columns: dict[str, str]) -> None:
@@ -49,6 +49,26 @@ def check_columns(df, columns: dict[str, str]) -> None:
         )
     if len(df) == 0:
         raise ValueError("df must not be empty: it has no rows")
+
+
+class TableSizes:
+    """``num_items``, ``num_workers`` and ``num_classes`` of a container that holds an
+    :class:`AnnotationTable` as its ``table`` attribute (prepared model data, crowd tasks)."""
+
+    @property
+    def num_items(self) -> int:
+        """Number of items ``N``."""
+        return self.table.num_items
+
+    @property
+    def num_workers(self) -> int:
+        """Number of workers ``M``."""
+        return self.table.num_workers
+
+    @property
+    def num_classes(self) -> int:
+        """Number of classes ``K``."""
+        return self.table.num_classes
 
 
 @dataclass(frozen=True, eq=False)

@@ -23,6 +23,7 @@ import torch
 
 from ..core.validation import check_in
 from ..data import AnnotationTable, Graph, Sequences
+from ..data.annotations import TableSizes
 
 __all__ = [
     "CrowdTask",
@@ -42,7 +43,7 @@ CACHE_ENV_VAR = "PYROMODELS_CACHE"
 
 
 @dataclass(frozen=True, eq=False)
-class CrowdTask:
+class CrowdTask(TableSizes):
     r"""One real-data ensemble task: responses, optional graph, gold and how to score.
 
     With :math:`N` items, :math:`M` learners and :math:`K` classes, learner :math:`m`'s
@@ -131,20 +132,6 @@ class CrowdTask:
         data = self.sequences_or_table
         return data if isinstance(data, Sequences) else None
 
-    @property
-    def num_items(self) -> int:
-        """Number of items ``N``."""
-        return self.table.num_items
-
-    @property
-    def num_workers(self) -> int:
-        """Number of learners ``M``."""
-        return self.table.num_workers
-
-    @property
-    def num_classes(self) -> int:
-        """Number of classes ``K``."""
-        return self.table.num_classes
 
     def to(self, device) -> CrowdTask:
         """A copy with the responses, gold, graph and mask on ``device``."""
