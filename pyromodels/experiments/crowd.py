@@ -15,7 +15,7 @@ The report entry ``crowd`` (``pyromodels demo``) and ``crowd-<scale>``
 * the **ten i.i.d. crowd sets** (:mod:`.crowd_iid`): MV, Dawid-Skene EM, Bayesian
   Dawid-Skene (Gibbs) and crowd-kit's DawidSkene against gold.
 
-Sizes (:data:`PLANS`): ``smoke`` (seconds, for tests) and ``demo`` (about a minute) run NER
+Sizes (:data:`PLANS`): ``smoke`` (seconds, for tests) and ``demo`` (under a minute) run NER
 (500 sentences), Cora, one synthetic panel and a few crowd sets; ``small`` every table on
 subsets and every figure with 2 runs; ``medium`` the full POS, NER and graphs and 5 runs;
 ``paper`` everything in full with 10 runs and longer solves.
@@ -93,16 +93,16 @@ PLANS = {
     "smoke": Plan("small", _FAST, ("ner",), ("cora",),
                   SyntheticSettings(runs=1, sizes=(200, 400), methods=_FAST), ("sequential-N",),
                   crowd_iid.IidSettings(("rte",), 100, 1e-6, 10, 20, 1)),
-    "demo": Plan("small", _DEMO, ("ner",), ("cora",),
-                 SyntheticSettings(runs=2, sizes=(400, 1000), methods=_DEMO),
-                 ("sequential-N",), crowd_iid.IidSettings(("rte", "bluebirds"), 500, 1e-7, 50,
-                                                          100, 2)),
+    "demo": Plan("small", _SMALL, ("ner",), ("cora",),
+                 SyntheticSettings(runs=3, sizes=(400, 1000, 2000), methods=_DEMO),
+                 ("sequential-N",), crowd_iid.IidSettings(("rte", "temp", "bluebirds"), 500,
+                                                          1e-7, 50, 100, 2)),
     "small": Plan("small", _SMALL, _ALL_I, ("cora", "citeseer", "music_genre"),
                   SyntheticSettings(runs=2, sizes=(400, 1000, 2000), worker_counts=(4, 8, 12),
                                     networked_sizes=(500, 2000), methods=_DEMO),
                   PANELS, crowd_iid.SETTINGS["small"]),
     "medium": Plan("medium", _MEDIUM, _ALL_I, _ALL_II,
-                   SyntheticSettings(runs=5, sizes=(200, 500, 1000, 2000, 5000),
+                   SyntheticSettings(runs=5, sizes=(200, 480, 1000, 2000, 5000),
                                      worker_counts=(4, 6, 10, 14, 20),
                                      networked_sizes=(200, 500, 1000, 2000, 5000),
                                      methods=MethodSettings()), PANELS,

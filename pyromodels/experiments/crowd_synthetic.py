@@ -66,7 +66,7 @@ class SyntheticSettings:
         num_workers: ``M`` of the studies against ``N`` (the paper: 10).
         length: sequence length (the paper: 40).
         runs: Monte Carlo runs per point (the paper: 10).
-        sizes: the ``N`` of the sequential study against ``N``.
+        sizes: the ``N`` of the sequential study against ``N`` (multiples of ``length``).
         worker_counts: the ``M`` of the study against ``M``.
         size_for_workers: ``N`` of the study against ``M`` (the paper: 1000).
         networked_sizes: the ``N`` of the networked studies.
@@ -79,12 +79,21 @@ class SyntheticSettings:
     num_workers: int = 10
     length: int = 40
     runs: int = 10
-    sizes: tuple[int, ...] = (200, 500, 1000, 2000, 5000, 10000)
+    sizes: tuple[int, ...] = (200, 480, 1000, 2000, 5000, 10000)
     worker_counts: tuple[int, ...] = (4, 6, 8, 10, 14, 20)
     size_for_workers: int = 1000
     networked_sizes: tuple[int, ...] = (200, 500, 1000, 2000, 5000, 10000)
     within: float = 0.9
     methods: MethodSettings = field(default_factory=MethodSettings)
+
+    def __post_init__(self):
+        length = check_int(self.length, "length", minimum=2)
+        for name in ("sizes", "size_for_workers"):
+            values = getattr(self, name)
+            for n in values if name == "sizes" else (values,):
+                if check_int(n, name, minimum=length) % length:
+                    raise ValueError(f"{name} must be multiples of the sequence length {length} "
+                                     f"(whole sequences), got {n}")
 
 
 def _num_random(m: int) -> int:

@@ -202,6 +202,8 @@ def test_tiny_networked_study_and_bad_arguments():
     assert frame["transition_error"].isna().all()
     with pytest.raises(ValueError, match="n must be a multiple of the sequence length 40"):
         simulate_sequential(100, 5, TINY, seed=0)
+    with pytest.raises(ValueError, match="sizes must be multiples of the sequence length 40"):
+        SyntheticSettings(sizes=(200, 500))
     with pytest.raises(ValueError, match="vary must be one of"):
         sequential_study(TINY, vary="K")
     with pytest.raises(ValueError, match="methods must be one of"):
