@@ -25,7 +25,6 @@ labels; quick: ``N = 2,000``, ``M = 100``), float64.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import dataclasses
 import functools
@@ -41,6 +40,7 @@ from crowdkit.aggregation import MajorityVote as CrowdKitMajorityVote
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
+from pyromodels.core.device import default_dtype
 from pyromodels.crowd import ds_em
 from pyromodels.crowd.dawid_skene import DawidSkene
 from pyromodels.data import AnnotationTable, simulate_annotations
@@ -64,16 +64,6 @@ ACCURACY_TOLERANCE = 1e-3
 MEMORY_FACTOR = 3.0
 #: the same step on two devices: float64 sums in another order differ by ~1e-15 per cell
 DEVICE_TOLERANCE = 1e-10
-
-
-@contextlib.contextmanager
-def _float64():
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    try:
-        yield
-    finally:
-        torch.set_default_dtype(old)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,7 +102,7 @@ def _problem(num_items: int, num_workers: int, copies: int, device: str) -> Prob
     if copies > 1:
         table, z = tile_table(table, z, copies)
     model = DawidSkene()
-    with _float64():
+    with default_dtype(torch.float64):
         data = model.prepare(table, device=device)
         start = model.em_init(data, None)
     frame = pd.DataFrame({"task": table.item_idx.numpy(), "worker": table.worker_idx.numpy(),

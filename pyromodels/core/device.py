@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import torch
 
 from .errors import DeviceFallbackWarning
 
-__all__ = ["resolve_device", "resolve_dtype", "cuda_devices"]
+__all__ = ["resolve_device", "resolve_dtype", "cuda_devices", "default_dtype"]
 
 
 def resolve_device(device=None, *tensors) -> torch.device:
@@ -52,3 +53,14 @@ def resolve_dtype(dtype=None) -> torch.dtype:
 def cuda_devices(device) -> tuple:
     """``(device,)`` if ``device`` is a CUDA device, else ``()`` (for RNG forking)."""
     return (device,) if torch.device(device).type == "cuda" else ()
+
+
+@contextlib.contextmanager
+def default_dtype(dtype: torch.dtype):
+    """Run the body with ``dtype`` as torch's default floating dtype; restore the old one after."""
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(old)

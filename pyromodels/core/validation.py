@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 __all__ = [
+    "check_bool",
     "check_int",
     "check_positive",
     "check_probability",
@@ -23,6 +24,13 @@ __all__ = [
     "check_finite",
     "check_stochastic",
 ]
+
+
+def check_bool(value, name: str) -> bool:
+    """Return ``value`` if it is a ``bool``; anything else (``0``, ``"yes"``) is a ``TypeError``."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+    return value
 
 
 def check_int(value, name: str, minimum: int | None = None, maximum: int | None = None) -> int:

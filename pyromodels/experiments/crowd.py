@@ -28,7 +28,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import time
 import warnings
@@ -37,8 +36,9 @@ from pathlib import Path
 
 import torch
 
+from ..core.device import default_dtype
 from ..core.errors import ConvergenceWarning
-from ..core.validation import check_in, check_int
+from ..core.validation import check_bool, check_in, check_int
 from ..crowd.dawid_skene import DawidSkene
 from ..registry import DemoResult, ModelEntry, register
 from . import crowd_iid
@@ -115,18 +115,6 @@ PLANS = {
 def default_model() -> DawidSkene:
     """The registered model: the i.i.d. Dawid-Skene model with flat Dirichlet priors."""
     return DawidSkene()
-
-
-@contextlib.contextmanager
-def _float64():
-    """Run the body with float64 as torch's default dtype (the crowd code's working
-    precision); the previous default is restored afterwards."""
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    try:
-        yield
-    finally:
-        torch.set_default_dtype(old)
 
 
 def _reporter(progress: bool):
@@ -214,7 +202,7 @@ def run(plan: Plan, name: str, *, progress: bool, seed: int) -> DemoResult:
 
     report = _reporter(progress)
     start, seconds = time.perf_counter(), {}
-    with _float64(), warnings.catch_warnings():
+    with default_dtype(torch.float64), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         warnings.simplefilter("ignore", SparseWorkerWarning)
         tables, sizes = {}, {}
@@ -299,12 +287,6 @@ def _assemble(name, plan, tables, sizes, summaries, iid, seconds) -> DemoResult:
                       figures=figures)
 
 
-def _check_bool(value, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
-    return value
-
-
 def demo(*, smoke: bool, progress: bool, seed: int) -> DemoResult:
     """The demo: NER (500 sentences), Cora, the synthetic study against N and three crowd
     sets (``smoke``: tiny iteration counts, one run, one crowd set).
@@ -312,8 +294,8 @@ def demo(*, smoke: bool, progress: bool, seed: int) -> DemoResult:
     Returns:
         The :class:`~pyromodels.registry.DemoResult` named ``"crowd"``.
     """
-    smoke = _check_bool(smoke, "smoke")
-    progress = _check_bool(progress, "progress")
+    smoke = check_bool(smoke, "smoke")
+    progress = check_bool(progress, "progress")
     seed = check_int(seed, "seed", minimum=0)
     return run(PLANS["smoke" if smoke else "demo"], NAME, progress=progress, seed=seed)
 
@@ -326,7 +308,7 @@ def reproduce(*, scale: str, progress: bool, seed: int) -> DemoResult:
         The :class:`~pyromodels.registry.DemoResult` named ``"crowd-<scale>"``.
     """
     check_in(scale, "scale", ("small", "medium", "paper"))
-    progress = _check_bool(progress, "progress")
+    progress = check_bool(progress, "progress")
     seed = check_int(seed, "seed", minimum=0)
     return run(PLANS[scale], f"{NAME}-{scale}", progress=progress, seed=seed)
 

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from ..core.seeding import derive_seed
-from ..core.validation import check_in, check_int
+from ..core.validation import check_bool, check_in, check_int
 from ..data import load_sklearn
 from ..mixture import BayesianGaussianMixture
 from ..registry import DemoResult, ModelEntry, register
@@ -212,12 +212,6 @@ def _figures(x, y, fits: dict, aligned: dict) -> dict:
     return figures
 
 
-def _check_bool(value, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
-    return value
-
-
 def demo(*, smoke: bool, progress: bool, seed: int) -> DemoResult:
     """The demo: every engine on the wine projection (``smoke``: tiny iteration counts).
 
@@ -229,8 +223,8 @@ def demo(*, smoke: bool, progress: bool, seed: int) -> DemoResult:
     Returns:
         The :class:`~pyromodels.registry.DemoResult` named ``"gaussian-mixture"``.
     """
-    smoke = _check_bool(smoke, "smoke")
-    progress = _check_bool(progress, "progress")
+    smoke = check_bool(smoke, "smoke")
+    progress = check_bool(progress, "progress")
     seed = check_int(seed, "seed", minimum=0)
     return run(SETTINGS["smoke" if smoke else "small"], NAME, progress=progress, seed=seed)
 
@@ -244,7 +238,7 @@ def reproduce(*, scale: str, progress: bool, seed: int) -> DemoResult:
         The :class:`~pyromodels.registry.DemoResult` named ``"gaussian-mixture-<scale>"``.
     """
     check_in(scale, "scale", ("small", "medium"))
-    progress = _check_bool(progress, "progress")
+    progress = check_bool(progress, "progress")
     seed = check_int(seed, "seed", minimum=0)
     return run(SETTINGS[scale], f"{NAME}-{scale}", progress=progress, seed=seed)
 

@@ -126,3 +126,11 @@ def test_stochastic_tolerance_follows_the_input_dtype():
 def test_stochastic_errors(x, kwargs, err, match):
     with pytest.raises(err, match=match):
         check_stochastic(x, "p", **kwargs)
+
+
+def test_check_bool_rejects_truthy_non_bools():
+    from pyromodels.core.validation import check_bool
+
+    assert check_bool(False, "smoke") is False
+    with pytest.raises(TypeError, match="smoke must be a bool, got int 1"):
+        check_bool(1, "smoke")
