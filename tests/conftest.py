@@ -1,4 +1,10 @@
-"""Test-wide settings: float64, a fresh Pyro state per test, argument validation on."""
+"""Test-wide settings: float64, a fresh Pyro state per test, argument validation on; and the
+fixtures of the benchmark tests, which run the repository's (not installed) ``benchmarks``."""
+
+import importlib
+import subprocess
+import sys
+from pathlib import Path
 
 import matplotlib
 import pyro
@@ -19,3 +25,30 @@ def _fresh_pyro_state():
     yield
     torch.set_default_dtype(old)
     pyro.clear_param_store()
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def run_quick_benchmarks(tmp_path_factory):
+    """``run(only, timeout)`` runs ``python -m benchmarks --quick --only <only>`` from the
+    repository root in a fresh interpreter and returns ``(completed process, records path)``."""
+
+    def run(only: str, timeout: float):
+        out = tmp_path_factory.mktemp("bench") / "records.jsonl"
+        proc = subprocess.run(
+            [sys.executable, "-m", "benchmarks", "--quick", "--only", only, "--out", str(out)],
+            cwd=REPO, capture_output=True, text=True, timeout=timeout,
+        )
+        return proc, out
+
+    return run
+
+
+@pytest.fixture
+def import_benchmarks(monkeypatch):
+    """``load(*names)`` imports ``benchmarks.<name>`` for each name, with the repository root
+    on ``sys.path`` for this test only, and returns the modules in that order."""
+    monkeypatch.syspath_prepend(str(REPO))
+    return lambda *names: tuple(importlib.import_module(f"benchmarks.{name}") for name in names)

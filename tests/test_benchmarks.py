@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 import statistics
-import subprocess
-import sys
 import types
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
 REQUIRED = {"case", "label", "params", "device", "metric", "lower_is_better", "ours", "peers", "ratio",
             "agreement", "timing", "env", "load_average_1m", "timestamp"}
 QUICK_LABELS = {
@@ -25,23 +20,15 @@ QUICK_LABELS = {
 
 
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("bench") / "tmp.jsonl"
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "--quick", "--only", "mixture.", "--out", str(out)],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
-    )
-    return proc, out
+def quick_run(run_quick_benchmarks):
+    return run_quick_benchmarks("mixture.", timeout=120)
 
 
 @pytest.fixture
-def bench(monkeypatch):
-    """The ``benchmarks`` package, importable from the repository root."""
-    monkeypatch.syspath_prepend(str(REPO))
-    return types.SimpleNamespace(
-        harness=importlib.import_module("benchmarks.harness"),
-        cli=importlib.import_module("benchmarks.__main__"),
-    )
+def bench(import_benchmarks):
+    """The harness and the command line of the ``benchmarks`` package."""
+    harness, cli = import_benchmarks("harness", "__main__")
+    return types.SimpleNamespace(harness=harness, cli=cli)
 
 
 def test_quick_run_writes_one_valid_record_per_case(quick_run):

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import importlib
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
-DS = "crowd.ds_em_iteration[N=2000,M=100,K=5,L=10000,dtype=float64,iterations_per_call=2]"
+DS_PARAMS = "[N=2000,M=100,K=5,L=10000,dtype=float64,iterations_per_call=2]"
+DS_STEP, DS_FIT = "crowd.ds_em_step" + DS_PARAMS, "crowd.ds_em_iteration" + DS_PARAMS
 FB = "crowd.hmm_forward_backward[sequences={s},length={t},K=10,backend={b},dtype=float64]"
 BW = "crowd.hmm_baum_welch_step[sequences={s},length={t},K=10,backend={b},dtype=float64]"
-QUICK_CPU_LABELS = {DS} | {
+QUICK_CPU_LABELS = {DS_STEP, DS_FIT} | {
     tpl.format(s=s, t=t, b=b)
     for s, t in ((1, 2000), (50, 40))
     for tpl, backends in ((FB, ("numba", "torch")), (BW, ("numba",)))
@@ -23,7 +19,7 @@ QUICK_CPU_LABELS = {DS} | {
 }
 #: registered only for a CUDA device
 QUICK_CUDA_ONLY = {
-    "crowd.ds_em_iteration[N=4000,M=100,K=5,L=20000,dtype=float64,iterations_per_call=2]",
+    "crowd.ds_em_step[N=4000,M=100,K=5,L=20000,dtype=float64,iterations_per_call=2]",
     FB.format(s=100, t=100, b="torch"),
 }
 FB_CHECKS = {f"{what}_{impl}" for what in ("log_likelihood", "posterior") for impl in ("scaling", "log")}
@@ -32,21 +28,15 @@ BW_CHECKS = {f"{what}_{impl}" for what in ("initial", "transition", "confusion")
 
 
 @pytest.fixture(scope="module")
-def records(tmp_path_factory):
-    out = tmp_path_factory.mktemp("bench") / "crowd.jsonl"
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "--quick", "--only", "crowd", "--out", str(out)],
-        cwd=REPO, capture_output=True, text=True, timeout=240,
-    )
+def records(run_quick_benchmarks):
+    proc, out = run_quick_benchmarks("crowd", timeout=240)
     assert proc.returncode == 0, proc.stderr
     return {r["label"]: r for r in map(json.loads, out.read_text().splitlines())}
 
 
 @pytest.fixture
-def modules(monkeypatch):
-    monkeypatch.syspath_prepend(str(REPO))
-    return (importlib.import_module("benchmarks.bench_crowd_ds"),
-            importlib.import_module("benchmarks.bench_crowd_hmm"))
+def modules(import_benchmarks):
+    return import_benchmarks("bench_crowd_ds", "bench_crowd_hmm")
 
 
 def test_quick_run_writes_every_cpu_case_with_passing_checks(records):
@@ -61,20 +51,27 @@ def test_quick_run_writes_every_cpu_case_with_passing_checks(records):
             assert len(t["times_s"]) == t["repeats"] == 2, (rec["label"], who)
 
 
-def test_ds_record_has_both_crowdkit_peers_accuracy_and_memory(records):
-    rec = records[DS]
-    assert set(rec["peers"]) == {"crowdkit.DawidSkene._e_step+_m_step", "crowdkit.DawidSkene.fit"}
-    assert rec["metric"] == "seconds_per_iter"
-    assert rec["timing"]["ours"]["iterations_per_call"] == 2
-    acc = rec["agreement"]["accuracy"]
-    assert acc["tolerance"] == 1e-3 and acc["against"].startswith("crowdkit.DawidSkene(n_iter=2)")
-    mem = rec["agreement"]["peak_memory"]
-    assert mem["input_bytes"] == 3 * 8 * rec["params"]["L"]  # three int64 codes per label
+def test_ds_records_have_their_crowdkit_peer_accuracy_and_memory(records):
+    step, fit = records[DS_STEP], records[DS_FIT]
+    assert set(step["peers"]) == {"crowdkit.DawidSkene._e_step+_m_step"}
+    assert set(fit["peers"]) == {"crowdkit.DawidSkene.fit"}
+    assert set(step["agreement"]) == {"accuracy", "peak_memory"}
+    assert set(fit["agreement"]) == {"accuracy"}
+    for rec in (step, fit):
+        assert rec["metric"] == "seconds_per_iter"
+        assert rec["timing"]["ours"]["iterations_per_call"] == 2
+        acc = rec["agreement"]["accuracy"]
+        assert acc["tolerance"] == 1e-3
+        assert acc["against"].startswith("crowdkit.DawidSkene(n_iter=2)")
+    mem = step["agreement"]["peak_memory"]
+    n, labels = step["params"]["N"], step["params"]["L"]
+    assert mem["input_bytes"] == 3 * 8 * labels  # three int64 codes per label
     assert mem["tolerance"] == 3 * mem["input_bytes"]
     assert mem["max_abs_diff"] == mem["peak_bytes"] > 0
     assert mem["ratio"] == pytest.approx(mem["peak_bytes"] / mem["input_bytes"], rel=1e-12)
-    # one step holds at least the (N, K) float64 class posteriors it computes
-    assert mem["peak_bytes"] >= 8 * 5 * rec["params"]["N"]
+    # a step on a fresh table groups its labels by item: an int64 offset per item and two
+    # int32 codes per label stay cached (the step itself never forms the (N, K) posteriors)
+    assert mem["peak_bytes"] >= 8 * (n + 1) + 2 * 4 * labels
     assert mem["rss_peak_delta_bytes"] > 0
 
 
@@ -105,7 +102,7 @@ def test_cuda_cases_are_registered_only_for_a_cuda_device(modules, quick):
         assert extra == QUICK_CUDA_ONLY
     else:
         assert extra == {
-            "crowd.ds_em_iteration[N=2000000,M=1000,K=5,L=10000000,dtype=float64,"
+            "crowd.ds_em_step[N=2000000,M=1000,K=5,L=10000000,dtype=float64,"
             "iterations_per_call=20]",
             FB.format(s=10_000, t=1_000, b="torch"),
         }

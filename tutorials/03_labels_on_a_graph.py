@@ -179,11 +179,9 @@ for schedule in ("sequential", "jacobi"):
 num_items = size(2000, 500)
 
 
-def networked_scores(mean_degree: float) -> dict:
-    table, graph, truth = simulate_networked_annotations(
-        num_items, 10, 4, mean_degree=mean_degree, labels_per_item=4, dominance=0.6, seed=0)
-    mm = fit_moments(table, n_init=size(3, 1), seed=0)
-    labels = {
+def five_methods(table, graph, mm) -> dict:
+    """The labels of the five methods, by name; ``mm`` is the moment-matching fit of ``table``."""
+    return {
         "majority vote": majority_vote(table, seed=0),
         "Dawid-Skene EM": DawidSkene().fit(table, method="em", seed=0, progress=False)
         .params["labels"],
@@ -192,6 +190,12 @@ def networked_scores(mean_degree: float) -> dict:
         "Alg. 4 (MM + Alg. 3)": networked_em(table, graph, confusion=mm.confusion,
                                              prior=mm.prior, seed=0).labels,
     }
+
+
+def networked_scores(mean_degree: float) -> dict:
+    table, graph, truth = simulate_networked_annotations(
+        num_items, 10, 4, mean_degree=mean_degree, labels_per_item=4, dominance=0.6, seed=0)
+    labels = five_methods(table, graph, fit_moments(table, n_init=size(3, 1), seed=0))
     out = {name: float((y == truth["z"]).double().mean()) for name, y in labels.items()}
     isolated = float((graph.degree() == 0).double().mean())
     print(f"mean degree {graph.mean_degree:.2f}: {isolated:.0%} of the nodes are isolated")
@@ -334,15 +338,7 @@ if cora is not None:
     print(cora.summary())
     c_table, c_graph = cora.table, cora.graph
     c_mm = fit_moments(c_table, n_init=size(3, 1), max_iter=size(500, 50), seed=0)
-    cora_labels = {
-        "majority vote": majority_vote(c_table, seed=0),
-        "Dawid-Skene EM": DawidSkene().fit(c_table, method="em", seed=0, progress=False)
-        .params["labels"],
-        "moment matching": moment_labels(c_table, c_mm),
-        "MV + Alg. 3": networked_em(c_table, c_graph, seed=0).labels,
-        "Alg. 4": networked_em(c_table, c_graph, confusion=c_mm.confusion, prior=c_mm.prior,
-                               seed=0).labels,
-    }
+    cora_labels = five_methods(c_table, c_graph, c_mm)
     cora_scores = pd.Series({name: score_task(cora, labels).f_score
                              for name, labels in cora_labels.items()}, name="macro F1")
     print(cora_scores.round(3).to_string())

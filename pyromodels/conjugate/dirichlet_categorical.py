@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..core.validation import check_stochastic
 from ._base import (
     ConjugateFamily,
     as_data_tensor,
@@ -193,12 +194,12 @@ class DirichletCategorical(ConjugateFamily):
         return log_multivariate_beta(self.concentration)
 
     def _simplex(self, probs) -> torch.Tensor:
+        """``probs`` as points of the simplex in the concentration's dtype and device; the sums
+        are checked in ``probs``' own dtype, before the cast (an empty batch passes)."""
         p = as_data_tensor(probs, "probs", self.concentration, min_ndim=1)
         check_last_dim(p, "probs", self.num_categories, "one entry per category")
-        check_nonnegative_tensor(p, "probs")
-        tol = float(torch.finfo(p.dtype).eps) ** 0.5
-        if p.numel() and not bool(((p.sum(-1) - 1).abs() <= tol).all()):
-            raise ValueError("probs must sum to 1 over the last axis")
+        if p.numel():
+            p = check_stochastic(probs, "probs", dtype=p.dtype, device=p.device)
         return p
 
     def log_prob(self, probs) -> torch.Tensor:

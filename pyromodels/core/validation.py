@@ -18,6 +18,7 @@ __all__ = [
     "check_positive",
     "check_probability",
     "check_in",
+    "as_numeric_tensor",
     "as_float_tensor",
     "as_label_tensor",
     "check_same_length",
@@ -87,7 +88,18 @@ def check_finite(tensor: torch.Tensor, name: str) -> torch.Tensor:
     return tensor
 
 
-def _to_tensor(x, name: str) -> torch.Tensor:
+def as_numeric_tensor(x, name: str) -> torch.Tensor:
+    """Convert array-like ``x`` (list, numpy array, pandas object, tensor) to a tensor with its
+    values and dtype unchanged; a tensor is returned as it is.
+
+    Only the conversion is checked: object and string arrays are a ``TypeError``. Shape,
+    dtype and finiteness are left to the caller (:func:`as_float_tensor` adds the usual
+    float checks); a read-only numpy array is copied rather than shared.
+
+    Example:
+        >>> as_numeric_tensor([[0, -1], [2, 3]], "x").dtype
+        torch.int64
+    """
     if isinstance(x, torch.Tensor):
         return x
     if hasattr(x, "to_numpy"):  # pandas objects
@@ -122,7 +134,7 @@ def as_float_tensor(
         device: device of the result; defaults to ``x``'s device.
         allow_empty: whether a tensor with zero elements is accepted.
     """
-    t = _to_tensor(x, name)
+    t = as_numeric_tensor(x, name)
     if t.dtype == torch.bool or t.is_complex():
         raise TypeError(f"{name} must hold real numbers, got dtype {t.dtype}")
     if ndim is not None and t.dim() != ndim:
@@ -147,7 +159,7 @@ def as_label_tensor(
 
     Float input is accepted only if every value is integral (``2.0``), otherwise ``TypeError``.
     """
-    t = _to_tensor(x, name)
+    t = as_numeric_tensor(x, name)
     if t.dtype == torch.bool:
         raise TypeError(f"{name} must hold integer labels, got dtype bool")
     if t.is_floating_point():
@@ -242,7 +254,7 @@ def check_stochastic(
             raise ValueError(f"ndim = {ndim} contradicts shape {shape}")
     if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
-    raw = _to_tensor(x, name)
+    raw = as_numeric_tensor(x, name)
     if dtype is None:
         dtype = raw.dtype if raw.is_floating_point() else torch.get_default_dtype()
     source = raw.dtype if raw.is_floating_point() else torch.float64

@@ -47,7 +47,7 @@ from pyro.distributions import constraints
 from pyro.ops.indexing import Vindex
 
 from ..core.model import Model
-from ..core.validation import check_positive
+from ..core.validation import check_in, check_positive
 from ..data.annotations import AnnotationTable
 from . import ds_em, ds_gibbs
 from .ds_data import DSData, check_num_classes, prepare_ds_data
@@ -75,6 +75,9 @@ class DawidSkene(Model):
         allow_unlabelled: accept items without any label (their class follows the prior).
         em_floor: pseudo-count ``>= 0`` that EM's M-step adds to every count so that no
             probability becomes exactly zero (see :mod:`.ds_em`); ignored by other engines.
+        backend: EM's E-step: ``"auto"`` (default: the compiled pass of :mod:`.ds_numba` for
+            CPU data when numba is installed, torch otherwise), ``"numba"`` or ``"torch"``
+            (log space, any device). Both give the same numbers to rounding.
 
     Priors left as ``None`` are resolved against the data at fit time; the resolved values
     travel with the prepared data (``posterior.data``).
@@ -101,6 +104,7 @@ class DawidSkene(Model):
         class_prior=None,
         allow_unlabelled: bool = False,
         em_floor: float = 1e-10,
+        backend: str = "auto",
     ):
         self.num_classes = check_num_classes(num_classes)
         self.prior_concentration = prior_concentration
@@ -115,6 +119,7 @@ class DawidSkene(Model):
         self.class_prior = class_prior
         self.allow_unlabelled = allow_unlabelled
         self.em_floor = check_positive(em_floor, "em_floor", strict=False)
+        self.backend = check_in(backend, "backend", ("auto", "numba", "torch"))
 
     @property
     def em_sites(self) -> tuple[str, ...]:
@@ -215,17 +220,24 @@ class DawidSkene(Model):
         """crowd-kit's start: one M-step from the majority-vote fractions."""
         d = self.prepare(data)
         ds_em.check_em_prior(d)
-        return ds_em.majority_start(d, self.em_floor)
+        return ds_em.majority_start(d, self.em_floor, self.backend)
 
     def em_step(self, data, params) -> dict:
-        return ds_em.em_step(self.prepare(data), params, self.em_floor)
+        return ds_em.em_step(self.prepare(data), params, self.em_floor, self.backend)
+
+    def em_step_with_objective(self, data, params) -> tuple[dict, float]:
+        """:meth:`em_step` and :meth:`em_objective` of ``params`` from one E-step."""
+        d = self.prepare(data)
+        new, value = ds_em.em_step_objective(d, ds_em.check_params(d, params), self.em_floor,
+                                             self.backend)
+        return new, float(value)
 
     def em_objective(self, data, params) -> float:
         d = self.prepare(data)
-        return float(ds_em.log_posterior(d, ds_em.check_params(d, params)))
+        return float(ds_em.log_posterior(d, ds_em.check_params(d, params), self.backend))
 
     def em_outputs(self, data, params) -> dict:
-        q, log_norm = ds_em.e_step(self.prepare(data), params)
+        q, log_norm = ds_em.e_step(self.prepare(data), params, self.backend)
         return {"probas": q, "labels": q.argmax(-1), "log_likelihood": log_norm.sum()}
 
     # -------------------------------------------------------------- predictions

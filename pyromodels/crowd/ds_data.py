@@ -2,7 +2,7 @@ r"""Prepared data of the Dawid-Skene model: the annotation table, a padded view 
 
 The user's labels arrive as a long :class:`~pyromodels.data.AnnotationTable` (or a
 task/worker/label DataFrame). The Pyro program needs the labels of each item side by side, so
-:func:`prepare_ds_data` adds a padded view: item ``n``'s labels sit in slots
+the prepared data carry a padded view, built on first use: item ``n``'s labels sit in slots
 ``0 .. c_n - 1`` of row ``n`` of ``(N, S)`` tensors, ``S = max_n c_n``, with a mask marking
 the slots in use. The flat table stays the one the fast kernels use
 (:mod:`pyromodels.crowd.emissions`); ``slot[l]`` says where row ``l`` of the table sits.
@@ -18,8 +18,10 @@ Resolved prior (all on the data's device and floating dtype):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import pandas as pd
 import torch
@@ -27,6 +29,7 @@ import torch
 from ..core import validation
 from ..core.validation import as_float_tensor, check_int, check_positive
 from ..data._idmaps import plain
+from ..data._tensors import on_device
 from ..data.annotations import AnnotationTable, TableSizes
 from .emissions import START_ATOL
 
@@ -44,30 +47,45 @@ class SparseWorkerWarning(UserWarning):
     """Some workers gave a single label: their confusion matrices rest on one response."""
 
 
-@dataclass(frozen=True, eq=False)
-class DSData(TableSizes):
-    """A validated annotation table with its padded view and resolved prior.
+class PaddedView(NamedTuple):
+    """Each item's labels side by side (see the module doc)."""
 
-    Attributes:
-        table: the long table (``L`` rows).
-        worker_pad: long ``(N, S)``: the worker of each slot (0 where unused).
-        label_pad: long ``(N, S)``: the label of each slot (0 where unused).
-        mask: bool ``(N, S)``: which slots hold a label.
-        slot: long ``(L,)``: the slot of each table row (its item is ``table.item_idx``).
-        prior_concentration: ``(K,)`` Dirichlet concentration of the class prior.
-        confusion_concentration: ``(K, K)`` Dirichlet concentration of each confusion row.
-        fixed_prior: ``(K,)`` class prior held fixed, or ``None`` when the prior is learned.
-    """
-
-    table: AnnotationTable
     worker_pad: torch.Tensor
     label_pad: torch.Tensor
     mask: torch.Tensor
     slot: torch.Tensor
+
+
+@dataclass(frozen=True, eq=False)
+class DSData(TableSizes):
+    """A validated annotation table with its resolved prior and (built on first use, for the
+    Pyro program) its padded view.
+
+    Attributes:
+        table: the long table (``L`` rows).
+        prior_concentration: ``(K,)`` Dirichlet concentration of the class prior.
+        confusion_concentration: ``(K, K)`` Dirichlet concentration of each confusion row.
+        fixed_prior: ``(K,)`` class prior held fixed, or ``None`` when the prior is learned.
+        worker_pad: long ``(N, S)``: the worker of each slot (0 where unused).
+        label_pad: long ``(N, S)``: the label of each slot (0 where unused).
+        mask: bool ``(N, S)``: which slots hold a label.
+        slot: long ``(L,)``: the slot of each table row (its item is ``table.item_idx``).
+    """
+
+    table: AnnotationTable
     prior_concentration: torch.Tensor
     confusion_concentration: torch.Tensor
     fixed_prior: torch.Tensor | None = None
 
+    @functools.cached_property
+    def padded(self) -> PaddedView:
+        """The padded view, built once (the EM and Gibbs kernels use the flat table)."""
+        return PaddedView(*_padded_view(self.table))
+
+    worker_pad = property(lambda self: self.padded.worker_pad)
+    label_pad = property(lambda self: self.padded.label_pad)
+    mask = property(lambda self: self.padded.mask)
+    slot = property(lambda self: self.padded.slot)
 
     @property
     def device(self) -> torch.device:
@@ -99,8 +117,7 @@ class DSData(TableSizes):
             )
         label_idx = label_pad[self.table.item_idx, self.slot]
         table = dataclasses.replace(self.table, label_idx=label_idx)
-        label_pad = torch.where(self.mask, label_pad, 0)
-        return dataclasses.replace(self, table=table, label_pad=label_pad)
+        return dataclasses.replace(self, table=table)
 
 
 def as_table(data, allow_repeats: bool = False) -> AnnotationTable:
@@ -217,9 +234,7 @@ def prepare_ds_data(
         >>> d.confusion_concentration.tolist()
         [[3.0, 1.0], [1.0, 3.0]]
     """
-    table = as_table(data)
-    if device is not None:
-        table = table.to(device)
+    table = on_device(as_table(data), device)
     K = table.num_classes
     if num_classes is not None and num_classes != K:
         raise ValueError(
@@ -244,8 +259,7 @@ def prepare_ds_data(
                                                   dtype=dtype, device=dev))
     elif class_prior is not None:
         raise ValueError("class_prior fixes the class prior, so it needs update_prior=False")
-    worker_pad, label_pad, mask, slot = _padded_view(table)
-    return DSData(table, worker_pad, label_pad, mask, slot, alpha, beta, fixed)
+    return DSData(table, alpha, beta, fixed)
 
 
 def check_num_classes(num_classes) -> int | None:

@@ -47,9 +47,12 @@ Example:
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch.distributions import Dirichlet
 
+from ..core.backend import resolve_backend
 from .ds_data import DSData, check_stochastic
 from .emissions import confusion_counts, log_emissions, normalize_rows
 from .majority import vote_fractions
@@ -60,6 +63,7 @@ __all__ = [
     "e_step",
     "m_step",
     "em_step",
+    "em_step_objective",
     "log_marginal",
     "log_posterior",
     "majority_start",
@@ -83,52 +87,107 @@ def class_logits(data: DSData, params: dict) -> torch.Tensor:
     return table_logits(data.table, _prior(data, params), params["confusion"])
 
 
-def e_step(data: DSData, params: dict) -> tuple[torch.Tensor, torch.Tensor]:
-    """Class posteriors ``q`` ``(N, K)`` and ``log p(labels_n | theta)`` ``(N,)``."""
-    logits = class_logits(data, params)
+def e_step(data: DSData, params: dict, backend: str = "auto") -> tuple[torch.Tensor, torch.Tensor]:
+    """Class posteriors ``q`` ``(N, K)`` and ``log p(labels_n | theta)`` ``(N,)``.
+
+    ``backend``: ``"torch"`` (log space, any device), ``"numba"`` (the compiled CPU pass of
+    :mod:`.ds_numba`) or ``"auto"`` (numba for CPU data when it is installed).
+    """
+    prior, confusion = _prior(data, params), params["confusion"]
+    if resolve_backend(backend, prior, confusion) == "numba":
+        from . import ds_numba
+
+        q, log_norm = ds_numba.posteriors(data.table, prior, confusion)
+        if bool(torch.isfinite(log_norm).all()):
+            return q, log_norm
+    logits = table_logits(data.table, prior, confusion)
     log_norm = torch.logsumexp(logits, -1)
     return torch.exp(logits - log_norm.unsqueeze(-1)), log_norm
 
 
-def m_step(data: DSData, q: torch.Tensor, floor: float = 0.0) -> dict:
-    """The MAP parameters given class posteriors ``q`` ``(N, K)`` (see the module doc).
-
-    Returns ``{"prior": (K,), "confusion": (M, K, K)}``; ``prior`` is the fixed one when the
-    model holds it fixed.
-    """
-    q = q.to(data.dtype)
-    counts = confusion_counts(data.table, q, data.num_workers)
+def _map_params(data: DSData, counts: torch.Tensor, class_totals: torch.Tensor,
+                floor: float) -> dict:
+    """The Dirichlet posterior modes given the expected counts (see the module doc)."""
     confusion = normalize_rows(counts + data.confusion_concentration - 1, floor)
     if data.fixed_prior is not None:
         prior = data.fixed_prior
     else:
-        prior = normalize_rows(q.sum(0) + data.prior_concentration - 1, floor)
+        prior = normalize_rows(class_totals + data.prior_concentration - 1, floor)
     return {"prior": prior, "confusion": confusion}
 
 
-def em_step(data: DSData, params: dict, floor: float = 0.0) -> dict:
-    """One E-step followed by one M-step."""
-    q, _ = e_step(data, params)
-    return m_step(data, q, floor)
+def m_step(data: DSData, q: torch.Tensor, floor: float = 0.0, backend: str = "auto") -> dict:
+    """The MAP parameters given class posteriors ``q`` ``(N, K)`` (see the module doc).
+
+    Returns ``{"prior": (K,), "confusion": (M, K, K)}``; ``prior`` is the fixed one when the
+    model holds it fixed. ``backend`` as in :func:`e_step` (for the counts).
+    """
+    q = q.to(data.dtype)
+    if resolve_backend(backend, q) == "numba":
+        from . import ds_numba
+
+        counts = ds_numba.confusion_counts(data.table, q, data.num_workers).to(data.dtype)
+    else:
+        counts = confusion_counts(data.table, q, data.num_workers)
+    return _map_params(data, counts, q.sum(0), floor)
 
 
-def log_marginal(data: DSData, params: dict) -> torch.Tensor:
+def _em_pass(data: DSData, params: dict, floor: float, backend: str):
+    """``(em_step(params), log p(labels | params))`` from one E-step."""
+    prior, confusion = _prior(data, params), params["confusion"]
+    if resolve_backend(backend, prior, confusion) == "numba":
+        from . import ds_numba
+
+        counts, totals, loglik = ds_numba.em_counts(data.table, prior, confusion,
+                                                    data.num_workers)
+        if math.isfinite(loglik):
+            new = _map_params(data, counts.to(data.dtype), totals.to(data.dtype), floor)
+            return new, torch.tensor(loglik, dtype=data.dtype)
+    q, log_norm = e_step(data, params, "torch")
+    return m_step(data, q, floor, "torch"), log_norm.sum()
+
+
+def em_step_objective(data: DSData, params: dict, floor: float = 0.0,
+                      backend: str = "auto") -> tuple[dict, torch.Tensor]:
+    """One E-step and one M-step, and the objective :func:`log_posterior` of ``params`` (the
+    E-step's normalisers give it for free). ``backend`` as in :func:`e_step`; the numba pass
+    never forms ``q``."""
+    new, loglik = _em_pass(data, params, floor, backend)
+    return new, loglik + _log_prior(data, params)
+
+
+def em_step(data: DSData, params: dict, floor: float = 0.0, backend: str = "auto") -> dict:
+    """One E-step followed by one M-step (``backend`` as in :func:`e_step`)."""
+    return _em_pass(data, params, floor, backend)[0]
+
+
+def log_marginal(data: DSData, params: dict, backend: str = "auto") -> torch.Tensor:
     """``log p(labels | pi, Gamma)`` with ``z`` summed out (a scalar)."""
-    return e_step(data, params)[1].sum()
+    prior, confusion = _prior(data, params), params["confusion"]
+    if resolve_backend(backend, prior, confusion) == "numba":
+        from . import ds_numba
+
+        value = ds_numba.log_marginal(data.table, prior, confusion)
+        if math.isfinite(value):
+            return torch.tensor(value, dtype=data.dtype)
+    return e_step(data, params, "torch")[1].sum()
 
 
-def log_posterior(data: DSData, params: dict) -> torch.Tensor:
-    """The EM objective: ``log p(labels, pi, Gamma)`` with ``z`` summed out (a scalar)."""
-    out = log_marginal(data, params)
-    out = out + Dirichlet(data.confusion_concentration).log_prob(params["confusion"]).sum()
+def _log_prior(data: DSData, params: dict) -> torch.Tensor:
+    out = Dirichlet(data.confusion_concentration).log_prob(params["confusion"]).sum()
     if data.fixed_prior is None:
         out = out + Dirichlet(data.prior_concentration).log_prob(params["prior"])
     return out
 
 
-def majority_start(data: DSData, floor: float = 0.0) -> dict:
+def log_posterior(data: DSData, params: dict, backend: str = "auto") -> torch.Tensor:
+    """The EM objective: ``log p(labels, pi, Gamma)`` with ``z`` summed out (a scalar)."""
+    return log_marginal(data, params, backend) + _log_prior(data, params)
+
+
+def majority_start(data: DSData, floor: float = 0.0, backend: str = "auto") -> dict:
     """crowd-kit's start: one M-step from the majority-vote fractions of each item."""
-    return m_step(data, vote_fractions(data.table), floor)
+    return m_step(data, vote_fractions(data.table), floor, backend)
 
 
 def check_params(data: DSData, params: dict, name: str = "params") -> dict:

@@ -12,7 +12,7 @@ from typing import ClassVar, Self
 
 import torch
 
-__all__ = ["TensorFields"]
+__all__ = ["TensorFields", "on_device"]
 
 
 class TensorFields:
@@ -40,3 +40,12 @@ class TensorFields:
         """A copy with the tensor fields on ``device`` (validated again on construction)."""
         moved = {name: getattr(self, name).to(device) for name in self._tensor_fields}
         return dataclasses.replace(self, **moved)
+
+
+def on_device(contract, device):
+    """``contract`` itself when ``device`` is ``None`` or already its device, else
+    ``contract.to(device)``: preparing data for a fit does not copy (and validate again) a
+    contract that is where it should be, and caches keyed on it stay valid."""
+    if device is None or contract.device == torch.device(device):
+        return contract
+    return contract.to(device)

@@ -133,6 +133,18 @@ def emit_labels(z, confusion, items, workers, generator) -> AnnotationTable:
                                        num_classes=k)
 
 
+def _crowd_labels(z, m, k, seed, generator, dominance, concentration, num_random, force_dominant,
+                  labels_per_item, missing_rate):
+    """The worker side shared by the simulators: confusions from ``derive_seed(seed,
+    "confusion")`` (see :func:`random_confusions`), then who labels what and the labels of the
+    true classes ``z``, both drawn from ``generator``. Returns ``(table, confusion)``."""
+    confusion = random_confusions(m, k, dominance=dominance, concentration=concentration,
+                                  num_random=num_random, force_dominant=force_dominant,
+                                  seed=derive_seed(seed, "confusion"))
+    items, workers = who_labels(len(z), m, labels_per_item, missing_rate, generator)
+    return emit_labels(z, confusion, items, workers, generator), confusion
+
+
 def simulate_annotations(
     num_items: int,
     num_workers: int,
@@ -186,16 +198,13 @@ def simulate_annotations(
     n = check_int(num_items, "num_items", minimum=1)
     m = check_int(num_workers, "num_workers", minimum=1)
     k = check_int(num_classes, "num_classes", minimum=2)
-    rho, conc = dominance, concentration
     prior = (torch.full((k,), 1.0 / k, dtype=DTYPE) if class_prior is None
              else check_stochastic(class_prior, "class_prior", shape=(k,), dtype=DTYPE))
     seed = check_int(seed, "seed", minimum=0)
     gen = make_generator(seed)
     z = torch.multinomial(prior, n, replacement=True, generator=gen)
-    confusion = random_confusions(m, k, dominance=rho, concentration=conc, num_random=num_random,
-                                  force_dominant=force_dominant, seed=derive_seed(seed, "confusion"))
-    items, workers = who_labels(n, m, labels_per_item, missing_rate, gen)
-    table = emit_labels(z, confusion, items, workers, gen)
+    table, confusion = _crowd_labels(z, m, k, seed, gen, dominance, concentration, num_random,
+                                     force_dominant, labels_per_item, missing_rate)
     return table, {"z": z, "confusion": confusion, "prior": prior}
 
 
@@ -263,11 +272,8 @@ def simulate_sequential_annotations(
             y[t] = torch.multinomial(trans[y[t - 1]], 1, generator=gen)
         states.append(y)
     z = torch.cat(states)
-    confusion = random_confusions(m, k, dominance=dominance, concentration=concentration,
-                                  num_random=num_random, force_dominant=force_dominant,
-                                  seed=derive_seed(seed, "confusion"))
-    items, workers = who_labels(len(z), m, labels_per_item, missing_rate, gen)
-    table = emit_labels(z, confusion, items, workers, gen)
+    table, confusion = _crowd_labels(z, m, k, seed, gen, dominance, concentration, num_random,
+                                     force_dominant, labels_per_item, missing_rate)
     truth = {"z": z, "confusion": confusion, "transition": trans, "initial": init}
     return Sequences(table, torch.tensor(lens)), truth
 

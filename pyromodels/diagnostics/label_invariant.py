@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from ..core.validation import as_float_tensor, as_label_tensor, check_int
+from ..core.validation import as_label_tensor, check_int, check_stochastic
 from .convert import check_posterior
 
 __all__ = [
@@ -145,7 +145,9 @@ def coclustering_from_probs(r) -> torch.Tensor:
     the result is comparable with :func:`coclustering`.
 
     Args:
-        r: probabilities shaped ``(N, K)``, non-negative, rows summing to 1 within ``1e-5``.
+        r: probabilities shaped ``(N, K)``, non-negative, rows summing to 1 within ``1e-5``
+            (or within float rounding of ``r``'s dtype where that is larger; see
+            :func:`~pyromodels.core.validation.check_stochastic`).
 
     Returns:
         ``float64`` tensor ``(N, N)``.
@@ -154,14 +156,7 @@ def coclustering_from_probs(r) -> torch.Tensor:
         >>> coclustering_from_probs(torch.tensor([[1.0, 0.0], [0.5, 0.5]])).tolist()
         [[1.0, 0.5], [0.5, 1.0]]
     """
-    r = as_float_tensor(r, "r", ndim=2, dtype=torch.float64)
-    if bool((r < 0).any()):
-        raise ValueError("r must hold non-negative probabilities, found a negative entry")
-    worst = float((r.sum(-1) - 1).abs().max())
-    if worst > 1e-5:
-        raise ValueError(
-            f"r must have rows summing to 1 (shape (N, K)); worst row is off by {worst:.3g}"
-        )
+    r = check_stochastic(r, "r", ndim=2, dtype=torch.float64, atol=1e-5)
     c = r @ r.T
     c.fill_diagonal_(1.0)
     return c

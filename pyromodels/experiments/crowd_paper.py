@@ -37,44 +37,41 @@ METHOD_LABELS = {"single_best": "Single best", "mv": "MV", "ds": "DS", "alg2": "
                  "mv_alg3": "MV + Alg. 3"}
 
 
-def _row(*values) -> dict:
-    return dict(zip(TABLE_I_METHODS, values))
+def _row(methods: tuple[str, ...], *values: float) -> dict:
+    """``{method: value}``, one value per method in the order of ``methods``."""
+    return dict(zip(methods, values, strict=True))
 
 
 #: Table I, sequential real data: K, M, N as printed, then precision / recall / F per method.
 TABLE_I = {
     "pos": {"K": 12, "M": 10, "N": 100_676, "scores": {
-        "precision": _row(0.2316, 0.22916, 0.23406, 0.24785, 0.25856, 0.22972),
-        "recall": _row(0.2573, 0.23518, 0.25629, 0.24396, 0.26638, 0.24497),
-        "f_score": _row(0.2356, 0.22598, 0.22264, 0.23352, 0.24735, 0.23007)}},
+        "precision": _row(TABLE_I_METHODS, 0.2316, 0.22916, 0.23406, 0.24785, 0.25856, 0.22972),
+        "recall": _row(TABLE_I_METHODS, 0.2573, 0.23518, 0.25629, 0.24396, 0.26638, 0.24497),
+        "f_score": _row(TABLE_I_METHODS, 0.2356, 0.22598, 0.22264, 0.23352, 0.24735, 0.23007)}},
     "ner": {"K": 9, "M": 47, "N": 78_107, "scores": {
-        "precision": _row(0.9, 0.79, 0.77, 0.74, 0.77, 0.75),
-        "recall": _row(0.24, 0.59, 0.66, 0.89, 0.69, 0.66),
-        "f_score": _row(0.89, 0.68, 0.71, 0.62, 0.72, 0.70)}},
+        "precision": _row(TABLE_I_METHODS, 0.9, 0.79, 0.77, 0.74, 0.77, 0.75),
+        "recall": _row(TABLE_I_METHODS, 0.24, 0.59, 0.66, 0.89, 0.69, 0.66),
+        "f_score": _row(TABLE_I_METHODS, 0.89, 0.68, 0.71, 0.62, 0.72, 0.70)}},
     "bioie": {"K": 2, "M": 120, "N": 7_880_254, "scores": {
-        "precision": _row(0.94, 0.89, 0.81, 0.75, 0.69, 0.62),
-        "recall": _row(0.76, 0.45, 0.57, 0.60, 0.68, 0.74),
-        "f_score": _row(0.84, 0.6, 0.66, 0.67, 0.68, 0.67)}},
+        "precision": _row(TABLE_I_METHODS, 0.94, 0.89, 0.81, 0.75, 0.69, 0.62),
+        "recall": _row(TABLE_I_METHODS, 0.76, 0.45, 0.57, 0.60, 0.68, 0.74),
+        "f_score": _row(TABLE_I_METHODS, 0.84, 0.6, 0.66, 0.67, 0.68, 0.67)}},
 }
 
 #: Table II, networked real data (F-score only): K, M, N and mean degree as printed.
 TABLE_II = {
     "cora": {"K": 10, "M": 10, "N": 2_708, "mean_degree": 3.9,
-             "f_score": dict(zip(TABLE_II_METHODS, (0.51, 0.2785, 0.4228, 0.6412, 0.336)))},
+             "f_score": _row(TABLE_II_METHODS, 0.51, 0.2785, 0.4228, 0.6412, 0.336)},
     "citeseer": {"K": 7, "M": 10, "N": 3_312, "mean_degree": 2.77,
-                 "f_score": dict(zip(TABLE_II_METHODS,
-                                     (0.45, 0.4257, 0.4449, 0.5244, 0.5224)))},
+                 "f_score": _row(TABLE_II_METHODS, 0.45, 0.4257, 0.4449, 0.5244, 0.5224)},
     "pubmed": {"K": 3, "M": 10, "N": 19_717, "mean_degree": 4.49,
-               "f_score": dict(zip(TABLE_II_METHODS,
-                                   (0.717, 0.6968, 0.7437, 0.7667, 0.7595)))},
+               "f_score": _row(TABLE_II_METHODS, 0.717, 0.6968, 0.7437, 0.7667, 0.7595)},
     "music_genre": {"K": 10, "M": 44, "N": 700, "mean_degree": 4.8,
-                    "f_score": dict(zip(TABLE_II_METHODS,
-                                        (1.0, 0.7046, 0.4746, 0.7649, 0.8029)))},
+                    "f_score": _row(TABLE_II_METHODS, 1.0, 0.7046, 0.4746, 0.7649, 0.8029)},
     "sentence_polarity": {"K": 2, "M": 203, "N": 5_000, "mean_degree": 1.8,
-                          "f_score": dict(zip(TABLE_II_METHODS,
-                                              (1.0, 0.8895, 0.9129, 0.9153, 0.9139)))},
+                          "f_score": _row(TABLE_II_METHODS, 1.0, 0.8895, 0.9129, 0.9153, 0.9139)},
     "bu_bil": {"K": 2, "M": 7, "N": 28_181, "mean_degree": 7.1,
-               "f_score": dict(zip(TABLE_II_METHODS, (0.851, 0.861, 0.859, 0.86, 0.863)))},
+               "f_score": _row(TABLE_II_METHODS, 0.851, 0.861, 0.859, 0.86, 0.863)},
 }
 
 #: Entries marked "*" (scored only on the items the single best learner labelled).

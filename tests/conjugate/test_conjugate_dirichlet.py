@@ -128,8 +128,12 @@ def test_dirichlet_errors_are_pinned():
         p.posterior(torch.ones(2))
     with pytest.raises(ValueError, match=r"labels must lie in \[0, 2\]"):
         p.log_marginal_sequence(torch.tensor([0, 3]))
-    with pytest.raises(ValueError, match="probs must sum to 1"):
+    with pytest.raises(ValueError, match=r"probs must sum to 1, got sum 0\.9 "):
         p.log_prob(torch.tensor([0.5, 0.2, 0.2]))
+    with pytest.raises(ValueError, match=r"probs must have rows summing to 1 \(last axis\); row probs\[1\]"):
+        p.sufficient_stats(torch.tensor([[0.5, 0.3, 0.2], [0.5, 0.5, 0.5]]))
+    with pytest.raises(ValueError, match=r"probs must be non-negative, found probs\[1\] = -0\.2"):
+        p.log_prob(torch.tensor([0.7, -0.2, 0.5]))
     with pytest.raises(ValueError, match="mode requires every concentration > 1"):
         p.mode()
     with pytest.raises(TypeError, match="other must be a DirichletCategorical"):

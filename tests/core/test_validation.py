@@ -134,3 +134,21 @@ def test_check_bool_rejects_truthy_non_bools():
     assert check_bool(False, "smoke") is False
     with pytest.raises(TypeError, match="smoke must be a bool, got int 1"):
         check_bool(1, "smoke")
+
+
+def test_numeric_tensor_keeps_dtype_and_values_and_rejects_text():
+    from pyromodels.core.validation import as_numeric_tensor
+
+    t = torch.tensor([1.0, float("-inf")])
+    assert as_numeric_tensor(t, "x") is t  # a tensor passes through untouched
+    ints = as_numeric_tensor(pd.Series([3, -1]), "x")
+    assert ints.dtype == torch.int64 and ints.tolist() == [3, -1]
+    frozen = np.array([0.5, 2.0], dtype=np.float32)
+    frozen.flags.writeable = False
+    out = as_numeric_tensor(frozen, "x")
+    out[0] = 9.0  # a read-only array is copied, so writing to the tensor leaves it alone
+    assert out.dtype == torch.float32 and frozen[0] == 0.5
+    with pytest.raises(TypeError, match="x must be numeric, got an array of dtype <U1"):
+        as_numeric_tensor(["a", "b"], "x")
+    with pytest.raises(TypeError, match="x must be numeric, got an array of dtype object"):
+        as_numeric_tensor([{"a": 1}], "x")

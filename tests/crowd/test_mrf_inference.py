@@ -144,7 +144,12 @@ def test_bad_inference_input_is_rejected():
         exact_posterior(log_b, coupling, max_states=100)
     with pytest.raises(ValueError, match=r"damping must lie in \[0, 1\)"):
         mean_field(log_b, coupling, damping=1.0)
-    with pytest.raises(ValueError, match="init must be"):
+    with pytest.raises(ValueError, match=r"init must have rows summing to 1 \(last axis\); row init\[0\] "
+                                         r"sums to 3"):
         mean_field(log_b, coupling, init=torch.ones(6, 3))
+    with pytest.raises(ValueError, match=r"init must have shape \(6, 3\), got \(6, 2\)"):
+        mean_field(log_b, coupling, init=torch.full((6, 2), 0.5))
+    with pytest.raises(ValueError, match=r"init must be non-negative, found init\[0, 0\] = -0\.5"):
+        mean_field(log_b, coupling, init=torch.tensor([[-0.5, 1.0, 0.5]] * 6))
     with pytest.raises(ValueError, match="schedule must be one of"):
         sample_labels(log_b, coupling, schedule="jacobi")

@@ -91,10 +91,13 @@ def test_label_checks():
         cluster_sizes(torch.tensor([[[0.5, 1.0]]]))
     with pytest.raises(ValueError, match=r"z must lie in \[0, 1\] for 2 classes"):
         cluster_sizes(torch.tensor([[[0, 2]]]), num_classes=2)
-    with pytest.raises(ValueError, match="r must have rows summing to 1"):
+    with pytest.raises(ValueError, match=r"r must have rows summing to 1 \(last axis\); row r\[0\] "
+                                         r"sums to 0\.9"):
         coclustering_from_probs(torch.tensor([[0.5, 0.4]]))
-    with pytest.raises(ValueError, match="r must hold non-negative probabilities"):
+    with pytest.raises(ValueError, match=r"r must be non-negative, found r\[0, 1\] = -0\.5"):
         coclustering_from_probs(torch.tensor([[1.5, -0.5]]))
+    with pytest.raises(ValueError, match=r"r must be 2-dimensional, got shape \(2,\)"):
+        coclustering_from_probs(torch.tensor([0.5, 0.5]))
     post = Posterior(samples={"c": torch.zeros(1, 2, 3, dtype=torch.long)}, method="gibbs")
     with pytest.raises(ValueError, match=r"'z' is not among \['c'\]"):
         label_invariant_stats(post)

@@ -8,6 +8,7 @@ from functools import cached_property
 import torch
 
 from ...core.validation import as_float_tensor, check_in, check_stochastic
+from ...data._tensors import on_device
 from ...data.annotations import AnnotationTable
 from ...data.sequences import Sequences
 from .inputs import sequence_bounds
@@ -100,7 +101,7 @@ def prepare_sequential(data, *, initial_mode, initial_probs, initial_concentrati
             "are the sequence positions in order), e.g. from simulate_sequential_annotations; got "
             f"{type(data).__name__}"
         )
-    table = data.data if device is None else data.data.to(device)
+    table = on_device(data.data, device)
     K = table.num_classes
     if K < 2:
         raise ValueError(f"the labels must have at least 2 classes (num_classes >= 2), got {K}")

@@ -25,13 +25,14 @@ import torch
 from torch.distributions import Dirichlet
 
 from ...conjugate.random import sample_dirichlet
+from ...core.backend import resolve_backend
 from ...core.errors import ModelSpecError
 from ...core.gibbs import GibbsBlock, GibbsSweep
 from ...core.validation import check_int
 from ..emissions import confusion_counts, log_emissions
 from .baum_welch import count_transitions
 from .distributions import chain_log_prob
-from .forward_backward import forward_filter, log_likelihood, resolve_backend
+from .forward_backward import forward_filter, log_likelihood
 from .inputs import check_log_inputs
 from .viterbi import pad_positions
 

@@ -33,18 +33,17 @@ sum over paths of the product of the potentials.
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 
 import torch
 
+from ...core.backend import resolve_backend
 from ...core.validation import check_in
 from .inputs import check_log_inputs, sequence_bounds
 from .logspace import vector_scan
 
-__all__ = ["ForwardBackward", "forward_backward", "log_likelihood", "forward_filter", "resolve_backend"]
+__all__ = ["ForwardBackward", "forward_backward", "log_likelihood", "forward_filter"]
 
-_BACKENDS = ("auto", "torch", "numba")
 _PAIRWISE = ("sum", "step", None)
 
 
@@ -70,26 +69,6 @@ class ForwardBackward:
     def total_log_likelihood(self) -> torch.Tensor:
         """Sum of the sequences' log-likelihoods (a scalar tensor)."""
         return self.log_likelihood.sum()
-
-
-def resolve_backend(backend: str, *tensors: torch.Tensor) -> str:
-    """``"torch"`` or ``"numba"`` for ``backend`` in ``("auto", "torch", "numba")``.
-
-    ``"auto"`` gives numba when it is installed, every tensor is on the CPU and none requires a
-    gradient; torch otherwise.
-    """
-    check_in(backend, "backend", _BACKENDS)
-    cpu = all(t.device.type == "cpu" for t in tensors)
-    if backend == "numba":
-        if not cpu:
-            raise ValueError("backend='numba' runs on the CPU only; move the tensors or use 'torch'")
-        if importlib.util.find_spec("numba") is None:
-            raise ValueError("backend='numba' needs the numba package; use backend='torch'")
-        return backend
-    if backend == "torch":
-        return backend
-    grad = any(t.requires_grad for t in tensors)
-    return "numba" if cpu and not grad and importlib.util.find_spec("numba") is not None else "torch"
 
 
 def transfer_matrices(e: torch.Tensor, tr: torch.Tensor) -> torch.Tensor:

@@ -7,10 +7,9 @@ transition or response), so :func:`as_log_tensor` accepts ``-inf`` and rejects o
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
-from ...core.validation import as_label_tensor
+from ...core.validation import as_label_tensor, as_numeric_tensor
 
 __all__ = [
     "as_log_tensor",
@@ -28,14 +27,10 @@ def as_log_tensor(x, name: str, shape: tuple[int | None, ...], dtype=None, devic
 
     ``-inf`` is allowed; NaN and ``+inf`` raise ``ValueError``.
     """
-    if not isinstance(x, torch.Tensor):
-        try:
-            arr = np.asarray(x)
-        except Exception as exc:  # noqa: BLE001 - re-raised with the argument's name
-            raise TypeError(f"{name} must be array-like, got {type(x).__name__}") from exc
-        if arr.dtype == object or arr.dtype.kind in "USV":
-            raise TypeError(f"{name} must be numeric, got an array of dtype {arr.dtype}")
-        x = torch.as_tensor(np.array(arr, dtype=np.float64 if arr.dtype.kind in "biu" else arr.dtype))
+    given_tensor = isinstance(x, torch.Tensor)
+    x = as_numeric_tensor(x, name)
+    if not given_tensor and not (x.is_floating_point() or x.is_complex()):
+        x = x.to(torch.float64)  # integer lists and arrays (``[0, -3]``) are read as float64
     if not x.is_floating_point():
         raise TypeError(f"{name} must be a floating tensor of log-probabilities, got dtype {x.dtype}")
     if x.dim() != len(shape) or any(s is not None and x.shape[i] != s for i, s in enumerate(shape)):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from .forward_backward import resolve_backend
+from ...core.backend import resolve_backend
 from .inputs import check_log_inputs
 
 __all__ = ["viterbi", "pad_positions"]

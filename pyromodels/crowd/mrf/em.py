@@ -30,6 +30,14 @@ Starting points (Alg. 4 and "MV + Alg. 3"): given confusions (for instance from 
 matching) and optionally a class prior, the labels start at the MAP rule (eq. 18)
 :math:`\arg\max_k \log\pi_k + \log b_n(k)`; given labels, the confusions start at one M-step
 on them; given neither, the labels start at majority vote.
+
+Items without responses (``unlabelled``). Eq. 18 gives every such node the prior's mode and
+majority vote a uniform draw, whatever the graph says; where most nodes have no response (a
+few labelled nodes in a large graph), the Potts coupling then spreads that one class. With
+``unlabelled="propagate"`` (the default) they start from the graph instead
+(:func:`propagate_labels`): in order of graph distance from the nodes with responses, each
+takes the label of least local energy given the neighbours labelled before it. The start is
+deterministic (it needs no seed), and ``unlabelled="prior"`` keeps the rules above.
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ...core.errors import ConvergenceWarning
-from ...core.validation import as_float_tensor, check_int, check_positive
+from ...core.validation import as_float_tensor, check_in, check_int, check_positive
 from ...data.annotations import AnnotationTable
 from ..emissions import (
     START_ATOL,
@@ -50,7 +58,7 @@ from ..emissions import (
     normalize_rows,
 )
 from ..majority import majority_vote
-from .energy import PottsCoupling, conditional_logits, local_energies, resolve_coupling
+from .energy import PottsCoupling, conditional_logits, local_energies, resolve_coupling, weighted_label_counts
 from .icm import check_labels, icm
 
 __all__ = [
@@ -59,6 +67,8 @@ __all__ = [
     "check_smoothing",
     "m_step",
     "map_labels",
+    "UNLABELLED",
+    "propagate_labels",
     "initialize",
     "mode_field_posteriors",
     "mode_field_objective",
@@ -111,36 +121,130 @@ def m_step(table, q: torch.Tensor, smoothing=0.0) -> torch.Tensor:
     return normalize_rows(confusion_counts(table, q), floor=smoothing)
 
 
+UNLABELLED = ("propagate", "prior")  #: starting rules for the nodes without responses
+
+
+def _check_prior(prior, num_classes: int, dtype, device) -> torch.Tensor | None:
+    """``prior`` as a ``(K,)`` probability vector (``None`` stays ``None``: uniform)."""
+    if prior is None:
+        return None
+    p = as_float_tensor(prior, "prior", ndim=1, dtype=dtype, device=device)
+    if p.shape[0] != num_classes or bool((p < 0).any()) or abs(float(p.sum()) - 1) > 1e-6:
+        raise ValueError(f"prior must be a probability vector of length {num_classes}")
+    return p
+
+
 def map_labels(log_b: torch.Tensor, prior=None) -> torch.Tensor:
     r"""Eq. 18: :math:`\arg\max_k \log \pi_k + \log b_n(k)`; uniform :math:`\pi` by default."""
-    if prior is None:
-        return log_b.argmax(-1)
-    p = as_float_tensor(prior, "prior", ndim=1, dtype=log_b.dtype, device=log_b.device)
-    if p.shape[0] != log_b.shape[1] or bool((p < 0).any()) or abs(float(p.sum()) - 1) > 1e-6:
-        raise ValueError(f"prior must be a probability vector of length {log_b.shape[1]}")
-    return (p.log() + log_b).argmax(-1)
+    p = _check_prior(prior, log_b.shape[1], log_b.dtype, log_b.device)
+    return log_b.argmax(-1) if p is None else (p.log() + log_b).argmax(-1)
 
 
-def initialize(table, *, confusion=None, prior=None, labels=None, smoothing=0.0,
-               floor: float = 1e-6, ties: str = "random",
-               seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def propagate_labels(coupling: PottsCoupling, labels, known, num_classes: int,
+                     prior=None) -> torch.Tensor:
+    r"""Labels for the nodes outside ``known``, spread breadth-first from the ``known`` ones.
+
+    With :math:`W_{nn'}` the weight node :math:`n` gives neighbour :math:`n'` (arcs of weight
+    0 count as absent), the layers are :math:`L_0` = the ``known`` nodes and :math:`L_d` = the
+    other nodes with an arc to :math:`L_{d-1}`. Every node of :math:`L_d` at once takes
+
+    .. math::
+
+        y_n = \arg\max_k \sum_{n' \in L_{d-1}} W_{nn'} [y_{n'} = k]
+            = \arg\min_k U_n(k) \text{ over the neighbours labelled so far,}
+
+    the ICM update (eq. 33) of a node with no evidence; nodes of one layer do not see each
+    other, so the result does not depend on the node order. Ties go to the class of largest
+    ``prior``, then to the smallest code. Nodes in no layer (no path of positive arcs to a
+    ``known`` node) keep their entry of ``labels``, as do the ``known`` nodes.
+
+    Args:
+        coupling: the Potts coupling on ``N`` nodes.
+        labels: long ``(N,)``: the labels of the ``known`` nodes and the fall-back of the rest.
+        known: bool ``(N,)``: the nodes whose labels are kept and spread.
+        num_classes: ``K``.
+        prior: optional ``(K,)`` class probabilities for ties (default uniform).
+
+    Returns:
+        long ``(N,)`` labels (a new tensor).
+
+    Example:
+        >>> from pyromodels.data import Graph
+        >>> c = PottsCoupling.constant(Graph.from_edges([[0, 1], [1, 2], [3, 4]], num_nodes=5), 1.0)
+        >>> known = torch.tensor([True, False, False, False, False])
+        >>> propagate_labels(c, torch.tensor([2, 0, 0, 0, 0]), known, 3).tolist()
+        [2, 2, 2, 0, 0]
+    """
+    if not isinstance(coupling, PottsCoupling):
+        raise TypeError(f"coupling must be a PottsCoupling, got {type(coupling).__name__}")
+    num_nodes, device = coupling.num_nodes, coupling.device
+    num_classes = check_int(num_classes, "num_classes", minimum=2)
+    y = check_labels(labels, num_nodes, num_classes, device).clone()
+    if not (isinstance(known, torch.Tensor) and known.dtype == torch.bool
+            and tuple(known.shape) == (num_nodes,)):
+        raise TypeError(f"known must be a bool tensor of shape ({num_nodes},)")
+    p = _check_prior(prior, num_classes, torch.float64, device)
+    rank = torch.zeros(num_classes, dtype=torch.float64, device=device) if p is None else p
+    done = known.to(device).clone()
+    live = coupling.weight > 0
+    src, dst, weight = coupling.src[live], coupling.dst[live], coupling.weight[live]
+    while True:
+        arcs = done[dst] & ~done[src]
+        if not bool(arcs.any()):
+            return y
+        layer = torch.unique(src[arcs])
+        votes = weighted_label_counts(src[arcs], y[dst[arcs]], weight[arcs], num_nodes,
+                                      num_classes, torch.float64)[layer]
+        tied = votes == votes.max(-1, keepdim=True).values
+        # among the tied classes the largest prior, then the first (smallest) code
+        y[layer] = torch.where(tied, rank.expand_as(votes), torch.full_like(votes, -1.0)).argmax(-1)
+        done[layer] = True
+
+
+def initialize(table, *, coupling: PottsCoupling | None = None, confusion=None, prior=None,
+               labels=None, unlabelled: str = "propagate", smoothing=0.0, floor: float = 1e-6,
+               ties: str = "random", seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """Starting ``(confusion, labels)`` for Alg. 3 (see the module notes).
 
     Args:
         table: the annotations.
+        coupling: the Potts coupling on the table's items, used by
+            ``unlabelled="propagate"``; ``None`` stands for a graph without edges.
         confusion: optional ``(M, K, K)`` starting confusions (Alg. 4: from moment matching).
         prior: optional ``(K,)`` class prior for the MAP rule; only with ``confusion``.
-        labels: optional ``(N,)`` starting labels; not together with ``confusion``.
+        labels: optional ``(N,)`` starting labels, used as given; not together with
+            ``confusion``.
+        unlabelled: the starting labels of items without responses when they are computed
+            (from ``confusion``, or by majority vote): ``"propagate"`` (default) spreads the
+            labels of the items with responses over the graph (:func:`propagate_labels`,
+            ties to the larger ``prior``), and items that no path of positive coupling joins
+            to one keep the rule's label; ``"prior"`` keeps the rule's label for all of them
+            (the MAP rule gives the argmax of ``prior``, majority vote its tie rule).
         smoothing: pseudo-count of the M-step that turns labels into confusions.
         floor: given confusions are raised to at least ``floor`` and renormalised (default
             1e-6; 0 keeps them as given). Moment-matching estimates can hold exact zeros,
             which would make some items' labels impossible under every class.
         ties, seed: majority-vote tie rule and seed (see
             :func:`~pyromodels.crowd.majority.majority_vote`).
+
+    Example:
+        >>> from pyromodels.data import simulate_networked_annotations
+        >>> table, graph, truth = simulate_networked_annotations(
+        ...     50, 4, 3, mean_degree=3, labels_per_item=2, seed=0)
+        >>> coupling = resolve_coupling(graph, "M", table)
+        >>> conf, y = initialize(table, coupling=coupling, confusion=truth["confusion"])
+        >>> conf.shape, y.shape
+        (torch.Size([4, 3, 3]), torch.Size([50]))
     """
     check_table(table)
     M, K, N = table.num_workers, table.num_classes, table.num_items
     device = table.device
+    check_in(unlabelled, "unlabelled", UNLABELLED)
+    if coupling is not None and not isinstance(coupling, PottsCoupling):
+        raise TypeError(f"coupling must be a PottsCoupling or None, got {type(coupling).__name__}")
+    if coupling is not None and coupling.num_nodes != N:
+        raise ValueError(f"coupling must be on the table's {N} items, got {coupling.num_nodes} "
+                         "nodes")
     if confusion is not None and labels is not None:
         raise ValueError("give at most one of confusion and labels as the starting point")
     if prior is not None and confusion is None:
@@ -151,10 +255,16 @@ def initialize(table, *, confusion=None, prior=None, labels=None, smoothing=0.0,
         floor = check_positive(floor, "floor", strict=False)
         if floor > 0:
             conf = normalize_rows(conf.clamp_min(floor))
-        return conf, map_labels(log_emissions(table, conf.log()), prior)
-    if labels is None:
-        labels = majority_vote(table, ties=ties, seed=seed)
-    y = check_labels(labels, N, K, device)
+        y = map_labels(log_emissions(table, conf.log()), prior)
+    elif labels is None:
+        y = majority_vote(table, ties=ties, seed=seed)
+    else:
+        y = check_labels(labels, N, K, device)
+    if unlabelled == "propagate" and coupling is not None and labels is None:
+        coupling = coupling if coupling.device == device else coupling.to(device)
+        y = propagate_labels(coupling, y, table.counts_per_item() > 0, K, prior)
+    if confusion is not None:
+        return conf, y
     q = torch.nn.functional.one_hot(y, K).to(torch.get_default_dtype())
     return m_step(table, q, smoothing), y
 
@@ -213,10 +323,10 @@ class NetworkedEMResult:
 
 
 def networked_em(table, graph, delta="M", *, confusion=None, prior=None, labels=None,
-                 max_iter: int = 100, tol: float = 1e-8, icm_max_iter: int = 100,
-                 schedule: str = "sequential", smoothing=0.0, init_floor: float = 1e-6,
-                 ties: str = "random", seed: int = 0, backend: str = "auto",
-                 warn_not_converged: bool = True) -> NetworkedEMResult:
+                 unlabelled: str = "propagate", max_iter: int = 100, tol: float = 1e-8,
+                 icm_max_iter: int = 100, schedule: str = "sequential", smoothing=0.0,
+                 init_floor: float = 1e-6, ties: str = "random", seed: int = 0,
+                 backend: str = "auto", warn_not_converged: bool = True) -> NetworkedEMResult:
     """Alg. 3 (with Alg. 4's start when ``confusion`` comes from moment matching).
 
     Args:
@@ -227,6 +337,9 @@ def networked_em(table, graph, delta="M", *, confusion=None, prior=None, labels=
             :func:`~pyromodels.crowd.mrf.energy.resolve_coupling`).
         confusion, prior, labels: the starting point (see :func:`initialize`); default
             majority vote ("MV + Alg. 3").
+        unlabelled: starting labels of the items without responses: ``"propagate"``
+            (default: spread over the graph from the items with responses) or ``"prior"``
+            (the MAP rule's or majority vote's own label); see :func:`initialize`.
         max_iter: outer iterations at most.
         tol: relative tolerance on the objective; iterations stop once ICM changes no label
             and the objective moves by less than ``tol * max(1, |objective|)``.
@@ -255,8 +368,9 @@ def networked_em(table, graph, delta="M", *, confusion=None, prior=None, labels=
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     tol = check_positive(tol, "tol")
     smoothing = check_smoothing(smoothing)
-    conf, y = initialize(table, confusion=confusion, prior=prior, labels=labels,
-                         smoothing=smoothing, floor=init_floor, ties=ties, seed=seed)
+    conf, y = initialize(table, coupling=coupling, confusion=confusion, prior=prior,
+                         labels=labels, unlabelled=unlabelled, smoothing=smoothing,
+                         floor=init_floor, ties=ties, seed=seed)
 
     def objective(c, lab):
         return float(mode_field_objective(log_emissions(table, c.log()), coupling, lab))

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ...core.backend import resolve_backend
 from ...core.validation import as_label_tensor, check_in, check_int
 from . import _kernels
 from .energy import PottsCoupling, check_log_emissions, local_energies, total_energy
@@ -106,12 +107,7 @@ def _sequential_sweep(coupling, cost, labels, order, backend):
 
 
 def _resolve_backend(backend: str) -> str:
-    check_in(backend, "backend", BACKENDS)
-    if backend == "auto":
-        return "numba" if _kernels.HAVE_NUMBA else "python"
-    if backend == "numba" and not _kernels.HAVE_NUMBA:
-        raise ValueError("backend='numba' needs the numba package; use backend='python'")
-    return backend
+    return resolve_backend(backend, portable="python")
 
 
 def _check_order(order, num_nodes: int) -> np.ndarray:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ...core.validation import as_float_tensor, check_in, check_int, check_positive
+from ...core.validation import check_in, check_int, check_positive, check_stochastic
 from .energy import PottsCoupling, check_log_emissions, local_energies
 
 __all__ = ["MeanFieldResult", "mean_field_update", "free_energy", "mean_field"]
@@ -94,7 +94,8 @@ def mean_field(log_b: torch.Tensor, coupling: PottsCoupling, *, init=None,
     Args:
         log_b: ``(N, K)`` log emissions.
         coupling: the Potts coupling, on ``log_b``'s device.
-        init: starting ``(N, K)`` probabilities; default ``softmax(log_b)``.
+        init: starting ``(N, K)`` probabilities, each row on the simplex (checked by
+            :func:`~pyromodels.core.validation.check_stochastic`); default ``softmax(log_b)``.
         damping: :math:`\\lambda \\in [0, 1)`.
         schedule: ``"parallel"`` or ``"colored"``.
         max_iter: iterations at most.
@@ -121,10 +122,8 @@ def mean_field(log_b: torch.Tensor, coupling: PottsCoupling, *, init=None,
     if init is None:
         q = torch.softmax(log_b, -1)
     else:
-        q = as_float_tensor(init, "init", ndim=2, dtype=log_b.dtype, device=log_b.device)
-        if q.shape != log_b.shape or bool((q < 0).any()) or float(
-                (q.sum(-1) - 1).abs().max()) > 1e-8:
-            raise ValueError(f"init must be {tuple(log_b.shape)} rows on the simplex")
+        q = check_stochastic(init, "init", shape=tuple(log_b.shape), dtype=log_b.dtype,
+                             device=log_b.device)
     track = coupling.is_symmetric
     out = MeanFieldResult(q, False, 0, free_energies=[float(free_energy(log_b, coupling, q))]
                           if track else None)

@@ -41,7 +41,8 @@ symmetric per-edge version :math:`\delta_{ij} = (\delta_i + \delta_j)/2`.
 Engines:
 
 * ``em``: Alg. 3 (ICM + mode-field E-step + Dawid-Skene M-step) through the EM hooks,
-  started from majority vote or from given confusions (Alg. 4 with moment matching). Its
+  started from majority vote or from given confusions (Alg. 4 with moment matching); items
+  without responses start from their neighbours' labels (``init_unlabelled``). Its
   objective, the mode-field log likelihood plus the log prior, is **not monotone** (ICM moves
   the clamped labels), so the model sets ``em_monotone = False`` and the runner does not report
   decreases as faults.
@@ -62,6 +63,7 @@ from pyro.ops.indexing import Vindex
 
 from ...core.model import Model
 from ...core.validation import check_in, check_int, check_positive
+from ...data._tensors import on_device
 from ...data.annotations import AnnotationTable
 from ...data.graphs import Graph
 from ..emissions import log_emissions
@@ -186,7 +188,7 @@ class NetworkedDawidSkene(Model):
                             f"{type(data).__name__}")
         table = em_kernels.check_table(data.table)
         device = torch.device(device) if device is not None else table.device
-        table, graph = table.to(device), data.graph.to(device)
+        table, graph = on_device(table, device), on_device(data.graph, device)
         coupling = resolve_coupling(graph, self.delta, table)
         coupling = coupling.to(device) if coupling.device != device else coupling
         alpha = em_kernels.check_concentration(self.confusion_concentration, table.num_workers,
@@ -211,10 +213,10 @@ class NetworkedDawidSkene(Model):
     def _start(self, d: MRFData, generator: torch.Generator, smoothing):
         o = self._options
         seed = int(torch.randint(2**31 - 1, (1,), generator=generator, device=generator.device))
-        return em_kernels.initialize(d.table, confusion=o["init_confusion"],
+        return em_kernels.initialize(d.table, coupling=d.coupling, confusion=o["init_confusion"],
                                      prior=o["init_prior"], labels=o["init_labels"],
-                                     smoothing=smoothing, floor=o["init_floor"], ties="random",
-                                     seed=seed)
+                                     unlabelled=o["init_unlabelled"], smoothing=smoothing,
+                                     floor=o["init_floor"], ties="random", seed=seed)
 
     def init_state(self, data, generator) -> dict:
         """Gibbs start: the labels of :func:`~pyromodels.crowd.mrf.em.initialize` (majority
@@ -263,8 +265,8 @@ class NetworkedDawidSkene(Model):
 
     # ------------------------------------------------------------------ fitting
     def fit(self, data, method: str = "em", *, delta=None, init_confusion=None,
-            init_prior=None, init_labels=None, init_floor: float = 1e-6,
-            icm_schedule: str = "sequential",
+            init_prior=None, init_labels=None, init_unlabelled: str = "propagate",
+            init_floor: float = 1e-6, icm_schedule: str = "sequential",
             icm_max_iter: int = 100, gibbs_schedule: str = "colored", backend: str = "auto",
             **kwargs):
         """Fit with ``"em"`` (Alg. 3) or ``"gibbs"`` (Bayesian variant).
@@ -278,6 +280,11 @@ class NetworkedDawidSkene(Model):
                 the labels then start at the MAP rule (eq. 18) with ``init_prior``.
             init_prior: ``(K,)`` class prior for that rule (default uniform).
             init_labels: starting labels instead (default: majority vote, "MV + Alg. 3").
+            init_unlabelled: starting labels of the items without responses when they are
+                computed (MAP rule or majority vote): ``"propagate"`` (default: spread over
+                the graph from the items with responses, with the coupling Alg. 3 uses) or
+                ``"prior"`` (the rule's own label); see
+                :func:`~pyromodels.crowd.mrf.em.initialize`.
             init_floor: ``init_confusion`` is raised to at least this and renormalised
                 (default 1e-6; 0 keeps it as given), since moment-matching estimates can hold
                 exact zeros.
@@ -295,18 +302,20 @@ class NetworkedDawidSkene(Model):
         model = copy.copy(self)
         if delta is not None:
             model.delta = check_delta(delta)
-        model._options = _fit_options(init_confusion, init_prior, init_labels, init_floor,
-                                      icm_schedule, icm_max_iter, gibbs_schedule, backend)
+        model._options = _fit_options(init_confusion, init_prior, init_labels, init_unlabelled,
+                                      init_floor, icm_schedule, icm_max_iter, gibbs_schedule,
+                                      backend)
         return Model.fit(model, data, method=method, **kwargs)
 
 
-def _fit_options(init_confusion=None, init_prior=None, init_labels=None, init_floor=1e-6,
-                 icm_schedule="sequential", icm_max_iter=100, gibbs_schedule="colored",
-                 backend="auto") -> dict:
+def _fit_options(init_confusion=None, init_prior=None, init_labels=None,
+                 init_unlabelled="propagate", init_floor=1e-6, icm_schedule="sequential",
+                 icm_max_iter=100, gibbs_schedule="colored", backend="auto") -> dict:
     return {
         "init_confusion": init_confusion,
         "init_prior": init_prior,
         "init_labels": init_labels,
+        "init_unlabelled": check_in(init_unlabelled, "init_unlabelled", em_kernels.UNLABELLED),
         "init_floor": check_positive(init_floor, "init_floor", strict=False),
         "icm_schedule": check_in(icm_schedule, "icm_schedule", SCHEDULES),
         "icm_max_iter": check_int(icm_max_iter, "icm_max_iter", minimum=1),
