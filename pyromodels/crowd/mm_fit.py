@@ -148,10 +148,16 @@ def _sweep(design, prior, confusion, gram, gap_tol, inner_max_iter, eye, one):
 def _extrapolate(design, old, new, value, step):
     """Line search along the last sweep's step: try ``old + lam (new - old)`` (projected)
     for ``lam = step, 2 step, 4 step, ...`` while the objective keeps falling. Returns the best
-    point found (or ``None``) and the next starting ``step``."""
+    point found (or ``None``) and the next starting ``step``.
+
+    A row of ``old + lam (new - old)`` sums to one only up to rounding, and its projection
+    spreads a shortfall over every entry: a class with zero prior at both points can come
+    back with a prior of about 1e-32. The block solver takes such classes in its stride (see
+    :mod:`~pyromodels.crowd.mm_simplex`)."""
     best, lam = None, step
     while lam <= 1e4:
-        cand = tuple(project_rows(o + lam * (n - o)) for o, n in zip(old, new))
+        cand = tuple(project_rows(o + lam * (n - o), "the extrapolated point")
+                     for o, n in zip(old, new))
         cand_value = design.objective(*cand)
         if cand_value >= (value if best is None else best[1]):
             break

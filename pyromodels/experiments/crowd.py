@@ -82,9 +82,9 @@ _FAST = MethodSettings(mm_max_iter=10, mm_max_workers=8, em_max_iter=10, mrf_max
 _DEMO = MethodSettings(mm_max_iter=40, mm_max_workers=10, em_max_iter=50, mrf_max_iter=20)
 _SMALL = MethodSettings(mm_max_iter=50, mm_max_workers=15, em_max_iter=50, em_tol=1e-6,
                         mrf_max_iter=20)
-_MEDIUM = MethodSettings(mm_n_init=3, mm_max_iter=300, mm_tol=1e-7, em_max_iter=300,
+_MEDIUM = MethodSettings(mm_n_init=3, mm_max_iter=300, mm_tol=1e-8, em_max_iter=300,
                          em_tol=1e-8, mrf_max_iter=50)
-_PAPER = MethodSettings(mm_n_init=5, mm_max_iter=500, mm_tol=1e-7, em_max_iter=1000,
+_PAPER = MethodSettings(mm_n_init=5, mm_max_iter=500, mm_tol=1e-8, em_max_iter=1000,
                         em_tol=1e-9, mrf_max_iter=100, icm_max_iter=100)
 _ALL_I, _ALL_II = ("pos", "ner", "bioie"), ("cora", "citeseer", "pubmed", "music_genre")
 

@@ -1,6 +1,7 @@
 """The eq. 17 fit: block algebra, exact recovery, monotone sweeps, alignment, labels."""
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,8 +19,11 @@ from pyromodels.crowd.mm_fit import (
     solve_moments,
 )
 from pyromodels.crowd.moments import population_moments, sample_moments
+from pyromodels.data import load_conll_ner_crowd
 from pyromodels.data.simulate_crowd import random_confusions, simulate_annotations
 from pyromodels.testing import assert_monotone
+
+NER = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "conll2003_ner_crowd"
 
 
 def _random_rows(gen, *shape):
@@ -151,3 +155,48 @@ def test_workers_left_out_get_one_m_step_against_the_posterior():
     torch.testing.assert_close(est.confusion[rest],
                                normalize_rows(confusion_counts(table, q)[rest]), rtol=0,
                                atol=1e-12)
+
+
+def _assert_on_simplex(rows, atol=1e-12):
+    assert bool(torch.isfinite(rows).all())
+    assert float(rows.min()) >= 0
+    torch.testing.assert_close(rows.sum(-1), torch.ones(rows.shape[:-1], dtype=rows.dtype),
+                               rtol=0, atol=atol)
+
+
+def test_a_start_with_a_vanishing_class_fits_like_one_without_it():
+    # A class whose prior is a rounding residue (the extrapolation projects points summing to
+    # 1 - O(eps), which lifts an exact 0 to about 1e-32) gives that class's rows of every
+    # confusion block a curvature of O(prior^2) against a gradient of O(prior): their steps
+    # move them by O(1 / prior), which the projection once turned into an IndexError. The fit
+    # must go on as from the exact zero (the prior block can revive the class either way).
+    table, _ = simulate_annotations(600, 5, 3, seed=1)
+    mom = sample_moments(table)
+    conf = random_confusions(5, 3, force_dominant=True, seed=3)
+    sols = [solve_moments(mom, n_init=1, init=(torch.tensor([0.5, 0.5 - t, t]), conf), tol=1e-12)
+            for t in (0.0, 1e-32, 1e-100, 1e-160)]
+    for sol in sols:
+        _assert_on_simplex(sol.confusion)
+        _assert_on_simplex(sol.prior)
+        assert sol.converged
+        assert_monotone(sol.history, "decrease", rtol=1e-13)
+        # Each run stops once a sweep changes g / scale by less than 1e-12, which leaves it
+        # within about 1e-11 of the optimal g and 5e-6 of the optimum (against a run at
+        # tol 1e-15: 7e-12 and 4.2e-6); two runs differ by at most twice that.
+        assert abs(sol.objective - sols[0].objective) <= 2e-11
+        torch.testing.assert_close(sol.prior, sols[0].prior, rtol=0, atol=1e-5)
+        torch.testing.assert_close(sol.confusion, sols[0].confusion, rtol=0, atol=1e-5)
+    assert float(sols[0].prior.min()) > 0.25  # the class came back
+
+
+def test_the_ner_crowd_table_fits_at_a_tight_tolerance():
+    # The whole CoNLL-2003 crowd table (79,901 tokens, K = 9, M = 47). From the majority start
+    # at tol 1e-8 the sweeps once extrapolated to a prior with one class at 2.5e-32, and the
+    # next confusion block crashed in the simplex projection.
+    table = load_conll_ner_crowd(path=NER).sequences.data
+    assert (table.num_classes, table.num_workers) == (9, 47)
+    est = fit_moments(table, n_init=1, tol=1e-8)
+    assert est.converged
+    _assert_on_simplex(est.confusion)
+    _assert_on_simplex(est.prior)
+    assert_monotone(est.history, "decrease", rtol=1e-13)

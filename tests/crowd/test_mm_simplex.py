@@ -9,6 +9,7 @@ from scipy.optimize import minimize
 
 from pyromodels.crowd.mm_simplex import (
     frank_wolfe_gap,
+    project_rows,
     project_simplex,
     quadratic_value,
     simplex_least_squares,
@@ -129,3 +130,63 @@ def test_rows_left_out_by_the_quadratic_go_to_their_best_vertex():
     # row 0: minimise 2 |x|^2 - 2 <x, h>, i.e. project h / 2 onto the simplex
     torch.testing.assert_close(x[0], project_simplex(target[0] / 2), rtol=0, atol=1e-12)
     assert gap <= 1e-13
+
+
+@pytest.mark.parametrize("centre", [2.0**60, -(2.0**60), 1e17])
+def test_projection_is_exact_for_rows_far_from_the_simplex(centre):
+    # Offsets that are multiples of 512 are exact at |centre| <= 2^60 (spacing 256), so
+    # v - centre is exact and the projection must equal the brute-force one of the offsets
+    # (the projection commutes with adding a constant to a row); the brute force itself rounds
+    # at 512 * eps, hence atol 1e-13.
+    offsets = np.array([[0.0, 0.0, -512.0], [512.0, 512.0, 512.0], [-1024.0, 512.0, 0.0]])
+    got = project_simplex(torch.from_numpy(centre + offsets)).numpy()
+    for row, x in zip(offsets, got):
+        np.testing.assert_allclose(x, _brute_projection(row), rtol=0, atol=1e-13)
+    assert got[0].tolist() == [0.5, 0.5, 0.0]
+
+
+def test_projection_refuses_non_finite_rows():
+    v = torch.tensor([[0.2, 0.8], [float("nan"), 0.0]], dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"the step must be finite: found 1 NaN or infinite"):
+        project_rows(v, "the step")
+    with pytest.raises(ValueError, match=r"v must be finite: found 2 NaN or infinite"):
+        project_rows(torch.tensor([[float("inf"), -float("inf")]], dtype=torch.float64))
+
+
+def _block_with_small_class(tiny):
+    """A confusion block of the moment fit, ``L = pi pi^T * V`` and ``H = pi[:, None] * B``,
+    where class 2 has prior ``tiny``: its row of ``L`` is O(tiny^2), its row of ``H`` O(tiny)."""
+    f64 = dict(dtype=torch.float64)
+    prior = torch.tensor([0.6, 0.4 - tiny, tiny], **f64)
+    v = torch.tensor([[2.0, 1.0, 0.5], [1.0, 2.0, 0.5], [0.5, 0.5, 2.0]], **f64)
+    b = torch.tensor([[1.5, 0.2, 0.3], [0.1, 1.2, 0.7], [0.3, 0.3, 1.4]], **f64)
+    return prior, v, b, torch.outer(prior, prior) * v, prior[:, None] * b
+
+
+# 1e-17: the row's step moves it by ~1e17, where the unshifted projection lost the "- 1" of its
+# threshold to rounding (rho = 0); 1e-100: L_rr^2 underflows, which made the Jacobi scaling
+# sqrt(L_rr L_rr) zero; 1e-160: L_rr is subnormal and 1 / (lip L_rr) overflows.
+@pytest.mark.parametrize("tiny", [1e-17, 1e-100, 1e-160])
+def test_rows_with_a_tiny_diagonal_are_solved(tiny):
+    prior, v, b, left, target = _block_with_small_class(tiny)
+    right, start = torch.eye(3, dtype=torch.float64), torch.full((3, 3), 1 / 3, dtype=torch.float64)
+    x, gap, _ = simplex_least_squares(left, right, target, start, tol=1e-14, max_iter=500)
+    assert bool(torch.isfinite(x).all()) and float(x.min()) >= 0
+    torch.testing.assert_close(x.sum(-1), torch.ones(3, dtype=torch.float64), rtol=0, atol=1e-14)
+    assert gap <= 1e-14
+    # Rows 0 and 1 solve the problem without class 2 up to O(tiny): compare with SLSQP on it.
+    reference = _slsqp(left[:2, :2], right, target[:2])
+    assert abs(float(quadratic_value(x, left, right, target)) - reference) <= 1e-9
+    # Row 2 minimises tiny^2 V_22 |x|^2 + 2 tiny <x, c>, c = sum_s pi_s V_2s x_s - B_2: as
+    # tiny -> 0 that is the vertex of the smallest c (a margin of 0.1375 here).
+    c = (prior[:2, None] * v[2, :2, None] * x[:2]).sum(0) - b[2]
+    assert float(torch.sort(c).values[1] - c.min()) > 0.1
+    assert x[2].tolist() == torch.nn.functional.one_hot(c.argmin(), 3).double().tolist()
+
+
+def test_a_step_that_overflows_is_refused():
+    left = torch.diag(torch.tensor([1.0, 1e-320], dtype=torch.float64))
+    target = torch.tensor([[0.5, 0.5, 0.0], [1e10, 0.0, 0.0]], dtype=torch.float64)
+    start = torch.full((2, 3), 1 / 3, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"gradient step .* must be finite"):
+        simplex_least_squares(left, torch.eye(3, dtype=torch.float64), target, start)
