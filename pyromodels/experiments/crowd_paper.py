@@ -119,7 +119,8 @@ DATA_DIFFERENCES = (
     "NER: the crowd release has 5,985 annotated sentences (79,901 tokens), the paper 5,916 "
     "sentences (78,107 words).",
     "Pubmed: node features exist for 1,060 of 19,717 nodes only, so classifiers label only "
-    "those nodes (the paper: every node).",
+    "those nodes (the paper: every node) and F is scored on them; the other nodes enter "
+    "through the graph only, starting from the labels of their nearest labelled neighbours.",
     "CiteSeer: the Planetoid file holds 3,327 nodes; the 15 placeholder nodes without features "
     "or label are removed, leaving the paper's 3,312.",
     "POS: the paper's taggers and Brown subset sizes are not stated; ours are our own choice.",

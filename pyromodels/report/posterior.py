@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
+import pandas as pd
 import torch
 
 from ..diagnostics import plot_loss
@@ -90,10 +92,25 @@ def result_from_posterior(posterior, name: str) -> DemoResult:
         name=name,
         summary=summary,
         metrics={method: metrics},
-        tables={"posterior summary": posterior.summary(var_names=_continuous_sites(posterior))},
+        tables=_tables(posterior),
         figures=figures,
         inference_data={method: posterior.to_inference_data()},
     )
+
+
+def _tables(posterior) -> dict:
+    """The ArviZ summary of the draws, or for a point estimate (one draw: EM) its values
+    (a spread, R-hat or ESS of one draw is undefined)."""
+    sites = _continuous_sites(posterior)
+    if posterior.num_chains * posterior.num_draws > 1:
+        return {"posterior summary": posterior.summary(var_names=sites)}
+    rows = {}
+    for site in sites:
+        value = posterior.samples[site][0, 0].detach().cpu().double()
+        for index in np.ndindex(*value.shape):
+            label = f"{site}[{', '.join(map(str, index))}]" if index else site
+            rows[label] = float(value[index])
+    return {"point estimate": pd.DataFrame({"estimate": rows})}
 
 
 def _continuous_sites(posterior) -> list[str]:

@@ -211,3 +211,21 @@ def test_result_from_posterior(tmp_path):
     assert len(_embedded_pngs(index.read_text(encoding="utf-8"))) == 1
     with pytest.raises(ValueError, match="name must start with a letter or digit"):
         result_from_posterior(posterior, "bad name")
+
+
+def test_a_point_estimate_gets_its_values_not_a_summary_of_one_draw():
+    import warnings
+
+    weights = torch.tensor([0.25, 0.75], dtype=torch.float64)
+    posterior = Posterior(
+        samples={"weights": weights.reshape(1, 1, 2), "scale": torch.tensor([[2.5]]),
+                 "z": torch.tensor([[[0, 1, 1]]])},
+        method="em",
+        losses=torch.tensor([-3.0, -2.0]),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no R-hat warning, no degrees-of-freedom warning
+        result = result_from_posterior(posterior, "toy-em")
+    table = result.tables["point estimate"]
+    assert list(table.index) == ["weights[0]", "weights[1]", "scale"]  # the labels z are left out
+    assert table["estimate"].tolist() == [0.25, 0.75, 2.5]
