@@ -32,45 +32,49 @@ __all__ = ["numba_forward", "numba_forward_backward", "numba_viterbi", "numba_ba
 
 
 @njit(cache=True)
-def _forward(e, a, A, offsets, filt, scale, shift, loglik):  # pragma: no cover - compiled
+def _forward(e, a, AT, offsets, filt, b, scale, loglik):  # pragma: no cover - compiled
+    """Scaled forward pass; ``b`` receives the shifted emissions ``exp(e - max_k e)``;
+    ``AT`` is the transposed transition matrix (its rows are contiguous)."""
     K = e.shape[1]
     prev = np.empty(K)
     for s in range(offsets.shape[0] - 1):
         total = 0.0
-        for t in range(offsets[s], offsets[s + 1]):
+        start = offsets[s]
+        for t in range(start, offsets[s + 1]):
             m = -np.inf
             for k in range(K):
-                if e[t, k] > m:
-                    m = e[t, k]
-            shift[t] = m
+                m = max(m, e[t, k])
             if m == -np.inf:
                 total = -np.inf
                 break
             c = 0.0
             for k in range(K):
-                if t == offsets[s]:
+                w = np.exp(e[t, k] - m)
+                b[t, k] = w
+                if t == start:
                     v = a[k]
                 else:
                     v = 0.0
                     for i in range(K):
-                        v += prev[i] * A[i, k]
-                v *= np.exp(e[t, k] - m)
+                        v += prev[i] * AT[k, i]
+                v *= w
                 filt[t, k] = v
                 c += v
             scale[t] = c
             if c == 0.0:
                 total = -np.inf
                 break
+            inv = 1.0 / c
             for k in range(K):
-                filt[t, k] /= c
-                prev[k] = filt[t, k]
+                prev[k] = filt[t, k] * inv
+                filt[t, k] = prev[k]
             total += np.log(c) + m
         loglik[s] = total
 
 
 @njit(cache=True)
-def _backward(e, A, offsets, filt, scale, shift, post, pair_seq, pair_step, mode):  # pragma: no cover
-    K = e.shape[1]
+def _backward(b, A, offsets, filt, scale, post, pair_seq, pair_step, mode):  # pragma: no cover
+    K = b.shape[1]
     beta = np.empty(K)
     weighted = np.empty(K)
     for s in range(offsets.shape[0] - 1):
@@ -79,21 +83,25 @@ def _backward(e, A, offsets, filt, scale, shift, post, pair_seq, pair_step, mode
             beta[k] = 1.0
             post[end - 1, k] = filt[end - 1, k]
         for t in range(end - 1, start, -1):
-            c = scale[t]
+            inv = 1.0 / scale[t]
             for j in range(K):
-                weighted[j] = np.exp(e[t, j] - shift[t]) * beta[j]
+                weighted[j] = b[t, j] * beta[j] * inv
+            if mode == 1:
+                for i in range(K):
+                    f = filt[t - 1, i]
+                    for j in range(K):
+                        pair_seq[s, i, j] += f * A[i, j] * weighted[j]
+            elif mode == 2:
+                for i in range(K):
+                    f = filt[t - 1, i]
+                    for j in range(K):
+                        pair_step[t - s - 1, i, j] = f * A[i, j] * weighted[j]
             for i in range(K):
                 v = 0.0
                 for j in range(K):
-                    x = filt[t - 1, i] * A[i, j] * weighted[j] / c
                     v += A[i, j] * weighted[j]
-                    if mode == 1:
-                        pair_seq[s, i, j] += x
-                    elif mode == 2:
-                        pair_step[t - s - 1, i, j] = x
-                beta[i] = v / c
-            for k in range(K):
-                post[t - 1, k] = filt[t - 1, k] * beta[k]
+                beta[i] = v
+                post[t - 1, i] = filt[t - 1, i] * v
 
 
 @njit(cache=True)
@@ -161,30 +169,30 @@ def _run_forward(e, a, tr, lengths):
     en, T, K = _np(e), e.shape[0], e.shape[1]
     offsets = np.concatenate([[0], np.cumsum(lengths.numpy())]).astype(np.int64)
     A = np.exp(_np(tr))
-    filt = np.zeros((T, K))
-    scale, shift = np.ones(T), np.zeros(T)
+    filt, b = np.zeros((T, K)), np.zeros((T, K))
+    scale = np.ones(T)
     loglik = np.empty(len(offsets) - 1)
-    _forward(en, np.exp(_np(a)), A, offsets, filt, scale, shift, loglik)
-    return en, A, offsets, filt, scale, shift, loglik
+    _forward(en, np.exp(_np(a)), np.ascontiguousarray(A.T), offsets, filt, b, scale, loglik)
+    return b, A, offsets, filt, scale, loglik
 
 
 def numba_forward(e: torch.Tensor, a: torch.Tensor, tr: torch.Tensor, lengths: torch.Tensor):
     """``(filtered (T_total, K), log_likelihood (S,))`` from validated CPU inputs."""
-    *_, filt, _, _, loglik = _run_forward(e, a, tr, lengths)
+    *_, filt, _, loglik = _run_forward(e, a, tr, lengths)
     return torch.from_numpy(filt).to(e.dtype), torch.from_numpy(loglik).to(e.dtype)
 
 
 def numba_forward_backward(e, a, tr, lengths, pairwise: str | None) -> ForwardBackward:
     """:func:`~pyromodels.crowd.hmm.forward_backward` on validated CPU inputs."""
-    en, A, offsets, filt, scale, shift, loglik = _run_forward(e, a, tr, lengths)
-    T, K = en.shape
+    b, A, offsets, filt, scale, loglik = _run_forward(e, a, tr, lengths)
+    T, K = b.shape
     S = len(offsets) - 1
     mode = {None: 0, "sum": 1, "step": 2}[pairwise]
     post = np.zeros((T, K))
     pair_seq = np.zeros((S if mode == 1 else 0, K, K))
     pair_step = np.zeros((T - S if mode == 2 else 0, K, K))
     if np.all(np.isfinite(loglik)):
-        _backward(en, A, offsets, filt, scale, shift, post, pair_seq, pair_step, mode)
+        _backward(b, A, offsets, filt, scale, post, pair_seq, pair_step, mode)
     pair = {0: None, 1: pair_seq, 2: pair_step}[mode]
     return ForwardBackward(
         torch.from_numpy(loglik).to(e.dtype),
