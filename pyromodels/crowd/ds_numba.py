@@ -19,7 +19,8 @@ small probabilities underflows; the log of each scale is remembered), then
 and, for the M-step, :math:`C_{w_l k y_l} \mathrel{+}= q_{nk}` and :math:`\sum_n q_{nk}` are
 accumulated while item ``n``'s labels are still in cache. Logarithms of the ``s_n`` are
 taken on their running product, one ``log`` every few hundred items (of a tiny ``s_n``
-directly). The arithmetic is float64 whatever the data's dtype.
+directly). The arithmetic is float64 whatever the data's dtype. For ``K <= 16`` the EM pass
+runs as written out for that ``K`` (:mod:`.ds_unrolled`: the products stay in registers).
 
 An item whose labels are impossible under every class (``s_n = 0``, only with exact zeros in
 the confusions) gives a log-likelihood of ``-inf``; the callers in :mod:`.ds_em` then redo
@@ -39,7 +40,7 @@ __all__ = ["item_groups", "posteriors", "em_counts", "confusion_counts", "log_ma
 _GROUPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 #: rescale an item's running product when its largest entry falls below this (2^-300)
-_SMALL = 2.0 ** -300
+SMALL = 2.0 ** -300
 
 
 def item_groups(table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -76,7 +77,7 @@ def _item(n, ptr, workers, labels, prior, conf, acc):  # pragma: no cover - comp
             v = acc[k] * column[k]
             acc[k] = v
             top = max(top, v)
-        if top < _SMALL and top > 0.0:
+        if top < SMALL and top > 0.0:
             for k in range(K):
                 acc[k] /= top
             shift += np.log(top)
@@ -88,7 +89,7 @@ def _accumulate(s, run, total):  # pragma: no cover - compiled
     """Add ``log s`` to ``log run + total``: ``s`` is multiplied into the running product
     ``run``, which moves into ``total`` (as a log) before it can underflow; a tiny ``s``
     (or zero) goes to ``total`` directly. Returns ``(run, total)``."""
-    if s < _SMALL:
+    if s < SMALL:
         return run, total + np.log(s)
     run *= s
     if run < 2.0 ** -600:
@@ -180,7 +181,10 @@ def em_counts(table, prior: torch.Tensor, confusion: torch.Tensor, num_workers: 
     K = confusion.shape[-1]
     counts = np.zeros((num_workers, K, K))  # [m, j, k]: transposed back below
     qsum = np.zeros(K)
-    total = _em_counts(ptr, workers, labels, _as_numpy(prior), _columns(confusion), counts, qsum)
+    from .ds_unrolled import em_counts_kernel
+
+    kernel = em_counts_kernel(K)
+    total = kernel(ptr, workers, labels, _as_numpy(prior), _columns(confusion), counts, qsum)
     return torch.from_numpy(counts).transpose(1, 2), torch.from_numpy(qsum), float(total)
 
 

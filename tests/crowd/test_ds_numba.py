@@ -144,3 +144,34 @@ def test_backend_arguments_are_checked():
     assert resolve_backend("auto", torch.zeros(2, requires_grad=True)) == "torch"
     assert resolve_backend("auto", torch.zeros(2)) == "numba"
     assert resolve_backend("python", portable="python") == "python"
+
+
+@pytest.mark.parametrize("num_classes", [2, 3, 7, 16, 17])
+def test_the_pass_written_out_for_k_classes_equals_the_generic_pass(num_classes):
+    import numpy as np
+
+    from pyromodels.crowd import ds_numba
+    from pyromodels.crowd.ds_unrolled import MAX_CLASSES, em_counts_kernel
+
+    kernel = em_counts_kernel(num_classes)
+    assert (kernel is ds_numba._em_counts) == (num_classes > MAX_CLASSES)
+    # items of about 1,000 labels: their products fall below 2^-300, so the rescaling branch
+    # is taken (checked below)
+    M = 1200
+    table, _ = simulate_annotations(40, M, num_classes, missing_rate=0.15, dominance=0.3,
+                                    seed=num_classes)
+    data = DawidSkene(allow_unlabelled=True).prepare(_shuffled(table, 1))
+    params = ds_em.majority_start(data, 1e-10, "torch")
+    ptr, workers, labels = ds_numba.item_groups(data.table)
+    prior, conf = ds_numba._as_numpy(params["prior"]), ds_numba._columns(params["confusion"])
+    out = {}
+    for name, run in (("generic", ds_numba._em_counts), ("written out", kernel)):
+        counts, totals = np.zeros((M, num_classes, num_classes)), np.zeros(num_classes)
+        loglik = run(ptr, workers, labels, prior, conf, counts, totals)
+        out[name] = (counts, totals, loglik)
+    (c0, t0, l0), (c1, t1, l1) = out.values()
+    np.testing.assert_allclose(c1, c0, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(t1, t0, rtol=1e-13)
+    assert l1 == pytest.approx(l0, rel=1e-13)
+    assert float(ds_em.e_step(data, params, "torch")[1].max()) < -300 * math.log(2)
+    _assert_steps_agree(data, params, 1e-10)
