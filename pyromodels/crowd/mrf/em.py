@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ...core.errors import ConvergenceWarning
-from ...core.validation import as_float_tensor, check_in, check_int, check_positive
+from ...core.validation import as_float_tensor, check_in, check_int, check_positive, check_stochastic
 from ...data.annotations import AnnotationTable
 from ..emissions import (
     START_ATOL,
@@ -128,10 +128,8 @@ def _check_prior(prior, num_classes: int, dtype, device) -> torch.Tensor | None:
     """``prior`` as a ``(K,)`` probability vector (``None`` stays ``None``: uniform)."""
     if prior is None:
         return None
-    p = as_float_tensor(prior, "prior", ndim=1, dtype=dtype, device=device)
-    if p.shape[0] != num_classes or bool((p < 0).any()) or abs(float(p.sum()) - 1) > 1e-6:
-        raise ValueError(f"prior must be a probability vector of length {num_classes}")
-    return p
+    return check_stochastic(prior, "prior", shape=(num_classes,), dtype=dtype, device=device,
+                            atol=START_ATOL)
 
 
 def map_labels(log_b: torch.Tensor, prior=None) -> torch.Tensor:
