@@ -169,3 +169,18 @@ def test_cuda_only_cases_run_and_check_on_the_cpu(modules):
     assert set(checks) == {"log_likelihood", "posterior"}
     assert all(c["passed"] for c in checks.values())
     assert checks["posterior"]["max_abs_diff"] > 0
+
+
+def test_the_cuda_only_cases_run_and_pass_their_checks_when_pointed_at_the_cpu(modules):
+    # no GPU here: the same callables with device "cpu" exercise everything but the device
+    ds, hmm = modules
+    ds._ours(ds.QUICK, ds.QUICK_CUDA_COPIES, "cpu", 2)()
+    ds_records = ds._device_check(ds.QUICK, ds.QUICK_CUDA_COPIES, "cpu")()
+    hmm._ours_fb(hmm.QUICK_CUDA_SHAPE, "cpu", "torch")()
+    hmm_records = hmm._cuda_fb_check(hmm.QUICK_CUDA_SHAPE, "cpu")()
+    assert set(ds_records) == {"confusion", "prior", "peak_memory"}
+    assert set(hmm_records) == {"log_likelihood", "posterior"}
+    for name, record in {**ds_records, **hmm_records}.items():
+        assert record["passed"] is True, name
+    mem = ds_records["peak_memory"]
+    assert mem["input_bytes"] == 3 * 8 * ds.QUICK[0] * ds.LABELS_PER_ITEM * ds.QUICK_CUDA_COPIES
