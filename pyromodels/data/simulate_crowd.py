@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..core.markov import stationary_distribution
 from ..core.seeding import derive_seed, make_generator
 from ..core.validation import check_int, check_positive, check_probability, check_stochastic
 from .annotations import AnnotationTable
@@ -208,12 +209,6 @@ def simulate_annotations(
     return table, {"z": z, "confusion": confusion, "prior": prior}
 
 
-def _stationary(transition: torch.Tensor) -> torch.Tensor:
-    vals, vecs = torch.linalg.eig(transition.T)
-    v = vecs[:, torch.argmin((vals - 1).abs())].real
-    return (v / v.sum()).clamp_min(0) / (v / v.sum()).clamp_min(0).sum()
-
-
 def simulate_sequential_annotations(
     lengths,
     num_workers: int,
@@ -261,7 +256,7 @@ def simulate_sequential_annotations(
         trans = random_transitions(k, stickiness=stickiness, seed=derive_seed(seed, "transition"))
     else:
         trans = check_stochastic(transition, "transition", shape=(k, k), dtype=DTYPE)
-    init = (_stationary(trans) if initial is None
+    init = (stationary_distribution(trans) if initial is None
             else check_stochastic(initial, "initial", shape=(k,), dtype=DTYPE))
     gen = make_generator(seed)
     states = []

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import torch
 
+from ...core import markov
 from ...core.validation import as_float_tensor, check_stochastic
 from ..emissions import check_confusion
-from .inputs import SIMPLEX_TOL
 
 __all__ = ["INITIAL_MODES", "check_params", "stationary_distribution", "log_params"]
 
@@ -22,35 +22,12 @@ INITIAL_MODES = ("learned", "fixed", "stationary")
 
 
 def stationary_distribution(transition: torch.Tensor) -> torch.Tensor:
-    r"""The stationary law :math:`\pi = \pi A` of row-stochastic ``transition`` ``(..., K, K)``.
-
-    Solved as a linear system with one balance equation replaced by :math:`\sum_k \pi_k = 1`.
-
-    Raises:
-        ValueError: if the chain has no unique stationary distribution (it is reducible, e.g.
-            the identity matrix).
-
-    Example:
-        >>> A = torch.tensor([[0.9, 0.1], [0.2, 0.8]], dtype=torch.float64)
-        >>> stationary_distribution(A).tolist()  # doctest: +ELLIPSIS
-        [0.666..., 0.333...]
-    """
-    K = transition.shape[-1]
-    eye = torch.eye(K, dtype=transition.dtype, device=transition.device)
-    system = (transition.transpose(-1, -2) - eye).clone()
-    system[..., -1, :] = 1.0
-    rhs = torch.zeros(transition.shape[:-1], dtype=transition.dtype, device=transition.device)
-    rhs[..., -1] = 1.0
-    pi, info = torch.linalg.solve_ex(system, rhs)
-    resid = (pi.unsqueeze(-2) @ transition).squeeze(-2) - pi
-    if bool((info != 0).any()) or not bool(torch.isfinite(pi).all()) or float(resid.abs().max()) > 1e-8 \
-            or float(pi.min()) < -SIMPLEX_TOL:
-        raise ValueError(
-            "transition has no unique stationary distribution (the chain is reducible or "
-            "degenerate); use initial='learned' or 'fixed'"
-        )
-    pi = pi.clamp_min(0.0)  # remove rounding below zero (at most SIMPLEX_TOL)
-    return pi / pi.sum(-1, keepdim=True)
+    """:func:`pyromodels.core.markov.stationary_distribution`, whose error here also says how
+    to fit without it."""
+    try:
+        return markov.stationary_distribution(transition)
+    except ValueError as err:
+        raise ValueError(f"{err}; use initial='learned' or 'fixed'") from None
 
 
 def check_params(params, num_classes: int, num_workers: int, *, row_stochastic_transition: bool = True,
