@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from pyromodels.core.validation import check_int
+from pyromodels.checks import check_int
 
 from .harness import (
     bench_device,

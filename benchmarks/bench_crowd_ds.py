@@ -5,8 +5,8 @@ Data: :func:`pyromodels.data.simulate_annotations` with ``K = 5`` classes and
 labels; quick: ``N = 2,000``, ``M = 100``), float64.
 
 * ``crowd.ds_em_step`` (seconds per iteration): the E-step and M-step alone. Ours:
-  ``iterations`` calls of :meth:`pyromodels.crowd.dawid_skene.DawidSkene.em_step` (on the CPU
-  the compiled pass of :mod:`pyromodels.crowd.ds_numba`; on a GPU the sparse products of
+  ``iterations`` calls of :meth:`pyromodels.crowd.ds.model.DawidSkene.em_step` (on the CPU
+  the compiled pass of :mod:`pyromodels.crowd.ds.kernels.compiled`; on a GPU the sparse products of
   :mod:`pyromodels.crowd.emissions`) from crowd-kit's start (one M-step from the soft majority
   vote). Peer, from the same start: ``crowdkit.DawidSkene._e_step+_m_step``, crowd-kit 1.4's
   own E-step and M-step (and the prior update between them), ``iterations`` times.
@@ -44,8 +44,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from pyromodels.core.device import default_dtype
-from pyromodels.crowd import ds_em
-from pyromodels.crowd.dawid_skene import DawidSkene
+from pyromodels.crowd.ds import em as ds_em
+from pyromodels.crowd.ds.model import DawidSkene
 from pyromodels.data import AnnotationTable, simulate_annotations
 
 from .bench_reference_mixture import _lazy

@@ -33,7 +33,7 @@ import numpy as np
 import threadpoolctl
 import torch
 
-from pyromodels.core.validation import check_in, check_int
+from pyromodels.checks import check_in, check_int
 
 __all__ = [
     "METRICS",

@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 
 from . import registry
+from .checks import check_int, check_positive
 from .core.progress import progress_bar
-from .core.validation import check_int, check_positive
 
 __all__ = ["main", "build_parser"]
 

@@ -20,9 +20,9 @@ import torch
 from pyro import poutine
 from pyro.poutine.util import site_is_subsample
 
+from .checks import check_int
 from .core.gibbs import GibbsBlock, GibbsSweep
 from .core.seeding import make_generator, seeded
-from .core.validation import check_int
 
 __all__ = [
     "check_conditional",
@@ -234,7 +234,7 @@ def assert_mc_mean(samples, exact, n_se: float = 5.0) -> None:
         >>> rng = np.random.default_rng(0)
         >>> assert_mc_mean(rng.normal(1.0, 2.0, size=(10_000, 3)), [1.0, 1.0, 1.0])
     """
-    from .core.validation import check_positive
+    from .checks import check_positive
 
     n_se = check_positive(n_se, "n_se")
     x = np.asarray(samples, dtype=np.float64)

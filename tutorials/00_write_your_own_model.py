@@ -43,6 +43,7 @@ from pyro.ops.indexing import Vindex
 
 import pyromodels
 from pyromodels import diagnostics, metrics, testing
+from pyromodels.checks import as_float_tensor, check_int, check_positive
 from pyromodels.conjugate import sample_categorical, sample_dirichlet, sample_normal
 from pyromodels.core import (
     GibbsBlock,
@@ -53,7 +54,6 @@ from pyromodels.core import (
     make_generator,
     posterior_from_mcmc,
 )
-from pyromodels.core.validation import as_float_tensor, check_int, check_positive
 from pyromodels.data import simulate_gaussian_mixture
 from pyromodels.mixture import BayesianGaussianMixture
 

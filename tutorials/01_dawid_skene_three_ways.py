@@ -48,9 +48,9 @@ from pyro import poutine
 import pyromodels
 from pyromodels import diagnostics, testing
 from pyromodels.core import first_available_dim
-from pyromodels.crowd import ds_em
-from pyromodels.crowd.dawid_skene import DawidSkene
-from pyromodels.crowd.ds_data import SparseWorkerWarning
+from pyromodels.crowd.ds import em as ds_em
+from pyromodels.crowd.ds.data import SparseWorkerWarning
+from pyromodels.crowd.ds.model import DawidSkene
 from pyromodels.crowd.estimators import DawidSkeneEstimator, MajorityVote
 from pyromodels.crowd.majority import majority_vote
 from pyromodels.data import AnnotationTable, load_crowd
@@ -116,7 +116,7 @@ print(f"pyromodels {pyromodels.__version__}, pyro {pyro.__version__}, torch {tor
 #
 # ## The Pyro program
 #
-# The model class is `pyromodels.crowd.dawid_skene.DawidSkene`. Its program is the story
+# The model class is `pyromodels.crowd.ds.model.DawidSkene`. Its program is the story
 # above, with one implementation detail: Pyro sums an enumerated site out per element of the
 # plate it lives in, so each item's labels are observed together *inside* the item plate, as
 # one masked event padded to the largest number of labels per item (`label_pad`, `mask`).

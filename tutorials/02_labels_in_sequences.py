@@ -47,14 +47,14 @@ from pyro import poutine
 import pyromodels
 from pyromodels import metrics, testing
 from pyromodels.core import ConvergenceWarning
-from pyromodels.crowd.dawid_skene import DawidSkene
+from pyromodels.crowd.ds.model import DawidSkene
 from pyromodels.crowd.hmm import SequentialDawidSkene, baum_welch_step, programs
 from pyromodels.crowd.majority import majority_vote
-from pyromodels.crowd.mm_fit import fit_moments, moment_labels
-from pyromodels.crowd.sequential_moments import fit_sequential_moments
+from pyromodels.crowd.moments.fit import fit_moments, moment_labels
+from pyromodels.crowd.moments.sequential import fit_sequential_moments
 from pyromodels.data import AnnotationTable, Sequences, simulate_sequential_annotations
-from pyromodels.experiments.crowd_inputs import build_ner
-from pyromodels.experiments.crowd_inputs_metrics import score_task
+from pyromodels.experiments.crowd.inputs.builders import build_ner
+from pyromodels.experiments.crowd.scores import score_task
 
 SMOKE_TEST = os.environ.get("SMOKE_TEST") == "1"
 

@@ -41,10 +41,10 @@ import pyro
 import torch
 
 import pyromodels
-from pyromodels.crowd.dawid_skene import DawidSkene
+from pyromodels.crowd.ds.model import DawidSkene
 from pyromodels.crowd.emissions import log_emissions
 from pyromodels.crowd.majority import majority_vote
-from pyromodels.crowd.mm_fit import fit_moments, moment_labels
+from pyromodels.crowd.moments.fit import fit_moments, moment_labels
 from pyromodels.crowd.mrf import (
     NetworkedDawidSkene,
     PottsCoupling,
@@ -60,8 +60,8 @@ from pyromodels.crowd.mrf import (
     total_energy,
 )
 from pyromodels.data import Graph, simulate_networked_annotations
-from pyromodels.experiments.crowd_inputs import build_planetoid
-from pyromodels.experiments.crowd_inputs_metrics import score_task
+from pyromodels.experiments.crowd.inputs.builders import build_planetoid
+from pyromodels.experiments.crowd.scores import score_task
 
 SMOKE_TEST = os.environ.get("SMOKE_TEST") == "1"
 

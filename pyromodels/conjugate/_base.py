@@ -21,7 +21,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from ..core.validation import as_float_tensor, as_label_tensor
+from ..checks import as_float_tensor, as_label_tensor
 
 __all__ = [
     "LOG_2PI",

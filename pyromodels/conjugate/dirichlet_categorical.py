@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..core.validation import check_stochastic
+from ..checks import check_stochastic
 from ._base import (
     ConjugateFamily,
     as_data_tensor,

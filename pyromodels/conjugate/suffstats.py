@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 
 import torch
 
-from ..core.validation import as_float_tensor, as_label_tensor, check_int, check_same_length
+from ..checks import as_float_tensor, as_label_tensor, check_int, check_same_length
 from ._base import check_nonnegative_tensor
 
 __all__ = [

@@ -13,7 +13,7 @@ import importlib.util
 
 import torch
 
-from .validation import check_in
+from ..checks import check_in
 
 __all__ = ["have_numba", "resolve_backend"]
 

@@ -6,12 +6,12 @@ import time
 
 import torch
 
+from ..checks import check_int, check_positive
 from .device import resolve_device
 from .monitor import ConvergenceMonitor
 from .posterior import Posterior, make_attrs
 from .progress import check_callbacks, progress_bar, run_callbacks
 from .seeding import derive_seed, make_generator, resolve_seed
-from .validation import check_int, check_positive
 
 __all__ = ["run_em"]
 

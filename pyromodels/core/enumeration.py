@@ -17,8 +17,8 @@ from pyro import poutine
 from pyro.infer import TraceEnum_ELBO, infer_discrete
 from pyro.poutine.util import site_is_subsample
 
+from ..checks import check_in
 from .seeding import resolve_seed, seeded
-from .validation import check_in
 
 logger = logging.getLogger("pyromodels")
 

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import torch
 
+from ..checks import check_in, check_int
 from .device import resolve_device
 from .posterior import Posterior, make_attrs, stack_chains
 from .progress import check_callbacks, progress_bar, run_callbacks
 from .seeding import derive_seed, make_generator, resolve_seed
-from .validation import check_in, check_int
 
 __all__ = ["GibbsBlock", "GibbsSweep", "run_gibbs", "run_chain"]
 

@@ -23,8 +23,8 @@ import torch
 from pyro import poutine
 from pyro.poutine.util import site_is_subsample
 
+from ..checks import check_in
 from .errors import ModelSpecError
-from .validation import check_in
 
 __all__ = ["Model"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 import warnings
 
+from ..checks import check_in, check_int, check_positive
 from .errors import ConvergenceWarning
-from .validation import check_in, check_int, check_positive
 
 __all__ = ["ConvergenceMonitor"]
 

@@ -8,11 +8,11 @@ import torch
 from pyro.infer import MCMC, NUTS
 from pyro.infer.autoguide.initialization import init_to_sample, init_to_value
 
+from ..checks import check_int, check_probability
 from .device import cuda_devices, resolve_device
 from .enumeration import marginal_log_joint, sample_discrete
 from .posterior import Posterior, make_attrs
 from .seeding import derive_seed, make_generator, resolve_seed, seeded
-from .validation import check_int, check_probability
 
 __all__ = ["run_nuts"]
 

@@ -15,7 +15,7 @@ import numpy as np
 import pyro
 import torch
 
-from .validation import check_int
+from ..checks import check_int
 
 __all__ = ["resolve_seed", "derive_seed", "make_generator", "seeded"]
 

@@ -11,12 +11,12 @@ from pyro.infer import SVI, Predictive, Trace_ELBO, TraceEnum_ELBO
 from pyro.infer.autoguide import AutoNormal
 from pyro.infer.autoguide.initialization import init_to_sample, init_to_value
 
+from ..checks import check_int, check_positive
 from .device import cuda_devices, resolve_device
 from .enumeration import sample_discrete, site_shapes
 from .posterior import Posterior, make_attrs
 from .progress import check_callbacks, progress_bar, run_callbacks
 from .seeding import derive_seed, make_generator, resolve_seed, seeded
-from .validation import check_int, check_positive
 
 __all__ = ["run_svi", "default_guide"]
 

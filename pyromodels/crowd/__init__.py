@@ -7,16 +7,16 @@ paper's matrices are the transposes. Subpackages: :mod:`pyromodels.crowd.hmm` (s
 :mod:`pyromodels.crowd.mrf` (graphs).
 """
 
-from .dawid_skene import DawidSkene
-from .ds_data import DSData, SparseWorkerWarning
+from .ds.data import DSData, SparseWorkerWarning
+from .ds.model import DawidSkene
 from .emissions import confusion_counts, log_emissions, normalize_rows
 from .estimators import DawidSkeneEstimator, MajorityVote
 from .hmm import SequentialDawidSkene
 from .majority import majority_vote, vote_fractions
-from .mm_fit import MomentEstimate, fit_moments, moment_labels, moment_posterior
-from .moments import population_moments, sample_moments
+from .moments.fit import MomentEstimate, fit_moments, moment_labels, moment_posterior
+from .moments.sequential import SequentialMomentEstimate, fit_sequential_moments
+from .moments.statistics import population_moments, sample_moments
 from .mrf import NetworkedData, NetworkedDawidSkene
-from .sequential_moments import SequentialMomentEstimate, fit_sequential_moments
 
 __all__ = [
     "DSData",

@@ -25,7 +25,7 @@ import weakref
 
 import torch
 
-from ..core.validation import as_float_tensor, check_stochastic
+from ..checks import as_float_tensor, check_stochastic
 
 __all__ = [
     "START_ATOL",
@@ -50,7 +50,7 @@ def check_confusion(confusion, name: str = "confusion", num_classes: int | None 
 
     ``confusion[m, k, j] = P(worker m answers j | true class k)``: every row
     ``confusion[m, k]`` must satisfy :math:`c_{mkj} \ge 0,\ \sum_j c_{mkj} = 1` within the
-    tolerance of :func:`~pyromodels.core.validation.check_stochastic`.
+    tolerance of :func:`~pyromodels.checks.check_stochastic`.
 
     Args:
         confusion: array-like ``(M, K, K)``.
@@ -61,7 +61,7 @@ def check_confusion(confusion, name: str = "confusion", num_classes: int | None 
             own floating dtype.
         device: device of the result; default the input's.
         atol: floor of the tolerance on the row sums (default ``1e-8``); see
-            :func:`~pyromodels.core.validation.check_stochastic`.
+            :func:`~pyromodels.checks.check_stochastic`.
 
     Raises:
         ValueError: wrong shape, fewer than 2 classes, or rows off the simplex.

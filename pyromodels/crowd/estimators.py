@@ -28,12 +28,12 @@ import pandas as pd
 import torch
 from sklearn.base import BaseEstimator
 
+from ..checks import check_in, check_int, check_positive
 from ..core.errors import NotFittedError
-from ..core.validation import check_in, check_int, check_positive
 from ..data.annotations import AnnotationTable, check_columns
-from .dawid_skene import DawidSkene
-from .ds_data import check_stochastic
-from .ds_em import majority_start
+from .ds.data import check_stochastic
+from .ds.em import majority_start
+from .ds.model import DawidSkene
 from .majority import majority_vote, vote_fractions
 
 __all__ = ["MajorityVote", "DawidSkeneEstimator"]

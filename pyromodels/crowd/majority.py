@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from ..checks import check_in
 from ..core.seeding import make_generator
-from ..core.validation import check_in
 
 __all__ = ["vote_fractions", "majority_vote"]
 

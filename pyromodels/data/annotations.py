@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core.validation import check_int
-from ._idmaps import (
+from ..checks import check_int
+from .idmaps import (
     ItemWorkerSizes,
     as_id_index,
     check_codes,
@@ -26,7 +26,7 @@ from ._idmaps import (
     repeated_keys,
     to_numpy,
 )
-from ._tensors import TensorFields
+from .tensors import TensorFields
 
 __all__ = ["AnnotationTable", "TableSizes", "check_columns"]
 

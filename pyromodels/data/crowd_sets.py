@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..core.validation import check_in
-from ._paths import vendored
+from ..checks import check_in
+from .paths import vendored
 
 __all__ = ["list_crowd_datasets", "load_crowd", "load_ducks_species"]
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..core.validation import check_in
-from ._paths import ENV_VAR, locate
+from ..checks import check_in
 from .graphs import Graph
+from .paths import ENV_VAR, locate
 
 __all__ = ["PlanetoidData", "load_planetoid"]
 

@@ -19,9 +19,9 @@ import pandas as pd
 import scipy.sparse as sp
 import torch
 
-from ..core.validation import as_label_tensor, check_int
-from ._idmaps import as_id_index, plain, repeated_keys
-from ._tensors import TensorFields
+from ..checks import as_label_tensor, check_int
+from .idmaps import as_id_index, plain, repeated_keys
+from .tensors import TensorFields
 
 __all__ = ["Graph"]
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..core.validation import check_in
-from ._paths import locate
+from ..checks import check_in
+from .paths import locate
 
 __all__ = ["read_idx", "load_mnist_5k", "load_fashion_mnist", "FASHION_MNIST_DEBIAN_DIR"]
 

@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core.validation import check_in
-from ._paths import ENV_VAR, env_roots, locate
+from ..checks import check_in
+from .paths import ENV_VAR, env_roots, locate
 from .sequences import Sequences
 
 __all__ = ["TaggedCorpus", "load_nltk_treebank", "load_nltk_brown", "load_universal_tagset_map",

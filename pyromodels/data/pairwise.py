@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core.validation import as_label_tensor, check_int
-from ._idmaps import (
+from ..checks import as_label_tensor, check_int
+from .annotations import check_columns
+from .idmaps import (
     ItemWorkerSizes,
     as_id_index,
     check_codes,
@@ -26,8 +27,7 @@ from ._idmaps import (
     plain,
     repeated_keys,
 )
-from ._tensors import TensorFields
-from .annotations import check_columns
+from .tensors import TensorFields
 
 __all__ = ["PairwiseAnnotations"]
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..core.validation import as_label_tensor, check_finite
-from ._tensors import TensorFields
+from ..checks import as_label_tensor, check_finite
 from .annotations import AnnotationTable
+from .tensors import TensorFields
 
 __all__ = ["Sequences"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from ..checks import as_float_tensor, check_int, check_stochastic
 from ..core.seeding import make_generator
-from ..core.validation import as_float_tensor, check_int, check_stochastic
 
 __all__ = ["simulate_gaussian_mixture", "DTYPE"]
 

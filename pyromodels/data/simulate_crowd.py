@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..core.markov import stationary_distribution
+from ..checks import check_int, check_positive, check_probability, check_stochastic
+from ..conjugate.markov import stationary_distribution
 from ..core.seeding import derive_seed, make_generator
-from ..core.validation import check_int, check_positive, check_probability, check_stochastic
 from .annotations import AnnotationTable
 from .graphs import Graph
 from .sequences import Sequences

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..core.validation import check_in
-from ._paths import vendored
+from ..checks import check_in
+from .paths import vendored
 
 __all__ = ["load_animals", "load_sklearn"]
 

@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core.validation import check_in
-from ._paths import ENV_VAR, locate
+from ..checks import check_in
 from .annotations import AnnotationTable
+from .paths import ENV_VAR, locate
 from .sequences import Sequences
 
 __all__ = ["CrowdTokenData", "SpanAnnotations", "NER_TAGS", "load_conll_ner_crowd",

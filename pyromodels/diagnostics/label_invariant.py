@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from ..core.validation import as_label_tensor, check_int, check_stochastic
+from ..checks import as_label_tensor, check_int, check_stochastic
 from .convert import check_posterior
 
 __all__ = [
@@ -147,7 +147,7 @@ def coclustering_from_probs(r) -> torch.Tensor:
     Args:
         r: probabilities shaped ``(N, K)``, non-negative, rows summing to 1 within ``1e-5``
             (or within float rounding of ``r``'s dtype where that is larger; see
-            :func:`~pyromodels.core.validation.check_stochastic`).
+            :func:`~pyromodels.checks.check_stochastic`).
 
     Returns:
         ``float64`` tensor ``(N, N)``.

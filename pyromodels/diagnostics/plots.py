@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from ..core.validation import as_float_tensor, as_label_tensor
+from ..checks import as_float_tensor, as_label_tensor
 from .convert import check_posterior, inference_attrs, to_inference_data, to_numpy
 from .label_invariant import label_invariant_stats
 

@@ -14,8 +14,8 @@ import numpy as np
 import torch
 from scipy.optimize import linear_sum_assignment
 
+from ..checks import as_label_tensor, check_int
 from ..core.posterior import Posterior
-from ..core.validation import as_label_tensor, check_int
 from .convert import check_posterior
 from .label_invariant import check_label_draws
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core.validation import check_same_length
+from ..checks import check_same_length
 
 __all__ = ["as_labels", "encode", "encode_jointly", "contingency_table"]
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core.validation import as_float_tensor, check_same_length
+from ..checks import as_float_tensor, check_same_length
 from ._labels import as_labels, encode_jointly
 from .clustering import _matched_pairs
 

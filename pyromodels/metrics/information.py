@@ -17,7 +17,7 @@ import math
 import numpy as np
 from scipy.special import gammaln
 
-from ..core.validation import check_in, check_positive
+from ..checks import check_in, check_positive
 from ._labels import contingency_table
 
 __all__ = ["nmi", "ami", "v_measure"]

@@ -38,8 +38,8 @@ import pyro.distributions as dist
 import torch
 from pyro.ops.indexing import Vindex
 
+from ..checks import as_float_tensor, check_int
 from ..core.model import Model
-from ..core.validation import as_float_tensor, check_int
 from . import em as em_kernels
 from . import gibbs as gibbs_kernels
 from .densities import component_log_density, precision_to_scale_tril

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..core.validation import as_float_tensor, check_positive
+from ..checks import as_float_tensor, check_positive
 
 __all__ = ["MixturePrior", "MixtureData", "resolve_prior"]
 

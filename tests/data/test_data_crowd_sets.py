@@ -17,7 +17,7 @@ from pyromodels.data import (
     load_crowd,
     load_ducks_species,
 )
-from pyromodels.data._paths import files_dir
+from pyromodels.data.paths import files_dir
 
 # name: (items, workers, labels, gold rows, classes, MV ties split (4 d.p.), tied gold items)
 # -- the figures of each set's PROVENANCE.md in the shared data folder
@@ -154,7 +154,7 @@ def test_vendored_animals_equal_shared_files(shared_data):
 
 
 def test_missing_vendored_file_says_reinstall(monkeypatch, tmp_path):
-    import pyromodels.data._paths as paths
+    import pyromodels.data.paths as paths
 
     monkeypatch.setattr(paths, "files_dir", lambda: tmp_path)
     with pytest.raises(FileNotFoundError, match=(

@@ -8,14 +8,14 @@ Baum-Welch pieces: :func:`e_step`, :func:`m_step`, :func:`baum_welch_step`,
 """
 
 from .baum_welch import baum_welch_step, count_transitions, e_step, m_step, majority_vote_params
-from .brute_force import brute_force
 from .data import SequentialCrowdData
 from .distributions import CrowdResponses, MarkovChain
+from .exact import brute_force
 from .ffbs import ffbs_sample
-from .forward_backward import ForwardBackward, forward_backward, forward_filter, log_likelihood
+from .kernels.forward_backward import ForwardBackward, forward_backward, forward_filter, log_likelihood
+from .kernels.viterbi import viterbi
 from .model import SequentialDawidSkene
 from .params import INITIAL_MODES, check_params, stationary_distribution
-from .viterbi import viterbi
 
 __all__ = [
     "INITIAL_MODES",

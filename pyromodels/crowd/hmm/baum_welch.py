@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import torch
 
-from ...core.validation import check_in
+from ...checks import check_in
 from ..emissions import confusion_counts, log_emissions, normalize_rows
 from ..majority import majority_vote
-from .forward_backward import ForwardBackward, forward_backward
-from .inputs import sequence_bounds
+from .kernels.forward_backward import ForwardBackward, forward_backward
+from .kernels.inputs import sequence_bounds
 from .params import INITIAL_MODES, check_params, stationary_distribution
 
 __all__ = [
@@ -50,7 +50,7 @@ def e_step(table, lengths, params: dict, *, pairwise: str | None = "sum", backen
         table: :class:`~pyromodels.data.AnnotationTable` whose items are the positions.
         lengths: ``(S,)`` sequence lengths summing to ``table.num_items``.
         params: ``{"initial", "transition", "confusion"}`` probabilities.
-        pairwise, backend: as :func:`~pyromodels.crowd.hmm.forward_backward`.
+        pairwise, backend: as :func:`~pyromodels.crowd.hmm.kernels.forward_backward`.
         paper_literal: accept a column-stochastic ``transition`` (the literal update's output).
     """
     params = check_params(params, table.num_classes, table.num_workers,

@@ -7,11 +7,11 @@ from functools import cached_property
 
 import torch
 
-from ...core.validation import as_float_tensor, check_in, check_stochastic
-from ...data._tensors import on_device
+from ...checks import as_float_tensor, check_in, check_stochastic
 from ...data.annotations import AnnotationTable
 from ...data.sequences import Sequences
-from .inputs import sequence_bounds
+from ...data.tensors import on_device
+from .kernels.inputs import sequence_bounds
 from .params import INITIAL_MODES
 
 __all__ = ["SequentialCrowdData", "prepare_sequential"]

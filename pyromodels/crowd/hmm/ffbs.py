@@ -24,17 +24,17 @@ from __future__ import annotations
 import torch
 from torch.distributions import Dirichlet
 
+from ...checks import check_int
 from ...conjugate.random import sample_dirichlet
 from ...core.backend import resolve_backend
 from ...core.errors import ModelSpecError
 from ...core.gibbs import GibbsBlock, GibbsSweep
-from ...core.validation import check_int
 from ..emissions import confusion_counts, log_emissions
 from .baum_welch import count_transitions
 from .distributions import chain_log_prob
-from .forward_backward import forward_filter, log_likelihood
-from .inputs import check_log_inputs
-from .viterbi import pad_positions
+from .kernels.forward_backward import forward_filter, log_likelihood
+from .kernels.inputs import check_log_inputs
+from .kernels.viterbi import pad_positions
 
 __all__ = [
     "ffbs_sample",
@@ -70,7 +70,7 @@ def ffbs_sample(log_emissions, log_initial, log_transition, lengths=None, *, gen
 
     Args:
         log_emissions, log_initial, log_transition, lengths: as
-            :func:`~pyromodels.crowd.hmm.forward_backward`.
+            :func:`~pyromodels.crowd.hmm.kernels.forward_backward`.
         generator: the ``torch.Generator`` the uniforms come from.
         num_samples: number of independent joint draws.
         backend: ``"auto"``, ``"torch"`` or ``"numba"`` (filtering and backward pass).
@@ -92,7 +92,7 @@ def ffbs_sample(log_emissions, log_initial, log_transition, lengths=None, *, gen
     log_filt, _ = forward_filter(e, a, tr, lengths, backend=which)
     u = torch.rand((num_samples, e.shape[0]), generator=generator, dtype=torch.float64, device=e.device)
     if which == "numba":
-        from .scaled_numba import numba_backward_sample
+        from .kernels.scaled import numba_backward_sample
 
         return numba_backward_sample(log_filt, tr, lengths, u)
     return _torch_backward_sample(log_filt, tr, lengths, u)

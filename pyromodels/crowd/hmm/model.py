@@ -22,15 +22,15 @@ from __future__ import annotations
 import torch
 from torch.distributions import Dirichlet
 
+from ...checks import check_in
 from ...core.model import Model
-from ...core.validation import check_in
 from ..emissions import log_emissions, normalize_rows
 from ..majority import majority_vote
 from . import baum_welch as bw
 from . import ffbs, programs
 from .data import SequentialCrowdData, prepare_sequential
+from .kernels.viterbi import viterbi
 from .params import INITIAL_MODES, check_params, stationary_distribution
-from .viterbi import viterbi
 
 __all__ = ["SequentialDawidSkene"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from ...core import markov
-from ...core.validation import as_float_tensor, check_stochastic
+from ...checks import as_float_tensor, check_stochastic
+from ...conjugate import markov
 from ..emissions import check_confusion
 
 __all__ = ["INITIAL_MODES", "check_params", "stationary_distribution", "log_params"]
@@ -22,7 +22,7 @@ INITIAL_MODES = ("learned", "fixed", "stationary")
 
 
 def stationary_distribution(transition: torch.Tensor) -> torch.Tensor:
-    """:func:`pyromodels.core.markov.stationary_distribution`, whose error here also says how
+    """:func:`pyromodels.conjugate.markov.stationary_distribution`, whose error here also says how
     to fit without it."""
     try:
         return markov.stationary_distribution(transition)

@@ -47,8 +47,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ...checks import as_float_tensor, check_in, check_int, check_positive, check_stochastic
 from ...core.errors import ConvergenceWarning
-from ...core.validation import as_float_tensor, check_in, check_int, check_positive, check_stochastic
 from ...data.annotations import AnnotationTable
 from ..emissions import (
     START_ATOL,

@@ -53,10 +53,10 @@ from functools import cached_property
 import numpy as np
 import torch
 
-from ...core.validation import as_float_tensor, check_in, check_positive
+from ...checks import as_float_tensor, check_in, check_positive
 from ...data.graphs import Graph
-from . import _kernels
-from ._kernels import ColorClass, split_by_color
+from .kernels import gauss_seidel as _kernels
+from .kernels.gauss_seidel import ColorClass, split_by_color
 
 __all__ = [
     "PottsCoupling",

@@ -33,7 +33,7 @@ import torch
 from pyro.distributions import constraints
 from pyro.distributions.torch_distribution import TorchDistribution
 
-from ...core.validation import check_int
+from ...checks import check_int
 from .em import check_concentration, check_table
 from .energy import PottsCoupling, check_log_emissions, potts_energy, total_energy
 

@@ -28,10 +28,10 @@ from functools import partial
 import torch
 from torch.distributions import Dirichlet
 
+from ...checks import check_in, check_int
 from ...conjugate.random import sample_dirichlet
 from ...core.gibbs import GibbsBlock, GibbsSweep
 from ...core.seeding import make_generator
-from ...core.validation import check_in, check_int
 from ..emissions import confusion_counts, log_emissions
 from .energy import PottsCoupling, check_log_emissions, total_energy
 from .icm import check_labels, label_sweep

@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ...checks import as_label_tensor, check_in, check_int
 from ...core.backend import resolve_backend
-from ...core.validation import as_label_tensor, check_in, check_int
-from . import _kernels
 from .energy import PottsCoupling, check_log_emissions, local_energies, total_energy
+from .kernels import gauss_seidel as _kernels
 
 __all__ = ["SCHEDULES", "ICMResult", "label_sweep", "icm", "check_labels"]
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ...core.validation import check_in, check_int, check_positive, check_stochastic
+from ...checks import check_in, check_int, check_positive, check_stochastic
 from .energy import PottsCoupling, check_log_emissions, local_energies
 
 __all__ = ["MeanFieldResult", "mean_field_update", "free_energy", "mean_field"]
@@ -95,7 +95,7 @@ def mean_field(log_b: torch.Tensor, coupling: PottsCoupling, *, init=None,
         log_b: ``(N, K)`` log emissions.
         coupling: the Potts coupling, on ``log_b``'s device.
         init: starting ``(N, K)`` probabilities, each row on the simplex (checked by
-            :func:`~pyromodels.core.validation.check_stochastic`); default ``softmax(log_b)``.
+            :func:`~pyromodels.checks.check_stochastic`); default ``softmax(log_b)``.
         damping: :math:`\\lambda \\in [0, 1)`.
         schedule: ``"parallel"`` or ``"colored"``.
         max_iter: iterations at most.

@@ -61,11 +61,11 @@ import pyro.distributions as dist
 import torch
 from pyro.ops.indexing import Vindex
 
+from ...checks import check_in, check_int, check_positive
 from ...core.model import Model
-from ...core.validation import check_in, check_int, check_positive
-from ...data._tensors import on_device
 from ...data.annotations import AnnotationTable
 from ...data.graphs import Graph
+from ...data.tensors import on_device
 from ..emissions import log_emissions
 from . import em as em_kernels
 from . import gibbs as gibbs_kernels

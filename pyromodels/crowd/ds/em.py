@@ -1,0 +1,226 @@
+r"""EM (ML or MAP) for the i.i.d. Dawid-Skene model.
+
+With ``q[n, k] = P(z_n = k | labels, theta)`` the class posteriors, one iteration is
+
+* **E-step** (the ensemble paper's eq. 9, with the class prior):
+  :math:`\log q_{nk} = \log \pi_k + \sum_{l:\, n_l = n} \log \Gamma_{w_l, k, y_l} - \log Z_n`,
+  computed by :func:`~pyromodels.crowd.emissions.log_emissions`;
+* **M-step** (eq. 11, plus the Dirichlet priors): with expected counts
+  :math:`C_{mkj} = \sum_{l:\, w_l = m,\, y_l = j} q_{n_l k}` (from
+  :func:`~pyromodels.crowd.emissions.confusion_counts`),
+
+  .. math::
+      \Gamma_{mkj} = \frac{C_{mkj} + B_{kj} - 1 + \epsilon}
+                          {\sum_{j'} (C_{mkj'} + B_{kj'} - 1 + \epsilon)},\qquad
+      \pi_k = \frac{\sum_n q_{nk} + \alpha_k - 1 + \epsilon}
+                   {\sum_{k'} (\sum_n q_{nk'} + \alpha_{k'} - 1 + \epsilon)},
+
+  the mode of the Dirichlet posteriors. With every concentration equal to 1 this is maximum
+  likelihood (Dawid & Skene 1979). Without the prior update the class prior stays fixed (the
+  paper's "equal priors" when it is uniform).
+
+**The floor** ``epsilon`` (``em_floor``, default ``1e-10``): maximum likelihood sets a
+confusion entry to exactly zero when a worker never gave a label to items believed to be of a
+class, and an exact zero can never recover (every later E-step gives that class probability
+zero for the items the worker labelled that way). crowd-kit clips the observed cells of its
+count matrices at ``1e-10`` for the same reason (see ``gotchas.md``). Adding ``epsilon`` to
+every count is the exact MAP step for concentrations ``B + epsilon`` and ``alpha + epsilon``,
+so EM stays a monotone algorithm; its objective, the program's log joint at concentrations
+``B`` and ``alpha``, differs from that by at most ``epsilon * sum |log theta|``. ``em_floor=0``
+gives the exact ML/MAP step.
+
+**Objective** (never decreases):
+:math:`\log p(\text{labels}, \pi, \Gamma) = \log \mathrm{Dir}(\pi; \alpha) + \sum_{m,k} \log
+\mathrm{Dir}(\Gamma_{mk}; B_k) + \sum_n \log \sum_k \pi_k \prod_{l:\, n_l=n} \Gamma_{w_l k y_l}`,
+the Pyro program's log joint with ``z`` summed out.
+
+Example:
+    >>> from pyromodels.crowd.ds.model import DawidSkene
+    >>> from pyromodels.data import simulate_annotations
+    >>> table, truth = simulate_annotations(100, 4, 2, seed=0)
+    >>> data = DawidSkene().prepare(table)
+    >>> params = majority_start(data)
+    >>> new = em_step(data, params)
+    >>> bool(log_posterior(data, new) >= log_posterior(data, params))
+    True
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch.distributions import Dirichlet
+
+from ...core.backend import resolve_backend
+from ..emissions import confusion_counts, log_emissions, normalize_rows
+from ..majority import vote_fractions
+from .data import DSData, check_stochastic
+
+__all__ = [
+    "table_logits",
+    "class_logits",
+    "e_step",
+    "m_step",
+    "em_step",
+    "em_step_objective",
+    "log_marginal",
+    "log_posterior",
+    "majority_start",
+    "check_params",
+    "check_em_prior",
+]
+
+
+def _prior(data: DSData, params: dict) -> torch.Tensor:
+    return data.fixed_prior if data.fixed_prior is not None else params["prior"]
+
+
+def table_logits(table, prior: torch.Tensor, confusion: torch.Tensor) -> torch.Tensor:
+    """Unnormalised ``(N, K)`` log posterior ``log pi_k + log b[n, k]`` of the items of
+    ``table`` (an AnnotationTable) given ``prior`` ``(K,)`` and ``confusion`` ``(M, K, K)``."""
+    return prior.log() + log_emissions(table, confusion.log())
+
+
+def class_logits(data: DSData, params: dict) -> torch.Tensor:
+    """:func:`table_logits` of the prepared data with ``params`` (``prior`` unless fixed)."""
+    return table_logits(data.table, _prior(data, params), params["confusion"])
+
+
+def e_step(data: DSData, params: dict, backend: str = "auto") -> tuple[torch.Tensor, torch.Tensor]:
+    """Class posteriors ``q`` ``(N, K)`` and ``log p(labels_n | theta)`` ``(N,)``.
+
+    ``backend``: ``"torch"`` (log space, any device), ``"numba"`` (the compiled CPU pass of
+    :mod:`.ds_numba`) or ``"auto"`` (numba for CPU data when it is installed).
+    """
+    prior, confusion = _prior(data, params), params["confusion"]
+    if resolve_backend(backend, prior, confusion) == "numba":
+        from .kernels import compiled as ds_numba
+
+        q, log_norm = ds_numba.posteriors(data.table, prior, confusion)
+        if bool(torch.isfinite(log_norm).all()):
+            return q, log_norm
+    logits = table_logits(data.table, prior, confusion)
+    log_norm = torch.logsumexp(logits, -1)
+    return torch.exp(logits - log_norm.unsqueeze(-1)), log_norm
+
+
+def _map_params(data: DSData, counts: torch.Tensor, class_totals: torch.Tensor,
+                floor: float) -> dict:
+    """The Dirichlet posterior modes given the expected counts (see the module doc)."""
+    confusion = normalize_rows(counts + data.confusion_concentration - 1, floor)
+    if data.fixed_prior is not None:
+        prior = data.fixed_prior
+    else:
+        prior = normalize_rows(class_totals + data.prior_concentration - 1, floor)
+    return {"prior": prior, "confusion": confusion}
+
+
+def m_step(data: DSData, q: torch.Tensor, floor: float = 0.0, backend: str = "auto") -> dict:
+    """The MAP parameters given class posteriors ``q`` ``(N, K)`` (see the module doc).
+
+    Returns ``{"prior": (K,), "confusion": (M, K, K)}``; ``prior`` is the fixed one when the
+    model holds it fixed. ``backend`` as in :func:`e_step` (for the counts).
+    """
+    q = q.to(data.dtype)
+    if resolve_backend(backend, q) == "numba":
+        from .kernels import compiled as ds_numba
+
+        counts = ds_numba.confusion_counts(data.table, q, data.num_workers).to(data.dtype)
+    else:
+        counts = confusion_counts(data.table, q, data.num_workers)
+    return _map_params(data, counts, q.sum(0), floor)
+
+
+def _em_pass(data: DSData, params: dict, floor: float, backend: str):
+    """``(em_step(params), log p(labels | params))`` from one E-step."""
+    prior, confusion = _prior(data, params), params["confusion"]
+    if resolve_backend(backend, prior, confusion) == "numba":
+        from .kernels import compiled as ds_numba
+
+        counts, totals, loglik = ds_numba.em_counts(data.table, prior, confusion,
+                                                    data.num_workers)
+        if math.isfinite(loglik):
+            new = _map_params(data, counts.to(data.dtype), totals.to(data.dtype), floor)
+            return new, torch.tensor(loglik, dtype=data.dtype)
+    q, log_norm = e_step(data, params, "torch")
+    return m_step(data, q, floor, "torch"), log_norm.sum()
+
+
+def em_step_objective(data: DSData, params: dict, floor: float = 0.0,
+                      backend: str = "auto") -> tuple[dict, torch.Tensor]:
+    """One E-step and one M-step, and the objective :func:`log_posterior` of ``params`` (the
+    E-step's normalisers give it for free). ``backend`` as in :func:`e_step`; the numba pass
+    never forms ``q``."""
+    new, loglik = _em_pass(data, params, floor, backend)
+    return new, loglik + _log_prior(data, params)
+
+
+def em_step(data: DSData, params: dict, floor: float = 0.0, backend: str = "auto") -> dict:
+    """One E-step followed by one M-step (``backend`` as in :func:`e_step`)."""
+    return _em_pass(data, params, floor, backend)[0]
+
+
+def log_marginal(data: DSData, params: dict, backend: str = "auto") -> torch.Tensor:
+    """``log p(labels | pi, Gamma)`` with ``z`` summed out (a scalar)."""
+    prior, confusion = _prior(data, params), params["confusion"]
+    if resolve_backend(backend, prior, confusion) == "numba":
+        from .kernels import compiled as ds_numba
+
+        value = ds_numba.log_marginal(data.table, prior, confusion)
+        if math.isfinite(value):
+            return torch.tensor(value, dtype=data.dtype)
+    return e_step(data, params, "torch")[1].sum()
+
+
+def _log_prior(data: DSData, params: dict) -> torch.Tensor:
+    out = Dirichlet(data.confusion_concentration).log_prob(params["confusion"]).sum()
+    if data.fixed_prior is None:
+        out = out + Dirichlet(data.prior_concentration).log_prob(params["prior"])
+    return out
+
+
+def log_posterior(data: DSData, params: dict, backend: str = "auto") -> torch.Tensor:
+    """The EM objective: ``log p(labels, pi, Gamma)`` with ``z`` summed out (a scalar)."""
+    return log_marginal(data, params, backend) + _log_prior(data, params)
+
+
+def majority_start(data: DSData, floor: float = 0.0, backend: str = "auto") -> dict:
+    """crowd-kit's start: one M-step from the majority-vote fractions of each item."""
+    return m_step(data, vote_fractions(data.table), floor, backend)
+
+
+def check_params(data: DSData, params: dict, name: str = "params") -> dict:
+    """Raise unless ``params`` holds a valid ``confusion`` ``(M, K, K)`` (and ``prior`` ``(K,)``
+    when the prior is learned); return them as tensors of the data's dtype and device."""
+    if not isinstance(params, dict) or "confusion" not in params:
+        raise ValueError(f"{name} must be a dict with a 'confusion' entry of shape (M, K, K)")
+    M, K = data.num_workers, data.num_classes
+    out = dict(params)
+    out["confusion"] = check_stochastic(
+        params["confusion"], f"{name}['confusion']", (M, K, K), data.dtype, data.device
+    )
+    if data.fixed_prior is None:
+        if "prior" not in params:
+            raise ValueError(
+                f"{name} must hold a 'prior' of shape ({K},) when the prior is learned"
+            )
+        out["prior"] = check_stochastic(params["prior"], f"{name}['prior']", (K,), data.dtype,
+                                        data.device)
+    else:
+        out["prior"] = data.fixed_prior
+    return out
+
+
+def check_em_prior(data: DSData) -> None:
+    """Raise if a concentration is below 1 (the MAP then sits on the simplex's boundary)."""
+    for name, conc in (("confusion_concentration", data.confusion_concentration),
+                       ("prior_concentration", data.prior_concentration)):
+        if name == "prior_concentration" and data.fixed_prior is not None:
+            continue
+        if float(conc.min()) < 1:
+            raise ValueError(
+                f"{name} must be >= 1 for EM (the posterior mode is on the boundary of the "
+                f"simplex otherwise), got a minimum of {float(conc.min()):.3g}; use "
+                "method='gibbs', 'svi' or 'nuts'"
+            )

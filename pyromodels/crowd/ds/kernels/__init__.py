@@ -1,0 +1,1 @@
+"""Compiled CPU kernels of Dawid-Skene EM; they import nothing above this package."""

@@ -1,0 +1,2 @@
+"""Potts-model kernels (Gauss-Seidel sweeps, greedy colouring); they import nothing above this
+package."""

@@ -1,0 +1,187 @@
+"""Id maps shared by the data contracts: user ids <-> integer codes.
+
+Every contract keeps the user's own ids (items, workers, classes) as a :class:`pandas.Index`
+and stores integer codes ``0 .. len(index) - 1`` in long tensors. These helpers build the
+indexes, encode ids into codes and turn per-item / per-worker results back into pandas objects
+indexed by the user's ids.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..checks import as_label_tensor
+
+__all__ = [
+    "as_id_index",
+    "factorize_ids",
+    "encode_ids",
+    "check_codes",
+    "check_no_missing",
+    "to_numpy",
+    "index_values",
+    "repeated_keys",
+    "plain",
+    "ItemWorkerSizes",
+]
+
+_SHOW = 5  # how many offending values an error message lists
+
+
+def plain(value):
+    """A numpy scalar as the Python scalar it holds (for readable error messages)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _preview(values) -> str:
+    values = list(values)
+    text = ", ".join(repr(plain(v)) for v in values[:_SHOW])
+    return text + (f", ... ({len(values)} in all)" if len(values) > _SHOW else "")
+
+
+def check_no_missing(series: pd.Series, name: str) -> None:
+    """Raise ``ValueError`` if ``series`` holds NaN / None, naming the first offending rows."""
+    missing = series.isna().to_numpy()
+    if missing.any():
+        rows = series.index[missing]
+        raise ValueError(
+            f"{name} has {int(missing.sum())} missing value(s) (NaN or None) at row(s) "
+            f"{_preview(rows)}; drop or fill those rows first"
+        )
+
+
+def as_id_index(ids, name: str) -> pd.Index:
+    """Return ``ids`` as a :class:`pandas.Index` after checking it is non-empty, unique, no NaN."""
+    if isinstance(ids, torch.Tensor):
+        ids = ids.detach().cpu().numpy()
+    index = ids if isinstance(ids, pd.Index) else pd.Index(ids)
+    if len(index) == 0:
+        raise ValueError(f"{name} must not be empty")
+    if index.hasnans:
+        raise ValueError(f"{name} must not contain NaN or None")
+    if not index.is_unique:
+        dup = index[index.duplicated()].unique()
+        raise ValueError(f"{name} must hold unique ids; repeated: {_preview(dup)}")
+    return index
+
+
+def encode_ids(index: pd.Index, values, name: str, index_name: str) -> np.ndarray:
+    """Codes of ``values`` in ``index``; raise ``ValueError`` listing ids not in ``index``."""
+    if isinstance(values, torch.Tensor):
+        values = values.detach().cpu().numpy()
+    values = pd.Index(values) if not isinstance(values, pd.Index) else values
+    codes = np.asarray(index.get_indexer(values), dtype=np.int64)
+    unknown = codes < 0
+    if unknown.any():
+        raise ValueError(
+            f"{name} holds id(s) not in {index_name}: {_preview(values[unknown].unique())}"
+        )
+    return codes
+
+
+def factorize_ids(values: pd.Series, name: str, known=None, known_name: str = "the given ids"):
+    """Integer codes of ``values`` and the id index.
+
+    With ``known`` (an id list) the index is ``known`` in its own order and every value must be
+    in it; without, the index is the sorted set of distinct values.
+
+    Returns:
+        ``(codes, index)``: an int64 array with ``len(values)`` codes and a ``pandas.Index``.
+    """
+    check_no_missing(values, name)
+    if known is not None:
+        index = as_id_index(known, known_name)
+        return encode_ids(index, values, name, known_name), index
+    codes, uniques = pd.factorize(values, sort=True)
+    return np.asarray(codes, dtype=np.int64), pd.Index(uniques)
+
+
+def check_codes(x, name: str, size: int | None, size_name: str, device=None) -> torch.Tensor:
+    """Return ``x`` as a 1-D long tensor of codes in ``[0, size)``."""
+    t = as_label_tensor(x, name, device=device)
+    if size is not None and t.numel() and int(t.max()) >= size:
+        raise ValueError(f"{name} must lie in [0, {size - 1}] ({size_name}={size}), "
+                         f"found {int(t.max())}")
+    return t
+
+
+def to_numpy(values, name: str) -> np.ndarray:
+    """``values`` (tensor, array, list) as a numpy array, detached and on the CPU."""
+    if isinstance(values, torch.Tensor):
+        return values.detach().cpu().numpy()
+    if isinstance(values, (pd.Series, pd.DataFrame)):
+        return values.to_numpy()
+    arr = np.asarray(values)
+    if arr.dtype == object and arr.ndim == 0:
+        raise TypeError(f"{name} must be array-like, got {type(values).__name__}")
+    return arr
+
+
+def index_values(values, index: pd.Index, name: str, columns=None):
+    """Attach ``index`` to the rows of ``values``.
+
+    A 1-D input of length ``len(index)`` becomes a Series; a 2-D input a DataFrame whose
+    columns are ``columns`` (a list of the right width) or ``0 .. width - 1``.
+    """
+    arr = to_numpy(values, name)
+    if arr.ndim == 0 or arr.shape[0] != len(index):
+        raise ValueError(
+            f"{name} must have {len(index)} rows (one per id), got shape {tuple(arr.shape)}"
+        )
+    if arr.ndim == 1:
+        if columns is not None:
+            raise ValueError(f"columns is only used with 2-D {name}, got a 1-D array")
+        return pd.Series(arr, index=index)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 1-D or 2-D, got shape {tuple(arr.shape)}")
+    cols = pd.RangeIndex(arr.shape[1]) if columns is None else pd.Index(columns)
+    if len(cols) != arr.shape[1]:
+        raise ValueError(
+            f"columns must have {arr.shape[1]} entries to match {name}, got {len(cols)}"
+        )
+    return pd.DataFrame(arr, index=index, columns=cols)
+
+
+def repeated_keys(*codes: torch.Tensor) -> torch.Tensor:
+    """Row numbers (sorted long tensor) of rows whose key ``(codes[0][r], codes[1][r], ...)``
+    already occurred in an earlier row."""
+    cols = [c.cpu() for c in codes]
+    if cols[0].numel() == 0:
+        return torch.zeros(0, dtype=torch.long)
+    sizes = [int(c.max()) + 1 for c in cols]
+    if float(np.prod([float(s) for s in sizes])) < 2.0**62:  # mixed-radix key fits in int64
+        key = torch.zeros_like(cols[0])
+        for c, size in zip(cols, sizes):
+            key = key * size + c
+    else:
+        key = torch.unique(torch.stack(cols, dim=1), dim=0, return_inverse=True)[1]
+    sorted_key, order = torch.sort(key, stable=True)
+    later = sorted_key[1:] == sorted_key[:-1]
+    return torch.sort(order[1:][later]).values
+
+
+class ItemWorkerSizes:
+    """Sizes of the id maps of a contract over items and workers.
+
+    Mixed into the contracts that keep ``items`` (``N`` ids) and ``workers`` (``M`` ids) as
+    :class:`pandas.Index` attributes.
+
+    Example:
+        >>> import pandas as pd
+        >>> class Ids(ItemWorkerSizes):
+        ...     items, workers = pd.Index(["a", "b"]), pd.Index(["w"])
+        >>> Ids().num_items, Ids().num_workers
+        (2, 1)
+    """
+
+    @property
+    def num_items(self) -> int:
+        """Number of items ``N``."""
+        return len(self.items)
+
+    @property
+    def num_workers(self) -> int:
+        """Number of workers ``M``."""
+        return len(self.workers)

@@ -1,0 +1,177 @@
+"""The compiled Dawid-Skene pass equals the torch (log-space) E- and M-steps."""
+
+import math
+
+import pytest
+import torch
+
+from pyromodels.core.backend import resolve_backend
+from pyromodels.core.device import default_dtype
+from pyromodels.crowd.ds import em as ds_em
+from pyromodels.crowd.ds.data import SparseWorkerWarning
+from pyromodels.crowd.ds.model import DawidSkene
+from pyromodels.data import AnnotationTable, simulate_annotations
+from pyromodels.data.simulate_crowd import random_confusions
+
+
+def _shuffled(table: AnnotationTable, seed: int) -> AnnotationTable:
+    """The same labels in a random row order (the kernel groups them by item itself)."""
+    perm = torch.randperm(table.num_labels, generator=torch.Generator().manual_seed(seed))
+    return AnnotationTable.from_arrays(table.item_idx[perm], table.worker_idx[perm],
+                                       table.label_idx[perm], num_items=table.num_items,
+                                       num_workers=table.num_workers,
+                                       num_classes=table.num_classes)
+
+
+def _start(model, table):
+    data = model.prepare(table)
+    params = ds_em.majority_start(data, model.em_floor)
+    return data, params
+
+
+def _assert_steps_agree(data, params, floor):
+    q_t, norm_t = ds_em.e_step(data, params, "torch")
+    q_n, norm_n = ds_em.e_step(data, params, "numba")
+    torch.testing.assert_close(q_n, q_t, rtol=0, atol=1e-12)
+    torch.testing.assert_close(norm_n, norm_t, rtol=1e-12, atol=1e-12)
+    new_t, obj_t = ds_em.em_step_objective(data, params, floor, "torch")
+    new_n, obj_n = ds_em.em_step_objective(data, params, floor, "numba")
+    for key in new_t:
+        torch.testing.assert_close(new_n[key], new_t[key], rtol=0, atol=1e-12)
+    assert float(obj_n) == pytest.approx(float(obj_t), rel=1e-12)
+    assert float(ds_em.log_posterior(data, params, "numba")) == pytest.approx(float(obj_t),
+                                                                             rel=1e-12)
+
+
+@pytest.mark.parametrize("options", [
+    {},
+    {"update_prior": False},
+    {"prior_concentration": [2.0, 1.5, 3.0, 1.0], "confusion_concentration": 1.3, "diagonal": 2.0},
+    {"em_floor": 0.0},
+])
+def test_numba_pass_equals_the_torch_steps(options):
+    # uneven label counts (half the labels missing, some items unlabelled) in shuffled order
+    table, _ = simulate_annotations(300, 12, 4, missing_rate=0.5, dominance=0.6, seed=3)
+    model = DawidSkene(allow_unlabelled=True, **options)
+    data, params = _start(model, _shuffled(table, 0))
+    _assert_steps_agree(data, params, model.em_floor)
+
+
+def test_long_items_are_rescaled_without_underflow():
+    # 2,000 labels of one item at probabilities ~1/6 multiply to ~1e-1556: far below the
+    # smallest float64, so the kernel's rescaling is what keeps the result exact
+    K, M = 6, 40
+    conf = random_confusions(M, K, dominance=0.3, concentration=50.0,
+                             seed=0)
+    g = torch.Generator().manual_seed(1)
+    items = torch.cat([torch.zeros(2000, dtype=torch.long), torch.arange(1, 51)])
+    workers = torch.randint(0, M, (len(items),), generator=g)
+    labels = torch.randint(0, K, (len(items),), generator=g)
+    table = AnnotationTable.from_arrays(items, workers, labels, num_items=51, num_workers=M,
+                                        num_classes=K, allow_repeats=True)
+    data = DawidSkene().prepare(table)
+    params = {"prior": torch.full((K,), 1.0 / K, dtype=torch.float64), "confusion": conf}
+    _, norm = ds_em.e_step(data, params, "torch")
+    assert float(norm[0]) < -1000 * math.log(10)  # the case the test is about
+    _assert_steps_agree(data, params, 1e-10)
+
+
+def test_impossible_answers_match_the_torch_path():
+    # exact zeros: item 0's labels are impossible under class 0 only (the pass keeps the zero),
+    # item 1's under every class (the pass hands the step back to the torch path)
+    conf = torch.tensor([[[1.0, 0.0], [0.5, 0.5]], [[1.0, 0.0], [1.0, 0.0]]], dtype=torch.float64)
+    table = AnnotationTable.from_arrays([0, 0, 1, 2], [0, 1, 1, 0], [1, 0, 1, 0],
+                                        num_items=3, num_workers=2, num_classes=2)
+    data = DawidSkene(em_floor=0.0).prepare(table)
+    params = {"prior": torch.tensor([0.5, 0.5], dtype=torch.float64), "confusion": conf}
+    q_t, norm_t = ds_em.e_step(data, params, "torch")
+    q_n, norm_n = ds_em.e_step(data, params, "numba")
+    assert bool(torch.isneginf(norm_t[1])) and float(q_t[0, 0]) == 0.0
+    torch.testing.assert_close(q_n, q_t, equal_nan=True)
+    torch.testing.assert_close(norm_n, norm_t)
+    for backend in ("torch", "numba"):
+        assert bool(torch.isneginf(ds_em.log_marginal(data, params, backend)))
+    keep = {0, 2}  # drop item 1: the pass itself handles the one zero
+    rows = [r for r in range(4) if int(table.item_idx[r]) in keep]
+    small = AnnotationTable.from_arrays(table.item_idx[rows], table.worker_idx[rows],
+                                        table.label_idx[rows], num_items=3, num_workers=2,
+                                        num_classes=2)
+    with pytest.warns(SparseWorkerWarning, match="1 worker"):  # worker 1 keeps one label
+        data = DawidSkene(em_floor=0.0, allow_unlabelled=True).prepare(small)
+    _assert_steps_agree(data, params, 0.0)
+
+
+def test_float32_data_agree_with_the_float64_steps():
+    table, _ = simulate_annotations(200, 8, 3, labels_per_item=4, seed=5)
+    model = DawidSkene()
+    data64, params64 = _start(model, table)
+    with default_dtype(torch.float32):
+        data32 = model.prepare(table)
+    params32 = {k: v.float() for k, v in params64.items()}
+    new32 = ds_em.em_step(data32, params32, 1e-10, "numba")
+    assert new32["confusion"].dtype == torch.float32
+    reference = ds_em.em_step(data64, params64, 1e-10, "torch")
+    # float32 rounding of the inputs (relative 6e-8) moves posteriors by a few 1e-7
+    torch.testing.assert_close(new32["confusion"].double(), reference["confusion"], rtol=0,
+                               atol=1e-5)
+
+
+def test_fit_with_the_fused_step_equals_the_separate_calls():
+    table, _ = simulate_annotations(150, 6, 3, missing_rate=0.5, dominance=0.6, seed=2)
+
+    class Separate(DawidSkene):
+        em_step_with_objective = None  # run_em then calls em_step and em_objective
+
+    kwargs = {"method": "em", "seed": 0, "progress": False, "max_iter": 300, "tol": 1e-10}
+    fused = DawidSkene(allow_unlabelled=True).fit(table, **kwargs)
+    separate = Separate(allow_unlabelled=True).fit(table, **kwargs)
+    torch_path = DawidSkene(allow_unlabelled=True, backend="torch").fit(table, **kwargs)
+    assert len(fused.losses) == len(separate.losses) > 20
+    torch.testing.assert_close(fused.losses, separate.losses, rtol=1e-13, atol=0)
+    torch.testing.assert_close(fused.losses, torch_path.losses, rtol=1e-12, atol=0)
+    for key in ("prior", "confusion", "probas"):
+        torch.testing.assert_close(fused.params[key], separate.params[key], rtol=0, atol=1e-12)
+        torch.testing.assert_close(fused.params[key], torch_path.params[key], rtol=0, atol=1e-10)
+
+
+def test_backend_arguments_are_checked():
+    with pytest.raises(ValueError, match="backend"):
+        DawidSkene(backend="gpu")
+    meta = torch.zeros(2, device="meta")
+    with pytest.raises(ValueError, match="CPU only"):
+        resolve_backend("numba", meta)
+    assert resolve_backend("auto", meta) == "torch"
+    assert resolve_backend("auto", torch.zeros(2, requires_grad=True)) == "torch"
+    assert resolve_backend("auto", torch.zeros(2)) == "numba"
+    assert resolve_backend("python", portable="python") == "python"
+
+
+@pytest.mark.parametrize("num_classes", [2, 3, 7, 16, 17])
+def test_the_pass_written_out_for_k_classes_equals_the_generic_pass(num_classes):
+    import numpy as np
+
+    from pyromodels.crowd.ds.kernels import compiled as ds_numba
+    from pyromodels.crowd.ds.kernels.unrolled import MAX_CLASSES, em_counts_kernel
+
+    kernel = em_counts_kernel(num_classes)
+    assert (kernel is ds_numba._em_counts) == (num_classes > MAX_CLASSES)
+    # items of about 1,000 labels: their products fall below 2^-300, so the rescaling branch
+    # is taken (checked below)
+    M = 1200
+    table, _ = simulate_annotations(40, M, num_classes, missing_rate=0.15, dominance=0.3,
+                                    seed=num_classes)
+    data = DawidSkene(allow_unlabelled=True).prepare(_shuffled(table, 1))
+    params = ds_em.majority_start(data, 1e-10, "torch")
+    ptr, workers, labels = ds_numba.item_groups(data.table)
+    prior, conf = ds_numba._as_numpy(params["prior"]), ds_numba._columns(params["confusion"])
+    out = {}
+    for name, run in (("generic", ds_numba._em_counts), ("written out", kernel)):
+        counts, totals = np.zeros((M, num_classes, num_classes)), np.zeros(num_classes)
+        loglik = run(ptr, workers, labels, prior, conf, counts, totals)
+        out[name] = (counts, totals, loglik)
+    (c0, t0, l0), (c1, t1, l1) = out.values()
+    np.testing.assert_allclose(c1, c0, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(t1, t0, rtol=1e-13)
+    assert l1 == pytest.approx(l0, rel=1e-13)
+    assert float(ds_em.e_step(data, params, "torch")[1].max()) < -300 * math.log(2)
+    _assert_steps_agree(data, params, 1e-10)
