@@ -38,6 +38,7 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check pyromodels tests tutorials benchmarks
+	$(VENV)/bin/lint-imports
 	$(PY) scripts/check_module_size.py
 
 clean:
