@@ -6,6 +6,15 @@ WSJ files wsj_0001-wsj_0199), ``corpora/brown.zip`` and ``taggers/universal_tags
 (``corpora/treebank/`` ...) work too. The folder is searched at ``path`` (an ``nltk_data``
 folder), then ``$PYROMODELS_DATA/nltk_data``, then each folder in ``$NLTK_DATA``. Both
 corpora are licensed for non-commercial use only.
+
+Why not ``nltk.corpus.reader``: nltk's ``BracketParseCorpusReader`` (treebank) and
+``CategorizedTaggedCorpusReader`` (Brown) over the same zip files give the same sentences and
+tags (the data tests check this where nltk is installed), but the loaders are part of the core
+package, which must load these corpora without nltk (nltk is only in the ``experiments`` extra,
+and a test pins that loading imports neither it nor mlxtend). The readers are also slower
+here: about 6 times on the treebank (nltk builds a ``Tree`` per sentence) and 2 times on Brown.
+The formats read are simple: the tags of the treebank are its pre-terminals ``(TAG word)``,
+and Brown has one sentence of ``word/tag`` tokens per non-blank line.
 """
 
 from __future__ import annotations

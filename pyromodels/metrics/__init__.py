@@ -9,22 +9,26 @@ returns plain Python floats (or numpy / pandas containers where stated).
   :func:`f_measure` and :func:`f_measure_per_level`, :func:`contingency_matrix`.
 * Classification: :func:`macro_f1`, :func:`precision_recall_per_class`.
 * Annotator models: :func:`confusion_matrix_error`.
+* Matching: :func:`optimal_assignment`, the Hungarian step behind the accuracies and the
+  alignment of confusion matrices.
+
+Scores that ``sklearn.metrics`` provides (contingency table, pair counts, ARI, NMI, AMI,
+V-measure, precision, recall, F1) are computed by it; this package adds the input checks, the
+conventions for ratios that read 0/0, and what scikit-learn lacks (accuracies under a map from
+clusters to classes, the F-measure per level, the confusion-matrix error). It imports nothing
+of this project but :mod:`pyromodels.checks`.
 """
 
 from .classification import confusion_matrix_error, macro_f1, precision_recall_per_class
-from .clustering import (
-    PairScores,
-    ari,
+from .clustering import PairScores, ari, contingency_matrix, f_measure, f_measure_per_level, pair_f1
+from .information import ami, nmi, v_measure
+from .matching import (
     clustering_accuracy,
-    contingency_matrix,
-    f_measure,
-    f_measure_per_level,
     hungarian_mapping,
     majority_accuracy,
-    pair_f1,
+    optimal_assignment,
     purity,
 )
-from .information import ami, nmi, v_measure
 
 __all__ = [
     "ami",
@@ -38,6 +42,7 @@ __all__ = [
     "macro_f1",
     "majority_accuracy",
     "nmi",
+    "optimal_assignment",
     "pair_f1",
     "PairScores",
     "precision_recall_per_class",

@@ -4,6 +4,10 @@ Labels may come as lists, numpy arrays, pandas Series or torch tensors. Integer 
 floats with integral values, such as ``2.0``) become ``int64``; text labels and other mutually
 comparable hashable values are kept as they are. Missing values (NaN, None, ``pd.NA``), booleans,
 complex numbers and non-integral floats are rejected with an error naming the argument.
+
+The metrics hand scikit-learn the integer codes of validated labels (``0 .. C-1`` in the order of
+the sorted labels), never the raw input, so every input container gives the same result and
+scikit-learn's own input conversion never sees text, floats or tensors.
 """
 
 from __future__ import annotations
@@ -13,10 +17,12 @@ import numbers
 import numpy as np
 import pandas as pd
 import torch
+from sklearn.metrics.cluster import contingency_matrix
 
 from ..checks import check_same_length
 
-__all__ = ["as_labels", "encode", "encode_jointly", "contingency_table"]
+__all__ = ["as_labels", "encode", "encode_jointly", "encode_pair", "same_partition",
+           "contingency_table"]
 
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -146,21 +152,51 @@ def encode_jointly(arrays: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str,
     return classes, {name: codes[bounds[i] : bounds[i + 1]] for i, name in enumerate(names)}
 
 
+def encode_pair(
+    y_true, y_pred, name_true: str = "y_true", name_pred: str = "y_pred"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Validate two labelings of the same samples and encode each on its own labels.
+
+    Args:
+        y_true: reference labels, shape ``(n,)``.
+        y_pred: predicted or cluster labels, shape ``(n,)``.
+        name_true: name of ``y_true`` in error messages.
+        name_pred: name of ``y_pred`` in error messages.
+
+    Returns:
+        ``(classes, true_codes, clusters, pred_codes)``: the sorted distinct labels of each
+        argument and, for each sample, the index of its label in them (``int64``, shape ``(n,)``).
+    """
+    t = as_labels(y_true, name_true)
+    p = as_labels(y_pred, name_pred)
+    check_same_length(name_true, t, name_pred, p)
+    classes, true_codes = encode(t, name_true)
+    clusters, pred_codes = encode(p, name_pred)
+    return classes, true_codes, clusters, pred_codes
+
+
+def same_partition(true_codes: np.ndarray, pred_codes: np.ndarray) -> bool:
+    """Whether two encodings (as returned by :func:`encode_pair`) induce the same partition.
+
+    They do exactly when both have the same number of blocks and every block of one meets a
+    single block of the other, that is when there are as many distinct code pairs as blocks.
+    """
+    n_true, n_pred = int(true_codes.max()) + 1, int(pred_codes.max()) + 1
+    return n_true == n_pred and np.unique(true_codes * n_pred + pred_codes).size == n_true
+
+
 def contingency_table(
     y_true, y_pred, name_true: str = "y_true", name_pred: str = "y_pred"
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Validate two labelings and count their co-occurrences.
+
+    The counting is ``sklearn.metrics.cluster.contingency_matrix`` on the labels' codes.
 
     Returns:
         ``(table, classes, clusters)``: ``table[i, j]`` (``int64``, shape ``(C, K)``) is the
         number of samples whose true label is ``classes[i]`` and predicted label is
         ``clusters[j]``; both label arrays are sorted.
     """
-    t = as_labels(y_true, name_true)
-    p = as_labels(y_pred, name_pred)
-    check_same_length(name_true, t, name_pred, p)
-    classes, t_codes = encode(t, name_true)
-    clusters, p_codes = encode(p, name_pred)
-    size = len(classes) * len(clusters)
-    flat = np.bincount(t_codes * len(clusters) + p_codes, minlength=size)
-    return flat.reshape(len(classes), len(clusters)).astype(np.int64), classes, clusters
+    classes, true_codes, clusters, pred_codes = encode_pair(y_true, y_pred, name_true, name_pred)
+    table = contingency_matrix(true_codes, pred_codes, dtype=np.int64)
+    return table, classes, clusters

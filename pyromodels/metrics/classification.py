@@ -2,6 +2,11 @@
 
 For class ``k``: ``TP_k`` counts samples with true and predicted label ``k``, ``FP_k`` samples
 predicted ``k`` with another true label, ``FN_k`` samples of class ``k`` predicted otherwise.
+
+Precision, recall and F1 are ``sklearn.metrics.precision_recall_fscore_support`` and
+``f1_score`` with ``zero_division=0.0``: a ratio that reads 0/0 (a class never predicted, or
+absent from the truth) is 0, without the warning that scikit-learn's default ``"warn"`` gives.
+The confusion-matrix error, which scikit-learn lacks, is written out here.
 """
 
 from __future__ import annotations
@@ -9,23 +14,20 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import torch
+from sklearn.metrics import f1_score, precision_recall_fscore_support
 
 from ..checks import as_float_tensor, check_same_length
 from ._labels import as_labels, encode_jointly
-from .clustering import _matched_pairs
+from .matching import optimal_assignment
 
 __all__ = ["precision_recall_per_class", "macro_f1", "confusion_matrix_error"]
 
 
-def _safe_divide(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """``num / den`` elementwise, with 0 where ``den == 0``."""
-    out = np.zeros(num.shape, dtype=np.float64)
-    np.divide(num, den, out=out, where=den > 0)
-    return out
+def _encoded(y_true, y_pred, labels):
+    """``(classes, true_codes, pred_codes, chosen)``: codes on the union of all labels.
 
-
-def _per_class(y_true, y_pred, labels):
-    """``(classes, precision, recall, f1, support)`` for the requested classes."""
+    ``chosen`` indexes the classes to report: all of them, or those listed in ``labels``.
+    """
     t = as_labels(y_true, "y_true")
     p = as_labels(y_pred, "y_pred")
     check_same_length("y_true", t, "y_pred", p)
@@ -33,25 +35,15 @@ def _per_class(y_true, y_pred, labels):
     if labels is not None:
         arrays["labels"] = as_labels(labels, "labels")
     classes, codes = encode_jointly(arrays)
-    k = len(classes)
-    counts = np.bincount(codes["y_true"] * k + codes["y_pred"], minlength=k * k).reshape(k, k)
-    tp = np.diag(counts)
-    predicted = counts.sum(axis=0)
-    support = counts.sum(axis=1)
     if labels is None:
-        chosen = np.arange(k)
-    else:
-        chosen = codes["labels"]
-        values, seen = np.unique(chosen, return_counts=True)
-        if (seen > 1).any():
-            raise ValueError(
-                f"labels must not contain duplicates, found {classes[values[seen > 1][0]].item()!r}"
-            )
-    tp, predicted, support = tp[chosen], predicted[chosen], support[chosen]
-    precision = _safe_divide(tp, predicted)
-    recall = _safe_divide(tp, support)
-    f1 = _safe_divide(2 * tp, predicted + support)
-    return classes[chosen], precision, recall, f1, support
+        return classes, codes["y_true"], codes["y_pred"], np.arange(len(classes))
+    chosen = codes["labels"]
+    values, seen = np.unique(chosen, return_counts=True)
+    if (seen > 1).any():
+        raise ValueError(
+            f"labels must not contain duplicates, found {classes[values[seen > 1][0]].item()!r}"
+        )
+    return classes, codes["y_true"], codes["y_pred"], chosen
 
 
 def precision_recall_per_class(y_true, y_pred, labels=None) -> pd.DataFrame:
@@ -77,8 +69,11 @@ def precision_recall_per_class(y_true, y_pred, labels=None) -> pd.DataFrame:
         >>> precision_recall_per_class([0, 0, 1, 1], [0, 1, 1, 1]).round(3).to_dict("list")
         {'precision': [1.0, 0.667], 'recall': [0.5, 1.0], 'f1': [0.667, 0.8], 'support': [2, 2]}
     """
-    classes, precision, recall, f1, support = _per_class(y_true, y_pred, labels)
-    index = pd.Index(classes.tolist(), name="class")
+    classes, true_codes, pred_codes, chosen = _encoded(y_true, y_pred, labels)
+    precision, recall, f1, support = precision_recall_fscore_support(
+        true_codes, pred_codes, labels=chosen, zero_division=0.0
+    )
+    index = pd.Index(classes[chosen].tolist(), name="class")
     return pd.DataFrame(
         {"precision": precision, "recall": recall, "f1": f1, "support": support.astype(np.int64)},
         index=index,
@@ -103,7 +98,8 @@ def macro_f1(y_true, y_pred, labels=None) -> float:
         >>> round(macro_f1([0, 0, 1, 1], [0, 1, 1, 1]), 6)
         0.733333
     """
-    return float(np.mean(_per_class(y_true, y_pred, labels)[3]))
+    _, true_codes, pred_codes, chosen = _encoded(y_true, y_pred, labels)
+    return float(f1_score(true_codes, pred_codes, labels=chosen, average="macro", zero_division=0.0))
 
 
 def _as_matrices(x, name: str) -> np.ndarray:
@@ -159,7 +155,7 @@ def confusion_matrix_error(true_matrix, est_matrix, align: bool = True) -> float
     if align:
         total_true, total_est = truth.sum(axis=0), estimate.sum(axis=0)
         cost = np.abs(total_true[:, :, None] - total_est[:, None, :]).sum(axis=0)
-        rows, cols = _matched_pairs(cost, maximize=False)
+        rows, cols = optimal_assignment(cost, maximize=False)
         estimate = estimate[:, :, cols[np.argsort(rows)]]
     column_sums = np.abs(truth - estimate).sum(axis=1)
     return float(column_sums.max(axis=1).mean())

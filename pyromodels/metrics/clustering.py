@@ -1,9 +1,13 @@
-"""Counting-based scores that compare a clustering with reference classes.
+"""Pair-counting scores and the clustering F-measure, comparing a clustering with classes.
 
 Notation used in every docstring: ``n_ij`` is the number of samples of class ``i`` placed in
 cluster ``j`` (the contingency table), ``n_i = sum_j n_ij`` and ``n_j = sum_i n_ij`` are the
 class and cluster sizes, and ``n`` is the number of samples. Labels of either argument may be
 any integers or text; only the partitions they induce matter.
+
+The contingency table, the pair counts and ARI come from ``sklearn.metrics``; the F-measure of
+Steinbach et al., which scikit-learn lacks, is written out here. Accuracies under a map from
+clusters to classes are in :mod:`pyromodels.metrics.matching`.
 """
 
 from __future__ import annotations
@@ -12,16 +16,13 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
-from scipy.optimize import linear_sum_assignment
+from sklearn.metrics import adjusted_rand_score
+from sklearn.metrics.cluster import pair_confusion_matrix
 
-from ._labels import as_labels, contingency_table
+from ._labels import as_labels, contingency_table, encode_pair
 
 __all__ = [
     "contingency_matrix",
-    "hungarian_mapping",
-    "clustering_accuracy",
-    "majority_accuracy",
-    "purity",
     "ari",
     "PairScores",
     "pair_f1",
@@ -31,7 +32,7 @@ __all__ = [
 
 
 def contingency_matrix(y_true, y_pred) -> np.ndarray:
-    """Contingency table of two labelings.
+    """Contingency table of two labelings (``sklearn.metrics.cluster.contingency_matrix``).
 
     Args:
         y_true: reference labels, shape ``(n,)``.
@@ -48,106 +49,6 @@ def contingency_matrix(y_true, y_pred) -> np.ndarray:
     return contingency_table(y_true, y_pred)[0]
 
 
-def _matched_pairs(score: np.ndarray, maximize: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """One-to-one matching of rows to columns optimising the total ``score`` (Hungarian method).
-
-    Rectangular ``score`` is allowed: ``min(rows, cols)`` pairs are returned as ``(rows, cols)``.
-    """
-    return linear_sum_assignment(score, maximize=maximize)
-
-
-def hungarian_mapping(y_true, y_pred) -> dict:
-    """Best one-to-one map from clusters to classes, as used by :func:`clustering_accuracy`.
-
-    The map ``m`` maximises ``sum_j n_{m(j) j}``, the number of samples whose cluster is mapped
-    to their own class, over injective maps; it is found with the Hungarian algorithm
-    (``scipy.optimize.linear_sum_assignment``) on the contingency table. When there are more
-    clusters than classes, the ``K - C`` clusters left unmatched are absent from the result
-    (their samples count as errors); when there are fewer, some classes receive no cluster.
-
-    Args:
-        y_true: reference labels, shape ``(n,)``.
-        y_pred: cluster labels, shape ``(n,)``.
-
-    Returns:
-        ``dict`` from cluster label to class label (Python scalars), ``min(C, K)`` entries.
-
-    Example:
-        >>> hungarian_mapping([0, 0, 1, 1], [5, 5, 3, 3])
-        {3: 1, 5: 0}
-    """
-    table, classes, clusters = contingency_table(y_true, y_pred)
-    rows, cols = _matched_pairs(table)
-    order = np.argsort(cols)
-    return dict(zip(clusters[cols[order]].tolist(), classes[rows[order]].tolist()))
-
-
-def clustering_accuracy(y_true, y_pred) -> float:
-    """Clustering accuracy under the best one-to-one matching of clusters to classes.
-
-    ``ACC = max_m (1/n) sum_j n_{m(j) j}`` over injective maps ``m`` from clusters to classes
-    (see :func:`hungarian_mapping`). The number of clusters ``K`` may differ from the number of
-    classes ``C``; at most ``min(C, K)`` clusters are credited, so surplus clusters count as
-    errors. For a many-to-one map see :func:`majority_accuracy`.
-
-    Args:
-        y_true: reference labels, shape ``(n,)``.
-        y_pred: cluster labels, shape ``(n,)``.
-
-    Returns:
-        Accuracy in ``[0, 1]``.
-
-    Example:
-        >>> clustering_accuracy([0, 0, 1, 1, 2], [1, 1, 0, 0, 0])
-        0.8
-    """
-    table, _, _ = contingency_table(y_true, y_pred)
-    rows, cols = _matched_pairs(table)
-    return float(table[rows, cols].sum() / table.sum())
-
-
-def majority_accuracy(y_true, y_pred) -> float:
-    """Accuracy when every cluster is labelled by its majority class (many-to-one map).
-
-    ``ACC_maj = (1/n) sum_j max_i n_ij``. Several clusters may map to the same class, so a
-    clustering with one cluster per sample scores 1. This equals :func:`purity`.
-
-    Args:
-        y_true: reference labels, shape ``(n,)``.
-        y_pred: cluster labels, shape ``(n,)``.
-
-    Returns:
-        Accuracy in ``(0, 1]``.
-
-    Example:
-        >>> majority_accuracy([0, 0, 1, 1, 2], [1, 1, 0, 0, 0])
-        0.8
-    """
-    table, _, _ = contingency_table(y_true, y_pred)
-    return float(table.max(axis=0).sum() / table.sum())
-
-
-def purity(y_true, y_pred) -> float:
-    """Purity of a clustering: ``(1/n) sum_j max_i n_ij``.
-
-    The share of samples that belong to the majority class of their cluster; the same quantity
-    as :func:`majority_accuracy` (also written ACC* in the literature). It is 1 for one cluster
-    per sample and ``max_i n_i / n`` for a single cluster.
-
-    Args:
-        y_true: reference labels, shape ``(n,)``.
-        y_pred: cluster labels, shape ``(n,)``.
-
-    Returns:
-        Purity in ``(0, 1]``.
-
-    Example:
-        >>> purity([0, 0, 1, 1], [0, 0, 0, 1])
-        0.75
-    """
-    return majority_accuracy(y_true, y_pred)
-
-
 class PairScores(NamedTuple):
     """Pair-counting precision, recall and F1 (see :func:`pair_f1`)."""
 
@@ -156,13 +57,8 @@ class PairScores(NamedTuple):
     f1: float
 
 
-def _pairs(counts: np.ndarray) -> int:
-    """``sum C(c, 2)`` over ``counts``, as an exact Python integer."""
-    counts = counts.astype(np.int64, copy=False)
-    return int((counts * (counts - 1) // 2).sum())
-
-
 def _ratio(num: int, den: int) -> float:
+    """``num / den``, or 0 when ``den`` is 0 (the pair scores' 0/0 convention)."""
     return num / den if den else 0.0
 
 
@@ -176,9 +72,10 @@ def pair_f1(y_true, y_pred) -> PairScores:
         precision = TP / (TP + FP),  recall = TP / (TP + FN),
         F1 = 2 TP / (2 TP + FP + FN)   (the harmonic mean of precision and recall).
 
-    All counts come from the contingency table, so the cost is linear in ``n``. A ratio whose
-    denominator is zero (no pair put together by that labeling) is defined as 0; F1 is 0 when
-    ``TP = 0``.
+    The counts come from ``sklearn.metrics.cluster.pair_confusion_matrix`` (which counts
+    ordered pairs, each pair twice; the ratios are unchanged), so the cost is linear in ``n``.
+    Convention: a ratio whose denominator is zero (no pair put together by that labeling) is
+    defined as 0; F1 is 0 when ``TP = 0``.
 
     Args:
         y_true: reference labels, shape ``(n,)``.
@@ -191,14 +88,12 @@ def pair_f1(y_true, y_pred) -> PairScores:
         >>> pair_f1([0, 0, 0, 1], [0, 0, 1, 1])
         PairScores(precision=0.5, recall=0.3333333333333333, f1=0.4)
     """
-    table, _, _ = contingency_table(y_true, y_pred)
-    tp = _pairs(table.ravel())
-    together_pred = _pairs(table.sum(axis=0))
-    together_true = _pairs(table.sum(axis=1))
+    _, true_codes, _, pred_codes = encode_pair(y_true, y_pred)
+    (_, fp), (fn, tp) = pair_confusion_matrix(true_codes, pred_codes).tolist()
     return PairScores(
-        precision=_ratio(tp, together_pred),
-        recall=_ratio(tp, together_true),
-        f1=_ratio(2 * tp, together_pred + together_true),
+        precision=_ratio(tp, tp + fp),
+        recall=_ratio(tp, tp + fn),
+        f1=_ratio(2 * tp, 2 * tp + fp + fn),
     )
 
 
@@ -211,9 +106,10 @@ def ari(y_true, y_pred) -> float:
 
         ARI = (S - A B / P) / ((A + B) / 2 - A B / P) = 2 (P S - A B) / (P (A + B) - 2 A B).
 
-    The counts are exact integers, so the result is correctly rounded. The denominator vanishes
-    only when both labelings are the same trivial partition (one cluster, or one cluster per
-    sample); identical partitions score 1 by convention. ARI is at most 1 and can be negative.
+    This is ``sklearn.metrics.adjusted_rand_score``, which counts pairs in exact integers.
+    Convention: the denominator vanishes only when both labelings are the same trivial
+    partition (one cluster, or one cluster per sample); identical partitions score 1 (as in
+    scikit-learn). ARI is at most 1 and can be negative.
 
     Args:
         y_true: reference labels, shape ``(n,)``.
@@ -226,16 +122,8 @@ def ari(y_true, y_pred) -> float:
         >>> ari([0, 0, 1, 1], [1, 1, 0, 0])
         1.0
     """
-    table, _, _ = contingency_table(y_true, y_pred)
-    s = _pairs(table.ravel())
-    a = _pairs(table.sum(axis=1))
-    b = _pairs(table.sum(axis=0))
-    p = _pairs(np.array([table.sum()]))
-    numerator = 2 * (p * s - a * b)
-    denominator = p * (a + b) - 2 * a * b
-    if denominator == 0:
-        return 1.0
-    return numerator / denominator
+    _, true_codes, _, pred_codes = encode_pair(y_true, y_pred)
+    return float(adjusted_rand_score(true_codes, pred_codes))
 
 
 def _f_measure_from_table(table: np.ndarray) -> float:
