@@ -368,4 +368,3 @@ def _fit_options(init_confusion=None, init_prior=None, init_labels=None,
         "backend": loop_backend(backend),
         "objective": check_in(objective, "objective", EM_OBJECTIVES),
     }
-
