@@ -186,9 +186,9 @@ def five_methods(table, graph, mm) -> dict:
         "Dawid-Skene EM": DawidSkene().fit(table, method="em", seed=0, progress=False)
         .params["labels"],
         "moment matching": moment_labels(table, mm),
-        "MV + Alg. 3": networked_em(table, graph, seed=0).labels,
+        "MV + Alg. 3": networked_em(table, graph, seed=0).params["labels"],
         "Alg. 4 (MM + Alg. 3)": networked_em(table, graph, confusion=mm.confusion,
-                                             prior=mm.prior, seed=0).labels,
+                                             prior=mm.prior, seed=0).params["labels"],
     }
 
 
@@ -266,9 +266,9 @@ tiny_coupling = PottsCoupling.constant(tiny_graph, tiny_table.num_workers)
 tiny_log_b = log_emissions(tiny_table, tiny_truth["confusion"].log())
 exact = exact_posterior(tiny_log_b, tiny_coupling)
 
-chains = torch.stack([sample_labels(tiny_log_b, tiny_coupling, num_samples=size(5000, 1000),
-                                    num_warmup=100, seed=c) for c in range(4)])
-draws = az.convert_to_dataset({"y": chains.double().numpy()})
+gibbs = sample_labels(tiny_log_b, tiny_coupling, num_samples=size(5000, 1000), num_warmup=100,
+                      num_chains=4, seed=0)
+draws = az.convert_to_dataset({"y": gibbs.samples["y"].double().numpy()})
 table_mc = az.summary(draws, kind="all")
 comparison = pd.DataFrame({"exact": exact.marginals[:, 1].numpy(),
                            "Gibbs": table_mc["mean"].to_numpy(),

@@ -31,6 +31,12 @@ def _iterates(model, data, params):
             yield params, model.em_objective(data, params)
 
 
+def _check_rule(verdict) -> bool:
+    if not isinstance(verdict, bool):
+        raise TypeError(f"em_converged must return a bool, got {type(verdict).__name__}")
+    return verdict
+
+
 def run_em(
     model,
     data,
@@ -53,13 +59,19 @@ def run_em(
     ``em_outputs(data, params) -> dict`` (responsibilities and other derived results) and
     ``em_step_with_objective(data, params) -> (em_step(params), em_objective(params))``, used
     instead of the separate calls when the E-step yields the objective anyway (one pass over
-    the data per iteration instead of two; the results are the same).
+    the data per iteration instead of two; the results are the same), and
+    ``em_converged(data, old, new) -> bool``, a stopping rule of the model's own beside the
+    objective's tolerance: EM has converged only when the objective moves by less than ``tol``
+    *and* ``em_converged`` holds for the last step's start and end ``old -> new`` (for
+    example "no label changed" when the E-step clamps labels that change between steps;
+    see :class:`ConvergenceMonitor`).
 
     Args:
         model: a model object with the EM hooks.
         data: the data (validated by ``model.prepare``).
         max_iter: EM steps per start.
-        tol: relative tolerance on the objective (see :class:`ConvergenceMonitor`).
+        tol: relative tolerance on the objective (see :class:`ConvergenceMonitor`); with the
+            model's ``em_converged`` rule, that must hold too.
         n_init: number of starts; start ``r`` uses a seed derived from ``seed`` and ``r``.
         init: parameters to start from instead of ``em_init`` (then ``n_init`` must be 1).
         seed: the fit's seed; ``None`` draws one (recorded in ``attrs``).
@@ -81,6 +93,8 @@ def run_em(
     if init is not None and n_init != 1:
         raise ValueError(f"init fixes the start, so n_init must be 1, got {n_init}")
     callbacks = check_callbacks(callbacks)
+    rule = getattr(model, "em_converged", None)
+    rule = rule if callable(rule) else None
     seed = resolve_seed(seed)
     device = resolve_device(device, data)
     data = model.prepare(data, device=device)
@@ -98,13 +112,16 @@ def run_em(
                 # rounding of the objective in the working precision is not a decrease
                 monotone_slack=max(1e-9, 16 * torch.finfo(torch.get_default_dtype()).eps),
                 name="EM objective",
+                rule=None if rule is None else f"{type(model).__name__}.em_converged",
             )
             steps = _iterates(model, data, params)
             params, value = next(steps)
             mon.update(value)
-            for params, value in steps:
+            for new, value in steps:
                 bar.update()
-                stop = mon.update(value)
+                settled = True if rule is None else _check_rule(rule(data, params, new))
+                params = new
+                stop = mon.update(value, settled=settled)
                 info = {"objective": value, "restart": r, "params": params}
                 if (callbacks and run_callbacks(callbacks, mon.n_iter - 1, info)) or stop:
                     break

@@ -16,9 +16,12 @@ class ConvergenceMonitor:
 
     Convergence is declared when the absolute change of the objective between two successive
     iterations drops below ``tol * max(1, |objective|)`` (a relative tolerance that is absolute
-    near zero). For a ``monotone`` objective (EM's log posterior, a Gibbs-free energy), a step in
-    the wrong direction by more than ``monotone_slack * max(1, |objective|)`` emits a
-    :class:`ConvergenceWarning` and is recorded in ``violations``.
+    near zero) and, where the caller has a stopping rule of its own (for example "no label
+    changed" for an EM whose E-step clamps labels), that rule holds at the same iteration: the
+    caller passes its verdict as ``update(value, settled=...)``. For a ``monotone`` objective
+    (EM's log posterior, a Gibbs-free energy), a step in the wrong direction by more than
+    ``monotone_slack * max(1, |objective|)`` emits a :class:`ConvergenceWarning` and is
+    recorded in ``violations``.
 
     Args:
         tol: relative tolerance, > 0.
@@ -27,6 +30,9 @@ class ConvergenceMonitor:
         monotone: whether the objective must never move the wrong way.
         monotone_slack: floating-point slack allowed before a move counts as a violation.
         name: what the objective is, used in messages.
+        rule: a short description of the caller's own stopping rule (see :meth:`update`),
+            named in the message of :meth:`finish` when the objective had settled but the rule
+            did not hold; ``None`` when there is none.
 
     Example:
         >>> mon = ConvergenceMonitor(tol=1e-3, max_iter=10)
@@ -34,6 +40,12 @@ class ConvergenceMonitor:
         ...     stop = mon.update(value)
         >>> mon.converged, mon.n_iter
         (True, 3)
+
+        A second rule: the objective is flat, but the iterate still moves at iteration 2.
+
+        >>> mon = ConvergenceMonitor(tol=1e-3, max_iter=10, rule="labels unchanged")
+        >>> [mon.update(v, settled=s) for v, s in [(-5.0, True), (-5.0, False), (-5.0, True)]]
+        [False, False, True]
     """
 
     def __init__(
@@ -44,6 +56,7 @@ class ConvergenceMonitor:
         monotone: bool = True,
         monotone_slack: float = 1e-9,
         name: str = "objective",
+        rule: str | None = None,
     ):
         self.tol = check_positive(tol, "tol")
         self.max_iter = check_int(max_iter, "max_iter", minimum=1)
@@ -51,9 +64,11 @@ class ConvergenceMonitor:
         self.monotone = bool(monotone)
         self.monotone_slack = check_positive(monotone_slack, "monotone_slack", strict=False)
         self.name = name
+        self.rule = rule
         self.history: list[float] = []
         self.violations: list[int] = []
         self.converged = False
+        self._unsettled_at_tol = False  # the last step met the tolerance but not the rule
 
     @property
     def n_iter(self) -> int:
@@ -67,8 +82,16 @@ class ConvergenceMonitor:
             raise ValueError("the monitor has no history yet")
         return max(self.history) if self.direction == "increase" else min(self.history)
 
-    def update(self, value: float) -> bool:
-        """Record ``value``; return ``True`` when the loop should stop (converged or budget spent)."""
+    def update(self, value: float, settled: bool = True) -> bool:
+        """Record ``value``; return ``True`` when the loop should stop (converged or budget spent).
+
+        Args:
+            value: the objective at this iteration.
+            settled: the caller's own stopping rule at this iteration (``True`` when it has
+                none); convergence needs it as well as the objective's tolerance.
+        """
+        if not isinstance(settled, bool):
+            raise TypeError(f"settled must be a bool, got {type(settled).__name__}")
         value = float(value)
         if math.isnan(value):
             raise FloatingPointError(f"{self.name} became NaN at iteration {self.n_iter + 1}")
@@ -84,7 +107,9 @@ class ConvergenceMonitor:
                     ConvergenceWarning,
                     stacklevel=2,
                 )
-            if abs(value - prev) < self.tol * scale:
+            within = abs(value - prev) < self.tol * scale
+            self._unsettled_at_tol = within and not settled
+            if within and settled:
                 self.converged = True
         self.history.append(value)
         return self.converged or self.n_iter >= self.max_iter
@@ -96,9 +121,12 @@ class ConvergenceMonitor:
         """
         if not self.converged:
             budget = self.max_iter if iterations is None else iterations
+            rule = ""
+            if self._unsettled_at_tol:
+                rule = f", within tol, but the stopping rule ({self.rule or 'settled'}) did not hold"
             warnings.warn(
                 f"{what} did not converge in {budget} iterations (tol={self.tol:g}); "
-                f"last change of {self.name}: {self._last_change():.3g}. "
+                f"last change of {self.name}: {self._last_change():.3g}{rule}. "
                 "Increase max_iter or loosen tol.",
                 ConvergenceWarning,
                 stacklevel=2,

@@ -52,3 +52,34 @@ def test_nan_objective_raises():
 def test_bad_arguments(kwargs, err, match):
     with pytest.raises(err, match=match):
         ConvergenceMonitor(**kwargs)
+
+
+def test_the_caller_s_stopping_rule_must_hold_as_well():
+    mon = ConvergenceMonitor(tol=1e-3, max_iter=10, rule="labels unchanged")
+    steps = [(-5.0, True), (-5.0, False), (-5.0, False), (-5.0, True)]
+    assert [mon.update(v, settled=s) for v, s in steps] == [False, False, False, True]
+    assert mon.converged and mon.n_iter == 4
+    # the rule alone is not enough either
+    mon = ConvergenceMonitor(tol=1e-3, max_iter=10)
+    assert [mon.update(v, settled=True) for v in (-5.0, -4.0, -3.999)] == [False, False, True]
+
+
+def test_budget_spent_with_the_rule_unmet_says_so():
+    mon = ConvergenceMonitor(tol=1e-3, max_iter=3, rule="labels unchanged")
+    for s in (True, False, False):
+        mon.update(1.0, settled=s)
+    assert not mon.converged
+    with pytest.warns(ConvergenceWarning, match=r"last change of objective: 0, within tol, but the "
+                                                r"stopping rule \(labels unchanged\) did not hold"):
+        mon.finish("EM")
+    plain = ConvergenceMonitor(tol=1e-12, max_iter=2, rule="labels unchanged")
+    plain.update(1.0)
+    plain.update(2.0, settled=False)
+    with pytest.warns(ConvergenceWarning) as caught:
+        plain.finish("EM")
+    assert "stopping rule" not in str(caught[0].message)  # the objective had not settled
+
+
+def test_settled_must_be_a_bool():
+    with pytest.raises(TypeError, match="settled must be a bool, got int"):
+        ConvergenceMonitor().update(1.0, settled=1)

@@ -1,4 +1,5 @@
-"""The engines on a model with a closed-form posterior: a Beta-Bernoulli coin."""
+"""The engines on a model with a closed-form posterior (a Beta-Bernoulli coin), and run_em's
+stopping rule of the model's own on a toy EM."""
 
 import math
 import pickle
@@ -10,11 +11,13 @@ import torch
 
 from pyromodels.conjugate import BetaBernoulli, sample_beta
 from pyromodels.core import (
+    ConvergenceWarning,
     GibbsBlock,
     GibbsKernel,
     GibbsSweep,
     Model,
     Posterior,
+    run_em,
     run_gibbs,
     run_nuts,
     run_svi,
@@ -139,3 +142,60 @@ def test_sweep_validation():
     bad = GibbsBlock("p", ("p",), lambda s, d, g: {"q": s["p"]})
     with pytest.raises(RuntimeError, match="must return exactly"):
         GibbsSweep([bad])({"p": torch.tensor(0.5)}, FLIPS, torch.Generator())
+
+
+class Plateau(Model):
+    """An EM whose objective is flat from the start while a counter ``k`` climbs to 3; its rule
+    ``em_converged`` holds once ``k`` stops moving. It records every ``(old k, new k)`` seen."""
+
+    engines = ("em",)
+    em_sites = ("x",)
+    em_monotone = False
+
+    def __init__(self):
+        self.seen = []
+
+    def em_init(self, data, generator):
+        return {"x": torch.zeros(()), "k": 0}
+
+    def em_step(self, data, params):
+        return {"x": params["x"], "k": min(params["k"] + 1, 3)}
+
+    def em_objective(self, data, params):
+        return -1.0
+
+    def em_converged(self, data, old, new):
+        self.seen.append((old["k"], new["k"]))
+        return old["k"] == new["k"]
+
+
+class FusedPlateau(Plateau):
+    def em_step_with_objective(self, data, params):
+        return self.em_step(data, params), self.em_objective(data, params)
+
+
+@pytest.mark.parametrize("cls", [Plateau, FusedPlateau])
+def test_run_em_stops_only_once_the_model_s_rule_holds(cls):
+    model = cls()
+    post = run_em(model, FLIPS, max_iter=20, seed=0, progress=False)
+    assert post.diagnostics["converged"] and post.diagnostics["n_iter"] == 4
+    assert post.params["k"] == 3 and post.losses.tolist() == [-1.0] * 5
+    # the rule sees each step's start and end, in order
+    assert model.seen == [(0, 1), (1, 2), (2, 3), (3, 3)]
+
+
+def test_without_the_rule_the_flat_objective_stops_run_em_at_once():
+    model = Plateau()
+    model.em_converged = None  # no rule of its own
+    post = run_em(model, FLIPS, max_iter=20, seed=0, progress=False)
+    assert post.diagnostics["converged"] and post.diagnostics["n_iter"] == 1
+
+
+def test_run_em_names_the_unmet_rule_and_checks_its_verdict():
+    with pytest.warns(ConvergenceWarning, match=r"stopping rule \(Plateau.em_converged\) did not"):
+        post = run_em(Plateau(), FLIPS, max_iter=2, seed=0, progress=False)
+    assert not post.diagnostics["converged"] and post.params["k"] == 2
+    model = Plateau()
+    model.em_converged = lambda data, old, new: torch.tensor(True)
+    with pytest.raises(TypeError, match="em_converged must return a bool, got Tensor"):
+        run_em(model, FLIPS, max_iter=2, seed=0, progress=False)

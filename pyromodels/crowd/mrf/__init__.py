@@ -1,17 +1,13 @@
 """The networked crowd model: Dawid-Skene with a Potts MRF over the true labels.
 
 Energies and couplings (:mod:`.energy`), ICM (:mod:`.icm`), the paper's mode-field EM
-(Alg. 3 and 4, :mod:`.em`), Gibbs sampling (:mod:`.gibbs`), mean field (:mod:`.mean_field`),
-exact enumeration for tiny graphs (:mod:`.exact`) and the Pyro model (:mod:`.model`).
+(Alg. 3 and 4, :mod:`.em`), Gibbs blocks (:mod:`.gibbs`), mean field (:mod:`.mean_field`),
+exact enumeration for tiny graphs (:mod:`.exact`), the Pyro models (:mod:`.model`, and
+:mod:`.labels` for the labels given fixed confusions) and the functional front ends of their
+engines (:mod:`.fit`).
 """
 
-from .em import (
-    NetworkedEMResult,
-    initialize,
-    mode_field_objective,
-    mode_field_posteriors,
-    networked_em,
-)
+from .em import initialize, mode_field_objective, mode_field_posteriors
 from .energy import (
     PottsCoupling,
     conditional_logits,
@@ -27,8 +23,10 @@ from .exact import (
     exact_collapsed_posterior,
     exact_posterior,
 )
-from .gibbs import gibbs_label_sweep, sample_labels
+from .fit import networked_em, sample_labels
+from .gibbs import gibbs_label_sweep
 from .icm import ICMResult, icm, label_sweep
+from .labels import LabelData, LabelPosterior
 from .mean_field import MeanFieldResult, free_energy, mean_field
 from .model import MRFData, NetworkedData, NetworkedDawidSkene
 
@@ -42,7 +40,6 @@ __all__ = [
     "ICMResult",
     "icm",
     "label_sweep",
-    "NetworkedEMResult",
     "initialize",
     "mode_field_posteriors",
     "mode_field_objective",
@@ -60,4 +57,6 @@ __all__ = [
     "NetworkedData",
     "MRFData",
     "NetworkedDawidSkene",
+    "LabelData",
+    "LabelPosterior",
 ]

@@ -1,5 +1,10 @@
 r"""Mode-field EM for the networked crowd model (ensemble paper, section 5.2, Alg. 3 and 4).
 
+The pieces of one iteration, its objective and its starting points. The loop is the core's
+:func:`~pyromodels.core.run_em`, driven by the hooks of
+:class:`~pyromodels.crowd.mrf.model.NetworkedDawidSkene`;
+:func:`~pyromodels.crowd.mrf.fit.networked_em` is its functional front end.
+
 The exact E-step needs the marginals of a Potts posterior, which is intractable; the paper
 clamps each node's neighbours at their ICM labels (a mode-field approximation in the sense of
 Celeux, Forbes and Peyrard 2003). One outer iteration ``i`` is:
@@ -22,7 +27,8 @@ The objective recorded is the mode-field log likelihood
 
 the Dawid-Skene likelihood with a per-item prior set by the clamped neighbours. For fixed
 labels the E- and M-steps are an EM for it, but ICM moves the labels between iterations, so
-**the objective is not monotone** and no monotonicity is claimed or checked. With
+**the objective is not monotone** and no monotonicity is claimed or checked. The iterations
+stop once ICM changes no label and the objective moves by less than a relative tolerance. With
 :math:`\delta = 0` or no edges it is exactly the equal-prior Dawid-Skene log likelihood, and
 the iteration is Dawid-Skene EM (eqs. 9 and 11).
 
@@ -42,13 +48,9 @@ deterministic (it needs no seed), and ``unlabelled="prior"`` keeps the rules abo
 
 from __future__ import annotations
 
-import warnings
-from dataclasses import dataclass, field
-
 import torch
 
 from ...checks import as_float_tensor, check_in, check_int, check_positive, check_stochastic
-from ...core.errors import ConvergenceWarning
 from ...data.annotations import AnnotationTable
 from ..emissions import (
     START_ATOL,
@@ -58,7 +60,7 @@ from ..emissions import (
     normalize_rows,
 )
 from ..majority import majority_vote
-from .energy import PottsCoupling, conditional_logits, local_energies, resolve_coupling, weighted_label_counts
+from .energy import PottsCoupling, conditional_logits, local_energies, weighted_label_counts
 from .icm import check_labels, icm
 
 __all__ = [
@@ -73,8 +75,6 @@ __all__ = [
     "mode_field_posteriors",
     "mode_field_objective",
     "em_step",
-    "NetworkedEMResult",
-    "networked_em",
 ]
 
 
@@ -226,6 +226,7 @@ def initialize(table, *, coupling: PottsCoupling | None = None, confusion=None, 
             :func:`~pyromodels.crowd.majority.majority_vote`).
 
     Example:
+        >>> from pyromodels.crowd.mrf.energy import resolve_coupling
         >>> from pyromodels.data import simulate_networked_annotations
         >>> table, graph, truth = simulate_networked_annotations(
         ...     50, 4, 3, mean_degree=3, labels_per_item=2, seed=0)
@@ -292,106 +293,3 @@ def em_step(table, coupling: PottsCoupling, confusion: torch.Tensor, labels: tor
                  backend=backend)
     q = mode_field_posteriors(log_b, coupling, result.labels)
     return m_step(table, q, smoothing), result.labels, {"icm": result, "posteriors": q}
-
-
-@dataclass
-class NetworkedEMResult:
-    """The outcome of :func:`networked_em`.
-
-    Attributes:
-        labels: long ``(N,)``: the final ICM labels (the paper's output).
-        posteriors: ``(N, K)`` mode-field posteriors at the final confusions and labels.
-        confusion: ``(M, K, K)`` final confusions (rows = true class).
-        objectives: the mode-field log likelihood at the start and after each iteration.
-        label_changes: labels changed by each iteration's ICM.
-        icm_sweeps: ICM sweeps of each iteration.
-        converged: whether an iteration changed no label and moved the objective by less than
-            ``tol`` (relative).
-        n_iter: iterations run.
-    """
-
-    labels: torch.Tensor
-    posteriors: torch.Tensor
-    confusion: torch.Tensor
-    objectives: list[float] = field(default_factory=list)
-    label_changes: list[int] = field(default_factory=list)
-    icm_sweeps: list[int] = field(default_factory=list)
-    converged: bool = False
-    n_iter: int = 0
-
-
-def networked_em(table, graph, delta="M", *, confusion=None, prior=None, labels=None,
-                 unlabelled: str = "propagate", max_iter: int = 100, tol: float = 1e-8,
-                 icm_max_iter: int = 100, schedule: str = "sequential", smoothing=0.0,
-                 init_floor: float = 1e-6, ties: str = "random", seed: int = 0,
-                 backend: str = "auto", warn_not_converged: bool = True) -> NetworkedEMResult:
-    """Alg. 3 (with Alg. 4's start when ``confusion`` comes from moment matching).
-
-    Args:
-        table: :class:`~pyromodels.data.AnnotationTable` of the crowd labels.
-        graph: undirected :class:`~pyromodels.data.Graph` whose nodes are the table's items
-            (checked with ``graph.check_matches(table)``).
-        delta: ``"M"``, ``"node"``, a number ``>= 0`` or a coupling (see
-            :func:`~pyromodels.crowd.mrf.energy.resolve_coupling`).
-        confusion, prior, labels: the starting point (see :func:`initialize`); default
-            majority vote ("MV + Alg. 3").
-        unlabelled: starting labels of the items without responses: ``"propagate"``
-            (default: spread over the graph from the items with responses) or ``"prior"``
-            (the MAP rule's or majority vote's own label); see :func:`initialize`.
-        max_iter: outer iterations at most.
-        tol: relative tolerance on the objective; iterations stop once ICM changes no label
-            and the objective moves by less than ``tol * max(1, |objective|)``.
-        icm_max_iter: ICM sweeps per iteration at most (:math:`T_{max}`).
-        schedule: ICM schedule (``"sequential"``, ``"colored"``, ``"jacobi"``).
-        smoothing: M-step pseudo-count ``>= 0`` (0: the paper's maximum likelihood).
-        init_floor: floor of given starting confusions (see :func:`initialize`).
-        ties, seed: majority-vote tie rule and seed.
-        backend: ICM backend for the sequential schedule.
-        warn_not_converged: warn with ``ConvergenceWarning`` when ``max_iter`` is reached.
-
-    Returns:
-        A :class:`NetworkedEMResult`.
-
-    Example:
-        >>> from pyromodels.data import simulate_networked_annotations
-        >>> table, graph, truth = simulate_networked_annotations(
-        ...     200, 5, 3, mean_degree=4, labels_per_item=3, seed=0)
-        >>> fit = networked_em(table, graph)
-        >>> fit.labels.shape, fit.confusion.shape
-        (torch.Size([200]), torch.Size([5, 3, 3]))
-    """
-    check_table(table)
-    graph.check_matches(table)
-    coupling = resolve_coupling(graph.to(table.device), delta, table)
-    max_iter = check_int(max_iter, "max_iter", minimum=1)
-    tol = check_positive(tol, "tol")
-    smoothing = check_smoothing(smoothing)
-    conf, y = initialize(table, coupling=coupling, confusion=confusion, prior=prior,
-                         labels=labels, unlabelled=unlabelled, smoothing=smoothing,
-                         floor=init_floor, ties=ties, seed=seed)
-
-    def objective(c, lab):
-        return float(mode_field_objective(log_emissions(table, c.log()), coupling, lab))
-
-    out = NetworkedEMResult(y, None, conf, objectives=[objective(conf, y)])
-    for _ in range(max_iter):
-        conf, new_y, info = em_step(table, coupling, conf, y, smoothing=smoothing,
-                                    schedule=schedule, icm_max_iter=icm_max_iter,
-                                    backend=backend)
-        changed = int((new_y != y).sum())
-        y = new_y
-        value = objective(conf, y)
-        prev = out.objectives[-1]
-        out.objectives.append(value)
-        out.label_changes.append(changed)
-        out.icm_sweeps.append(info["icm"].n_iter)
-        if changed == 0 and abs(value - prev) < tol * max(1.0, abs(prev)):
-            out.converged = True
-            break
-    out.n_iter = len(out.label_changes)
-    if warn_not_converged and not out.converged:
-        warnings.warn(f"networked EM did not converge in {max_iter} iterations (tol={tol:g}); "
-                      "increase max_iter or loosen tol", ConvergenceWarning, stacklevel=2)
-    out.labels, out.confusion = y, conf
-    out.posteriors = mode_field_posteriors(log_emissions(table, conf.log()), coupling, y)
-    return out

@@ -54,11 +54,15 @@ import numpy as np
 import torch
 
 from ...checks import as_float_tensor, check_in, check_positive
+from ...core.backend import resolve_backend
 from ...data.graphs import Graph
 from .kernels import gauss_seidel as _kernels
 from .kernels.gauss_seidel import ColorClass, split_by_color
 
 __all__ = [
+    "BACKENDS",
+    "loop_backend",
+    "greedy_coloring",
     "PottsCoupling",
     "ColorClass",
     "check_delta",
@@ -70,6 +74,20 @@ __all__ = [
     "check_log_emissions",
     "weighted_label_counts",
 ]
+
+
+BACKENDS = ("auto", "numba", "python")  #: backends of the CPU loops over nodes
+
+
+def loop_backend(backend: str = "auto") -> str:
+    """The backend of the loops over nodes (sequential sweep, greedy colouring): ``"numba"``
+    or ``"python"`` (the same loop uncompiled) for ``backend`` in :data:`BACKENDS`;
+    ``"auto"`` gives numba when it is installed.
+
+    The loops copy their tensors to the CPU, so the choice does not depend on a device; a fit
+    that loops resolves it once and passes the result on.
+    """
+    return resolve_backend(backend, portable="python")
 
 
 @dataclass(frozen=True, eq=False)
@@ -193,8 +211,7 @@ class PottsCoupling:
     @cached_property
     def colors(self) -> torch.Tensor:
         """long ``(N,)``: a greedy proper colouring (no edge joins two nodes of one colour)."""
-        indptr, indices, _, _ = self.csr_numpy
-        return torch.from_numpy(_kernels.greedy_coloring(indptr, indices)).to(self.device)
+        return greedy_coloring(self)
 
     @cached_property
     def color_classes(self) -> tuple[ColorClass, ...]:
@@ -204,6 +221,16 @@ class PottsCoupling:
     def __repr__(self) -> str:
         return (f"PottsCoupling(kind={self.kind!r}, num_nodes={self.num_nodes}, "
                 f"num_edges={self.graph.num_edges})")
+
+
+def greedy_coloring(coupling: PottsCoupling, backend: str = "auto") -> torch.Tensor:
+    """long ``(N,)``: the greedy proper colouring of the coupling's graph (node ``n``, in code
+    order, takes the smallest colour none of its lower-coded neighbours has), on the kernel
+    that ``backend`` names (:func:`loop_backend`)."""
+    kernel = (_kernels.greedy_coloring if loop_backend(backend) == "numba"
+              else _kernels.greedy_coloring_py)
+    indptr, indices, _, _ = coupling.csr_numpy
+    return torch.from_numpy(kernel(indptr, indices)).to(coupling.device)
 
 
 def _check_graph(graph) -> None:

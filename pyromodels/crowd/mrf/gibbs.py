@@ -19,6 +19,13 @@ where :math:`c_{mkj}` counts the items with label :math:`k` that worker :math:`m
 
 The sampler targets a proper joint only for a symmetric coupling; a node-dependent coupling
 must be symmetrised first (:meth:`~pyromodels.crowd.mrf.energy.PottsCoupling.symmetrized`).
+
+The blocks are driven by the core's :func:`~pyromodels.core.run_gibbs`: :func:`sweep` is the
+sampler of :class:`~pyromodels.crowd.mrf.model.NetworkedDawidSkene` (labels, then
+confusions), :func:`labels_sweep` that of
+:class:`~pyromodels.crowd.mrf.labels.LabelPosterior` (labels, confusions fixed). One labels
+block serves both: it reads the log emissions and the coupling from the prepared data's
+``label_terms(state)``.
 """
 
 from __future__ import annotations
@@ -28,30 +35,31 @@ from functools import partial
 import torch
 from torch.distributions import Dirichlet
 
-from ...checks import check_in, check_int
+from ...checks import check_in
 from ...conjugate.random import sample_dirichlet
 from ...core.gibbs import GibbsBlock, GibbsSweep
-from ...core.seeding import make_generator
-from ..emissions import confusion_counts, log_emissions
-from .energy import PottsCoupling, check_log_emissions, total_energy
-from .icm import check_labels, label_sweep
+from ..emissions import confusion_counts
+from .energy import PottsCoupling, loop_backend, total_energy
+from .icm import label_sweep
 
 __all__ = [
     "GIBBS_SCHEDULES",
+    "check_symmetric",
     "gibbs_label_sweep",
-    "sample_labels",
     "confusion_posterior_concentration",
     "labels_block",
     "labels_log_density",
     "confusion_block",
     "confusion_log_density",
+    "labels_sweep",
     "sweep",
 ]
 
 GIBBS_SCHEDULES = ("colored", "sequential")
 
 
-def _require_symmetric(coupling: PottsCoupling) -> None:
+def check_symmetric(coupling: PottsCoupling) -> None:
+    """Raise unless ``coupling`` is symmetric (a pairwise MRF, which Gibbs sampling needs)."""
     if not coupling.is_symmetric:
         raise ValueError("Gibbs sampling needs a symmetric coupling (a proper joint); pass "
                          "coupling.symmetrized() for a node-dependent one")
@@ -79,42 +87,6 @@ def gibbs_label_sweep(log_b: torch.Tensor, coupling: PottsCoupling, labels: torc
     return label_sweep(coupling, cost, labels, schedule=schedule, backend=backend)[0]
 
 
-def sample_labels(log_b: torch.Tensor, coupling: PottsCoupling, *, labels=None,
-                  num_samples: int = 1000, num_warmup: int = 100, thin: int = 1,
-                  schedule: str = "colored", seed: int = 0,
-                  backend: str = "auto") -> torch.Tensor:
-    """Draws of the labels from :math:`p(y \\mid F, \\Gamma) \\propto e^{-E(y)}` (fixed confusions).
-
-    Args:
-        log_b: ``(N, K)`` log emissions of the fixed confusions.
-        coupling: a symmetric Potts coupling on ``log_b``'s device.
-        labels: starting labels (default :math:`\\arg\\max_k \\log b_n(k)`).
-        num_samples: draws kept.
-        num_warmup: sweeps discarded first.
-        thin: keep every ``thin``-th sweep.
-        schedule: ``"colored"`` or ``"sequential"``.
-        seed: seed of the chain's generator.
-        backend: kernel backend for ``"sequential"``.
-
-    Returns:
-        long ``(num_samples, N)``.
-    """
-    check_log_emissions(log_b, coupling.num_nodes)
-    _require_symmetric(coupling)
-    num_samples = check_int(num_samples, "num_samples", minimum=1)
-    num_warmup = check_int(num_warmup, "num_warmup", minimum=0)
-    thin = check_int(thin, "thin", minimum=1)
-    y = log_b.argmax(-1) if labels is None else check_labels(
-        labels, coupling.num_nodes, log_b.shape[1], log_b.device)
-    gen = make_generator(seed, log_b.device)
-    draws = []
-    for it in range(num_warmup + num_samples * thin):
-        y = gibbs_label_sweep(log_b, coupling, y, gen, schedule=schedule, backend=backend)
-        if it >= num_warmup and (it - num_warmup) % thin == 0:
-            draws.append(y)
-    return torch.stack(draws)
-
-
 def confusion_posterior_concentration(table, labels: torch.Tensor, concentration,
                                       dtype: torch.dtype | None = None) -> torch.Tensor:
     """``(M, K, K)``: :math:`\\alpha + c(y)`, the Dirichlet parameters of the rows given labels."""
@@ -123,19 +95,17 @@ def confusion_posterior_concentration(table, labels: torch.Tensor, concentration
     return concentration + confusion_counts(table, q)
 
 
-# ---------------------------------------------------------------- blocks over a prepared model
-# ``data`` is the model's prepared data: ``table``, ``program_coupling`` (symmetric) and
-# ``concentration`` (M, K, K).
-
-def _log_b(state: dict, data) -> torch.Tensor:
-    return log_emissions(data.table, state["confusion"].log())
-
+# ---------------------------------------------------------------- blocks over prepared data
+# ``data`` is prepared data with ``label_terms(state) -> (log_b, symmetric coupling)``: the
+# networked model's ``MRFData`` (log emissions of ``state["confusion"]``) or ``LabelData``
+# (fixed ones). The confusion block needs ``MRFData``: ``table`` and ``concentration``.
 
 def labels_block(state: dict, data, generator: torch.Generator, schedule: str = "colored",
                  backend: str = "auto") -> dict:
-    """One Gibbs sweep over the labels ``y`` given the confusions."""
-    y = gibbs_label_sweep(_log_b(state, data), data.program_coupling, state["y"], generator,
-                          schedule=schedule, backend=backend)
+    """One Gibbs sweep over the labels ``y`` given the rest of ``state``."""
+    log_b, coupling = data.label_terms(state)
+    y = gibbs_label_sweep(log_b, coupling, state["y"], generator, schedule=schedule,
+                          backend=backend)
     return {"y": y}
 
 
@@ -143,7 +113,8 @@ def labels_log_density(values: dict, state: dict, data) -> torch.Tensor:
     """:math:`-E(y) = -U(y) + \\sum_n \\log b_n(y_n)`: the log density of ``y`` given the
     confusions up to a constant free of ``y`` (the Potts normaliser depends on neither); the
     block's single-site draws are this density's full conditionals."""
-    return -total_energy(data.program_coupling, _log_b(state, data), values["y"])
+    log_b, coupling = data.label_terms(state)
+    return -total_energy(coupling, log_b, values["y"])
 
 
 def confusion_block(state: dict, data, generator: torch.Generator) -> dict:
@@ -158,11 +129,22 @@ def confusion_log_density(values: dict, state: dict, data) -> torch.Tensor:
     return Dirichlet(conc).log_prob(values["confusion"]).sum()
 
 
-def sweep(schedule: str = "colored", backend: str = "auto") -> GibbsSweep:
-    """The systematic sweep ``y | confusion`` then ``confusion | y``."""
+def _labels(schedule: str, backend: str) -> GibbsBlock:
     check_in(schedule, "schedule", GIBBS_SCHEDULES)
+    update = partial(labels_block, schedule=schedule, backend=loop_backend(backend))
+    return GibbsBlock("labels", ("y",), update, labels_log_density)
+
+
+def labels_sweep(schedule: str = "colored", backend: str = "auto") -> GibbsSweep:
+    """The sweep over the labels alone, the confusions held fixed (``backend`` is resolved
+    once, here)."""
+    return GibbsSweep([_labels(schedule, backend)])
+
+
+def sweep(schedule: str = "colored", backend: str = "auto") -> GibbsSweep:
+    """The systematic sweep ``y | confusion`` then ``confusion | y`` (``backend`` is resolved
+    once, here)."""
     return GibbsSweep([
-        GibbsBlock("labels", ("y",), partial(labels_block, schedule=schedule, backend=backend),
-                   labels_log_density),
+        _labels(schedule, backend),
         GibbsBlock("confusion", ("confusion",), confusion_block, confusion_log_density),
     ])

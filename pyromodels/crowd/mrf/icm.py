@@ -33,14 +33,19 @@ import numpy as np
 import torch
 
 from ...checks import as_label_tensor, check_in, check_int
-from ...core.backend import resolve_backend
-from .energy import PottsCoupling, check_log_emissions, local_energies, total_energy
+from .energy import (
+    PottsCoupling,
+    check_log_emissions,
+    local_energies,
+    loop_backend,
+    total_energy,
+)
 from .kernels import gauss_seidel as _kernels
 
-__all__ = ["SCHEDULES", "ICMResult", "label_sweep", "icm", "check_labels"]
+__all__ = ["SCHEDULES", "ICMResult", "sequential_sweep", "label_sweep", "icm",
+           "check_labels"]
 
 SCHEDULES = ("sequential", "colored", "jacobi")
-BACKENDS = ("auto", "numba", "python")
 
 
 @dataclass
@@ -97,17 +102,24 @@ def _jacobi_sweep(coupling: PottsCoupling, cost: torch.Tensor, labels: torch.Ten
     return new, int((new != labels).sum())
 
 
-def _sequential_sweep(coupling, cost, labels, order, backend):
+def sequential_sweep(coupling: PottsCoupling, cost: torch.Tensor, labels: torch.Tensor,
+                     order=None, backend: str = "auto") -> tuple[torch.Tensor, int]:
+    """One Gauss-Seidel sweep in ``order`` on the CPU kernel that ``backend`` names.
+
+    The one place that picks between the compiled kernel and the same loop uncompiled
+    (:mod:`.kernels.gauss_seidel`); arguments as in :func:`label_sweep`.
+
+    Returns:
+        ``(new_labels, number_changed)``, the labels on ``labels``' device.
+    """
+    kernel = (_kernels.sequential_sweep if loop_backend(backend) == "numba"
+              else _kernels.sequential_sweep_py)
     indptr, indices, weights, wdeg = coupling.csr_numpy
     lab = labels.detach().cpu().numpy().astype(np.int64)  # a copy: the kernel writes in place
     cost_np = np.ascontiguousarray(cost.detach().cpu().numpy(), dtype=np.float64)
-    kernel = _kernels.sequential_sweep if backend == "numba" else _kernels.sequential_sweep_py
-    changed = kernel(indptr, indices, weights, wdeg, cost_np, lab, order)
+    changed = kernel(indptr, indices, weights, wdeg, cost_np, lab,
+                     _check_order(order, coupling.num_nodes))
     return torch.from_numpy(lab).to(labels.device), int(changed)
-
-
-def _resolve_backend(backend: str) -> str:
-    return resolve_backend(backend, portable="python")
 
 
 def _check_order(order, num_nodes: int) -> np.ndarray:
@@ -140,8 +152,7 @@ def label_sweep(coupling: PottsCoupling, cost: torch.Tensor, labels: torch.Tenso
     """
     check_in(schedule, "schedule", SCHEDULES)
     if schedule == "sequential":
-        return _sequential_sweep(coupling, cost, labels, _check_order(order, coupling.num_nodes),
-                                 _resolve_backend(backend))
+        return sequential_sweep(coupling, cost, labels, order, backend)
     if order is not None:
         raise ValueError(f"order applies only to schedule='sequential', got schedule={schedule!r}")
     if schedule == "colored":
@@ -178,6 +189,9 @@ def icm(log_b: torch.Tensor, coupling: PottsCoupling, labels=None, *,
         raise ValueError(f"coupling is on {coupling.device} but log_b on {log_b.device}; move "
                          "one of them with .to(device)")
     max_iter = check_int(max_iter, "max_iter", minimum=1)
+    check_in(schedule, "schedule", SCHEDULES)
+    if schedule == "sequential":
+        backend = loop_backend(backend)  # once for every sweep
     y = log_b.argmax(-1) if labels is None else check_labels(
         labels, coupling.num_nodes, log_b.shape[1], log_b.device)
     cost = -log_b

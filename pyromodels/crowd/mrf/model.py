@@ -45,9 +45,14 @@ Engines:
   without responses start from their neighbours' labels (``init_unlabelled``). Its
   objective, the mode-field log likelihood plus the log prior, is **not monotone** (ICM moves
   the clamped labels), so the model sets ``em_monotone = False`` and the runner does not report
-  decreases as faults.
+  decreases as faults. Besides the objective's tolerance, Alg. 3 stops only once ICM changes
+  no label (the ``em_converged`` hook).
+  :func:`~pyromodels.crowd.mrf.fit.networked_em` is the same engine as a function.
 * ``gibbs``: the Bayesian variant: single-site label draws (chromatic by default) and
   Dirichlet draws of the confusions.
+
+With the confusions held fixed, the labels alone are the model
+:class:`~pyromodels.crowd.mrf.labels.LabelPosterior`, sampled by the same label sweep.
 """
 
 from __future__ import annotations
@@ -69,11 +74,14 @@ from ...data.tensors import on_device
 from ..emissions import log_emissions
 from . import em as em_kernels
 from . import gibbs as gibbs_kernels
-from .energy import PottsCoupling, check_delta, potts_energy, resolve_coupling
+from .energy import PottsCoupling, check_delta, loop_backend, potts_energy, resolve_coupling
 from .exact import UniformLabelings
-from .icm import BACKENDS, SCHEDULES
+from .icm import SCHEDULES
 
 __all__ = ["NetworkedData", "MRFData", "NetworkedDawidSkene"]
+
+#: what the ``em`` engine records and tests for convergence (see ``NetworkedDawidSkene.fit``)
+EM_OBJECTIVES = ("posterior", "likelihood")
 
 
 @dataclass(frozen=True, eq=False)
@@ -119,6 +127,11 @@ class MRFData:
     @property
     def device(self) -> torch.device:
         return self.table.device
+
+    def label_terms(self, state: dict) -> tuple[torch.Tensor, PottsCoupling]:
+        """``(log_b, coupling)`` of the labels' full conditionals given ``state``: the log
+        emissions of ``state["confusion"]`` and the symmetric coupling."""
+        return log_emissions(self.table, state["confusion"].log()), self.program_coupling
 
 
 def _rows_of(y: torch.Tensor, item_idx: torch.Tensor) -> torch.Tensor:
@@ -243,32 +256,54 @@ class NetworkedDawidSkene(Model):
         return {"confusion": conf, "y": y}
 
     def em_step(self, data, params) -> dict:
+        """One iteration of Alg. 3 (ICM, mode-field E-step, MAP M-step).
+
+        Besides the new ``confusion`` and ``y``, the result carries the iterations' history:
+        ``label_changes`` and ``icm_sweeps``, tuples with the labels each iteration's ICM
+        changed and the sweeps it took (``params``' own, if any, extended by this one).
+        """
         d = self.prepare(data)
         o = self._options
-        conf, y, _ = em_kernels.em_step(
+        conf, y, info = em_kernels.em_step(
             d.table, d.coupling, params["confusion"], params["y"], smoothing=self._smoothing(d),
             schedule=o["icm_schedule"], icm_max_iter=o["icm_max_iter"], backend=o["backend"])
-        return {"confusion": conf, "y": y}
+        return {
+            "confusion": conf,
+            "y": y,
+            "label_changes": (*params.get("label_changes", ()), int((y != params["y"]).sum())),
+            "icm_sweeps": (*params.get("icm_sweeps", ()), info["icm"].n_iter),
+        }
+
+    def em_converged(self, data, old, new) -> bool:
+        """Alg. 3's stopping rule beside the objective's tolerance: ICM changed no label."""
+        return torch.equal(old["y"], new["y"])
 
     def em_objective(self, data, params) -> float:
-        """Mode-field log likelihood plus the Dirichlet log prior (not monotone under Alg. 3)."""
+        """Mode-field log likelihood, plus the Dirichlet log prior unless the fit's
+        ``objective`` is ``"likelihood"`` (not monotone under Alg. 3)."""
         d = self.prepare(data)
         log_b = log_emissions(d.table, params["confusion"].log())
-        prior = dist.Dirichlet(d.concentration).log_prob(params["confusion"]).sum()
-        return float(em_kernels.mode_field_objective(log_b, d.coupling, params["y"]) + prior)
+        value = em_kernels.mode_field_objective(log_b, d.coupling, params["y"])
+        if self._options["objective"] == "posterior":
+            value = value + dist.Dirichlet(d.concentration).log_prob(params["confusion"]).sum()
+        return float(value)
 
     def em_outputs(self, data, params) -> dict:
+        """The mode-field posteriors ``(N, K)`` at the final confusions and labels, the
+        labels, and the history of ``label_changes`` and ``icm_sweeps`` as lists."""
         d = self.prepare(data)
         log_b = log_emissions(d.table, params["confusion"].log())
         q = em_kernels.mode_field_posteriors(log_b, d.coupling, params["y"])
-        return {"posteriors": q, "labels": params["y"]}
+        return {"posteriors": q, "labels": params["y"],
+                "label_changes": list(params.get("label_changes", ())),
+                "icm_sweeps": list(params.get("icm_sweeps", ()))}
 
     # ------------------------------------------------------------------ fitting
     def fit(self, data, method: str = "em", *, delta=None, init_confusion=None,
             init_prior=None, init_labels=None, init_unlabelled: str = "propagate",
             init_floor: float = 1e-6, icm_schedule: str = "sequential",
             icm_max_iter: int = 100, gibbs_schedule: str = "colored", backend: str = "auto",
-            **kwargs):
+            objective: str = "posterior", **kwargs):
         """Fit with ``"em"`` (Alg. 3) or ``"gibbs"`` (Bayesian variant).
 
         Args:
@@ -290,13 +325,22 @@ class NetworkedDawidSkene(Model):
                 exact zeros.
             icm_schedule, icm_max_iter: ICM inside each EM iteration.
             gibbs_schedule: ``"colored"`` or ``"sequential"`` label sweeps.
-            backend: ``"auto"``, ``"numba"`` or ``"python"`` for sequential sweeps.
+            backend: ``"auto"``, ``"numba"`` or ``"python"`` for sequential sweeps, chosen
+                once for the fit.
+            objective: what ``em`` records (``losses``) and tests for convergence:
+                ``"posterior"`` (default), the mode-field log likelihood plus the Dirichlet log
+                prior of the confusions, or ``"likelihood"``, the mode-field log likelihood
+                alone (the paper's, which :func:`~pyromodels.crowd.mrf.fit.networked_em`
+                reports). Either way the M-step is the MAP one.
             **kwargs: passed to :func:`~pyromodels.core.run_em` or
                 :func:`~pyromodels.core.run_gibbs` (``seed``, ``max_iter``, ``num_samples``...).
 
         Returns:
             A :class:`~pyromodels.core.Posterior`; for ``em`` its ``params`` hold
-            ``confusion``, ``y``/``labels`` (final ICM labels) and ``posteriors``.
+            ``confusion``, ``y``/``labels`` (final ICM labels), ``posteriors`` and the
+            per-iteration ``label_changes`` and ``icm_sweeps``, its ``losses`` the objective at
+            the start and after each iteration, and its ``diagnostics`` ``converged`` and
+            ``n_iter`` (iterations run).
         """
         check_in(method, "method", self.engines)
         model = copy.copy(self)
@@ -304,13 +348,14 @@ class NetworkedDawidSkene(Model):
             model.delta = check_delta(delta)
         model._options = _fit_options(init_confusion, init_prior, init_labels, init_unlabelled,
                                       init_floor, icm_schedule, icm_max_iter, gibbs_schedule,
-                                      backend)
+                                      backend, objective)
         return Model.fit(model, data, method=method, **kwargs)
 
 
 def _fit_options(init_confusion=None, init_prior=None, init_labels=None,
                  init_unlabelled="propagate", init_floor=1e-6, icm_schedule="sequential",
-                 icm_max_iter=100, gibbs_schedule="colored", backend="auto") -> dict:
+                 icm_max_iter=100, gibbs_schedule="colored", backend="auto",
+                 objective="posterior") -> dict:
     return {
         "init_confusion": init_confusion,
         "init_prior": init_prior,
@@ -320,5 +365,6 @@ def _fit_options(init_confusion=None, init_prior=None, init_labels=None,
         "icm_schedule": check_in(icm_schedule, "icm_schedule", SCHEDULES),
         "icm_max_iter": check_int(icm_max_iter, "icm_max_iter", minimum=1),
         "gibbs_schedule": check_in(gibbs_schedule, "gibbs_schedule", gibbs_kernels.GIBBS_SCHEDULES),
-        "backend": check_in(backend, "backend", BACKENDS),
+        "backend": loop_backend(backend),
+        "objective": check_in(objective, "objective", EM_OBJECTIVES),
     }

@@ -252,7 +252,7 @@ def networked_estimates(table, graph, methods=NETWORKED_METHODS, settings=None, 
         fit = networked_em(table, graph, delta, seed=derive_seed(seed, "mrf") % 2**62,
                            max_iter=settings.mrf_max_iter, icm_max_iter=settings.icm_max_iter,
                            init_floor=settings.floor, warn_not_converged=False, **start)
-        return {"labels": fit.labels, "confusion": fit.confusion}
+        return {"labels": fit.params["labels"], "confusion": fit.params["confusion"]}
 
     makers = {
         "mv": lambda: _mv(table, seed),

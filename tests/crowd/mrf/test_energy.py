@@ -9,6 +9,7 @@ from pyromodels.crowd.emissions import log_emissions
 from pyromodels.crowd.mrf.energy import (
     PottsCoupling,
     conditional_logits,
+    greedy_coloring,
     local_energies,
     potts_energy,
     resolve_coupling,
@@ -151,6 +152,9 @@ def test_greedy_coloring_is_proper_and_classes_partition_the_arcs():
     assert sum(len(cls.arc_dst) for cls in c.color_classes) == 2 * graph.num_edges
     for cls in c.color_classes:
         assert torch.all(colors[cls.nodes] == colors[cls.nodes[0]])
+    # the compiled kernel and the same loop uncompiled colour alike
+    assert torch.equal(greedy_coloring(c, "python"), colors)
+    assert torch.equal(greedy_coloring(c, "numba"), colors)
 
 
 def test_bad_couplings_are_rejected():

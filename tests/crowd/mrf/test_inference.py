@@ -10,7 +10,7 @@ from pyromodels.crowd.emissions import log_emissions
 from pyromodels.crowd.mrf import exact as exact_module
 from pyromodels.crowd.mrf.energy import PottsCoupling
 from pyromodels.crowd.mrf.exact import exact_collapsed_posterior, exact_posterior
-from pyromodels.crowd.mrf.gibbs import sample_labels
+from pyromodels.crowd.mrf.fit import sample_labels
 from pyromodels.crowd.mrf.mean_field import free_energy, mean_field, mean_field_update
 from pyromodels.crowd.mrf.model import NetworkedDawidSkene
 from pyromodels.data import Graph, simulate_annotations
@@ -83,7 +83,7 @@ def test_gibbs_marginals_match_exact_enumeration(schedule):
     ex = exact_posterior(log_b, coupling)
     assert float(ex.marginals.max(-1).values.min()) < 0.6
     draws = sample_labels(log_b, coupling, num_samples=6000, num_warmup=100, schedule=schedule,
-                          seed=4 if schedule == "colored" else 5)
+                          seed=4 if schedule == "colored" else 5).samples["y"][0]
     # 5 batch-means standard errors: a correct sampler fails an entry with prob ~6e-7
     assert_mc_mean(batch_means(draws, 3), ex.marginals, n_se=5.0)
 

@@ -1,10 +1,13 @@
 """Kernels for the Potts model: one sequential Gauss-Seidel sweep, a greedy colouring, and the
 grouping of nodes and arcs by colour.
 
-The two loops run over NumPy arrays, compiled with numba when it is installed; the same
-Python functions run uncompiled otherwise (``HAVE_NUMBA`` says which). The vectorised torch
-path for the same sweep is the colour-class schedule in :mod:`pyromodels.crowd.mrf.icm`,
-which the tests check against these kernels.
+The two loops are plain Python over NumPy arrays (``*_py``) and, when numba is installed
+(``HAVE_NUMBA``), the same functions compiled (``sequential_sweep``, ``greedy_coloring``).
+Which one runs is picked outside this package, by one dispatcher per computation
+(:func:`pyromodels.crowd.mrf.icm.sequential_sweep`,
+:func:`pyromodels.crowd.mrf.energy.greedy_coloring`). The vectorised torch path for the same
+sweep is the colour-class schedule in :mod:`pyromodels.crowd.mrf.icm`, which the tests check
+against these kernels.
 """
 
 from __future__ import annotations
@@ -96,9 +99,6 @@ def greedy_coloring_py(indptr, indices):
 if HAVE_NUMBA:
     sequential_sweep = njit(cache=True)(sequential_sweep_py)
     greedy_coloring = njit(cache=True)(greedy_coloring_py)
-else:  # pragma: no cover
-    sequential_sweep = sequential_sweep_py
-    greedy_coloring = greedy_coloring_py
 
 
 @dataclass(frozen=True)
