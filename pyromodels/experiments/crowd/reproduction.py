@@ -33,6 +33,7 @@ import time
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -40,10 +41,13 @@ from ...checks import check_bool, check_in, check_int
 from ...core.device import default_dtype
 from ...core.errors import ConvergenceWarning
 from ...crowd.ds.model import DawidSkene
-from ...registry import DemoResult, ModelEntry, register
+from ...registry import ModelEntry, register
 from . import iid as crowd_iid
 from .synthetic import SyntheticSettings
 from .tables import MethodSettings
+
+if TYPE_CHECKING:  # the report package loads ArviZ: registering the entry stays light
+    from ...report import DemoResult
 
 __all__ = ["NAME", "Plan", "PLANS", "PANELS", "ENTRY", "default_model", "run", "demo",
            "reproduce", "read_annotations", "loader"]
@@ -242,6 +246,7 @@ _FIGURES = {
 
 
 def _assemble(name, plan, tables, sizes, summaries, iid, seconds) -> DemoResult:
+    from ...report import DemoResult
     from . import figures as figs
 
     syn = plan.synthetic
@@ -292,7 +297,7 @@ def demo(*, smoke: bool, progress: bool, seed: int) -> DemoResult:
     sets (``smoke``: tiny iteration counts, one run, one crowd set).
 
     Returns:
-        The :class:`~pyromodels.registry.DemoResult` named ``"crowd"``.
+        The :class:`~pyromodels.report.DemoResult` named ``"crowd"``.
     """
     smoke = check_bool(smoke, "smoke")
     progress = check_bool(progress, "progress")
@@ -305,7 +310,7 @@ def reproduce(*, scale: str, progress: bool, seed: int) -> DemoResult:
     ``"medium"`` or ``"paper"``; see :data:`PLANS`).
 
     Returns:
-        The :class:`~pyromodels.registry.DemoResult` named ``"crowd-<scale>"``.
+        The :class:`~pyromodels.report.DemoResult` named ``"crowd-<scale>"``.
     """
     check_in(scale, "scale", ("small", "medium", "paper"))
     progress = check_bool(progress, "progress")

@@ -30,6 +30,7 @@ import contextlib
 import csv
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -38,7 +39,10 @@ from ...checks import check_bool, check_in, check_int
 from ...core.seeding import derive_seed
 from ...data import load_sklearn
 from ...mixture import BayesianGaussianMixture
-from ...registry import DemoResult, ModelEntry, register
+from ...registry import ModelEntry, register
+
+if TYPE_CHECKING:  # the report package loads ArviZ: registering the entry stays light
+    from ...report import DemoResult
 
 __all__ = [
     "NAME",
@@ -153,6 +157,7 @@ def run(settings: Settings, name: str, *, progress: bool, seed: int) -> DemoResu
     # Imported here so that registering the model (``pyromodels list``) stays light.
     import pandas as pd
 
+    from ...report import DemoResult
     from .analysis import MCMC_ENGINES, align_to_em, engine_table, mcmc_checks
     from .summary import summary_text
 
@@ -221,7 +226,7 @@ def demo(*, smoke: bool, progress: bool, seed: int) -> DemoResult:
         seed: integer ``>= 0``; each engine derives its own seed from it.
 
     Returns:
-        The :class:`~pyromodels.registry.DemoResult` named ``"gaussian-mixture"``.
+        The :class:`~pyromodels.report.DemoResult` named ``"gaussian-mixture"``.
     """
     smoke = check_bool(smoke, "smoke")
     progress = check_bool(progress, "progress")
@@ -235,7 +240,7 @@ def reproduce(*, scale: str, progress: bool, seed: int) -> DemoResult:
     The reference model reproduces no paper, so there is no ``"paper"`` scale.
 
     Returns:
-        The :class:`~pyromodels.registry.DemoResult` named ``"gaussian-mixture-<scale>"``.
+        The :class:`~pyromodels.report.DemoResult` named ``"gaussian-mixture-<scale>"``.
     """
     check_in(scale, "scale", ("small", "medium"))
     progress = check_bool(progress, "progress")
