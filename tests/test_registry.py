@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import pytest
@@ -112,7 +111,7 @@ def test_load_builtin_ignores_only_a_missing_index(monkeypatch, tmp_path, empty_
             sys.modules.pop(module, None)
 
 
-def test_registering_the_builtin_models_leaves_the_plotting_stack_unloaded():
+def test_registering_the_builtin_models_leaves_the_plotting_stack_unloaded(fresh_python):
     # `pyromodels list` registers every entry; the report (ArviZ, matplotlib) loads only once a
     # result is written, so the registry and the entries' modules must not import it.
     code = (
@@ -121,6 +120,4 @@ def test_registering_the_builtin_models_leaves_the_plotting_stack_unloaded():
         "registry.load_builtin()\n"
         "print(sorted(m for m in ('arviz', 'matplotlib', 'pyromodels.report') if m in sys.modules))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"
+    assert fresh_python(code) == "[]"

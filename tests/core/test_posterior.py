@@ -1,8 +1,5 @@
 """The Posterior's own conversion to ArviZ: it needs nothing from the diagnostics package."""
 
-import subprocess
-import sys
-
 import pytest
 import torch
 
@@ -10,7 +7,7 @@ from pyromodels.core import Posterior
 from pyromodels.core.posterior import check_posterior, summary, to_inference_data
 
 
-def test_conversion_runs_without_importing_the_diagnostics_package():
+def test_conversion_runs_without_importing_the_diagnostics_package(fresh_python):
     code = (
         "import sys, warnings, torch\n"
         "from pyromodels import Posterior\n"
@@ -22,9 +19,7 @@ def test_conversion_runs_without_importing_the_diagnostics_package():
         "print(tuple(idata.posterior['mu'].shape), list(table.index),\n"
         "      'pyromodels.diagnostics' in sys.modules)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["(2,", "4)", "['mu']", "False"]
+    assert fresh_python(code).split() == ["(2,", "4)", "['mu']", "False"]
 
 
 def test_methods_and_functions_agree():
