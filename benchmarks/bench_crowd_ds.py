@@ -46,7 +46,7 @@ from torch.utils._pytree import tree_leaves
 from pyromodels.core.device import default_dtype
 from pyromodels.crowd.ds import em as ds_em
 from pyromodels.crowd.ds.model import DawidSkene
-from pyromodels.data import AnnotationTable, simulate_annotations
+from pyromodels.data import AnnotationTable, WorkerPopulation, simulate_annotations
 
 from .bench_reference_mixture import _lazy
 from .harness import Case, agreement
@@ -85,7 +85,8 @@ class Problem:
 
 @functools.cache
 def _simulated(num_items: int, num_workers: int):
-    return simulate_annotations(num_items, num_workers, K, labels_per_item=LABELS_PER_ITEM,
+    workers = WorkerPopulation(num_workers, labels_per_item=LABELS_PER_ITEM)
+    return simulate_annotations(num_items, workers, K,
                                 seed=SEED)
 
 

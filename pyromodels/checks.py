@@ -7,6 +7,7 @@ expected form; nothing is silently coerced, dropped or clipped.
 from __future__ import annotations
 
 import numbers
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -18,6 +19,7 @@ __all__ = [
     "check_positive",
     "check_probability",
     "check_in",
+    "check_name",
     "as_numeric_tensor",
     "as_float_tensor",
     "as_label_tensor",
@@ -77,6 +79,28 @@ def check_in(value, name: str, allowed: Sequence):
     """Raise unless ``value`` is one of ``allowed``."""
     if value not in allowed:
         raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+    return value
+
+
+# Such names become directory and file names (report sections, NetCDF files), so they are
+# restricted to a set that is portable across file systems.
+_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def check_name(value, name: str) -> str:
+    """Raise unless ``value`` is a name usable as a file name: letters, digits, ``.``, ``_``, ``-``.
+
+    Example:
+        >>> check_name("gaussian-mixture", "name")
+        'gaussian-mixture'
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, got {type(value).__name__} {value!r}")
+    if not _NAME_PATTERN.fullmatch(value):
+        raise ValueError(
+            f"{name} must start with a letter or digit and hold only letters, digits, '.', '_' "
+            f"and '-', got {value!r}"
+        )
     return value
 
 

@@ -19,10 +19,14 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import registry
 from .checks import check_int, check_positive
 from .core.progress import progress_bar
+
+if TYPE_CHECKING:
+    from .report import DemoResult
 
 __all__ = ["main", "build_parser"]
 
@@ -155,8 +159,10 @@ def _write_and_print(results: list, out: Path, title: str) -> None:
     print(f"report: {index}")
 
 
-def _check_result(result, entry: registry.ModelEntry, what: str) -> registry.DemoResult:
-    if not isinstance(result, registry.DemoResult):
+def _check_result(result, entry: registry.ModelEntry, what: str) -> DemoResult:
+    from .report import DemoResult  # the report package loads ArviZ: import it once it is used
+
+    if not isinstance(result, DemoResult):
         raise TypeError(
             f"the {what} of model {entry.name!r} must return a DemoResult, "
             f"got {type(result).__name__}"

@@ -52,3 +52,17 @@ def import_benchmarks(monkeypatch):
     on ``sys.path`` for this test only, and returns the modules in that order."""
     monkeypatch.syspath_prepend(str(REPO))
     return lambda *names: tuple(importlib.import_module(f"benchmarks.{name}") for name in names)
+
+
+@pytest.fixture
+def fresh_python():
+    """``run(code)`` runs ``code`` in a new interpreter (this one's environment, so the same
+    ``pyromodels``) and returns its standard output, stripped; a failure shows its stderr."""
+
+    def run(code: str, timeout: float = 300) -> str:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=timeout)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    return run

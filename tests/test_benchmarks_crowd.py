@@ -140,9 +140,9 @@ def test_rss_peak_delta_sees_a_touched_allocation(modules):
 
 def test_tile_table_shifts_items_and_repeats_truth(modules):
     ds, _ = modules
-    from pyromodels.data import simulate_annotations
+    from pyromodels.data import WorkerPopulation, simulate_annotations
 
-    table, truth = simulate_annotations(7, 4, 3, labels_per_item=2, seed=0)
+    table, truth = simulate_annotations(7, WorkerPopulation(4, labels_per_item=2), 3, seed=0)
     big, z = ds.tile_table(table, truth["z"], 3)
     assert big.num_items == 21 and big.num_labels == 3 * table.num_labels
     for copy in range(3):

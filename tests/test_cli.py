@@ -22,7 +22,8 @@ import torch  # noqa: E402
 from pyromodels import registry  # noqa: E402
 from pyromodels.cli import main  # noqa: E402
 from pyromodels.core import Posterior  # noqa: E402
-from pyromodels.registry import DemoResult, ModelEntry  # noqa: E402
+from pyromodels.registry import ModelEntry  # noqa: E402
+from pyromodels.report import DemoResult  # noqa: E402
 
 FAKE_METRICS = {"fake": {"accuracy": 0.875, "iterations": 12}, "note": "smoke"}
 

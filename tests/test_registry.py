@@ -1,16 +1,13 @@
-"""The model registry: registration, look-up, validation of entries and results, built-in index."""
+"""The model registry: registration, look-up, validation of entries, built-in index."""
 
 from __future__ import annotations
 
 import sys
 
-import numpy as np
-import pandas as pd
 import pytest
-import torch
 
 from pyromodels import registry
-from pyromodels.registry import DemoResult, ModelEntry, UnknownModelError, check_metrics
+from pyromodels.registry import ModelEntry, UnknownModelError
 
 
 def _entry(name: str, **overrides) -> ModelEntry:
@@ -84,65 +81,6 @@ def test_model_entry_validation(overrides, error, message):
         _entry(**fields)
 
 
-def test_check_metrics_converts_numpy_scalars_exactly():
-    metrics = {
-        "nuts": {"ess": np.float32(0.5), "divergences": np.int64(3), "ok": np.bool_(True)},
-        "per_class": (np.float64(0.25), 1, None, "x"),
-    }
-    out = check_metrics(metrics)
-    assert out == {
-        "nuts": {"ess": 0.5, "divergences": 3, "ok": True},
-        "per_class": [0.25, 1, None, "x"],
-    }
-    assert type(out["nuts"]["ess"]) is float
-    assert type(out["nuts"]["divergences"]) is int
-    assert type(out["nuts"]["ok"]) is bool
-
-
-@pytest.mark.parametrize(
-    ("metrics", "message"),
-    [
-        ({"svi": {"elbo": torch.tensor(1.0)}}, r"metrics\['svi'\]\['elbo'\] must be a number"),
-        ({"svi": np.ones(2)}, r"metrics\['svi'\] must be a number.*x.tolist\(\)"),
-        ({1: 2.0}, "metrics keys must be strings, got int 1"),
-        ({"a": [1, object()]}, r"metrics\['a'\]\[1\] must be a number"),
-    ],
-)
-def test_check_metrics_rejects_non_json_values(metrics, message):
-    with pytest.raises(TypeError, match=message):
-        check_metrics(metrics)
-    with pytest.raises(TypeError, match=message):
-        DemoResult(name="r", metrics=metrics)
-
-
-@pytest.mark.parametrize(
-    ("fields", "error", "message"),
-    [
-        ({"name": "a/b"}, ValueError, "name must start with a letter or digit"),
-        ({"summary": 3}, TypeError, "summary must be a string, got int"),
-        ({"metrics": [1]}, TypeError, "metrics must be a dict, got list"),
-        (
-            {"tables": {"t": [[1]]}},
-            TypeError,
-            r"tables\['t'\] must be a pandas DataFrame, got list",
-        ),
-        ({"tables": {"": pd.DataFrame()}}, ValueError, "tables keys must be non-empty strings"),
-        ({"figures": {"f": "png"}}, TypeError, r"figures\['f'\] must be a matplotlib Figure"),
-        ({"inference_data": {"a b": None}}, ValueError, "inference_data key must start with"),
-        ({"inference_data": {"nuts": {}}}, TypeError, r"inference_data\['nuts'\] must be an Infer"),
-    ],
-)
-def test_demo_result_validation(fields, error, message):
-    arguments = {"name": "result", **fields}
-    with pytest.raises(error, match=message):
-        DemoResult(**arguments)
-
-
-def test_demo_result_accepts_captions_with_spaces():
-    result = DemoResult(name="ok", tables={"posterior summary": pd.DataFrame({"a": [1.0]})})
-    assert list(result.tables) == ["posterior summary"]
-
-
 def test_load_builtin_ignores_only_a_missing_index(monkeypatch, tmp_path, empty_registry):
     monkeypatch.syspath_prepend(str(tmp_path))
     # The index itself is missing: nothing to load, no error.
@@ -171,3 +109,15 @@ def test_load_builtin_ignores_only_a_missing_index(monkeypatch, tmp_path, empty_
     finally:
         for module in ("pyromodels_test_good_index", "pyromodels_test_broken_index"):
             sys.modules.pop(module, None)
+
+
+def test_registering_the_builtin_models_leaves_the_plotting_stack_unloaded(fresh_python):
+    # `pyromodels list` registers every entry; the report (ArviZ, matplotlib) loads only once a
+    # result is written, so the registry and the entries' modules must not import it.
+    code = (
+        "import sys\n"
+        "from pyromodels import registry\n"
+        "registry.load_builtin()\n"
+        "print(sorted(m for m in ('arviz', 'matplotlib', 'pyromodels.report') if m in sys.modules))\n"
+    )
+    assert fresh_python(code) == "[]"

@@ -52,7 +52,12 @@ from pyromodels.crowd.hmm import SequentialDawidSkene, baum_welch_step, programs
 from pyromodels.crowd.majority import majority_vote
 from pyromodels.crowd.moments.fit import fit_moments, moment_labels
 from pyromodels.crowd.moments.sequential import fit_sequential_moments
-from pyromodels.data import AnnotationTable, Sequences, simulate_sequential_annotations
+from pyromodels.data import (
+    AnnotationTable,
+    Sequences,
+    WorkerPopulation,
+    simulate_sequential_annotations,
+)
 from pyromodels.experiments.crowd.inputs.builders import build_ner
 from pyromodels.experiments.crowd.scores import score_task
 
@@ -106,18 +111,18 @@ print(f"pyromodels {pyromodels.__version__}, pyro {pyro.__version__}, torch {tor
 #
 # The paper's synthetic set-up: $K = 4$ classes, $M = 10$ workers of whom only
 # $\lfloor M/2 \rfloor + 1 = 6$ are better than random (`num_random=4`), sequences of 40
-# items. To make it a crowd, each item gets labels from only 4 of the 10 workers. The chain is
-# "sticky" (`stickiness=0.5` mixes a random transition matrix with the identity), as tags in
-# text tend to come in runs.
+# items. To make it a crowd, each item gets labels from only 4 of the 10 workers. A
+# `WorkerPopulation` says all this about the workers. The chain is "sticky" (`stickiness=0.5`
+# mixes a random transition matrix with the identity), as tags in text tend to come in runs.
 #
 # `simulate_sequential_annotations` returns a `Sequences`: an `AnnotationTable` whose items
 # are the positions of all sequences in order, plus the length of each sequence.
 
 # %%
 num_sequences = size(100, 25)
-seqs, truth = simulate_sequential_annotations(
-    [40] * num_sequences, 10, 4, stickiness=0.5, num_random=4, dominance=0.6,
-    labels_per_item=4, seed=0)
+crowd = WorkerPopulation(10, dominance=0.6, num_random=4, labels_per_item=4)
+seqs, truth = simulate_sequential_annotations([40] * num_sequences, crowd, 4, stickiness=0.5,
+                                              seed=0)
 table = seqs.data
 print(seqs)
 print(table)
@@ -259,8 +264,7 @@ for name, est in (("Alg. 2", alg2.transition), ("MV + Alg. 1", mv_alg1.params["t
 grid = size([5, 25, 100], [5, 25])
 curve = []
 for S in grid:
-    s_seqs, s_truth = simulate_sequential_annotations(
-        [40] * S, 10, 4, stickiness=0.5, num_random=4, dominance=0.6, labels_per_item=4, seed=1)
+    s_seqs, s_truth = simulate_sequential_annotations([40] * S, crowd, 4, stickiness=0.5, seed=1)
     s_table = s_seqs.data
     s_mm = fit_moments(s_table, n_init=size(3, 2), seed=0)
     s_alg2 = fit_sequential_moments(s_seqs, s_mm)
@@ -358,8 +362,9 @@ assert torch.equal(literal["transition"], cycle.T)
 # %%
 sticky_cycle = 0.8 * cycle + 0.2 / 3
 n_seq = size(40, 15)
-s_seqs, s_truth = simulate_sequential_annotations([30] * n_seq, 6, 3, transition=sticky_cycle,
-                                                  dominance=0.6, labels_per_item=2, seed=1)
+s_seqs, s_truth = simulate_sequential_annotations(
+    [30] * n_seq, WorkerPopulation(6, dominance=0.6, labels_per_item=2), 3,
+    transition=sticky_cycle, seed=1)
 right = SequentialDawidSkene().fit(s_seqs, method="em", seed=0, max_iter=300, progress=False)
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")

@@ -59,7 +59,7 @@ from pyromodels.crowd.mrf import (
     sample_labels,
     total_energy,
 )
-from pyromodels.data import Graph, simulate_networked_annotations
+from pyromodels.data import Graph, WorkerPopulation, simulate_networked_annotations
 from pyromodels.experiments.crowd.inputs.builders import build_planetoid
 from pyromodels.experiments.crowd.scores import score_task
 
@@ -177,6 +177,7 @@ for schedule in ("sequential", "jacobi"):
 
 # %%
 num_items = size(2000, 500)
+crowd = WorkerPopulation(10, dominance=0.6, labels_per_item=4)
 
 
 def five_methods(table, graph, mm) -> dict:
@@ -194,7 +195,7 @@ def five_methods(table, graph, mm) -> dict:
 
 def networked_scores(mean_degree: float) -> dict:
     table, graph, truth = simulate_networked_annotations(
-        num_items, 10, 4, mean_degree=mean_degree, labels_per_item=4, dominance=0.6, seed=0)
+        num_items, crowd, 4, mean_degree=mean_degree, seed=0)
     labels = five_methods(table, graph, fit_moments(table, n_init=size(3, 1), seed=0))
     out = {name: float((y == truth["z"]).double().mean()) for name, y in labels.items()}
     isolated = float((graph.degree() == 0).double().mean())
@@ -223,8 +224,8 @@ show(fig)
 # graph, started from majority vote with the Dawid-Skene confusions.
 
 # %%
-table5, graph5, truth5 = simulate_networked_annotations(
-    num_items, 10, 4, mean_degree=5.0, labels_per_item=4, dominance=0.6, seed=0)
+table5, graph5, truth5 = simulate_networked_annotations(num_items, crowd, 4, mean_degree=5.0,
+                                                        seed=0)
 ds5 = DawidSkene().fit(table5, method="em", seed=0, progress=False)
 log_b5 = log_emissions(table5, ds5.params["confusion"].log())
 run = icm(log_b5, PottsCoupling.constant(graph5, table5.num_workers),
@@ -261,7 +262,7 @@ print(inspect.getsource(NetworkedDawidSkene.model))
 
 # %%
 tiny_table, tiny_graph, tiny_truth = simulate_networked_annotations(
-    10, 3, 2, mean_degree=2.0, labels_per_item=2, dominance=0.7, seed=3)
+    10, WorkerPopulation(3, dominance=0.7, labels_per_item=2), 2, mean_degree=2.0, seed=3)
 tiny_coupling = PottsCoupling.constant(tiny_graph, tiny_table.num_workers)
 tiny_log_b = log_emissions(tiny_table, tiny_truth["confusion"].log())
 exact = exact_posterior(tiny_log_b, tiny_coupling)

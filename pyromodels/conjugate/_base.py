@@ -309,10 +309,16 @@ class NormalMeanFamily(ConjugateFamily):
 
     and, with base measure ``(2 pi)^(-d/2)`` per observation, the marginal likelihood is
     ``log p(x_1..x_n) = A_n - A - (n d / 2) log(2 pi)``.
+
+    Subclasses set ``_stats_type``, the named tuple of their natural parameters, whose fields
+    are paired with the precision, its log-determinant (or log), the precision-weighted mean
+    and the precision-weighted squared mean, in that order; they define
+    ``posterior(count, sum_x, second_moment)`` and ``_from_natural_precision``.
     """
 
     _anchor = "loc"
     _anchor_event_ndim = 1
+    _stats_type: ClassVar[type]
 
     @property
     def dim(self) -> int:
@@ -339,14 +345,24 @@ class NormalMeanFamily(ConjugateFamily):
         loc_n = (self.kappa.unsqueeze(-1) * self.loc + s) / kappa_n.unsqueeze(-1)
         return kappa_n, loc_n
 
-    @staticmethod
-    def _mean_from_natural(eta_mean, eta_quad) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(kappa, m)`` from the natural parameters paired with the precision-weighted mean
-        (``kappa m``) and the precision-weighted squared mean (``-kappa / 2``)."""
-        kappa = -2 * eta_quad
-        return kappa, eta_mean / kappa.unsqueeze(-1)
+    @classmethod
+    def from_natural(cls, eta):
+        """The prior with natural parameters ``eta`` (inverse of :meth:`natural_params`).
 
-    def _log_marginal(self, count, *stats) -> torch.Tensor:
-        post = self.posterior(count, *stats)
+        The mean's part comes from the last two fields, paired with the precision-weighted
+        mean (``kappa m``) and squared mean (``-kappa / 2``); the family's
+        ``_from_natural_precision(loc, kappa, eta_precision, eta_log_precision)`` turns the
+        first two into the precision's hyperparameters.
+        """
+        eta_precision, eta_log_precision, eta_mean, eta_quad = cls._stats_type(*eta)
+        kappa = -2 * eta_quad
+        loc = eta_mean / kappa.unsqueeze(-1)
+        return cls._from_natural_precision(loc, kappa, eta_precision, eta_log_precision)
+
+    def log_marginal_likelihood(self, count, sum_x, second_moment) -> torch.Tensor:
+        """``log p(x_1..x_n) = A_n - A - (n d / 2) log(2 pi)`` from the statistics
+        :meth:`posterior` takes: the count, the sum and the family's second-moment statistic
+        (``sum_sq`` for the Normal-Gamma, ``sum_xx`` for the Normal-Wishart)."""
+        post = self.posterior(count, sum_x, second_moment)
         n = as_data_tensor(count, "count", self.kappa)
         return post.log_normalizer() - self.log_normalizer() - 0.5 * self.dim * n * LOG_2PI

@@ -90,6 +90,7 @@ class NormalGamma(NormalMeanFamily):
     b: torch.Tensor
 
     event_dims = (0, 0, 1, 0)
+    _stats_type = NormalGammaStats
 
     def __post_init__(self):
         p = coerce_params(loc=self.loc, kappa=self.kappa, a=self.a, b=self.b)
@@ -131,11 +132,6 @@ class NormalGamma(NormalMeanFamily):
             a=a_n.expand(batch),
             b=b_n,
         )
-
-    def log_marginal_likelihood(self, count, sum_x, sum_sq) -> torch.Tensor:
-        """``log p(x_1..x_n) = A_n - A - (n d / 2) log(2 pi)`` from the same statistics as
-        :meth:`posterior`."""
-        return self._log_marginal(count, sum_x, sum_sq)
 
     def predictive_log_prob(self, x) -> torch.Tensor:
         """Log density of a new point under the isotropic Student-t predictive.
@@ -185,13 +181,11 @@ class NormalGamma(NormalMeanFamily):
         )
 
     @classmethod
-    def from_natural(cls, eta: NormalGammaStats) -> NormalGamma:
-        """The prior with natural parameters ``eta`` (inverse of :meth:`natural_params`)."""
-        eta = NormalGammaStats(*eta)
-        d = eta.tau_mu.shape[-1]
-        kappa, loc = cls._mean_from_natural(eta.tau_mu, eta.tau_mu_sq)
-        b = -eta.tau - 0.5 * kappa * (loc * loc).sum(-1)
-        return cls(loc, kappa, eta.log_tau + 1 - 0.5 * d, b)
+    def _from_natural_precision(cls, loc, kappa, eta_tau, eta_log_tau) -> NormalGamma:
+        """The rest of :meth:`from_natural`: ``(a, b)`` from the natural parameters paired with
+        ``tau`` and ``log tau``, given the mean's ``(m, kappa)``."""
+        b = -eta_tau - 0.5 * kappa * (loc * loc).sum(-1)
+        return cls(loc, kappa, eta_log_tau + 1 - 0.5 * loc.shape[-1], b)
 
     def _point(self, mu, tau):
         mu = self._vector(mu, "mu")

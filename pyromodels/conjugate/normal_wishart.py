@@ -112,6 +112,7 @@ class NormalWishart(NormalMeanFamily):
     scale_tril: torch.Tensor = field(init=False, repr=False)
 
     event_dims = (2, 0, 1, 0)
+    _stats_type = NormalWishartStats
 
     def __post_init__(self):
         p = coerce_params(loc=self.loc, kappa=self.kappa, nu=self.nu, scale=self.scale)
@@ -183,11 +184,6 @@ class NormalWishart(NormalMeanFamily):
             scale_tril=torch.linalg.cholesky(scale_n),
         )
 
-    def log_marginal_likelihood(self, count, sum_x, sum_xx) -> torch.Tensor:
-        """``log p(x_1..x_n) = A_n - A - (n d / 2) log(2 pi)`` from the same statistics as
-        :meth:`posterior`."""
-        return self._log_marginal(count, sum_x, sum_xx)
-
     def predictive_log_prob(self, x) -> torch.Tensor:
         """Log density of a new point under the multivariate Student-t predictive.
 
@@ -245,13 +241,11 @@ class NormalWishart(NormalMeanFamily):
         )
 
     @classmethod
-    def from_natural(cls, eta: NormalWishartStats) -> NormalWishart:
-        """The prior with natural parameters ``eta`` (inverse of :meth:`natural_params`)."""
-        eta = NormalWishartStats(*eta)
-        d = eta.precision_mean.shape[-1]
-        kappa, loc = cls._mean_from_natural(eta.precision_mean, eta.mean_precision_mean)
-        inv = -2 * eta.precision - kappa[..., None, None] * loc.unsqueeze(-1) * loc.unsqueeze(-2)
-        nu = 2 * eta.log_det_precision + d
+    def _from_natural_precision(cls, loc, kappa, eta_precision, eta_log_det) -> NormalWishart:
+        """The rest of :meth:`from_natural`: ``(nu, W)`` from the natural parameters paired with
+        ``Lambda`` and ``log|Lambda|``, given the mean's ``(m, kappa)``."""
+        inv = -2 * eta_precision - kappa[..., None, None] * loc.unsqueeze(-1) * loc.unsqueeze(-2)
+        nu = 2 * eta_log_det + loc.shape[-1]
         return cls.from_inverse_scale(loc, kappa, nu, 0.5 * (inv + inv.mT))
 
     def _point(self, mu, precision):

@@ -1,14 +1,41 @@
-"""The result every engine returns."""
+"""The result every engine returns, and its conversion to ArviZ.
+
+The conversion (:func:`to_inference_data`, :func:`summary`) lives here, beside the class whose
+methods call it; :mod:`pyromodels.diagnostics` offers the same functions to its users.
+"""
 
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-__all__ = ["Posterior", "stack_chains", "make_attrs"]
+from .inference_data import (
+    chain_draw_arrays,
+    from_groups,
+    inference_attrs,
+    log_likelihood_arrays,
+    observed_arrays,
+    sample_stats_arrays,
+)
+
+__all__ = [
+    "Posterior",
+    "check_posterior",
+    "to_inference_data",
+    "summary",
+    "stack_chains",
+    "make_attrs",
+]
+
+_NOT_MCMC = {
+    "svi": "its draws are one chain of independent draws from the variational guide, so they "
+    "say nothing about convergence of the fit",
+    "em": "it is a point estimate stored as one draw, so they are undefined",
+}
 
 
 @dataclass
@@ -75,15 +102,12 @@ class Posterior:
         return v.reshape((-1,) + tuple(v.shape[2:]))
 
     def to_inference_data(self, log_likelihood: bool = True, coords=None, dims=None):
-        """Convert to ``arviz.InferenceData`` (see :func:`pyromodels.diagnostics.to_inference_data`)."""
-        from ..diagnostics import to_inference_data
-
+        """Convert to ``arviz.InferenceData`` (see :func:`to_inference_data`)."""
         return to_inference_data(self, log_likelihood=log_likelihood, coords=coords, dims=dims)
 
     def summary(self, var_names=None, **kwargs):
-        """ArviZ summary table (mean, sd, HDI, ESS, R-hat) as a pandas DataFrame."""
-        from ..diagnostics import summary
-
+        """ArviZ summary table (mean, sd, HDI, ESS, R-hat) as a pandas DataFrame (see
+        :func:`summary`)."""
         return summary(self, var_names=var_names, **kwargs)
 
     def sample_discrete(self, temperature: int = 1, seed: int | None = None) -> Posterior:
@@ -124,6 +148,103 @@ class Posterior:
             f"Posterior(method={self.method!r}, chains={self.num_chains}, "
             f"draws={self.num_draws}, sites=[{sites}])"
         )
+
+
+def check_posterior(posterior, name: str = "posterior") -> Posterior:
+    """Raise unless ``posterior`` is a :class:`Posterior` holding at least one site."""
+    if not isinstance(posterior, Posterior):
+        raise TypeError(f"{name} must be a pyromodels Posterior, got {type(posterior).__name__}")
+    if not posterior.samples:
+        raise ValueError(f"{name}.samples is empty: there is nothing to convert")
+    return posterior
+
+
+def to_inference_data(posterior, log_likelihood: bool = True, coords=None, dims=None):
+    """Convert a fit to ``arviz.InferenceData`` through ``arviz.from_dict``.
+
+    Groups (each built only when its inputs exist):
+
+    * ``posterior``: every site of ``posterior.samples`` as a NumPy array
+      ``(chain, draw, *site_shape)``; integer (discrete) sites keep their integer dtype.
+    * ``sample_stats``: ``posterior.sample_stats``, shaped ``(chain, draw)``, under the ArviZ
+      schema names (``lp``, ``diverging``, ``acceptance_rate``, ``energy``, ...; the spellings in
+      :data:`~pyromodels.core.inference_data.SAMPLE_STATS_ALIASES` are renamed); ``diverging``
+      is boolean.
+    * ``log_likelihood``: when ``log_likelihood`` is true and the model defines
+      ``log_likelihood_pointwise(data, samples) -> {observed_name: tensor (chain, draw, n)}``.
+      That hook returns the marginal pointwise log-likelihood, with the discrete sites summed
+      out, which is what ``arviz.loo`` and ``arviz.waic`` need.
+    * ``observed_data``: when the model defines ``observed_data(data) -> {name: array}``.
+
+    The root ``attrs`` and those of the ``posterior`` and ``sample_stats`` groups hold
+    ``posterior.attrs`` (the seed among them) with ``inference_library="pyromodels"`` and
+    ``method``, made storable by :func:`~pyromodels.core.inference_data.netcdf_safe_attrs`, so
+    the result round-trips through ``idata.to_netcdf(path)`` and ``arviz.from_netcdf(path)``.
+
+    Args:
+        posterior: a :class:`Posterior`.
+        log_likelihood: whether to add the ``log_likelihood`` group when the model can compute it.
+        coords: ArviZ coordinates, ``{dim_name: values}``.
+        dims: ArviZ dimension names per variable, ``{var_name: [dim_name, ...]}``.
+
+    Returns:
+        ``arviz.InferenceData``.
+
+    Example:
+        >>> import torch
+        >>> post = Posterior(samples={"mu": torch.zeros(2, 5)}, method="nuts")
+        >>> to_inference_data(post).posterior["mu"].shape
+        (2, 5)
+    """
+    posterior = check_posterior(posterior)
+    if not isinstance(log_likelihood, bool):
+        raise TypeError(f"log_likelihood must be a bool, got {type(log_likelihood).__name__}")
+    shape = (posterior.num_chains, posterior.num_draws)
+    model, data = posterior.model, posterior.data
+    groups = {
+        "posterior": chain_draw_arrays(posterior.samples, shape, "samples"),
+        "sample_stats": sample_stats_arrays(posterior.sample_stats, shape) or None,
+        "log_likelihood": (log_likelihood_arrays(model, data, posterior.samples, shape)
+                           if log_likelihood else None),
+        "observed_data": observed_arrays(model, data),
+    }
+    attrs = inference_attrs(posterior.attrs, posterior.method)
+    return from_groups(groups, attrs, coords=coords, dims=dims)
+
+
+def summary(posterior, var_names=None, **kwargs):
+    """ArviZ summary table: mean, sd, HDI, MCSE, ``ess_bulk``, ``ess_tail`` and ``r_hat``.
+
+    For ``method`` ``"svi"`` or ``"em"`` a ``UserWarning`` says that R-hat and ESS are not
+    MCMC diagnostics there.
+
+    Args:
+        posterior: a :class:`Posterior`.
+        var_names: sites to summarise; all sites by default.
+        **kwargs: passed to ``arviz.summary`` (``hdi_prob``, ``kind``, ``round_to``, ...).
+
+    Returns:
+        ``pandas.DataFrame`` with one row per scalar component of each site.
+
+    Example:
+        >>> import torch
+        >>> g = torch.Generator().manual_seed(0)
+        >>> post = Posterior(samples={"mu": torch.randn(4, 200, generator=g)}, method="nuts")
+        >>> list(summary(post).index)
+        ['mu']
+    """
+    import arviz as az  # loaded on use, so that importing pyromodels stays light
+
+    posterior = check_posterior(posterior)
+    if posterior.method in _NOT_MCMC:
+        warnings.warn(
+            f"R-hat and ESS are MCMC diagnostics, not diagnostics of a {posterior.method!r} fit: "
+            f"{_NOT_MCMC[posterior.method]}.",
+            UserWarning,
+            stacklevel=2,
+        )
+    idata = to_inference_data(posterior, log_likelihood=False)
+    return az.summary(idata, var_names=var_names, **kwargs)
 
 
 def stack_chains(per_chain: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:

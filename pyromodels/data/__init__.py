@@ -17,6 +17,7 @@ from .pairwise import PairwiseAnnotations
 from .sequences import Sequences
 from .simulate import simulate_gaussian_mixture
 from .simulate_crowd import (
+    WorkerPopulation,
     random_confusions,
     random_transitions,
     sbm_graph,
@@ -32,6 +33,7 @@ __all__ = [
     "PairwiseAnnotations",
     "simulate_gaussian_mixture",
     "simulate_annotations",
+    "WorkerPopulation",
     "random_confusions",
     "random_transitions",
     "simulate_sequential_annotations",

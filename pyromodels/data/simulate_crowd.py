@@ -3,9 +3,16 @@ r"""Seeded simulators of crowd labels: i.i.d. items, items in sequences, items o
 Conventions (those of :mod:`pyromodels.crowd`): ``confusion[m, k, j] = P(worker m answers j
 | true class k)`` (rows = true class) and ``transition[i, j] = P(y_t = j | y_{t-1} = i)``
 (rows = previous state). Everything is float64 and drawn from generators made from ``seed``.
+
+The three simulators share their workers: a :class:`WorkerPopulation` says how many there
+are, how reliable they are and who labels which item; each simulator draws the true classes
+its own way and lets the population label them.
 """
 
 from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -19,6 +26,7 @@ from .sequences import Sequences
 from .simulate import DTYPE
 
 __all__ = [
+    "WorkerPopulation",
     "random_confusions",
     "random_transitions",
     "who_labels",
@@ -28,6 +36,29 @@ __all__ = [
     "sbm_graph",
     "simulate_networked_annotations",
 ]
+
+
+def _check_reliability(m: int, dominance, concentration, num_random, force_dominant):
+    """Check the confusion arguments of ``m`` workers (see :func:`random_confusions`);
+    return ``(dominance, concentration, num_random)`` as Python numbers."""
+    rho = check_probability(dominance, "dominance")
+    if rho in (0.0, 1.0):
+        raise ValueError(f"dominance must lie strictly between 0 and 1, got {rho}")
+    conc = check_positive(concentration, "concentration")
+    bad = check_int(num_random, "num_random", minimum=0, maximum=m)
+    if not isinstance(force_dominant, bool):
+        raise TypeError(f"force_dominant must be a bool, got {force_dominant!r}")
+    return rho, conc, bad
+
+
+def _check_coverage(m: int, labels_per_item, missing_rate) -> None:
+    """Check who-labels-what for ``m`` workers (see :func:`who_labels`)."""
+    if labels_per_item is not None and missing_rate is not None:
+        raise ValueError("give at most one of labels_per_item and missing_rate")
+    if labels_per_item is not None:
+        check_int(labels_per_item, "labels_per_item", minimum=1, maximum=m)
+    if missing_rate is not None and check_probability(missing_rate, "missing_rate") == 1.0:
+        raise ValueError("missing_rate must be < 1, got 1.0")
 
 
 def _dirichlet_rows(alpha: np.ndarray, seed: int) -> torch.Tensor:
@@ -66,13 +97,7 @@ def random_confusions(
     """
     m = check_int(num_workers, "num_workers", minimum=1)
     k = check_int(num_classes, "num_classes", minimum=2)
-    rho = check_probability(dominance, "dominance")
-    if rho in (0.0, 1.0):
-        raise ValueError(f"dominance must lie strictly between 0 and 1, got {rho}")
-    conc = check_positive(concentration, "concentration")
-    bad = check_int(num_random, "num_random", minimum=0, maximum=m)
-    if not isinstance(force_dominant, bool):
-        raise TypeError(f"force_dominant must be a bool, got {force_dominant!r}")
+    rho, conc, bad = _check_reliability(m, dominance, concentration, num_random, force_dominant)
     alpha = np.full((k, k), conc * (1 - rho) / (k - 1))
     np.fill_diagonal(alpha, conc * rho)
     alpha = np.broadcast_to(alpha, (m, k, k)).copy()
@@ -105,20 +130,16 @@ def who_labels(n: int, m: int, labels_per_item, missing_rate, generator):
     Every worker labels every item, or ``labels_per_item`` distinct workers per item, or each
     (item, worker) pair is dropped with probability ``missing_rate`` (give at most one).
     """
-    if labels_per_item is not None and missing_rate is not None:
-        raise ValueError("give at most one of labels_per_item and missing_rate")
+    _check_coverage(m, labels_per_item, missing_rate)
     if labels_per_item is not None:
-        r = check_int(labels_per_item, "labels_per_item", minimum=1, maximum=m)
+        r = int(labels_per_item)
         keys = torch.rand(n, m, generator=generator, dtype=DTYPE)
         chosen = torch.argsort(keys, dim=1)[:, :r]
         return torch.arange(n).repeat_interleave(r), chosen.reshape(-1)
     items = torch.arange(n).repeat_interleave(m)
     workers = torch.arange(m).repeat(n)
     if missing_rate is not None:
-        p = check_probability(missing_rate, "missing_rate")
-        if p == 1.0:
-            raise ValueError("missing_rate must be < 1, got 1.0")
-        keep = torch.rand(n * m, generator=generator, dtype=DTYPE) >= p
+        keep = torch.rand(n * m, generator=generator, dtype=DTYPE) >= float(missing_rate)
         if not bool(keep.any()):
             raise ValueError("missing_rate removed every label; lower it or raise the sizes")
         items, workers = items[keep], workers[keep]
@@ -134,32 +155,87 @@ def emit_labels(z, confusion, items, workers, generator) -> AnnotationTable:
                                        num_classes=k)
 
 
-def _crowd_labels(z, m, k, seed, generator, dominance, concentration, num_random, force_dominant,
-                  labels_per_item, missing_rate):
-    """The worker side shared by the simulators: confusions from ``derive_seed(seed,
-    "confusion")`` (see :func:`random_confusions`), then who labels what and the labels of the
-    true classes ``z``, both drawn from ``generator``. Returns ``(table, confusion)``."""
-    confusion = random_confusions(m, k, dominance=dominance, concentration=concentration,
-                                  num_random=num_random, force_dominant=force_dominant,
-                                  seed=derive_seed(seed, "confusion"))
-    items, workers = who_labels(len(z), m, labels_per_item, missing_rate, generator)
-    return emit_labels(z, confusion, items, workers, generator), confusion
+@dataclass(frozen=True)
+class WorkerPopulation:
+    r"""The simulated workers: how many, how reliable, and who labels which item.
+
+    Worker ``m``'s answer to an item of true class ``k`` is drawn from row ``k`` of its
+    confusion matrix, ``Dirichlet(c a_k)`` with ``a_kk = rho`` (``dominance``) and
+    ``a_kj = (1 - rho)/(K - 1)``, so the expected diagonal mass of each row is ``rho`` and
+    ``c`` (``concentration``) sets how much workers vary around it (see
+    :func:`random_confusions`).
+
+    Who labels what: by default every worker labels every item. ``labels_per_item = r`` gives
+    each item ``r`` distinct workers drawn uniformly; ``missing_rate = p`` drops each
+    (item, worker) label independently with probability ``p`` (items may end up unlabelled;
+    they stay in the table). Give at most one of the two.
+
+    The arguments are checked when the population is made.
+
+    Attributes:
+        num_workers: ``M >= 1``.
+        dominance: ``rho`` in (0, 1).
+        concentration: ``c > 0``.
+        num_random: how many workers (the last ones) answer from ``Dirichlet(1_K)`` rows.
+        force_dominant: swap each row's largest entry onto the diagonal (other workers).
+        labels_per_item: ``r`` in ``[1, M]``, or ``None``.
+        missing_rate: ``p`` in ``[0, 1)``, or ``None``.
+
+    Example:
+        >>> workers = WorkerPopulation(5, dominance=0.6, labels_per_item=3)
+        >>> table, truth = simulate_annotations(20, workers, 3, seed=1)
+        >>> table.counts_per_item().unique().tolist()
+        [3]
+    """
+
+    num_workers: int
+    dominance: float = 0.7
+    concentration: float = 10.0
+    num_random: int = 0
+    force_dominant: bool = False
+    labels_per_item: int | None = None
+    missing_rate: float | None = None
+
+    def __post_init__(self):
+        m = check_int(self.num_workers, "num_workers", minimum=1)
+        _check_reliability(m, self.dominance, self.concentration, self.num_random,
+                           self.force_dominant)
+        _check_coverage(m, self.labels_per_item, self.missing_rate)
+
+    @classmethod
+    def of(cls, workers) -> WorkerPopulation:
+        """``workers`` itself, or for a number of workers the default population of that size."""
+        if isinstance(workers, cls):
+            return workers
+        if isinstance(workers, numbers.Integral) and not isinstance(workers, bool):
+            return cls(workers)
+        raise TypeError(
+            "workers must be a WorkerPopulation or a number of workers, got "
+            f"{type(workers).__name__} {workers!r}"
+        )
+
+    def label(self, z: torch.Tensor, num_classes: int, seed: int, generator: torch.Generator):
+        """The population's labels of items whose true classes are ``z``.
+
+        The confusions are drawn from ``derive_seed(seed, "confusion")``; who labels what and
+        the labels themselves from ``generator``.
+
+        Returns:
+            ``(table, confusion)``: the :class:`~pyromodels.data.AnnotationTable` and the
+            ``(M, K, K)`` confusion matrices.
+        """
+        confusion = random_confusions(self.num_workers, num_classes, dominance=self.dominance,
+                                      concentration=self.concentration,
+                                      num_random=self.num_random,
+                                      force_dominant=self.force_dominant,
+                                      seed=derive_seed(seed, "confusion"))
+        items, workers = who_labels(len(z), self.num_workers, self.labels_per_item,
+                                    self.missing_rate, generator)
+        return emit_labels(z, confusion, items, workers, generator), confusion
 
 
-def simulate_annotations(
-    num_items: int,
-    num_workers: int,
-    num_classes: int,
-    *,
-    dominance: float = 0.7,
-    concentration: float = 10.0,
-    num_random: int = 0,
-    force_dominant: bool = False,
-    labels_per_item: int | None = None,
-    missing_rate: float | None = None,
-    class_prior=None,
-    seed: int,
-):
+def simulate_annotations(num_items: int, workers, num_classes: int, *, class_prior=None,
+                         seed: int):
     r"""Crowd labels from the Dawid–Skene model with random confusion matrices.
 
     .. math::
@@ -167,23 +243,14 @@ def simulate_annotations(
         \Gamma_{m,k,\cdot} \sim \mathrm{Dirichlet}(c\,a_k), \qquad
         y_{nm} \mid z_n = k \sim \mathrm{Categorical}(\Gamma_{m,k,\cdot}),
 
-    with :math:`a_{k k} = \rho` (``dominance``) and :math:`a_{k j} = (1-\rho)/(K-1)` for
-    :math:`j \ne k`, so the expected diagonal mass of each confusion row is :math:`\rho` and
-    :math:`c` (``concentration``) sets how much workers vary around it. Rows of
+    with :math:`a_{k k} = \rho` and :math:`a_{k j} = (1-\rho)/(K-1)` for :math:`j \ne k`
+    (:math:`\rho` and :math:`c` and who labels what: see :class:`WorkerPopulation`). Rows of
     ``confusion`` index the true class, columns the label given.
 
-    Who labels what: by default every worker labels every item. ``labels_per_item = r``
-    gives each item ``r`` distinct workers drawn uniformly; ``missing_rate = p`` drops each
-    (item, worker) label independently with probability ``p`` (items may end up unlabelled;
-    they stay in the table). Give at most one of the two.
-
     Args:
-        num_items, num_workers, num_classes: ``N``, ``M``, ``K`` (``K >= 2``).
-        dominance: :math:`\rho \in (0, 1)`.
-        concentration: :math:`c > 0`.
-        num_random, force_dominant: see :func:`random_confusions`.
-        labels_per_item: ``r`` in ``[1, M]``.
-        missing_rate: ``p`` in ``[0, 1)``.
+        num_items: ``N``.
+        workers: a :class:`WorkerPopulation`, or the number of workers ``M`` for the default one.
+        num_classes: ``K >= 2``.
         class_prior: :math:`\pi`, ``(K,)``; default uniform.
         seed: integer seed.
 
@@ -192,37 +259,31 @@ def simulate_annotations(
         (K,)}``; the table's ids are ``0 .. n - 1``.
 
     Example:
-        >>> table, truth = simulate_annotations(20, 5, 3, labels_per_item=3, seed=1)
+        >>> workers = WorkerPopulation(5, labels_per_item=3)
+        >>> table, truth = simulate_annotations(20, workers, 3, seed=1)
         >>> table.counts_per_item().unique().tolist(), truth["confusion"].shape
         ([3], torch.Size([5, 3, 3]))
     """
     n = check_int(num_items, "num_items", minimum=1)
-    m = check_int(num_workers, "num_workers", minimum=1)
+    workers = WorkerPopulation.of(workers)
     k = check_int(num_classes, "num_classes", minimum=2)
     prior = (torch.full((k,), 1.0 / k, dtype=DTYPE) if class_prior is None
              else check_stochastic(class_prior, "class_prior", shape=(k,), dtype=DTYPE))
     seed = check_int(seed, "seed", minimum=0)
     gen = make_generator(seed)
     z = torch.multinomial(prior, n, replacement=True, generator=gen)
-    table, confusion = _crowd_labels(z, m, k, seed, gen, dominance, concentration, num_random,
-                                     force_dominant, labels_per_item, missing_rate)
+    table, confusion = workers.label(z, k, seed, gen)
     return table, {"z": z, "confusion": confusion, "prior": prior}
 
 
 def simulate_sequential_annotations(
     lengths,
-    num_workers: int,
+    workers,
     num_classes: int,
     *,
     transition=None,
     stickiness: float = 0.0,
     initial=None,
-    dominance: float = 0.7,
-    concentration: float = 10.0,
-    num_random: int = 0,
-    force_dominant: bool = False,
-    labels_per_item: int | None = None,
-    missing_rate: float | None = None,
     seed: int,
 ):
     r"""Crowd labels of items in sequences whose true labels form a Markov chain.
@@ -233,12 +294,11 @@ def simulate_sequential_annotations(
 
     Args:
         lengths: sequence lengths (a list of ints), e.g. ``[40] * 25``.
-        num_workers, num_classes: ``M``, ``K``.
+        workers: a :class:`WorkerPopulation`, or the number of workers ``M`` for the default one.
+        num_classes: ``K``.
         transition: ``(K, K)`` row-stochastic ``T[i, j] = P(y_t = j | y_{t-1} = i)``; default
             :func:`random_transitions` with ``stickiness``.
         initial: law of ``y_1``; default the stationary distribution of ``transition``.
-        dominance, concentration, num_random, force_dominant: see :func:`random_confusions`.
-        labels_per_item, missing_rate: see :func:`who_labels`.
         seed: integer seed.
 
     Returns:
@@ -247,7 +307,7 @@ def simulate_sequential_annotations(
         ``truth = {"z", "confusion", "transition", "initial"}``.
     """
     seed = check_int(seed, "seed", minimum=0)
-    m = check_int(num_workers, "num_workers", minimum=1)
+    workers = WorkerPopulation.of(workers)
     k = check_int(num_classes, "num_classes", minimum=2)
     lens = [check_int(v, f"lengths[{i}]", minimum=1) for i, v in enumerate(lengths)]
     if not lens:
@@ -267,8 +327,7 @@ def simulate_sequential_annotations(
             y[t] = torch.multinomial(trans[y[t - 1]], 1, generator=gen)
         states.append(y)
     z = torch.cat(states)
-    table, confusion = _crowd_labels(z, m, k, seed, gen, dominance, concentration, num_random,
-                                     force_dominant, labels_per_item, missing_rate)
+    table, confusion = workers.label(z, k, seed, gen)
     truth = {"z": z, "confusion": confusion, "transition": trans, "initial": init}
     return Sequences(table, torch.tensor(lens)), truth
 
@@ -309,31 +368,26 @@ def sbm_graph(z, mean_degree: float, *, within: float = 0.9, seed: int) -> Graph
 
 def simulate_networked_annotations(
     num_items: int,
-    num_workers: int,
+    workers,
     num_classes: int,
     *,
     mean_degree: float,
     within: float = 0.9,
     class_prior=None,
-    dominance: float = 0.7,
-    concentration: float = 10.0,
-    num_random: int = 0,
-    force_dominant: bool = False,
-    labels_per_item: int | None = None,
-    missing_rate: float | None = None,
     seed: int,
 ):
     """Crowd labels of items on a stochastic-block-model graph whose communities are the true
     classes (the ensemble paper's synthetic networked data: the graph is not drawn from the
     Potts model used for inference).
 
+    The labels are those of :func:`simulate_annotations` with the same arguments; the graph
+    is :func:`sbm_graph` on the true classes with ``mean_degree`` and ``within``, drawn from
+    ``derive_seed(seed, "graph")``.
+
     Returns:
         ``(table, graph, truth)`` with ``truth = {"z", "confusion", "prior"}``.
     """
-    table, truth = simulate_annotations(
-        num_items, num_workers, num_classes, dominance=dominance, concentration=concentration,
-        num_random=num_random, force_dominant=force_dominant, labels_per_item=labels_per_item,
-        missing_rate=missing_rate, class_prior=class_prior, seed=seed,
-    )
+    table, truth = simulate_annotations(num_items, workers, num_classes, class_prior=class_prior,
+                                        seed=seed)
     graph = sbm_graph(truth["z"], mean_degree, within=within, seed=derive_seed(seed, "graph"))
     return table, graph, truth

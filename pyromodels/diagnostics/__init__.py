@@ -2,7 +2,9 @@
 
 * :func:`to_inference_data` builds ``arviz.InferenceData`` from a
   :class:`~pyromodels.core.Posterior` (posterior, sample_stats, marginal log_likelihood,
-  observed_data), storable as NetCDF; :func:`summary` is ArviZ's summary table of it.
+  observed_data), storable as NetCDF; :func:`summary` is ArviZ's summary table of it. Both are
+  defined beside the ``Posterior`` (:mod:`pyromodels.core.posterior`, whose methods of the same
+  names call them) and offered here with the other diagnostics.
 * Label switching: :func:`label_invariant_stats`, :func:`occupied_clusters`,
   :func:`largest_cluster_fraction`, :func:`cluster_sizes`, :func:`coclustering` and
   :func:`coclustering_from_probs` summarise partitions without naming their blocks;
@@ -11,7 +13,8 @@
   :func:`plot_loss`; tables: :func:`compare_engines`.
 """
 
-from .convert import SAMPLE_STATS_ALIASES, netcdf_safe_attrs, to_inference_data
+from ..core.inference_data import SAMPLE_STATS_ALIASES, netcdf_safe_attrs
+from ..core.posterior import summary, to_inference_data
 from .label_invariant import (
     cluster_sizes,
     coclustering,
@@ -22,7 +25,7 @@ from .label_invariant import (
 )
 from .plots import plot_coclustering, plot_energy, plot_loss, plot_rank, plot_trace
 from .relabel import hungarian_relabel, permute_components, relabel
-from .tables import compare_engines, summary
+from .tables import compare_engines
 
 __all__ = [
     "SAMPLE_STATS_ALIASES",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from ..checks import as_label_tensor, check_int, check_stochastic
-from .convert import check_posterior
+from ..core.posterior import check_posterior
 
 __all__ = [
     "cluster_sizes",

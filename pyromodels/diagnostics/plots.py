@@ -13,7 +13,8 @@ import numpy as np
 import torch
 
 from ..checks import as_float_tensor, as_label_tensor
-from .convert import check_posterior, inference_attrs, to_inference_data, to_numpy
+from ..core.inference_data import inference_attrs, to_numpy
+from ..core.posterior import check_posterior, to_inference_data
 from .label_invariant import label_invariant_stats
 
 __all__ = ["plot_trace", "plot_rank", "plot_energy", "plot_coclustering", "plot_loss"]
@@ -58,7 +59,8 @@ def _plot_variables(posterior, var_names, site: str):
             f"var_names {missing} are not among the plottable variables {sorted(pool)}"
         )
     arrays = {v: to_numpy(pool[v], v) for v in var_names}
-    return az.from_dict(posterior=arrays, attrs=inference_attrs(posterior)), list(var_names)
+    attrs = inference_attrs(posterior.attrs, posterior.method)
+    return az.from_dict(posterior=arrays, attrs=attrs), list(var_names)
 
 
 def plot_trace(posterior, var_names=None, site: str = "z", **kwargs) -> plt.Figure:

@@ -15,8 +15,7 @@ import torch
 from scipy.optimize import linear_sum_assignment
 
 from ..checks import as_label_tensor, check_int
-from ..core.posterior import Posterior
-from .convert import check_posterior
+from ..core.posterior import Posterior, check_posterior
 from .label_invariant import check_label_draws
 
 __all__ = ["hungarian_relabel", "relabel", "permute_components"]

@@ -1,57 +1,16 @@
-"""Summary tables: ArviZ's posterior summary, and one row of statistics per engine."""
+"""Tables of statistics with one row per engine (ArviZ's posterior summary of one fit is
+:func:`pyromodels.core.posterior.summary`)."""
 
 from __future__ import annotations
 
 import numbers
-import warnings
 
-import arviz as az
 import pandas as pd
 import torch
 
-from .convert import check_posterior, to_inference_data
+from ..core.posterior import check_posterior
 
-__all__ = ["summary", "compare_engines"]
-
-_NOT_MCMC = {
-    "svi": "its draws are one chain of independent draws from the variational guide, so they "
-    "say nothing about convergence of the fit",
-    "em": "it is a point estimate stored as one draw, so they are undefined",
-}
-
-
-def summary(posterior, var_names=None, **kwargs) -> pd.DataFrame:
-    """ArviZ summary table: mean, sd, HDI, MCSE, ``ess_bulk``, ``ess_tail`` and ``r_hat``.
-
-    For ``method`` ``"svi"`` or ``"em"`` a ``UserWarning`` says that R-hat and ESS are not
-    MCMC diagnostics there.
-
-    Args:
-        posterior: a :class:`~pyromodels.core.Posterior`.
-        var_names: sites to summarise; all sites by default.
-        **kwargs: passed to ``arviz.summary`` (``hdi_prob``, ``kind``, ``round_to``, ...).
-
-    Returns:
-        ``pandas.DataFrame`` with one row per scalar component of each site.
-
-    Example:
-        >>> import torch
-        >>> from pyromodels.core import Posterior
-        >>> g = torch.Generator().manual_seed(0)
-        >>> post = Posterior(samples={"mu": torch.randn(4, 200, generator=g)}, method="nuts")
-        >>> list(summary(post).index)
-        ['mu']
-    """
-    posterior = check_posterior(posterior)
-    if posterior.method in _NOT_MCMC:
-        warnings.warn(
-            f"R-hat and ESS are MCMC diagnostics, not diagnostics of a {posterior.method!r} fit: "
-            f"{_NOT_MCMC[posterior.method]}.",
-            UserWarning,
-            stacklevel=2,
-        )
-    idata = to_inference_data(posterior, log_likelihood=False)
-    return az.summary(idata, var_names=var_names, **kwargs)
+__all__ = ["compare_engines"]
 
 
 def _scalar(value, engine: str, stat: str) -> float:

@@ -21,7 +21,15 @@ import torch.distributions as tdist
 from ..conjugate.normal_wishart import NormalWishart
 from .densities import component_log_density
 
-__all__ = ["one_hot", "m_step", "em_step", "responsibilities", "log_posterior", "check_em_prior"]
+__all__ = [
+    "one_hot",
+    "component_posteriors",
+    "m_step",
+    "em_step",
+    "responsibilities",
+    "log_posterior",
+    "check_em_prior",
+]
 
 
 def one_hot(z: torch.Tensor, K: int, dtype: torch.dtype) -> torch.Tensor:
@@ -43,8 +51,10 @@ def check_em_prior(data) -> None:
         )
 
 
-def _component_posteriors(data, resp: torch.Tensor) -> NormalWishart:
-    """The ``K`` Normal-Wishart posteriors given (soft) assignments ``resp`` ``(N, K)``."""
+def component_posteriors(data, resp: torch.Tensor) -> NormalWishart:
+    """The ``K`` Normal-Wishart posteriors of ``(locs_k, precisions_k)`` given (soft)
+    assignments ``resp`` ``(N, K)``: EM's M-step takes their modes or means, the Gibbs
+    sweep draws from them."""
     p, x = data.prior, data.x
     resp = resp.to(x.dtype)
     prior = NormalWishart.from_inverse_scale(
@@ -64,7 +74,7 @@ def m_step(data, resp: torch.Tensor, map_weights: bool = True) -> dict:
     p = data.prior
     alpha = p.weight_concentration
     counts = resp.sum(0)
-    post = _component_posteriors(data, resp)
+    post = component_posteriors(data, resp)
     if map_weights:
         weights = (counts + alpha - 1) / (counts.sum() + K * (alpha - 1))
         locs, precisions = post.mode()

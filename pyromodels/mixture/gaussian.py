@@ -169,8 +169,8 @@ class BayesianGaussianMixture(Model):
         em_kernels.check_em_prior(self.prepare(data))
         return self.init_values(data, generator)
 
-    def em_step(self, data, params) -> dict:
-        return em_kernels.em_step(data, params)
+    #: ``em_step(data, params)``: one MAP-EM iteration (the E-step, then the joint mode)
+    em_step = staticmethod(em_kernels.em_step)
 
     def em_objective(self, data, params) -> float:
         return float(em_kernels.log_posterior(data, params))

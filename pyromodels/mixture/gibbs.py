@@ -15,7 +15,7 @@ from torch.distributions import Dirichlet
 from ..conjugate.random import sample_categorical, sample_dirichlet
 from ..core.gibbs import GibbsBlock, GibbsSweep
 from .densities import component_log_density
-from .em import _component_posteriors, one_hot
+from .em import component_posteriors, one_hot
 
 __all__ = ["sweep", "assignments_block", "weights_block", "components_block"]
 
@@ -33,7 +33,7 @@ def _weights_concentration(state: dict, data) -> torch.Tensor:
 
 def _components_posterior(state: dict, data):
     resp = one_hot(state["z"], state["weights"].shape[0], data.x.dtype)
-    return _component_posteriors(data, resp)
+    return component_posteriors(data, resp)
 
 
 def assignments_block(state: dict, data, generator: torch.Generator) -> dict:

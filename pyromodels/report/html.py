@@ -11,7 +11,7 @@ import base64
 import io
 from html import escape
 
-from ..registry import DemoResult
+from .result import DemoResult
 
 __all__ = ["render_page", "figure_to_base64", "flatten_metrics", "format_value"]
 

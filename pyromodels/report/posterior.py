@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..checks import check_name
 from ..diagnostics import plot_loss
-from ..registry import DemoResult, check_name
+from .result import DemoResult
 
 __all__ = ["result_from_posterior", "scalar_diagnostics", "final_values"]
 

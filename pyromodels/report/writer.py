@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
-from ..registry import DemoResult, check_metrics
 from .html import render_page
+from .result import DemoResult, check_metrics
 
 __all__ = ["write_report", "read_metrics", "library_versions", "INDEX_NAME", "METRICS_NAME"]
 
@@ -75,7 +75,7 @@ def write_report(results: list[DemoResult], out_dir, title: str) -> Path:
     closed once drawn, so a long run of demos does not accumulate open figures.
 
     Args:
-        results: non-empty list of :class:`~pyromodels.registry.DemoResult` with distinct names.
+        results: non-empty list of :class:`~pyromodels.report.DemoResult` with distinct names.
         out_dir: the report directory (created with its parents if missing).
         title: the page title.
 
@@ -83,7 +83,7 @@ def write_report(results: list[DemoResult], out_dir, title: str) -> Path:
         The absolute path of ``out_dir/index.html``.
 
     Example:
-        >>> from pyromodels.registry import DemoResult
+        >>> from pyromodels.report import DemoResult
         >>> toy = DemoResult("toy", "A toy.", {"em": {"ll": -3.2}})
         >>> path = write_report([toy], "/tmp/r", "Toy")
         >>> path.name

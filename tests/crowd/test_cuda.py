@@ -6,14 +6,14 @@ import torch
 from pyromodels.crowd.ds import em as ds_em
 from pyromodels.crowd.ds.model import DawidSkene
 from pyromodels.crowd.hmm.kernels.forward_backward import forward_backward
-from pyromodels.data import simulate_annotations
+from pyromodels.data import WorkerPopulation, simulate_annotations
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
 
 def test_dawid_skene_em_on_cuda_equals_the_compiled_cpu_pass():
-    table, _ = simulate_annotations(500, 20, 4, labels_per_item=5, seed=0)
+    table, _ = simulate_annotations(500, WorkerPopulation(20, labels_per_item=5), 4, seed=0)
     kwargs = {"method": "em", "seed": 0, "progress": False, "max_iter": 50, "tol": 1e-10,
               "warn_not_converged": False}
     cpu = DawidSkene().fit(table, **kwargs)

@@ -11,15 +11,16 @@ from pyromodels.crowd.ds import em as ds_em
 from pyromodels.crowd.ds.model import DawidSkene
 from pyromodels.crowd.estimators import DawidSkeneEstimator, MajorityVote
 from pyromodels.crowd.majority import vote_fractions
-from pyromodels.data import AnnotationTable, simulate_annotations
+from pyromodels.data import AnnotationTable, WorkerPopulation, simulate_annotations
 
 GENRES = np.array(["jazz", "rock", "pop"])
 
 
 def string_frame(n=120, m=5, seed=3, missing_rate=None):
     """Simulated labels with string task, worker and class ids in custom columns."""
-    table, truth = simulate_annotations(n, m, 3, dominance=0.75, missing_rate=missing_rate,
-                                        seed=seed)
+    table, truth = simulate_annotations(n,
+                                        WorkerPopulation(m, dominance=0.75, missing_rate=missing_rate),
+                                        3, seed=seed)
     df = pd.DataFrame({
         "item": [f"song-{i:03d}" for i in table.item_idx.tolist()],
         "annotator": [f"ann-{w}" for w in table.worker_idx.tolist()],

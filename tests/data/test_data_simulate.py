@@ -10,7 +10,12 @@ import numpy as np
 import pytest
 import torch
 
-from pyromodels.data import AnnotationTable, simulate_annotations, simulate_gaussian_mixture
+from pyromodels.data import (
+    AnnotationTable,
+    WorkerPopulation,
+    simulate_annotations,
+    simulate_gaussian_mixture,
+)
 
 Z = 5.0  # multiples of the Monte Carlo standard error
 
@@ -67,8 +72,8 @@ def test_gaussian_mixture_bad_inputs(kwargs, match):
 
 def test_annotation_labels_follow_the_confusion_rows():
     n, m, k = 6000, 4, 3
-    table, truth = simulate_annotations(n, m, k, dominance=0.6, class_prior=[0.2, 0.3, 0.5],
-                                        seed=5)
+    table, truth = simulate_annotations(n, WorkerPopulation(m, dominance=0.6), k,
+                                        class_prior=[0.2, 0.3, 0.5], seed=5)
     assert isinstance(table, AnnotationTable)
     assert table.num_labels == n * m  # everybody labels everything by default
     conf = truth["confusion"]
@@ -89,7 +94,8 @@ def test_annotation_labels_follow_the_confusion_rows():
 
 def test_dominance_is_the_expected_diagonal_mass():
     rho, conc, k, m = 0.8, 10.0, 4, 300
-    _, truth = simulate_annotations(1, m, k, dominance=rho, concentration=conc, seed=11)
+    _, truth = simulate_annotations(1, WorkerPopulation(m, dominance=rho, concentration=conc), k,
+                                    seed=11)
     diag = torch.diagonal(truth["confusion"], dim1=-2, dim2=-1).reshape(-1).numpy()
     # Dirichlet marginal: Beta(c rho, c (1 - rho)), variance rho (1 - rho) / (c + 1)
     se = np.sqrt(rho * (1 - rho) / (conc + 1) / diag.size)
@@ -102,39 +108,40 @@ def test_dominance_is_the_expected_diagonal_mass():
 
 def test_labels_per_item_and_missing_rate():
     n, m, r = 3000, 10, 3
-    table, _ = simulate_annotations(n, m, 2, labels_per_item=r, seed=2)
+    table, _ = simulate_annotations(n, WorkerPopulation(m, labels_per_item=r), 2, seed=2)
     assert table.counts_per_item().unique().tolist() == [r]
     p = r / m  # each worker is picked for an item with probability r / m
     per_worker = table.counts_per_worker().double().numpy()
     assert (np.abs(per_worker - n * p) < Z * np.sqrt(n * p * (1 - p))).all()
-    table, _ = simulate_annotations(n, m, 2, missing_rate=0.4, seed=2)
+    table, _ = simulate_annotations(n, WorkerPopulation(m, missing_rate=0.4), 2, seed=2)
     assert table.num_items == n
     kept = table.num_labels / (n * m)
     assert abs(kept - 0.6) < Z * np.sqrt(0.24 / (n * m))
 
 
 def test_annotation_seeding():
-    a, ta = simulate_annotations(30, 4, 3, missing_rate=0.2, seed=9)
-    b, tb = simulate_annotations(30, 4, 3, missing_rate=0.2, seed=9)
+    workers = WorkerPopulation(4, missing_rate=0.2)
+    a, ta = simulate_annotations(30, workers, 3, seed=9)
+    b, tb = simulate_annotations(30, workers, 3, seed=9)
     assert torch.equal(a.label_idx, b.label_idx) and torch.equal(ta["confusion"], tb["confusion"])
-    c, _ = simulate_annotations(30, 4, 3, missing_rate=0.2, seed=10)
+    c, _ = simulate_annotations(30, workers, 3, seed=10)
     assert not torch.equal(a.to_dense(), c.to_dense())
 
 
 @pytest.mark.parametrize(
-    "kwargs, match",
+    "workers, kwargs, match",
     [
-        ({"labels_per_item": 2, "missing_rate": 0.1},
+        ({"labels_per_item": 2, "missing_rate": 0.1}, {},
          "give at most one of labels_per_item and missing_rate"),
-        ({"dominance": 1.0}, "dominance must lie strictly between 0 and 1, got 1.0"),
-        ({"labels_per_item": 5}, "labels_per_item must be an integer <= 4"),
-        ({"missing_rate": 1.0}, "missing_rate must be < 1, got 1.0"),
-        ({"class_prior": [0.5, 0.5]}, r"class_prior must have shape \(3,\), got \(2,\)"),
-        ({"num_classes": 1}, "num_classes must be an integer >= 2"),
-        ({"concentration": 0.0}, "concentration must be > 0"),
+        ({"dominance": 1.0}, {}, "dominance must lie strictly between 0 and 1, got 1.0"),
+        ({"labels_per_item": 5}, {}, "labels_per_item must be an integer <= 4"),
+        ({"missing_rate": 1.0}, {}, "missing_rate must be < 1, got 1.0"),
+        ({}, {"class_prior": [0.5, 0.5]}, r"class_prior must have shape \(3,\), got \(2,\)"),
+        ({}, {"num_classes": 1}, "num_classes must be an integer >= 2"),
+        ({"concentration": 0.0}, {}, "concentration must be > 0"),
     ],
 )
-def test_annotation_bad_inputs(kwargs, match):
-    args = {"num_items": 5, "num_workers": 4, "num_classes": 3, "seed": 0} | kwargs
+def test_annotation_bad_inputs(workers, kwargs, match):
+    args = {"num_items": 5, "num_classes": 3, "seed": 0} | kwargs
     with pytest.raises(ValueError, match=match):
-        simulate_annotations(**args)
+        simulate_annotations(workers=WorkerPopulation(4, **workers), **args)

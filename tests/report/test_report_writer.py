@@ -20,8 +20,8 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from pyromodels.core import Posterior  # noqa: E402
-from pyromodels.registry import DemoResult  # noqa: E402
 from pyromodels.report import (  # noqa: E402
+    DemoResult,
     final_values,
     flatten_metrics,
     read_metrics,

@@ -189,11 +189,11 @@ def reproduce_iid(*, scale: str = "small", progress: bool = False, seed: int = 0
     """The accuracy and macro-F1 tables at ``scale`` (``"small"``, ``"medium"``, ``"paper"``).
 
     Returns:
-        A :class:`~pyromodels.registry.DemoResult` named ``"crowd-iid-<scale>"`` with tables
+        A :class:`~pyromodels.report.DemoResult` named ``"crowd-iid-<scale>"`` with tables
         ``accuracy`` and ``macro-F1``, metrics ``{set: {method: accuracy}}`` and, for
         ``music_genre``, the paper's Table II F-scores beside ours.
     """
-    from ...registry import DemoResult
+    from ...report import DemoResult
 
     check_in(scale, "scale", tuple(SETTINGS))
     seed = check_int(seed, "seed", minimum=0)

@@ -33,22 +33,28 @@ import time
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
-from ...checks import check_bool, check_in, check_int
 from ...core.device import default_dtype
 from ...core.errors import ConvergenceWarning
 from ...crowd.ds.model import DawidSkene
-from ...registry import DemoResult, ModelEntry, register
+from ...registry import ModelEntry, register
+from ..arguments import demo_arguments, reproduction_arguments
 from . import iid as crowd_iid
 from .synthetic import SyntheticSettings
 from .tables import MethodSettings
 
-__all__ = ["NAME", "Plan", "PLANS", "PANELS", "ENTRY", "default_model", "run", "demo",
-           "reproduce", "read_annotations", "loader"]
+if TYPE_CHECKING:  # the report package loads ArviZ: registering the entry stays light
+    from ...report import DemoResult
+
+__all__ = ["NAME", "SCALES", "Plan", "PLANS", "PANELS", "ENTRY", "run", "demo", "reproduce",
+           "read_annotations", "loader"]
 
 NAME = "crowd"
+#: the scales :func:`reproduce` runs at
+SCALES = ("small", "medium", "paper")
 #: the synthetic panels: sequential against N (Figs. 4-5) and M (Figs. 6-7), networked at mean
 #: degree 0.5 (Figs. 8-9) and 5 (Fig. 10)
 PANELS = ("sequential-N", "sequential-M", "networked-0.5", "networked-5")
@@ -110,11 +116,6 @@ PLANS = {
     "paper": Plan("paper", _PAPER, _ALL_I, _ALL_II, SyntheticSettings(methods=_MEDIUM), PANELS,
                   crowd_iid.SETTINGS["paper"], crowd_iid.METHODS + crowd_iid.EXTRA_METHODS),
 }
-
-
-def default_model() -> DawidSkene:
-    """The registered model: the i.i.d. Dawid-Skene model with flat Dirichlet priors."""
-    return DawidSkene()
 
 
 def _reporter(progress: bool):
@@ -242,6 +243,7 @@ _FIGURES = {
 
 
 def _assemble(name, plan, tables, sizes, summaries, iid, seconds) -> DemoResult:
+    from ...report import DemoResult
     from . import figures as figs
 
     syn = plan.synthetic
@@ -292,12 +294,10 @@ def demo(*, smoke: bool, progress: bool, seed: int) -> DemoResult:
     sets (``smoke``: tiny iteration counts, one run, one crowd set).
 
     Returns:
-        The :class:`~pyromodels.registry.DemoResult` named ``"crowd"``.
+        The :class:`~pyromodels.report.DemoResult` named ``"crowd"``.
     """
-    smoke = check_bool(smoke, "smoke")
-    progress = check_bool(progress, "progress")
-    seed = check_int(seed, "seed", minimum=0)
-    return run(PLANS["smoke" if smoke else "demo"], NAME, progress=progress, seed=seed)
+    key, options = demo_arguments(smoke, progress, seed, size="demo")
+    return run(PLANS[key], NAME, **options)
 
 
 def reproduce(*, scale: str, progress: bool, seed: int) -> DemoResult:
@@ -305,12 +305,10 @@ def reproduce(*, scale: str, progress: bool, seed: int) -> DemoResult:
     ``"medium"`` or ``"paper"``; see :data:`PLANS`).
 
     Returns:
-        The :class:`~pyromodels.registry.DemoResult` named ``"crowd-<scale>"``.
+        The :class:`~pyromodels.report.DemoResult` named ``"crowd-<scale>"``.
     """
-    check_in(scale, "scale", ("small", "medium", "paper"))
-    progress = check_bool(progress, "progress")
-    seed = check_int(seed, "seed", minimum=0)
-    return run(PLANS[scale], f"{NAME}-{scale}", progress=progress, seed=seed)
+    scale, options = reproduction_arguments(scale, progress, seed, scales=SCALES)
+    return run(PLANS[scale], f"{NAME}-{scale}", **options)
 
 
 def read_annotations(path):
@@ -359,10 +357,10 @@ ENTRY = register(
         paper="Traganitis & Giannakis, Unsupervised Ensemble Classification with Sequential "
               "and Networked Data (IEEE TKDE)",
         engines=DawidSkene.engines,
-        factory=default_model,
+        factory=DawidSkene,  # the i.i.d. Dawid-Skene model with flat Dirichlet priors
         demo=demo,
         reproduce=reproduce,
         loader=loader,
-        scales=("small", "medium", "paper"),
+        scales=SCALES,
     )
 )

@@ -42,7 +42,7 @@ import torch
 
 from ...checks import check_in, check_int
 from ...core.seeding import derive_seed
-from ...data import simulate_networked_annotations, simulate_sequential_annotations
+from ...data import WorkerPopulation, simulate_networked_annotations, simulate_sequential_annotations
 from ...metrics import confusion_matrix_error, hungarian_mapping
 from .inputs.common import CrowdTask
 from .scores import score_task, single_best
@@ -108,17 +108,19 @@ def simulate_sequential(n: int, m: int, settings: SyntheticSettings, *, seed: in
     if n % settings.length:
         raise ValueError(f"n must be a multiple of the sequence length {settings.length}, got {n}")
     k = settings.num_classes
+    workers = WorkerPopulation(m, dominance=1.0 / k, concentration=k, num_random=_num_random(m),
+                               force_dominant=True)
     return simulate_sequential_annotations(
-        [settings.length] * (n // settings.length), m, k, dominance=1.0 / k, concentration=k,
-        num_random=_num_random(m), force_dominant=True, seed=seed)
+        [settings.length] * (n // settings.length), workers, k, seed=seed)
 
 
 def simulate_networked(n: int, mean_degree: float, settings: SyntheticSettings, *, seed: int):
     """``(table, graph, truth)`` of the networked study."""
     k = settings.num_classes
+    workers = WorkerPopulation(settings.num_workers, dominance=1.0 / k, concentration=k,
+                               force_dominant=True)
     return simulate_networked_annotations(
-        n, settings.num_workers, k, mean_degree=mean_degree, within=settings.within,
-        dominance=1.0 / k, concentration=k, force_dominant=True, seed=seed)
+        n, workers, k, mean_degree=mean_degree, within=settings.within, seed=seed)
 
 
 def class_permutation(truth_labels, labels, num_classes: int) -> torch.Tensor:

@@ -30,19 +30,24 @@ import contextlib
 import csv
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from ...checks import check_bool, check_in, check_int
 from ...core.seeding import derive_seed
 from ...data import load_sklearn
 from ...mixture import BayesianGaussianMixture
-from ...registry import DemoResult, ModelEntry, register
+from ...registry import ModelEntry, register
+from ..arguments import demo_arguments, reproduction_arguments
+
+if TYPE_CHECKING:  # the report package loads ArviZ: registering the entry stays light
+    from ...report import DemoResult
 
 __all__ = [
     "NAME",
     "NUM_COMPONENTS",
+    "SCALES",
     "SETTINGS",
     "Settings",
     "ENTRY",
@@ -58,6 +63,8 @@ __all__ = [
 
 NAME = "gaussian-mixture"
 NUM_COMPONENTS = 3
+#: the scales :func:`reproduce` runs at (the reference model reproduces no paper)
+SCALES = ("small", "medium")
 PCA_DIMS = 2
 
 
@@ -153,6 +160,7 @@ def run(settings: Settings, name: str, *, progress: bool, seed: int) -> DemoResu
     # Imported here so that registering the model (``pyromodels list``) stays light.
     import pandas as pd
 
+    from ...report import DemoResult
     from .analysis import MCMC_ENGINES, align_to_em, engine_table, mcmc_checks
     from .summary import summary_text
 
@@ -221,12 +229,10 @@ def demo(*, smoke: bool, progress: bool, seed: int) -> DemoResult:
         seed: integer ``>= 0``; each engine derives its own seed from it.
 
     Returns:
-        The :class:`~pyromodels.registry.DemoResult` named ``"gaussian-mixture"``.
+        The :class:`~pyromodels.report.DemoResult` named ``"gaussian-mixture"``.
     """
-    smoke = check_bool(smoke, "smoke")
-    progress = check_bool(progress, "progress")
-    seed = check_int(seed, "seed", minimum=0)
-    return run(SETTINGS["smoke" if smoke else "small"], NAME, progress=progress, seed=seed)
+    key, options = demo_arguments(smoke, progress, seed, size="small")
+    return run(SETTINGS[key], NAME, **options)
 
 
 def reproduce(*, scale: str, progress: bool, seed: int) -> DemoResult:
@@ -235,12 +241,10 @@ def reproduce(*, scale: str, progress: bool, seed: int) -> DemoResult:
     The reference model reproduces no paper, so there is no ``"paper"`` scale.
 
     Returns:
-        The :class:`~pyromodels.registry.DemoResult` named ``"gaussian-mixture-<scale>"``.
+        The :class:`~pyromodels.report.DemoResult` named ``"gaussian-mixture-<scale>"``.
     """
-    check_in(scale, "scale", ("small", "medium"))
-    progress = check_bool(progress, "progress")
-    seed = check_int(seed, "seed", minimum=0)
-    return run(SETTINGS[scale], f"{NAME}-{scale}", progress=progress, seed=seed)
+    scale, options = reproduction_arguments(scale, progress, seed, scales=SCALES)
+    return run(SETTINGS[scale], f"{NAME}-{scale}", **options)
 
 
 def _parse_number(cell: str, line: int, column: str, path: Path) -> float:
@@ -335,6 +339,6 @@ ENTRY = register(
         demo=demo,
         reproduce=reproduce,
         loader=loader,
-        scales=("small", "medium"),
+        scales=SCALES,
     )
 )

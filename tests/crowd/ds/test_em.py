@@ -11,7 +11,7 @@ from pyromodels.core import marginal_log_joint
 from pyromodels.crowd.ds import em as ds_em
 from pyromodels.crowd.ds.model import DawidSkene
 from pyromodels.crowd.majority import majority_vote
-from pyromodels.data import simulate_annotations
+from pyromodels.data import WorkerPopulation, simulate_annotations
 from pyromodels.data.simulate_crowd import emit_labels, random_confusions, who_labels
 from pyromodels.testing import assert_monotone
 
@@ -20,7 +20,8 @@ from pyromodels.testing import assert_monotone
 @pytest.mark.parametrize("em_floor", [0.0, 1e-10])
 def test_em_objective_never_decreases(seed, em_floor):
     # overlapping classes and half the labels missing: EM needs many iterations
-    table, _ = simulate_annotations(150, 6, 3, missing_rate=0.5, dominance=0.6, seed=seed)
+    table, _ = simulate_annotations(150, WorkerPopulation(6, dominance=0.6, missing_rate=0.5), 3,
+                                    seed=seed)
     model = DawidSkene(em_floor=em_floor, allow_unlabelled=True)
     post = model.fit(table, method="em", seed=0, progress=False, max_iter=2000, tol=1e-12)
     assert len(post.losses) > 50 and post.diagnostics["converged"]
@@ -47,7 +48,7 @@ def _expected_complete_log_posterior(data, q, prior, confusion):
     {"prior_concentration": [2.0, 1.5, 3.0], "confusion_concentration": 1.2, "diagonal": 1.0},
 ])
 def test_m_step_matches_a_numerical_maximiser_of_the_expected_complete_log_posterior(priors):
-    table, _ = simulate_annotations(60, 3, 3, dominance=0.6, seed=4)
+    table, _ = simulate_annotations(60, WorkerPopulation(3, dominance=0.6), 3, seed=4)
     data = DawidSkene(**priors).prepare(table)
     g = torch.Generator().manual_seed(0)
     q = torch.softmax(2 * torch.randn(60, 3, generator=g), -1)
@@ -93,7 +94,8 @@ def test_equal_priors_em_is_the_papers_eq_9_and_keeps_the_prior_uniform():
 
 def test_em_recovers_the_confusion_matrices_at_large_n():
     N, M, K = 20000, 5, 3
-    table, truth = simulate_annotations(N, M, K, dominance=0.8, concentration=20.0, seed=11)
+    table, truth = simulate_annotations(N, WorkerPopulation(M, dominance=0.8, concentration=20.0),
+                                        K, seed=11)
     post = DawidSkene().fit(table, method="em", seed=0, progress=False)
     # Premise: with 5 good workers the classes are nearly certain, so the ML estimate behaves
     # like the known-class frequency estimate, whose standard error is sqrt(p (1 - p) / n_k).
@@ -109,7 +111,8 @@ def test_em_recovers_the_confusion_matrices_at_large_n():
 
 def test_dawid_skene_beats_majority_vote_when_most_workers_are_spammers():
     # 9 workers, the last 5 answer from Dirichlet(1) rows: majority vote follows the spammers
-    table, truth = simulate_annotations(600, 9, 3, num_random=5, dominance=0.8, seed=1)
+    table, truth = simulate_annotations(600, WorkerPopulation(9, dominance=0.8, num_random=5), 3,
+                                        seed=1)
     post = DawidSkene().fit(table, method="em", seed=0, progress=False)
     acc_ds = float((post.params["labels"] == truth["z"]).double().mean())
     acc_mv = float((majority_vote(table, seed=0) == truth["z"]).double().mean())
@@ -144,7 +147,8 @@ def test_one_worker_who_always_answers_the_truth_makes_q_one_hot():
 def test_an_exact_zero_never_recovers_without_the_floor():
     # Worker 0 errs 20% of the time, but EM starts from a confusion that says it never errs.
     N, M, K, seed = 400, 16, 2, 5
-    table, truth = simulate_annotations(N, M, K, dominance=0.8, concentration=50.0, seed=seed)
+    table, truth = simulate_annotations(N, WorkerPopulation(M, dominance=0.8, concentration=50.0),
+                                        K, seed=seed)
     data = DawidSkene().prepare(table)
     start = ds_em.majority_start(data)
     start["confusion"][0] = torch.eye(K, dtype=torch.float64)

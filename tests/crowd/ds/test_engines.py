@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from pyromodels.crowd.ds.model import DawidSkene
-from pyromodels.data import simulate_annotations
+from pyromodels.data import WorkerPopulation, simulate_annotations
 from pyromodels.data.annotations import AnnotationTable
 
 
@@ -21,7 +21,7 @@ def _mcse(samples: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
 @pytest.fixture(scope="module")
 def engines():
     torch.set_default_dtype(torch.float64)
-    table, truth = simulate_annotations(400, 4, 2, dominance=0.8, seed=2)
+    table, truth = simulate_annotations(400, WorkerPopulation(4, dominance=0.8), 2, seed=2)
     model = DawidSkene()
     fits = {
         "em": model.fit(table, method="em", seed=0, progress=False),
@@ -70,7 +70,7 @@ def test_svi_uses_the_mean_field_dirichlet_guide(engines):
 
 
 def test_nuts_agrees_with_gibbs_within_monte_carlo_error():
-    table, _ = simulate_annotations(40, 2, 2, dominance=0.8, seed=5)
+    table, _ = simulate_annotations(40, WorkerPopulation(2, dominance=0.8), 2, seed=5)
     model = DawidSkene(diagonal=1.0)
     # a shallow tree keeps the run short; it only lowers the effective sample size, which the
     # Monte Carlo errors below account for
@@ -105,7 +105,7 @@ DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_every_engine_runs_on_the_datas_device(device):
-    table, _ = simulate_annotations(60, 3, 2, missing_rate=0.2, seed=9)
+    table, _ = simulate_annotations(60, WorkerPopulation(3, missing_rate=0.2), 2, seed=9)
     model = DawidSkene(allow_unlabelled=True)
     reference = model.fit(table, method="em", seed=0, progress=False)
     em = model.fit(table.to(device), method="em", seed=0, progress=False)

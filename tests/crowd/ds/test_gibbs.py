@@ -9,7 +9,7 @@ import torch
 from pyromodels.core import GibbsBlock, GibbsSweep
 from pyromodels.crowd.ds import gibbs as ds_gibbs
 from pyromodels.crowd.ds.model import DawidSkene
-from pyromodels.data import AnnotationTable, simulate_annotations
+from pyromodels.data import AnnotationTable, WorkerPopulation, simulate_annotations
 from pyromodels.testing import (
     assert_mc_mean,
     check_conditional,
@@ -26,7 +26,7 @@ def small_table():
 
 @pytest.fixture
 def state_and_data():
-    table, _ = simulate_annotations(12, 3, 3, missing_rate=0.3, seed=7)
+    table, _ = simulate_annotations(12, WorkerPopulation(3, missing_rate=0.3), 3, seed=7)
     model = DawidSkene(prior_concentration=[1.0, 2.0, 0.5], confusion_concentration=0.8,
                        diagonal=1.5, allow_unlabelled=True)
     data = model.prepare(table)

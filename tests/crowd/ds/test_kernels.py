@@ -10,7 +10,7 @@ from pyromodels.core.device import default_dtype
 from pyromodels.crowd.ds import em as ds_em
 from pyromodels.crowd.ds.data import SparseWorkerWarning
 from pyromodels.crowd.ds.model import DawidSkene
-from pyromodels.data import AnnotationTable, simulate_annotations
+from pyromodels.data import AnnotationTable, WorkerPopulation, simulate_annotations
 from pyromodels.data.simulate_crowd import random_confusions
 
 
@@ -51,7 +51,8 @@ def _assert_steps_agree(data, params, floor):
 ])
 def test_numba_pass_equals_the_torch_steps(options):
     # uneven label counts (half the labels missing, some items unlabelled) in shuffled order
-    table, _ = simulate_annotations(300, 12, 4, missing_rate=0.5, dominance=0.6, seed=3)
+    table, _ = simulate_annotations(300, WorkerPopulation(12, dominance=0.6, missing_rate=0.5), 4,
+                                    seed=3)
     model = DawidSkene(allow_unlabelled=True, **options)
     data, params = _start(model, _shuffled(table, 0))
     _assert_steps_agree(data, params, model.em_floor)
@@ -102,7 +103,7 @@ def test_impossible_answers_match_the_torch_path():
 
 
 def test_float32_data_agree_with_the_float64_steps():
-    table, _ = simulate_annotations(200, 8, 3, labels_per_item=4, seed=5)
+    table, _ = simulate_annotations(200, WorkerPopulation(8, labels_per_item=4), 3, seed=5)
     model = DawidSkene()
     data64, params64 = _start(model, table)
     with default_dtype(torch.float32):
@@ -117,7 +118,8 @@ def test_float32_data_agree_with_the_float64_steps():
 
 
 def test_fit_with_the_fused_step_equals_the_separate_calls():
-    table, _ = simulate_annotations(150, 6, 3, missing_rate=0.5, dominance=0.6, seed=2)
+    table, _ = simulate_annotations(150, WorkerPopulation(6, dominance=0.6, missing_rate=0.5), 3,
+                                    seed=2)
 
     class Separate(DawidSkene):
         em_step_with_objective = None  # run_em then calls em_step and em_objective
@@ -158,8 +160,8 @@ def test_the_pass_written_out_for_k_classes_equals_the_generic_pass(num_classes)
     # items of about 1,000 labels: their products fall below 2^-300, so the rescaling branch
     # is taken (checked below)
     M = 1200
-    table, _ = simulate_annotations(40, M, num_classes, missing_rate=0.15, dominance=0.3,
-                                    seed=num_classes)
+    table, _ = simulate_annotations(40, WorkerPopulation(M, dominance=0.3, missing_rate=0.15),
+                                    num_classes, seed=num_classes)
     data = DawidSkene(allow_unlabelled=True).prepare(_shuffled(table, 1))
     params = ds_em.majority_start(data, 1e-10, "torch")
     ptr, workers, labels = ds_numba.item_groups(data.table)

@@ -8,7 +8,7 @@ import torch
 from pyromodels.core import marginal_log_joint, sample_discrete
 from pyromodels.crowd.ds import em as ds_em
 from pyromodels.crowd.ds.model import DawidSkene
-from pyromodels.data import AnnotationTable, simulate_annotations
+from pyromodels.data import AnnotationTable, WorkerPopulation, simulate_annotations
 from pyromodels.testing import assert_mc_mean
 
 
@@ -55,7 +55,7 @@ def test_e_step_and_objective_match_brute_force_enumeration(update_prior):
 
 @pytest.mark.parametrize("update_prior", [True, False])
 def test_em_objective_is_the_programs_marginal_log_joint(update_prior):
-    table, _ = simulate_annotations(40, 5, 3, missing_rate=0.4, seed=2)
+    table, _ = simulate_annotations(40, WorkerPopulation(5, missing_rate=0.4), 3, seed=2)
     model = DawidSkene(diagonal=2.0, update_prior=update_prior, allow_unlabelled=True)
     data = model.prepare(table)
     params = random_params(5, 3, seed=1)
@@ -65,7 +65,7 @@ def test_em_objective_is_the_programs_marginal_log_joint(update_prior):
 
 
 def test_pointwise_log_likelihood_is_each_items_marginal_per_draw():
-    table, _ = simulate_annotations(30, 4, 2, missing_rate=0.3, seed=5)
+    table, _ = simulate_annotations(30, WorkerPopulation(4, missing_rate=0.3), 2, seed=5)
     assert int((table.counts_per_item() == 0).sum()) > 0  # unlabelled items are scored too
     model = DawidSkene(allow_unlabelled=True)
     data = model.prepare(table)
@@ -80,7 +80,7 @@ def test_pointwise_log_likelihood_is_each_items_marginal_per_draw():
 
 
 def test_sample_discrete_mode_is_the_e_step_argmax_for_every_draw():
-    table, _ = simulate_annotations(25, 4, 3, missing_rate=0.3, seed=8)
+    table, _ = simulate_annotations(25, WorkerPopulation(4, missing_rate=0.3), 3, seed=8)
     model = DawidSkene(allow_unlabelled=True)
     data = model.prepare(table)
     draws = [random_params(4, 3, seed=s) for s in range(4)]
@@ -93,7 +93,7 @@ def test_sample_discrete_mode_is_the_e_step_argmax_for_every_draw():
 
 
 def test_vectorised_draws_of_z_follow_the_e_step_posterior():
-    table, _ = simulate_annotations(6, 3, 2, dominance=0.6, seed=3)
+    table, _ = simulate_annotations(6, WorkerPopulation(3, dominance=0.6), 2, seed=3)
     model = DawidSkene()
     data = model.prepare(table)
     params = random_params(3, 2, seed=2)
@@ -106,7 +106,7 @@ def test_vectorised_draws_of_z_follow_the_e_step_posterior():
 
 
 def test_inference_data_has_marginal_log_likelihood_and_observed_labels():
-    table, _ = simulate_annotations(20, 3, 2, missing_rate=0.2, seed=1)
+    table, _ = simulate_annotations(20, WorkerPopulation(3, missing_rate=0.2), 2, seed=1)
     post = DawidSkene().fit(table, method="gibbs", seed=0, num_samples=20, num_warmup=5,
                             progress=False)
     idata = post.to_inference_data()

@@ -16,7 +16,7 @@ from pyromodels.crowd.hmm import (
     stationary_distribution,
 )
 from pyromodels.data import AnnotationTable, Sequences
-from pyromodels.data.simulate_crowd import simulate_sequential_annotations
+from pyromodels.data.simulate_crowd import WorkerPopulation, simulate_sequential_annotations
 from pyromodels.testing import assert_monotone
 
 CYCLE = torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]], dtype=torch.float64)
@@ -52,8 +52,8 @@ def test_one_step_on_a_deterministic_cycle_recovers_it_and_the_printed_update_tr
 
 def test_em_from_majority_vote_recovers_a_noisy_cycle_and_the_literal_update_does_not():
     sticky_cycle = 0.85 * CYCLE + 0.05
-    seqs, truth = simulate_sequential_annotations([30] * 15, 5, 3, transition=sticky_cycle,
-                                                  dominance=0.7, seed=1)
+    seqs, truth = simulate_sequential_annotations([30] * 15, WorkerPopulation(5, dominance=0.7), 3,
+                                                  transition=sticky_cycle, seed=1)
     fit = SequentialDawidSkene().fit(seqs, method="em", seed=0, progress=False, max_iter=300)
     est = fit.params["transition"]
     assert _follows_the_cycle(est)
@@ -67,8 +67,9 @@ def test_em_from_majority_vote_recovers_a_noisy_cycle_and_the_literal_update_doe
 @pytest.mark.parametrize("initial", ["learned", "fixed"])
 @pytest.mark.parametrize("seed", [2, 3])
 def test_log_likelihood_never_decreases(initial, seed):
-    seqs, _ = simulate_sequential_annotations([20] * 8 + [3, 1], 4, 3, stickiness=0.4, dominance=0.55,
-                                              missing_rate=0.3, seed=seed)
+    seqs, _ = simulate_sequential_annotations([20] * 8 + [3, 1],
+                                              WorkerPopulation(4, dominance=0.55, missing_rate=0.3),
+                                              3, stickiness=0.4, seed=seed)
     fit = SequentialDawidSkene(initial=initial).fit(seqs, method="em", seed=seed, progress=False,
                                                     max_iter=150, tol=1e-12, warn_not_converged=False)
     assert len(fit.losses) > 10
@@ -81,7 +82,8 @@ def test_log_likelihood_never_decreases(initial, seed):
 
 def test_one_step_agrees_with_hmmlearn():
     lengths = [40, 1, 25, 60]
-    seqs, truth = simulate_sequential_annotations(lengths, 1, 3, stickiness=0.5, dominance=0.6, seed=4)
+    seqs, truth = simulate_sequential_annotations(lengths, WorkerPopulation(1, dominance=0.6), 3,
+                                                  stickiness=0.5, seed=4)
     g = torch.Generator().manual_seed(4)
     start = {"initial": torch.softmax(torch.randn(3, generator=g, dtype=torch.float64), -1),
              "transition": torch.softmax(torch.randn(3, 3, generator=g, dtype=torch.float64), -1),
@@ -121,7 +123,8 @@ def test_closed_form_transition_update_maximises_the_expected_log_likelihood():
 
 def test_independent_labels_reduce_to_dawid_skene():
     # transition rows all equal to the class prior and initial = prior: the labels are i.i.d.
-    seqs, truth = simulate_sequential_annotations([7, 4, 9], 4, 3, missing_rate=0.3, seed=6)
+    seqs, truth = simulate_sequential_annotations([7, 4, 9], WorkerPopulation(4, missing_rate=0.3),
+                                                  3, seed=6)
     prior = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
     params = {"initial": prior, "transition": prior.expand(3, 3).clone(), "confusion": truth["confusion"]}
     fb = e_step(seqs.data, seqs.lengths, params)

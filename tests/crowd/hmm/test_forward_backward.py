@@ -8,7 +8,7 @@ from hmmlearn.hmm import CategoricalHMM
 from pyromodels.crowd.emissions import log_emissions
 from pyromodels.crowd.hmm import brute_force, forward_backward, forward_filter, log_likelihood
 from pyromodels.crowd.hmm.kernels.logspace import logmatmulexp, vector_scan
-from pyromodels.data.simulate_crowd import simulate_sequential_annotations
+from pyromodels.data.simulate_crowd import WorkerPopulation, simulate_sequential_annotations
 
 BACKENDS = ["torch", "numba"]
 
@@ -16,9 +16,9 @@ BACKENDS = ["torch", "numba"]
 def crowd_case(lengths, K, M=3, missing_rate=0.4, seed=0):
     """Log emissions of simulated crowd labels (with missing responses) and random parameters
     whose initial law is NOT the stationary one."""
-    seqs, truth = simulate_sequential_annotations(
-        lengths, M, K, stickiness=0.3, missing_rate=missing_rate, seed=seed
-    )
+    seqs, truth = simulate_sequential_annotations(lengths,
+                                                  WorkerPopulation(M, missing_rate=missing_rate), K,
+                                                  stickiness=0.3, seed=seed)
     g = torch.Generator().manual_seed(seed)
     initial = torch.softmax(torch.randn(K, generator=g, dtype=torch.float64) * 2, -1)
     e = log_emissions(seqs.data, truth["confusion"].log())
@@ -97,7 +97,8 @@ def test_agrees_with_hmmlearn_on_long_ragged_sequences(backend):
     # one worker answering every item: hmmlearn's CategoricalHMM with transmat_ = transition
     # (rows = previous), emissionprob_ = confusion[0], startprob_ = the law of y_1
     lengths = [700, 1, 1300, 500]
-    seqs, truth = simulate_sequential_annotations(lengths, 1, 4, stickiness=0.6, dominance=0.6, seed=7)
+    seqs, truth = simulate_sequential_annotations(lengths, WorkerPopulation(1, dominance=0.6), 4,
+                                                  stickiness=0.6, seed=7)
     initial = torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=torch.float64)
     x = seqs.values().numpy()  # (T, 1) label codes
     peer = _hmmlearn(4, truth["transition"], truth["confusion"][0], initial)
@@ -110,7 +111,8 @@ def test_agrees_with_hmmlearn_on_long_ragged_sequences(backend):
 def test_backends_agree_on_one_long_sequence_with_many_workers():
     # 20,000 steps, K = 10, 12 workers: log-likelihood in the thousands of nats
     T, K = 20_000, 10
-    seqs, truth = simulate_sequential_annotations([T], 12, K, stickiness=0.5, missing_rate=0.5, seed=8)
+    seqs, truth = simulate_sequential_annotations([T], WorkerPopulation(12, missing_rate=0.5), K,
+                                                  stickiness=0.5, seed=8)
     e = log_emissions(seqs.data, truth["confusion"].log())
     a = torch.full((K,), 1.0 / K, dtype=torch.float64).log()
     scan = forward_backward(e, a, truth["transition"].log(), backend="torch")

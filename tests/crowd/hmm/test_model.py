@@ -21,15 +21,16 @@ from pyromodels.crowd.hmm import (
     stationary_distribution,
 )
 from pyromodels.crowd.majority import majority_vote
-from pyromodels.data.simulate_crowd import simulate_sequential_annotations
+from pyromodels.data.simulate_crowd import WorkerPopulation, simulate_sequential_annotations
 from pyromodels.testing import assert_mc_mean, check_conditional, simulate_joint
 
 INITIAL = torch.tensor([0.7, 0.2, 0.1], dtype=torch.float64)
 
 
 def tiny(K=2, lengths=(2, 3), seed=0):
-    seqs, truth = simulate_sequential_annotations(list(lengths), 2, K, dominance=0.6, missing_rate=0.3,
-                                                  seed=seed)
+    seqs, truth = simulate_sequential_annotations(list(lengths),
+                                                  WorkerPopulation(2, dominance=0.6, missing_rate=0.3),
+                                                  K, seed=seed)
     return seqs, {"initial": INITIAL[:K] / INITIAL[:K].sum(), "transition": truth["transition"],
                   "confusion": truth["confusion"]}
 
@@ -183,7 +184,8 @@ def test_gibbs_is_refused_for_a_stationary_first_label():
 
 
 def test_em_and_gibbs_recover_a_sticky_chain_and_beat_majority_vote():
-    seqs, truth = simulate_sequential_annotations([40] * 15, 5, 3, stickiness=0.7, dominance=0.6, seed=8)
+    seqs, truth = simulate_sequential_annotations([40] * 15, WorkerPopulation(5, dominance=0.6), 3,
+                                                  stickiness=0.7, seed=8)
     model = SequentialDawidSkene()
     em = model.fit(seqs, method="em", seed=0, progress=False, max_iter=300)
     labels = em.params["labels"]

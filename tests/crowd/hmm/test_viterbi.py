@@ -9,14 +9,15 @@ from pyro.infer import infer_discrete
 
 from pyromodels.crowd.emissions import log_emissions
 from pyromodels.crowd.hmm import SequentialDawidSkene, brute_force, viterbi
-from pyromodels.data.simulate_crowd import simulate_sequential_annotations
+from pyromodels.data.simulate_crowd import WorkerPopulation, simulate_sequential_annotations
 
 BACKENDS = ["torch", "numba"]
 
 
 def _case(lengths, K, seed, missing_rate=0.4):
-    seqs, truth = simulate_sequential_annotations(lengths, 3, K, stickiness=0.4, missing_rate=missing_rate,
-                                                  seed=seed)
+    seqs, truth = simulate_sequential_annotations(lengths,
+                                                  WorkerPopulation(3, missing_rate=missing_rate), K,
+                                                  stickiness=0.4, seed=seed)
     initial = torch.softmax(torch.randn(K, generator=torch.Generator().manual_seed(seed),
                                         dtype=torch.float64), -1)
     return seqs, truth, initial
@@ -54,7 +55,8 @@ def test_matches_infer_discrete_at_temperature_zero(initial_mode):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_agrees_with_hmmlearn_decode(backend):
     lengths = [300, 50, 651]
-    seqs, truth = simulate_sequential_annotations(lengths, 1, 4, stickiness=0.5, dominance=0.6, seed=4)
+    seqs, truth = simulate_sequential_annotations(lengths, WorkerPopulation(1, dominance=0.6), 4,
+                                                  stickiness=0.5, seed=4)
     initial = torch.tensor([0.4, 0.3, 0.2, 0.1], dtype=torch.float64)
     peer = CategoricalHMM(n_components=4, n_features=4, init_params="", params="")
     peer.startprob_, peer.transmat_ = initial.numpy(), truth["transition"].numpy()

@@ -20,7 +20,7 @@ from pyromodels.crowd.moments.fit import (
 )
 from pyromodels.crowd.moments.statistics import population_moments, sample_moments
 from pyromodels.data import load_conll_ner_crowd
-from pyromodels.data.simulate_crowd import random_confusions, simulate_annotations
+from pyromodels.data.simulate_crowd import WorkerPopulation, random_confusions, simulate_annotations
 from pyromodels.testing import assert_monotone
 
 NER = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "conll2003_ner_crowd"
@@ -34,7 +34,7 @@ def _random_rows(gen, *shape):
 def test_block_quadratics_reproduce_the_objective():
     # Along one worker's block (or the prior) the objective must equal
     # tr(C^T G C) - 2 tr(C^T H) + const: the difference is the same at every point.
-    table, _ = simulate_annotations(80, 6, 3, missing_rate=0.6, seed=2)
+    table, _ = simulate_annotations(80, WorkerPopulation(6, missing_rate=0.6), 3, seed=2)
     mom = sample_moments(table)
     design = MomentDesign.build(mom, min_overlap=5)  # some weights are 0
     assert 0 < float(design.w3.sum()) < len(design.w3)
@@ -95,7 +95,8 @@ def test_alignment_undoes_a_class_permutation():
 
 
 def test_sweeps_never_raise_the_objective_on_sparse_data():
-    table, _ = simulate_annotations(400, 7, 3, missing_rate=0.4, dominance=0.6, seed=4)
+    table, _ = simulate_annotations(400, WorkerPopulation(7, dominance=0.6, missing_rate=0.4), 3,
+                                    seed=4)
     for seed in range(2):
         with warnings.catch_warnings():  # the budget is meant to run out
             warnings.simplefilter("ignore", ConvergenceWarning)
@@ -123,7 +124,7 @@ def test_large_sample_recovers_the_confusion_matrices():
 
 
 def test_labels_follow_equation_18():
-    table, _ = simulate_annotations(60, 4, 3, missing_rate=0.3, seed=6)
+    table, _ = simulate_annotations(60, WorkerPopulation(4, missing_rate=0.3), 3, seed=6)
     gen = torch.Generator().manual_seed(1)
     conf = _random_rows(gen, 4, 3, 3)
     conf[0, 1] = torch.tensor([0.0, 0.2, 0.8])  # an exact zero: the floor keeps logs finite
@@ -142,7 +143,7 @@ def test_labels_follow_equation_18():
 
 
 def test_workers_left_out_get_one_m_step_against_the_posterior():
-    table, truth = simulate_annotations(3000, 6, 3, missing_rate=0.5, seed=8)
+    table, truth = simulate_annotations(3000, WorkerPopulation(6, missing_rate=0.5), 3, seed=8)
     est = fit_moments(table, max_workers=4, n_init=1)
     used = est.workers_used.tolist()
     counts = table.counts_per_worker()

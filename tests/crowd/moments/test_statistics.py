@@ -14,7 +14,7 @@ from pyromodels.crowd.moments.statistics import (
     triple_ranks,
 )
 from pyromodels.data import AnnotationTable
-from pyromodels.data.simulate_crowd import random_confusions, simulate_annotations
+from pyromodels.data.simulate_crowd import WorkerPopulation, random_confusions, simulate_annotations
 
 
 def _tiny_table(seed=0, n=9, m=5, k=3, keep=0.6):
@@ -127,7 +127,8 @@ def test_sample_moments_are_unbiased_for_population_moments():
     # sqrt(p (1 - p) / count); every entry must lie within 5 standard errors (a correct
     # estimator fails one of the ~400 entries with probability < 3e-4).
     prior = torch.tensor([0.5, 0.3, 0.2])
-    table, truth = simulate_annotations(20000, 5, 3, missing_rate=0.3, class_prior=prior, seed=11)
+    table, truth = simulate_annotations(20000, WorkerPopulation(5, missing_rate=0.3), 3,
+                                        class_prior=prior, seed=11)
     mom = sample_moments(table)
     pop = population_moments(truth["prior"], truth["confusion"], mom.triples)
     checks = [

@@ -15,12 +15,13 @@ from pyromodels.crowd.mrf.em import initialize, mode_field_objective, mode_field
 from pyromodels.crowd.mrf.energy import PottsCoupling, total_energy
 from pyromodels.crowd.mrf.fit import networked_em
 from pyromodels.crowd.mrf.model import NetworkedDawidSkene
-from pyromodels.data import AnnotationTable, Graph, simulate_networked_annotations
+from pyromodels.data import AnnotationTable, Graph, WorkerPopulation, simulate_networked_annotations
 
 
-def data(seed, n=200, mean_degree=5.0, **kw):
-    kw = {"dominance": 0.5, "labels_per_item": 3, **kw}
-    return simulate_networked_annotations(n, 5, 3, mean_degree=mean_degree, seed=seed, **kw)
+def data(seed, n=200, mean_degree=5.0, within=0.9, **workers):
+    workers = WorkerPopulation(5, **{"dominance": 0.5, "labels_per_item": 3, **workers})
+    return simulate_networked_annotations(n, workers, 3, mean_degree=mean_degree, within=within,
+                                          seed=seed)
 
 
 def ds_em(table, labels, num_iter):

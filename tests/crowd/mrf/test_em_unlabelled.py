@@ -15,7 +15,7 @@ from pyromodels.crowd.mrf.em import initialize, mode_field_objective, propagate_
 from pyromodels.crowd.mrf.energy import PottsCoupling, resolve_coupling
 from pyromodels.crowd.mrf.fit import networked_em
 from pyromodels.crowd.mrf.model import NetworkedDawidSkene
-from pyromodels.data import AnnotationTable, Graph, simulate_networked_annotations
+from pyromodels.data import AnnotationTable, Graph, WorkerPopulation, simulate_networked_annotations
 
 PRIOR = torch.tensor([0.5, 0.2, 0.3], dtype=torch.float64)
 # (i, j, weight); node 10 touches node 4 only through a zero-weight edge, node 11 is isolated
@@ -130,8 +130,8 @@ def test_propagation_matches_a_loop_based_breadth_first_reference(seed):
 def sparse_case(seed, keep=0.25):
     """An SBM crowd task where only about ``keep`` of the items have responses."""
     table, graph, truth = simulate_networked_annotations(
-        400, 5, 3, mean_degree=6.0, within=0.95, dominance=0.5, labels_per_item=3,
-        class_prior=[0.5, 0.3, 0.2], seed=seed)
+        400, WorkerPopulation(5, dominance=0.5, labels_per_item=3), 3, mean_degree=6.0,
+        within=0.95, class_prior=[0.5, 0.3, 0.2], seed=seed)
     # a generator of its own: the simulation's first uniforms drew the classes
     mask = torch.rand(400, generator=torch.Generator().manual_seed(1000 + seed)) < keep
     rows = mask[table.item_idx]

@@ -15,7 +15,7 @@ from pyromodels.crowd.mrf.energy import (
     resolve_coupling,
     total_energy,
 )
-from pyromodels.data import Graph, simulate_annotations, simulate_networked_annotations
+from pyromodels.data import Graph, WorkerPopulation, simulate_annotations, simulate_networked_annotations
 
 
 def brute_energy(edges, delta_e, y):
@@ -125,8 +125,8 @@ def test_total_energy_batched_matches_loop():
 
 
 def test_resolve_coupling_specifications():
-    table, graph, _ = simulate_networked_annotations(30, 5, 3, mean_degree=3, missing_rate=0.3,
-                                                     seed=8)
+    table, graph, _ = simulate_networked_annotations(30, WorkerPopulation(5, missing_rate=0.3), 3,
+                                                     mean_degree=3, seed=8)
     c = resolve_coupling(graph, "M", table)
     assert c.kind == "constant" and torch.all(c.edge_delta == 5.0)
     node = resolve_coupling(graph, "node", table)

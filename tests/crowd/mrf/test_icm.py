@@ -13,13 +13,14 @@ from pyromodels.crowd.mrf import energy as energy_module
 from pyromodels.crowd.mrf.energy import PottsCoupling, resolve_coupling, total_energy
 from pyromodels.crowd.mrf.fit import networked_em
 from pyromodels.crowd.mrf.icm import icm, label_sweep
-from pyromodels.data import Graph, simulate_networked_annotations
+from pyromodels.data import Graph, WorkerPopulation, simulate_networked_annotations
 from pyromodels.testing import assert_monotone
 
 
 def problem(seed, n=150, delta="M", mean_degree=4.0):
     table, graph, truth = simulate_networked_annotations(
-        n, 6, 3, mean_degree=mean_degree, dominance=0.45, labels_per_item=3, seed=seed)
+        n, WorkerPopulation(6, dominance=0.45, labels_per_item=3), 3, mean_degree=mean_degree,
+        seed=seed)
     coupling = resolve_coupling(graph, delta, table)
     return log_emissions(table, truth["confusion"].log()), coupling
 

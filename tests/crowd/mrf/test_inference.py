@@ -13,7 +13,7 @@ from pyromodels.crowd.mrf.exact import exact_collapsed_posterior, exact_posterio
 from pyromodels.crowd.mrf.fit import sample_labels
 from pyromodels.crowd.mrf.mean_field import free_energy, mean_field, mean_field_update
 from pyromodels.crowd.mrf.model import NetworkedDawidSkene
-from pyromodels.data import Graph, simulate_annotations
+from pyromodels.data import Graph, WorkerPopulation, simulate_annotations
 from pyromodels.testing import assert_mc_mean, assert_monotone
 
 
@@ -24,7 +24,7 @@ def tiny(n, num_edges, seed, K=3, M=3, delta_scale=3.0, dominance=0.6):
     pick = torch.randperm(len(pairs), generator=g)[:num_edges].tolist()
     graph = Graph.from_edges([pairs[p] for p in pick], num_nodes=n)
     coupling = PottsCoupling.per_edge(graph, delta_scale * torch.rand(num_edges, generator=g))
-    table, truth = simulate_annotations(n, M, K, dominance=dominance, seed=seed)
+    table, truth = simulate_annotations(n, WorkerPopulation(M, dominance=dominance), K, seed=seed)
     return table, graph, coupling, log_emissions(table, truth["confusion"].log())
 
 

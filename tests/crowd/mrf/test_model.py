@@ -15,7 +15,7 @@ from pyromodels.crowd.majority import majority_vote
 from pyromodels.crowd.mrf.energy import PottsCoupling, conditional_logits, total_energy
 from pyromodels.crowd.mrf.exact import enumerate_labelings, exact_posterior
 from pyromodels.crowd.mrf.model import NetworkedData, NetworkedDawidSkene
-from pyromodels.data import Graph, simulate_annotations, simulate_networked_annotations
+from pyromodels.data import Graph, WorkerPopulation, simulate_annotations, simulate_networked_annotations
 from pyromodels.testing import check_conditional, check_discrete_conditional
 
 
@@ -24,7 +24,8 @@ def tiny(n=6, num_edges=8, seed=0, K=3, M=3):
     pairs = list(itertools.combinations(range(n), 2))
     pick = torch.randperm(len(pairs), generator=g)[:num_edges].tolist()
     graph = Graph.from_edges([pairs[p] for p in pick], num_nodes=n)
-    table, truth = simulate_annotations(n, M, K, dominance=0.5, missing_rate=0.2, seed=seed)
+    table, truth = simulate_annotations(n, WorkerPopulation(M, dominance=0.5, missing_rate=0.2), K,
+                                        seed=seed)
     return table, graph, truth["confusion"]
 
 
@@ -77,8 +78,9 @@ def test_node_coupling_program_uses_the_symmetrised_coupling():
 
 
 def test_program_scores_a_labeling_on_a_larger_graph():
-    table, graph, truth = simulate_networked_annotations(120, 4, 3, mean_degree=4,
-                                                         labels_per_item=2, seed=2)
+    table, graph, truth = simulate_networked_annotations(120,
+                                                         WorkerPopulation(4, labels_per_item=2), 3,
+                                                         mean_degree=4, seed=2)
     model = NetworkedDawidSkene()
     data = model.prepare((table, graph))
     conf = truth["confusion"]
@@ -113,8 +115,8 @@ def test_gibbs_blocks_are_the_program_s_conditionals():
 
 
 def test_gibbs_engine_runs_on_a_medium_graph():
-    table, graph, truth = simulate_networked_annotations(300, 5, 3, mean_degree=5, dominance=0.5,
-                                                         labels_per_item=3, seed=4)
+    table, graph, truth = simulate_networked_annotations(
+        300, WorkerPopulation(5, dominance=0.5, labels_per_item=3), 3, mean_degree=5, seed=4)
     post = NetworkedDawidSkene().fit((table, graph), method="gibbs", num_samples=60,
                                      num_warmup=60, num_chains=1, seed=0, progress=False,
                                      gibbs_schedule="sequential")

@@ -14,7 +14,7 @@ from pyromodels.crowd.ds.em import log_marginal
 from pyromodels.crowd.ds.model import DawidSkene
 from pyromodels.crowd.emissions import normalize_rows
 from pyromodels.crowd.hmm import SequentialDawidSkene
-from pyromodels.data import simulate_networked_annotations, simulate_sequential_annotations
+from pyromodels.data import WorkerPopulation, simulate_networked_annotations, simulate_sequential_annotations
 from pyromodels.experiments.crowd.synthetic import (
     SyntheticSettings,
     class_permutation,
@@ -56,7 +56,8 @@ def _brute_force_paths(sequences, truth):
 
 
 def test_oracle_is_the_brute_force_map_path():
-    seqs, truth = simulate_sequential_annotations([4, 5, 3], 3, 3, missing_rate=0.3, seed=4)
+    seqs, truth = simulate_sequential_annotations([4, 5, 3], WorkerPopulation(3, missing_rate=0.3),
+                                                  3, seed=4)
     est = sequential_estimates(seqs, ("oracle",), FAST, truth=truth)["oracle"]
     np.testing.assert_array_equal(est.labels.numpy(), _brute_force_paths(seqs, truth))
 
@@ -66,8 +67,9 @@ def sequential_fit():
     old = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
     try:
-        seqs, truth = simulate_sequential_annotations([40] * 15, 6, 3, stickiness=0.3,
-                                                      force_dominant=True, seed=1)
+        seqs, truth = simulate_sequential_annotations([40] * 15,
+                                                      WorkerPopulation(6, force_dominant=True), 3,
+                                                      stickiness=0.3, seed=1)
         est = sequential_estimates(seqs, ("mv", "mm", "ds", "alg2", "alg2_alg1", "mv_alg1"),
                                    MethodSettings(em_max_iter=300, em_tol=1e-10), seed=0)
     finally:
@@ -123,8 +125,9 @@ def test_methods_beat_chance_and_time_themselves(sequential_fit):
 def test_edgeless_graph_makes_alg4_the_equal_prior_dawid_skene():
     # Without edges the mode-field E-step is the Dawid-Skene E-step with a uniform prior, so
     # Alg. 4 converges to the fixed point of equal-prior DS EM from the same start.
-    table, graph, truth = simulate_networked_annotations(300, 5, 3, mean_degree=0.0,
-                                                         force_dominant=True, seed=2)
+    table, graph, truth = simulate_networked_annotations(300,
+                                                         WorkerPopulation(5, force_dominant=True),
+                                                         3, mean_degree=0.0, seed=2)
     est = networked_estimates(table, graph, ("mm", "alg4"),
                               MethodSettings(mrf_max_iter=400, em_tol=1e-12), seed=0)
     post = DawidSkene(update_prior=False).fit(

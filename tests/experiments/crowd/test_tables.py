@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pyromodels.core.seeding import derive_seed
-from pyromodels.data import simulate_networked_annotations, simulate_sequential_annotations
+from pyromodels.data import WorkerPopulation, simulate_networked_annotations, simulate_sequential_annotations
 from pyromodels.experiments.crowd import paper_numbers as paper
 from pyromodels.experiments.crowd.inputs.common import CrowdTask
 from pyromodels.experiments.crowd.scores import score_task, single_best
@@ -29,8 +29,9 @@ FAST = MethodSettings(mm_max_iter=50, em_max_iter=50, mrf_max_iter=10)
 @pytest.fixture(scope="module")
 def pos_like():
     # a sequential task under the name "pos", so that the paper's POS row is looked up
-    seqs, truth = simulate_sequential_annotations([30] * 10, 6, 3, stickiness=0.4,
-                                                  force_dominant=True, seed=3)
+    seqs, truth = simulate_sequential_annotations([30] * 10,
+                                                  WorkerPopulation(6, force_dominant=True), 3,
+                                                  stickiness=0.4, seed=3)
     classes = [str(c) for c in seqs.data.classes]
     return CrowdTask("pos", seqs, truth["z"].long(), classes,
                      metric={"scheme": "macro", "average": "sequence", "classes": "all"})
@@ -38,8 +39,9 @@ def pos_like():
 
 @pytest.fixture(scope="module")
 def cora_like():
-    table, graph, truth = simulate_networked_annotations(300, 5, 3, mean_degree=4.0,
-                                                         force_dominant=True, seed=3)
+    table, graph, truth = simulate_networked_annotations(300,
+                                                         WorkerPopulation(5, force_dominant=True),
+                                                         3, mean_degree=4.0, seed=3)
     return CrowdTask("cora", table, truth["z"].long(), [str(c) for c in table.classes],
                      graph=graph, metric={"scheme": "macro", "average": "pooled",
                                           "classes": "present"})
