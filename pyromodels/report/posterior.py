@@ -65,7 +65,7 @@ def result_from_posterior(posterior, name: str) -> DemoResult:
         name: the result's name in the report (letters, digits, ``.``, ``_``, ``-``).
 
     Example:
-        >>> result = result_from_posterior(model.fit(data, method="em"), "gaussian-mixture")
+        >>> result = result_from_posterior(model.fit(data, method="em"), "gaussian-mixture")  # doctest: +SKIP
         >>> list(result.inference_data)
         ['em']
     """

@@ -240,8 +240,8 @@ def sample_moments(table, *, workers=None, max_workers: int | None = None,
         least one item.
 
     Example:
-        >>> from pyromodels.data import simulate_annotations
-        >>> table, _ = simulate_annotations(50, 4, 3, missing_rate=0.2, seed=0)
+        >>> from pyromodels.data import WorkerPopulation, simulate_annotations
+        >>> table, _ = simulate_annotations(50, WorkerPopulation(4, missing_rate=0.2), 3, seed=0)
         >>> mom = sample_moments(table)
         >>> mom.second.shape, mom.third.shape[1:]
         (torch.Size([4, 4, 3, 3]), torch.Size([3, 3, 3]))

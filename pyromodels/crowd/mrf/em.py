@@ -227,9 +227,9 @@ def initialize(table, *, coupling: PottsCoupling | None = None, confusion=None, 
 
     Example:
         >>> from pyromodels.crowd.mrf.energy import resolve_coupling
-        >>> from pyromodels.data import simulate_networked_annotations
+        >>> from pyromodels.data import WorkerPopulation, simulate_networked_annotations
         >>> table, graph, truth = simulate_networked_annotations(
-        ...     50, 4, 3, mean_degree=3, labels_per_item=2, seed=0)
+        ...     50, WorkerPopulation(4, labels_per_item=2), 3, mean_degree=3, seed=0)
         >>> coupling = resolve_coupling(graph, "M", table)
         >>> conf, y = initialize(table, coupling=coupling, confusion=truth["confusion"])
         >>> conf.shape, y.shape

@@ -68,9 +68,9 @@ def networked_em(table, graph, delta="M", *, confusion=None, prior=None, labels=
         ``diagnostics["n_iter"]`` (iterations run).
 
     Example:
-        >>> from pyromodels.data import simulate_networked_annotations
+        >>> from pyromodels.data import WorkerPopulation, simulate_networked_annotations
         >>> table, graph, truth = simulate_networked_annotations(
-        ...     200, 5, 3, mean_degree=4, labels_per_item=3, seed=0)
+        ...     200, WorkerPopulation(5, labels_per_item=3), 3, mean_degree=4, seed=0)
         >>> fit = networked_em(table, graph)
         >>> fit.params["labels"].shape, fit.params["confusion"].shape
         (torch.Size([200]), torch.Size([5, 3, 3]))

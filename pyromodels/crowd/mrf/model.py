@@ -158,9 +158,9 @@ class NetworkedDawidSkene(Model):
     Data: a :class:`NetworkedData` or a ``(table, graph)`` tuple.
 
     Example:
-        >>> from pyromodels.data import simulate_networked_annotations
+        >>> from pyromodels.data import WorkerPopulation, simulate_networked_annotations
         >>> table, graph, truth = simulate_networked_annotations(
-        ...     100, 4, 3, mean_degree=3, labels_per_item=3, seed=0)
+        ...     100, WorkerPopulation(4, labels_per_item=3), 3, mean_degree=3, seed=0)
         >>> post = NetworkedDawidSkene().fit((table, graph), method="em", seed=0,
         ...                                  progress=False)
         >>> post.params["labels"].shape, post.params["confusion"].shape
