@@ -66,7 +66,7 @@ def result_from_posterior(posterior, name: str) -> DemoResult:
 
     Example:
         >>> result = result_from_posterior(model.fit(data, method="em"), "gaussian-mixture")  # doctest: +SKIP
-        >>> list(result.inference_data)
+        >>> list(result.inference_data)  # doctest: +SKIP
         ['em']
     """
     check_name(name, "name")
