@@ -9,8 +9,10 @@ engine     hooks
 ``nuts``   ``model`` (discrete sites marked for enumeration); ``init_values``
 ``gibbs``  ``init_state(data, generator)`` and ``gibbs_sweep(data)``
 ``em``     ``em_init(data, generator)``, ``em_step(data, params)``,
-           ``em_objective(data, params)``; optional ``em_outputs(data, params)`` and
-           ``em_step_with_objective(data, params)`` (see :func:`~pyromodels.core.run_em`)
+           ``em_objective(data, params)``; optional ``em_outputs(data, params)``,
+           ``em_step_with_objective(data, params)`` and ``em_converged(data, old, new)``
+           (a stopping rule beside the objective's tolerance, such as "no label changed";
+           see :func:`~pyromodels.core.run_em`)
 =========  ====================================================================
 
 Every hook is a second description of something the program already defines; the tests of a
