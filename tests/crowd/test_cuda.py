@@ -5,7 +5,7 @@ import torch
 
 from pyromodels.crowd.ds import em
 from pyromodels.crowd.ds.model import DawidSkene
-from pyromodels.crowd.hmm.kernels.forward_backward import forward_backward
+from pyromodels.crowd.hmm.inference import forward_backward
 from pyromodels.data import simulate_annotations
 
 pytestmark = [pytest.mark.gpu,
