@@ -34,6 +34,14 @@ gives the exact ML/MAP step.
 \mathrm{Dir}(\Gamma_{mk}; B_k) + \sum_n \log \sum_k \pi_k \prod_{l:\, n_l=n} \Gamma_{w_l k y_l}`,
 the Pyro program's log joint with ``z`` summed out.
 
+**Backends.** :func:`e_step`, :func:`m_step`, :func:`em_step_objective` (and :func:`em_step`)
+and :func:`log_marginal` are the one dispatcher of their computation: each runs the compiled
+CPU pass of :mod:`.kernels.numba_em` or the torch path (the sparse products of
+:mod:`pyromodels.crowd.emissions`, any device, the GPU path), on the backend chosen when the
+data were prepared (``data.backend``) unless a ``backend`` is passed explicitly (then resolved
+by :func:`~pyromodels.core.backend.resolve_backend`). A compiled pass that meets an item
+impossible under every class hands the step back to the torch path.
+
 Example:
     >>> from pyromodels.crowd.ds.model import DawidSkene
     >>> from pyromodels.data import simulate_annotations
