@@ -6,7 +6,7 @@ labels; quick: ``N = 2,000``, ``M = 100``), float64.
 
 * ``crowd.ds_em_step`` (seconds per iteration): the E-step and M-step alone. Ours:
   ``iterations`` calls of :meth:`pyromodels.crowd.ds.model.DawidSkene.em_step` (on the CPU
-  the compiled pass of :mod:`pyromodels.crowd.ds.kernels.compiled`; on a GPU the sparse products of
+  the compiled pass of :mod:`pyromodels.crowd.ds.kernels.numba_em`; on a GPU the sparse products of
   :mod:`pyromodels.crowd.emissions`) from crowd-kit's start (one M-step from the soft majority
   vote). Peer, from the same start: ``crowdkit.DawidSkene._e_step+_m_step``, crowd-kit 1.4's
   own E-step and M-step (and the prior update between them), ``iterations`` times.
@@ -44,7 +44,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from pyromodels.core.device import default_dtype
-from pyromodels.crowd.ds import em as ds_em
+from pyromodels.crowd.ds.em import e_step
 from pyromodels.crowd.ds.model import DawidSkene
 from pyromodels.data import AnnotationTable, WorkerPopulation, simulate_annotations
 
@@ -359,7 +359,7 @@ def _step_check(size, device, iterations):
     def check():
         pb = _problem(*size, 1, device)
         params = _steps(pb.data, pb.start, iterations - 1)  # crowd-kit's last E-step is on these
-        ours = ds_em.e_step(pb.data, params)[0].argmax(-1).cpu()
+        ours = e_step(pb.data, params)[0].argmax(-1).cpu()
         acc = _accuracy_record(ours, pb.frame, pb.truth.numpy(), iterations)
         step = functools.partial(_fresh_step, pb.table, device, pb.start)
         dev = torch.device(device)

@@ -6,7 +6,7 @@ one sequence of ``T = 100,000`` steps and ``10,000`` sequences of ``40`` steps (
 2,000 and 50 of 40).
 
 * ``crowd.hmm_forward_backward`` (seconds per call): log-likelihood and posterior marginals.
-  Ours: :func:`pyromodels.crowd.hmm.kernels.forward_backward` with ``pairwise=None`` on the ``(T, K)``
+  Ours: :func:`pyromodels.crowd.hmm.inference.forward_backward` with ``pairwise=None`` on the ``(T, K)``
   log-emissions (backends ``numba`` and ``torch`` on the CPU, ``torch`` on CUDA). Peers:
   hmmlearn 0.3's ``score_samples`` with ``implementation="scaling"`` and ``"log"`` (its
   default) on the SAME ``(T, K)`` log-emissions: a ``BaseHMM`` subclass whose

@@ -48,8 +48,8 @@ from pyro import poutine
 import pyromodels
 from pyromodels import diagnostics, testing
 from pyromodels.core import first_available_dim
-from pyromodels.crowd.ds import em as ds_em
 from pyromodels.crowd.ds.data import SparseWorkerWarning
+from pyromodels.crowd.ds.em import log_posterior
 from pyromodels.crowd.ds.model import DawidSkene
 from pyromodels.crowd.estimators import DawidSkeneEstimator, MajorityVote
 from pyromodels.crowd.majority import majority_vote
@@ -236,7 +236,7 @@ mirror = {"prior": em.params["prior"][swap], "confusion": em.params["confusion"]
 fitted = {"prior": em.params["prior"], "confusion": em.params["confusion"]}
 for d in (0.0, 1.0):
     prepared = DawidSkene(diagonal=d).prepare(table)
-    gap = float(ds_em.log_posterior(prepared, fitted) - ds_em.log_posterior(prepared, mirror))
+    gap = float(log_posterior(prepared, fitted) - log_posterior(prepared, mirror))
     print(f"diagonal = {d}: log p(fit) - log p(mirror) = {gap:7.2f} nats")
 
 # %% [markdown]

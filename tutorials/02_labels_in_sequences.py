@@ -48,7 +48,8 @@ import pyromodels
 from pyromodels import metrics, testing
 from pyromodels.core import ConvergenceWarning
 from pyromodels.crowd.ds.model import DawidSkene
-from pyromodels.crowd.hmm import SequentialDawidSkene, baum_welch_step, programs
+from pyromodels.crowd.hmm import SequentialDawidSkene, baum_welch_step
+from pyromodels.crowd.hmm.model import collapsed_model
 from pyromodels.crowd.majority import majority_vote
 from pyromodels.crowd.moments.fit import fit_moments, moment_labels
 from pyromodels.crowd.moments.sequential import fit_sequential_moments
@@ -300,7 +301,7 @@ show(fig)
 # (`collapsed_model`). The last is short:
 
 # %%
-print(inspect.getsource(programs.collapsed_model))
+print(inspect.getsource(collapsed_model))
 
 # %% [markdown]
 # Conditioning the collapsed program on the fitted parameters and scoring it gives the log

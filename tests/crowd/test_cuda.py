@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from pyromodels.crowd.ds import em as ds_em
+from pyromodels.crowd.ds import em
 from pyromodels.crowd.ds.model import DawidSkene
-from pyromodels.crowd.hmm.kernels.forward_backward import forward_backward
+from pyromodels.crowd.hmm.inference import forward_backward
 from pyromodels.data import WorkerPopulation, simulate_annotations
 
 pytestmark = [pytest.mark.gpu,
@@ -25,7 +25,7 @@ def test_dawid_skene_em_on_cuda_equals_the_compiled_cpu_pass():
         torch.testing.assert_close(gpu.params[key].cpu(), cpu.params[key], rtol=0, atol=1e-8)
     data = DawidSkene().prepare(table, device="cuda")
     with pytest.raises(ValueError, match="CPU only"):
-        ds_em.e_step(data, {k: v.cuda() for k, v in ds_em.majority_start(
+        em.e_step(data, {k: v.cuda() for k, v in em.majority_start(
             DawidSkene().prepare(table)).items()}, backend="numba")
 
 

@@ -7,7 +7,7 @@ import torch
 from sklearn.base import clone
 
 from pyromodels.core import NotFittedError
-from pyromodels.crowd.ds import em as ds_em
+from pyromodels.crowd.ds import em
 from pyromodels.crowd.ds.model import DawidSkene
 from pyromodels.crowd.estimators import DawidSkeneEstimator, MajorityVote
 from pyromodels.crowd.majority import vote_fractions
@@ -110,24 +110,24 @@ def test_init_confusion_from_an_errors_frame_starts_em_there():
     with pytest.warns(UserWarning, match="did not converge"):
         one = DawidSkeneEstimator(n_iter=1, init_confusion=start, **COLUMNS).fit(df)
     data = one.posterior_.data
-    params = ds_em.majority_start(data, 1e-10)
+    params = em.majority_start(data, 1e-10)
     params["confusion"] = torch.full_like(params["confusion"], 1.0 / 3)
-    expected = ds_em.em_step(data, params, 1e-10)
+    expected = em.em_step(data, params, 1e-10)
     torch.testing.assert_close(one.posterior_.params["confusion"], expected["confusion"])
 
 
 @pytest.mark.parametrize("method", ["gibbs", "svi"])
 def test_bayesian_methods_through_the_estimator(method):
     df, _, truth = string_frame(n=150, m=5, seed=4)
-    em = DawidSkeneEstimator(**COLUMNS).fit(df)
+    by_em = DawidSkeneEstimator(**COLUMNS).fit(df)
     est = DawidSkeneEstimator(method=method, num_samples=200, num_warmup=100, num_steps=300,
                               lr=0.05, **COLUMNS).fit(df)
     assert est.converged_ is None and est.posterior_.method == method
     expected_iter = 300 if method == "svi" else 100 + 200
     assert est.n_iter_ == expected_iter
     # a clear-cut set (5 workers at 0.75): posterior modes match EM's labels on confident items
-    sure = em.probas_.max(axis=1) > 0.95
-    assert (est.labels_[sure] == em.labels_[sure]).all()
+    sure = by_em.probas_.max(axis=1) > 0.95
+    assert (est.labels_[sure] == by_em.labels_[sure]).all()
     np.testing.assert_allclose(est.probas_.sum(axis=1), 1.0, atol=1e-12)
 
 

@@ -28,6 +28,7 @@ import torch
 
 from ... import checks as validation
 from ...checks import as_float_tensor, check_int, check_positive
+from ...core.backend import resolve_backend
 from ...data.annotations import AnnotationTable, TableSizes
 from ...data.idmaps import plain
 from ...data.tensors import on_device
@@ -66,6 +67,8 @@ class DSData(TableSizes):
         prior_concentration: ``(K,)`` Dirichlet concentration of the class prior.
         confusion_concentration: ``(K, K)`` Dirichlet concentration of each confusion row.
         fixed_prior: ``(K,)`` class prior held fixed, or ``None`` when the prior is learned.
+        backend: where EM's passes run, chosen once when the data are prepared: ``"numba"``
+            (the compiled CPU passes) or ``"torch"`` (log space, any device).
         worker_pad: long ``(N, S)``: the worker of each slot (0 where unused).
         label_pad: long ``(N, S)``: the label of each slot (0 where unused).
         mask: bool ``(N, S)``: which slots hold a label.
@@ -76,6 +79,7 @@ class DSData(TableSizes):
     prior_concentration: torch.Tensor
     confusion_concentration: torch.Tensor
     fixed_prior: torch.Tensor | None = None
+    backend: str = "torch"
 
     @functools.cached_property
     def padded(self) -> PaddedView:
@@ -96,13 +100,21 @@ class DSData(TableSizes):
         return self.confusion_concentration.dtype
 
     def to(self, device) -> DSData:
-        """A copy with every tensor on ``device``."""
+        """A copy with every tensor on ``device`` (off the CPU the backend becomes torch)."""
         moved = {
             f.name: getattr(self, f.name).to(device)
             for f in dataclasses.fields(self)
-            if getattr(self, f.name) is not None
+            if hasattr(getattr(self, f.name), "to")
         }
+        if torch.device(device).type != "cpu":
+            moved["backend"] = "torch"
         return dataclasses.replace(self, **moved)
+
+    def with_backend(self, backend: str) -> DSData:
+        """These data with the backend ``backend`` (``"auto"``, ``"numba"`` or ``"torch"``)
+        resolves to for them (see :func:`~pyromodels.core.backend.resolve_backend`)."""
+        chosen = resolve_backend(backend, self.table.item_idx)
+        return self if chosen == self.backend else dataclasses.replace(self, backend=chosen)
 
     def with_labels(self, label_pad: torch.Tensor) -> DSData:
         """The same items, workers and slots with new labels ``label_pad`` ``(N, S)``.
@@ -206,6 +218,7 @@ def prepare_ds_data(
     class_prior=None,
     allow_unlabelled: bool = False,
     device=None,
+    backend: str = "auto",
 ) -> DSData:
     """Validate the labels, build the padded view and resolve the prior (see the module doc).
 
@@ -219,6 +232,8 @@ def prepare_ds_data(
         class_prior: ``(K,)`` fixed prior (only with ``update_prior=False``); default uniform.
         allow_unlabelled: accept items with no label (only a table can hold them).
         device: target device; default the table's.
+        backend: EM's passes: ``"auto"`` (numba for CPU data when it is installed),
+            ``"numba"`` or ``"torch"``; resolved here, once.
 
     Raises:
         ValueError: fewer than 2 classes, ``num_classes`` not matching the table, an item with
@@ -259,7 +274,7 @@ def prepare_ds_data(
                                                   dtype=dtype, device=dev))
     elif class_prior is not None:
         raise ValueError("class_prior fixes the class prior, so it needs update_prior=False")
-    return DSData(table, alpha, beta, fixed)
+    return DSData(table, alpha, beta, fixed, resolve_backend(backend, table.item_idx))
 
 
 def check_num_classes(num_classes) -> int | None:

@@ -34,6 +34,14 @@ gives the exact ML/MAP step.
 \mathrm{Dir}(\Gamma_{mk}; B_k) + \sum_n \log \sum_k \pi_k \prod_{l:\, n_l=n} \Gamma_{w_l k y_l}`,
 the Pyro program's log joint with ``z`` summed out.
 
+**Backends.** :func:`e_step`, :func:`m_step`, :func:`em_step_objective` (and :func:`em_step`)
+and :func:`log_marginal` are the one dispatcher of their computation: each runs the compiled
+CPU pass of :mod:`.kernels.numba_em` or the torch path (the sparse products of
+:mod:`pyromodels.crowd.emissions`, any device, the GPU path), on the backend chosen when the
+data were prepared (``data.backend``) unless a ``backend`` is passed explicitly (then resolved
+by :func:`~pyromodels.core.backend.resolve_backend`). A compiled pass that meets an item
+impossible under every class hands the step back to the torch path.
+
 Example:
     >>> from pyromodels.crowd.ds.model import DawidSkene
     >>> from pyromodels.data import simulate_annotations
@@ -56,6 +64,7 @@ from ...core.backend import resolve_backend
 from ..emissions import confusion_counts, log_emissions, normalize_rows
 from ..majority import vote_fractions
 from .data import DSData, check_stochastic
+from .kernels import numba_em
 
 __all__ = [
     "table_logits",
@@ -76,6 +85,12 @@ def _prior(data: DSData, params: dict) -> torch.Tensor:
     return data.fixed_prior if data.fixed_prior is not None else params["prior"]
 
 
+def _backend(data: DSData, backend: str | None, *tensors: torch.Tensor) -> str:
+    """The data's backend (chosen when they were prepared), or ``backend`` resolved for
+    ``tensors`` when one is given explicitly."""
+    return data.backend if backend is None else resolve_backend(backend, *tensors)
+
+
 def table_logits(table, prior: torch.Tensor, confusion: torch.Tensor) -> torch.Tensor:
     """Unnormalised ``(N, K)`` log posterior ``log pi_k + log b[n, k]`` of the items of
     ``table`` (an AnnotationTable) given ``prior`` ``(K,)`` and ``confusion`` ``(M, K, K)``."""
@@ -87,17 +102,17 @@ def class_logits(data: DSData, params: dict) -> torch.Tensor:
     return table_logits(data.table, _prior(data, params), params["confusion"])
 
 
-def e_step(data: DSData, params: dict, backend: str = "auto") -> tuple[torch.Tensor, torch.Tensor]:
+def e_step(data: DSData, params: dict,
+           backend: str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Class posteriors ``q`` ``(N, K)`` and ``log p(labels_n | theta)`` ``(N,)``.
 
-    ``backend``: ``"torch"`` (log space, any device), ``"numba"`` (the compiled CPU pass of
-    :mod:`.ds_numba`) or ``"auto"`` (numba for CPU data when it is installed).
+    ``backend``: ``None`` (default: the one the data were prepared with, ``data.backend``),
+    ``"torch"`` (log space, any device), ``"numba"`` (the compiled CPU pass of
+    :mod:`.kernels.numba_em`) or ``"auto"`` (numba for CPU tensors when it is installed).
     """
     prior, confusion = _prior(data, params), params["confusion"]
-    if resolve_backend(backend, prior, confusion) == "numba":
-        from .kernels import compiled as ds_numba
-
-        q, log_norm = ds_numba.posteriors(data.table, prior, confusion)
+    if _backend(data, backend, prior, confusion) == "numba":
+        q, log_norm = numba_em.posteriors(data.table, prior, confusion)
         if bool(torch.isfinite(log_norm).all()):
             return q, log_norm
     logits = table_logits(data.table, prior, confusion)
@@ -116,29 +131,26 @@ def _map_params(data: DSData, counts: torch.Tensor, class_totals: torch.Tensor,
     return {"prior": prior, "confusion": confusion}
 
 
-def m_step(data: DSData, q: torch.Tensor, floor: float = 0.0, backend: str = "auto") -> dict:
+def m_step(data: DSData, q: torch.Tensor, floor: float = 0.0,
+           backend: str | None = None) -> dict:
     """The MAP parameters given class posteriors ``q`` ``(N, K)`` (see the module doc).
 
     Returns ``{"prior": (K,), "confusion": (M, K, K)}``; ``prior`` is the fixed one when the
     model holds it fixed. ``backend`` as in :func:`e_step` (for the counts).
     """
     q = q.to(data.dtype)
-    if resolve_backend(backend, q) == "numba":
-        from .kernels import compiled as ds_numba
-
-        counts = ds_numba.confusion_counts(data.table, q, data.num_workers).to(data.dtype)
+    if _backend(data, backend, q) == "numba":
+        counts = numba_em.confusion_counts(data.table, q, data.num_workers).to(data.dtype)
     else:
         counts = confusion_counts(data.table, q, data.num_workers)
     return _map_params(data, counts, q.sum(0), floor)
 
 
-def _em_pass(data: DSData, params: dict, floor: float, backend: str):
+def _em_pass(data: DSData, params: dict, floor: float, backend: str | None):
     """``(em_step(params), log p(labels | params))`` from one E-step."""
     prior, confusion = _prior(data, params), params["confusion"]
-    if resolve_backend(backend, prior, confusion) == "numba":
-        from .kernels import compiled as ds_numba
-
-        counts, totals, loglik = ds_numba.em_counts(data.table, prior, confusion,
+    if _backend(data, backend, prior, confusion) == "numba":
+        counts, totals, loglik = numba_em.em_counts(data.table, prior, confusion,
                                                     data.num_workers)
         if math.isfinite(loglik):
             new = _map_params(data, counts.to(data.dtype), totals.to(data.dtype), floor)
@@ -148,7 +160,7 @@ def _em_pass(data: DSData, params: dict, floor: float, backend: str):
 
 
 def em_step_objective(data: DSData, params: dict, floor: float = 0.0,
-                      backend: str = "auto") -> tuple[dict, torch.Tensor]:
+                      backend: str | None = None) -> tuple[dict, torch.Tensor]:
     """One E-step and one M-step, and the objective :func:`log_posterior` of ``params`` (the
     E-step's normalisers give it for free). ``backend`` as in :func:`e_step`; the numba pass
     never forms ``q``."""
@@ -156,18 +168,18 @@ def em_step_objective(data: DSData, params: dict, floor: float = 0.0,
     return new, loglik + _log_prior(data, params)
 
 
-def em_step(data: DSData, params: dict, floor: float = 0.0, backend: str = "auto") -> dict:
+def em_step(data: DSData, params: dict, floor: float = 0.0,
+            backend: str | None = None) -> dict:
     """One E-step followed by one M-step (``backend`` as in :func:`e_step`)."""
     return _em_pass(data, params, floor, backend)[0]
 
 
-def log_marginal(data: DSData, params: dict, backend: str = "auto") -> torch.Tensor:
-    """``log p(labels | pi, Gamma)`` with ``z`` summed out (a scalar)."""
+def log_marginal(data: DSData, params: dict, backend: str | None = None) -> torch.Tensor:
+    """``log p(labels | pi, Gamma)`` with ``z`` summed out (a scalar); ``backend`` as in
+    :func:`e_step`."""
     prior, confusion = _prior(data, params), params["confusion"]
-    if resolve_backend(backend, prior, confusion) == "numba":
-        from .kernels import compiled as ds_numba
-
-        value = ds_numba.log_marginal(data.table, prior, confusion)
+    if _backend(data, backend, prior, confusion) == "numba":
+        value = numba_em.log_marginal(data.table, prior, confusion)
         if math.isfinite(value):
             return torch.tensor(value, dtype=data.dtype)
     return e_step(data, params, "torch")[1].sum()
@@ -180,12 +192,12 @@ def _log_prior(data: DSData, params: dict) -> torch.Tensor:
     return out
 
 
-def log_posterior(data: DSData, params: dict, backend: str = "auto") -> torch.Tensor:
+def log_posterior(data: DSData, params: dict, backend: str | None = None) -> torch.Tensor:
     """The EM objective: ``log p(labels, pi, Gamma)`` with ``z`` summed out (a scalar)."""
     return log_marginal(data, params, backend) + _log_prior(data, params)
 
 
-def majority_start(data: DSData, floor: float = 0.0, backend: str = "auto") -> dict:
+def majority_start(data: DSData, floor: float = 0.0, backend: str | None = None) -> dict:
     """crowd-kit's start: one M-step from the majority-vote fractions of each item."""
     return m_step(data, vote_fractions(data.table), floor, backend)
 

@@ -28,14 +28,16 @@ labels that reads ``z[item_idx]`` lies outside the item plate, so ``TraceEnum_EL
 ``z`` as one variable shared by every item (in a three-item example it gives -4.014 where
 the exact marginal is -2.820). The program therefore observes each item's labels as one masked event
 ``y[n] = (y_{n,0}, ..., y_{n,S-1})`` inside the item plate, built from the long table (see
-:mod:`.ds_data`); the hand-written kernels keep using the flat table.
+:mod:`.data`); the hand-written kernels keep using the flat table.
 
 The global sites carry their axes as event dimensions (``to_event``) and the emission is
 indexed with ``Vindex``, so the program broadcasts over an extra batch dimension of draws and
 :func:`~pyromodels.core.sample_discrete` restores ``z`` for many draws in one trace.
 
-Engines: ``em`` (ML or MAP, :mod:`.ds_em`), ``gibbs`` (:mod:`.ds_gibbs`), ``svi`` (a
+Engines: ``em`` (ML or MAP, :mod:`.em`), ``gibbs`` (:mod:`.gibbs`), ``svi`` (a
 mean-field Dirichlet guide, ``z`` enumerated in the model), ``nuts`` (``z`` summed out).
+The engines prepare the data once per fit (:meth:`DawidSkene.prepare`, which also chooses
+EM's backend); the engine hooks take those prepared data.
 """
 
 from __future__ import annotations
@@ -49,9 +51,9 @@ from pyro.ops.indexing import Vindex
 from ...checks import check_in, check_positive
 from ...core.model import Model
 from ...data.annotations import AnnotationTable
+from ..emissions import confusion_counts
 from ..majority import vote_fractions
-from . import em as ds_em
-from . import gibbs as ds_gibbs
+from . import em, gibbs
 from .data import DSData, check_num_classes, prepare_ds_data
 
 __all__ = ["DawidSkene"]
@@ -75,10 +77,11 @@ class DawidSkene(Model):
             uniform).
         allow_unlabelled: accept items without any label (their class follows the prior).
         em_floor: pseudo-count ``>= 0`` that EM's M-step adds to every count so that no
-            probability becomes exactly zero (see :mod:`.ds_em`); ignored by other engines.
-        backend: EM's E-step: ``"auto"`` (default: the compiled pass of :mod:`.ds_numba` for
-            CPU data when numba is installed, torch otherwise), ``"numba"`` or ``"torch"``
-            (log space, any device). Both give the same numbers to rounding.
+            probability becomes exactly zero (see :mod:`.em`); ignored by other engines.
+        backend: EM's E-step: ``"auto"`` (default: the compiled pass of
+            :mod:`.kernels.numba_em` for CPU data when numba is installed, torch otherwise),
+            ``"numba"`` or ``"torch"`` (log space, any device). Both give the same numbers to
+            rounding. Resolved once, when the data are prepared.
 
     Priors left as ``None`` are resolved against the data at fit time; the resolved values
     travel with the prepared data (``posterior.data``).
@@ -130,11 +133,12 @@ class DawidSkene(Model):
     # ----------------------------------------------------------------- data
     def prepare(self, data, device=None) -> DSData:
         """Validate ``data`` (an AnnotationTable or a task/worker/label DataFrame), build the
-        padded view and resolve the prior (see
-        :func:`~pyromodels.crowd.ds.data.prepare_ds_data`)."""
+        padded view, resolve the prior and choose EM's backend (see
+        :func:`~pyromodels.crowd.ds.data.prepare_ds_data`). Prepared data are moved to
+        ``device`` if needed and given this model's backend."""
         if isinstance(data, DSData):
             same = device is None or data.device == torch.device(device)
-            return data if same else data.to(device)
+            return (data if same else data.to(device)).with_backend(self.backend)
         return prepare_ds_data(
             data,
             num_classes=self.num_classes,
@@ -145,17 +149,23 @@ class DawidSkene(Model):
             class_prior=self.class_prior,
             allow_unlabelled=self.allow_unlabelled,
             device=device,
+            backend=self.backend,
         )
+
+    def _prepared(self, data) -> DSData:
+        """``data`` if already prepared, else :meth:`prepare` of it (for the Pyro programs and
+        public methods that users call with raw tables)."""
+        return data if isinstance(data, DSData) else self.prepare(data)
 
     def observed_data(self, data) -> dict:
         """``{"y": (N, S) label codes, -1 in unused slots}`` for ArviZ's ``observed_data``."""
-        d = self.prepare(data)
+        d = self._prepared(data)
         return {"y": torch.where(d.mask, d.label_pad, -1).cpu().numpy()}
 
     # -------------------------------------------------------------- program
     def model(self, data):
         """The generative story (see the module docstring)."""
-        d = self.prepare(data)
+        d = self._prepared(data)
         M, K = d.num_workers, d.num_classes
         if d.fixed_prior is None:
             prior = pyro.sample("prior", dist.Dirichlet(d.prior_concentration))
@@ -178,7 +188,7 @@ class DawidSkene(Model):
         ``confusion_q_concentration`` ``(M, K, K)``, started one conjugate update away from
         the majority-vote fractions. ``z`` stays enumerated in the model (``TraceEnum_ELBO``).
         """
-        d = self.prepare(data)
+        d = self._prepared(data)
         if d.fixed_prior is None:
             a = pyro.param("prior_q_concentration", lambda: self._vote_concentrations(d)[0],
                            constraint=constraints.positive)
@@ -191,54 +201,49 @@ class DawidSkene(Model):
     @staticmethod
     def _vote_concentrations(d: DSData) -> tuple[torch.Tensor, torch.Tensor]:
         """Posterior concentrations given the majority-vote fractions as soft classes."""
-        from ..emissions import confusion_counts
-
         q = vote_fractions(d.table).to(d.dtype)
         prior = d.prior_concentration + q.sum(0)
         return prior, d.confusion_concentration + confusion_counts(d.table, q, d.num_workers)
 
-    def init_values(self, data, generator=None) -> dict:
+    def init_values(self, data: DSData, generator=None) -> dict:
         """Posterior means given the majority-vote fractions (``prior``, ``confusion``)."""
-        d = self.prepare(data)
-        a, c = self._vote_concentrations(d)
+        a, c = self._vote_concentrations(data)
         values = {"confusion": c / c.sum(-1, keepdim=True)}
-        if d.fixed_prior is None:
+        if data.fixed_prior is None:
             values["prior"] = a / a.sum()
         return values
 
-    def init_state(self, data, generator) -> dict:
+    def init_state(self, data: DSData, generator) -> dict:
         """A Gibbs state: :meth:`init_values` and classes drawn from their conditional."""
-        d = self.prepare(data)
-        values = self.init_values(d)
-        return {**values, **ds_gibbs.classes_block(values, d, generator)}
+        values = self.init_values(data)
+        return {**values, **gibbs.classes_block(values, data, generator)}
 
     # ------------------------------------------------------------------ engines
-    def gibbs_sweep(self, data):
+    def gibbs_sweep(self, data: DSData):
         """The blocked sweep ``z | rest``, ``prior | z``, ``confusion | z, labels``."""
-        return ds_gibbs.sweep(learn_prior=self.update_prior)
+        return gibbs.sweep(learn_prior=self.update_prior)
 
-    def em_init(self, data, generator) -> dict:
+    def em_init(self, data: DSData, generator) -> dict:
         """crowd-kit's start: one M-step from the majority-vote fractions."""
-        d = self.prepare(data)
-        ds_em.check_em_prior(d)
-        return ds_em.majority_start(d, self.em_floor, self.backend)
+        em.check_em_prior(data)
+        return em.majority_start(data, self.em_floor)
 
-    def em_step(self, data, params) -> dict:
-        return ds_em.em_step(self.prepare(data), params, self.em_floor, self.backend)
+    def em_step(self, data: DSData, params) -> dict:
+        """One E-step and one M-step on the prepared ``data`` (on ``data.backend``)."""
+        return em.em_step(data, params, self.em_floor)
 
-    def em_step_with_objective(self, data, params) -> tuple[dict, float]:
+    def em_step_with_objective(self, data: DSData, params) -> tuple[dict, float]:
         """:meth:`em_step` and :meth:`em_objective` of ``params`` from one E-step."""
-        d = self.prepare(data)
-        new, value = ds_em.em_step_objective(d, ds_em.check_params(d, params), self.em_floor,
-                                             self.backend)
+        new, value = em.em_step_objective(data, em.check_params(data, params), self.em_floor)
         return new, float(value)
 
-    def em_objective(self, data, params) -> float:
-        d = self.prepare(data)
-        return float(ds_em.log_posterior(d, ds_em.check_params(d, params), self.backend))
+    def em_objective(self, data: DSData, params) -> float:
+        """The log joint of the labels and ``params`` with ``z`` summed out."""
+        return float(em.log_posterior(data, em.check_params(data, params)))
 
-    def em_outputs(self, data, params) -> dict:
-        q, log_norm = ds_em.e_step(self.prepare(data), params, self.backend)
+    def em_outputs(self, data: DSData, params) -> dict:
+        """Class posteriors, their argmax and the log-likelihood under ``params``."""
+        q, log_norm = em.e_step(data, params)
         return {"probas": q, "labels": q.argmax(-1), "log_likelihood": log_norm.sum()}
 
     # -------------------------------------------------------------- predictions
@@ -251,7 +256,7 @@ class DawidSkene(Model):
     def _per_draw_logits(self, d: DSData, samples: dict, table: AnnotationTable):
         priors, confs = self._draws(d, samples)
         lead = samples["confusion"].shape[:-3]
-        out = [ds_em.table_logits(table, p, c) for p, c in zip(priors, confs)]
+        out = [em.table_logits(table, p, c) for p, c in zip(priors, confs)]
         return torch.stack(out).reshape(lead + (table.num_items, d.num_classes))
 
     def log_likelihood_pointwise(self, data, samples) -> dict:
@@ -259,7 +264,7 @@ class DawidSkene(Model):
 
         Returns ``{"y": (chain, draw, N)}``.
         """
-        d = self.prepare(data)
+        d = self._prepared(data)
         return {"y": torch.logsumexp(self._per_draw_logits(d, samples, d.table), -1)}
 
     def predict(self, posterior, new_data) -> torch.Tensor:

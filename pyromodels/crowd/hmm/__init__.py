@@ -1,8 +1,9 @@
 """Hidden Markov models over true labels: crowd labels of items in sequences.
 
-Kernels (log space, ragged sequences, CPU and CUDA; numba on the CPU):
-:func:`forward_backward`, :func:`log_likelihood`, :func:`forward_filter`, :func:`viterbi`,
-:func:`ffbs_sample`; exact enumeration for tiny problems: :func:`brute_force`.
+Inference over ragged sequences (:mod:`.inference`: each picks the torch kernel, CPU or CUDA,
+or the numba kernel on the CPU): :func:`forward_backward`, :func:`log_likelihood`,
+:func:`forward_filter`, :func:`viterbi`, :func:`ffbs_sample`; exact enumeration for tiny
+problems: :func:`brute_force`.
 Baum-Welch pieces: :func:`e_step`, :func:`m_step`, :func:`baum_welch_step`,
 :func:`majority_vote_params`. The model: :class:`SequentialDawidSkene`.
 """
@@ -11,9 +12,7 @@ from .baum_welch import baum_welch_step, count_transitions, e_step, m_step, majo
 from .data import SequentialCrowdData
 from .distributions import CrowdResponses, MarkovChain
 from .exact import brute_force
-from .ffbs import ffbs_sample
-from .kernels.forward_backward import ForwardBackward, forward_backward, forward_filter, log_likelihood
-from .kernels.viterbi import viterbi
+from .inference import ForwardBackward, ffbs_sample, forward_backward, forward_filter, log_likelihood, viterbi
 from .model import SequentialDawidSkene
 from .params import INITIAL_MODES, check_params, stationary_distribution
 

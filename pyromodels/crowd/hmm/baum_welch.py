@@ -29,7 +29,7 @@ import torch
 from ...checks import check_in
 from ..emissions import confusion_counts, log_emissions, normalize_rows
 from ..majority import majority_vote
-from .kernels.forward_backward import ForwardBackward, forward_backward
+from .inference import ForwardBackward, forward_backward
 from .kernels.inputs import sequence_bounds
 from .params import INITIAL_MODES, check_params, stationary_distribution
 
@@ -50,7 +50,7 @@ def e_step(table, lengths, params: dict, *, pairwise: str | None = "sum", backen
         table: :class:`~pyromodels.data.AnnotationTable` whose items are the positions.
         lengths: ``(S,)`` sequence lengths summing to ``table.num_items``.
         params: ``{"initial", "transition", "confusion"}`` probabilities.
-        pairwise, backend: as :func:`~pyromodels.crowd.hmm.kernels.forward_backward`.
+        pairwise, backend: as :func:`~pyromodels.crowd.hmm.inference.forward_backward`.
         paper_literal: accept a column-stochastic ``transition`` (the literal update's output).
     """
     params = check_params(params, table.num_classes, table.num_workers,

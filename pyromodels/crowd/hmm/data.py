@@ -8,13 +8,14 @@ from functools import cached_property
 import torch
 
 from ...checks import as_float_tensor, check_in, check_stochastic
+from ...core.backend import resolve_backend
 from ...data.annotations import AnnotationTable
 from ...data.sequences import Sequences
 from ...data.tensors import on_device
 from .kernels.inputs import sequence_bounds
 from .params import INITIAL_MODES
 
-__all__ = ["SequentialCrowdData", "prepare_sequential"]
+__all__ = ["SequentialCrowdData", "prepare_sequential", "choose_backend"]
 
 DTYPE = torch.float64
 
@@ -33,6 +34,10 @@ class SequentialCrowdData:
         transition_concentration: ``(K, K)`` Dirichlet concentration of each transition row.
         confusion_concentration: ``(K, K)`` Dirichlet concentration of each worker's confusion
             row ``k`` (shared by the workers).
+        backend: the backend of the forward-backward, filtering and Viterbi kernels, chosen
+            when the data are prepared: ``"torch"``, ``"numba"``, or ``"auto"`` where numba
+            was chosen for these (CPU) data and a scaled step that underflows is redone in
+            log space.
     """
 
     table: AnnotationTable
@@ -42,6 +47,7 @@ class SequentialCrowdData:
     initial_concentration: torch.Tensor
     transition_concentration: torch.Tensor
     confusion_concentration: torch.Tensor
+    backend: str = "torch"
 
     @property
     def device(self) -> torch.device:
@@ -70,12 +76,27 @@ class SequentialCrowdData:
         return Sequences(self.table, self.lengths).pad()
 
     def to(self, device) -> SequentialCrowdData:
-        """A copy on ``device``."""
+        """A copy on ``device`` (off the CPU the backend becomes torch)."""
         moved = {}
         for f in fields(self):
             value = getattr(self, f.name)
             moved[f.name] = value.to(device) if hasattr(value, "to") else value
+        if torch.device(device).type != "cpu":
+            moved["backend"] = "torch"
         return replace(self, **moved)
+
+    def with_backend(self, backend: str) -> SequentialCrowdData:
+        """These data with ``backend`` (``"auto"``, ``"numba"`` or ``"torch"``) chosen for them
+        (see :func:`choose_backend`)."""
+        chosen = choose_backend(backend, self.lengths)
+        return self if chosen == self.backend else replace(self, backend=chosen)
+
+
+def choose_backend(backend: str, lengths: torch.Tensor) -> str:
+    """``"torch"`` where ``backend`` resolves to torch for data on ``lengths``' device, else
+    ``backend`` itself (``"auto"`` keeps its fallback to log space); raises for ``"numba"``
+    where it cannot run (see :func:`~pyromodels.core.backend.resolve_backend`)."""
+    return "torch" if resolve_backend(backend, lengths) == "torch" else backend
 
 
 def _concentration(value, name: str, shape: tuple[int, ...]) -> torch.Tensor:
@@ -90,11 +111,14 @@ def _concentration(value, name: str, shape: tuple[int, ...]) -> torch.Tensor:
 
 
 def prepare_sequential(data, *, initial_mode, initial_probs, initial_concentration,
-                       transition_concentration, confusion_concentration, device=None) -> SequentialCrowdData:
-    """Validate ``data`` (a :class:`~pyromodels.data.Sequences` over an AnnotationTable) and
-    resolve the priors against its number of classes."""
+                       transition_concentration, confusion_concentration, device=None,
+                       backend: str = "auto") -> SequentialCrowdData:
+    """Validate ``data`` (a :class:`~pyromodels.data.Sequences` over an AnnotationTable),
+    resolve the priors against its number of classes and choose the kernels' ``backend``.
+    Prepared data are moved to ``device`` if needed and given ``backend``."""
     if isinstance(data, SequentialCrowdData):
-        return data if device is None or data.device == torch.device(device) else data.to(device)
+        same = device is None or data.device == torch.device(device)
+        return (data if same else data.to(device)).with_backend(backend)
     if not isinstance(data, Sequences) or not isinstance(data.data, AnnotationTable):
         raise TypeError(
             "data must be a pyromodels.data.Sequences whose data is an AnnotationTable (the items "
@@ -123,4 +147,5 @@ def prepare_sequential(data, *, initial_mode, initial_probs, initial_concentrati
             transition_concentration, "transition_concentration", (K, K)).to(table.device),
         confusion_concentration=_concentration(
             confusion_concentration, "confusion_concentration", (K, K)).to(table.device),
+        backend=choose_backend(backend, data.lengths.to(table.device)),
     )

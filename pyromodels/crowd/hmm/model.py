@@ -1,7 +1,17 @@
 r"""Sequential Dawid-Skene: crowd labels of items in sequences whose true labels form a Markov
 chain (the ensemble paper's HMM ensemble, §2.2 and §4, with Dirichlet priors added).
 
-Sample sites of :meth:`SequentialDawidSkene.model` (see :mod:`~pyromodels.crowd.hmm.programs`):
+Generative story (``S`` sequences, ``K`` classes, ``M`` workers)::
+
+    initial             ~ Dirichlet(c0)                     (initial="learned"; else fixed or
+                                                             the stationary law of transition)
+    transition[i]       ~ Dirichlet(cA[i])                  i = 1..K   (rows = previous label)
+    confusion[m, k]     ~ Dirichlet(cG[k])                  m = 1..M, k = 1..K (rows = true label)
+    z_{s,1}             ~ Categorical(initial)
+    z_{s,t} | z_{s,t-1} ~ Categorical(transition[z_{s,t-1}])
+    f_{m,s,t} | z_{s,t} ~ Categorical(confusion[m, z_{s,t}])   for each response in the table
+
+Sample sites of :meth:`SequentialDawidSkene.model` (:func:`full_model`):
 
 ============  =======================  =============  =========================================
 site          support                  shape          meaning
@@ -13,26 +23,116 @@ z             {0..K-1}^T               (T_total,)     the label path of every se
 labels        {0..K-1} (observed)      (L,)           the responses of the long table
 ============  =======================  =============  =========================================
 
-Engines: ``em`` (Baum-Welch, MAP with the Dirichlet priors; the default concentrations 1 give
-maximum likelihood) and ``gibbs`` (FFBS for the paths, conjugate Dirichlet updates).
+One story, three ways to run it:
+
+* :func:`full_model` keeps the label path as one site ``z`` (a :class:`MarkovChain`) and the
+  responses as the long table's ``labels`` site; Gibbs, ``log_joint`` and simulation use it.
+* :func:`collapsed_model` sums ``z`` out with ``pyro.distributions.DiscreteHMM``. Pyro applies
+  one transition BEFORE the first observation (``initial_logits`` is the law of a state at time
+  0), so the first of the time-dependent transition matrices has every row equal to
+  ``log initial``: whatever the time-0 state, ``z_1 ~ initial`` exactly.
+* :func:`enumerated_model` writes the chain with ``pyro.markov`` and enumerates each ``z_t``
+  (a loop over time: for small data and for ``TraceEnum_ELBO`` / ``infer_discrete`` checks).
+
+The collapsed and enumerated programs need at most one response per (item, worker): they read
+the responses as a padded ``(S, T_max, M)`` block with ``-1`` for "no response".
+
+Engines: ``em`` (Baum-Welch, :mod:`.baum_welch`, MAP with the Dirichlet priors; the default
+concentrations 1 give maximum likelihood) and ``gibbs`` (:mod:`.gibbs`: FFBS for the paths,
+conjugate Dirichlet updates). The engines prepare the data once per fit (which also chooses
+the kernels' backend); the engine hooks take those prepared data.
 """
 
 from __future__ import annotations
 
+import pyro
+import pyro.distributions as dist
 import torch
+from pyro import poutine
+from pyro.ops.indexing import Vindex
 from torch.distributions import Dirichlet
 
 from ...checks import check_in
 from ...core.model import Model
 from ..emissions import log_emissions, normalize_rows
 from ..majority import majority_vote
-from . import baum_welch as bw
-from . import ffbs, programs
+from . import baum_welch, gibbs
 from .data import SequentialCrowdData, prepare_sequential
-from .kernels.viterbi import viterbi
+from .distributions import CrowdResponses, MarkovChain
+from .inference import viterbi
 from .params import INITIAL_MODES, check_params, stationary_distribution
 
-__all__ = ["SequentialDawidSkene"]
+__all__ = ["SequentialDawidSkene", "global_sites", "full_model", "collapsed_model", "enumerated_model"]
+
+
+def global_sites(data) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Sample ``initial`` (when learned), ``transition`` and ``confusion``; return all three."""
+    K, M = data.num_classes, data.num_workers
+    transition = pyro.sample("transition", dist.Dirichlet(data.transition_concentration).to_event(1))
+    confusion = pyro.sample(
+        "confusion", dist.Dirichlet(data.confusion_concentration.expand(M, K, K)).to_event(2)
+    )
+    if data.initial_mode == "learned":
+        initial = pyro.sample("initial", dist.Dirichlet(data.initial_concentration))
+    elif data.initial_mode == "fixed":
+        initial = data.initial_probs
+    else:
+        initial = stationary_distribution(transition)
+    return initial, transition, confusion
+
+
+def full_model(data):
+    """The program with the label path ``z`` ``(T_total,)`` and the responses ``labels`` ``(L,)``."""
+    initial, transition, confusion = global_sites(data)
+    z = pyro.sample("z", MarkovChain(initial, transition, data.lengths))
+    table = data.table
+    with pyro.plate("responses", table.num_labels, dim=-1):
+        probs = Vindex(confusion)[..., table.worker_idx, z[..., table.item_idx], :]
+        pyro.sample("labels", dist.Categorical(probs), obs=table.label_idx)
+    return z
+
+
+def _first_step_logits(initial: torch.Tensor, transition: torch.Tensor, num_steps: int) -> torch.Tensor:
+    """``(..., num_steps, K, K)``: step 0 maps any state to ``initial``, later steps use
+    ``transition``."""
+    K = initial.shape[-1]
+    first = initial.log().unsqueeze(-2).expand(initial.shape[:-1] + (K, K))
+    later = transition.log().unsqueeze(-3).expand(transition.shape[:-2] + (num_steps - 1, K, K))
+    batch = torch.broadcast_shapes(first.shape[:-2], later.shape[:-3])
+    return torch.cat([first.expand(batch + (1, K, K)), later.expand(batch + (num_steps - 1, K, K))], -3)
+
+
+def collapsed_model(data):
+    """``z`` summed out by ``DiscreteHMM``: one site ``responses`` ``(S, T_max, M)`` per sequence."""
+    initial, transition, confusion = global_sites(data)
+    responses, _ = data.dense
+    S, T, _ = responses.shape
+    K = data.num_classes
+    observation = CrowdResponses(confusion.log().transpose(-3, -2))  # batch (K,), event (M,)
+    hmm = dist.DiscreteHMM(
+        torch.zeros(K, dtype=initial.dtype, device=initial.device),  # the time-0 state: irrelevant
+        _first_step_logits(initial, transition, T),
+        observation,
+    )
+    with pyro.plate("sequences", S, dim=-1):
+        pyro.sample("responses", hmm, obs=responses)
+
+
+def enumerated_model(data):
+    """The chain unrolled with ``pyro.markov``: sites ``z_t`` (enumerated) and ``responses_t``
+    for ``t = 0 .. T_max - 1``, each batched over the sequences and masked past their ends."""
+    initial, transition, confusion = global_sites(data)
+    responses, mask = data.dense
+    S, T, _ = responses.shape
+    log_conf = confusion.log().transpose(-3, -2)  # (K, M, J)
+    z = None
+    with pyro.plate("sequences", S, dim=-1):
+        for t in pyro.markov(range(T)):
+            probs = initial if z is None else Vindex(transition)[..., z, :]
+            with poutine.mask(mask=mask[:, t]):
+                z = pyro.sample(f"z_{t}", dist.Categorical(probs), infer={"enumerate": "parallel"})
+                pyro.sample(f"responses_{t}", CrowdResponses(Vindex(log_conf)[..., z, :, :]),
+                            obs=responses[:, t])
 
 
 class SequentialDawidSkene(Model):
@@ -51,7 +151,8 @@ class SequentialDawidSkene(Model):
         paper_literal: use the transition update (26) as printed in the paper, which returns
             the transpose of the correct estimate (kept to reproduce the error; see
             :mod:`~pyromodels.crowd.hmm.baum_welch`).
-        backend: forward-backward backend for EM (``"auto"``, ``"torch"``, ``"numba"``).
+        backend: backend of the forward-backward, Viterbi and FFBS kernels (``"auto"``,
+            ``"torch"``, ``"numba"``); chosen once, when the data are prepared.
 
     Exact zeros: with concentrations equal to 1 the EM step is maximum likelihood, which sets a
     confusion entry to exactly 0 when a worker never gave an answer to items believed to be of
@@ -96,20 +197,26 @@ class SequentialDawidSkene(Model):
             initial_concentration=self.initial_concentration,
             transition_concentration=self.transition_concentration,
             confusion_concentration=self.confusion_concentration, device=device,
+            backend=self.backend,
         )
+
+    def _prepared(self, data) -> SequentialCrowdData:
+        """``data`` if already prepared, else :meth:`prepare` of it (for the programs and the
+        public methods that users call with raw sequences)."""
+        return data if isinstance(data, SequentialCrowdData) else self.prepare(data)
 
     # -------------------------------------------------------------- programs
     def model(self, data):
         """The generative story with the label path ``z`` as a site."""
-        return programs.full_model(self.prepare(data))
+        return full_model(self._prepared(data))
 
     def collapsed_model(self, data):
         """The story with ``z`` summed out by ``pyro.distributions.DiscreteHMM``."""
-        return programs.collapsed_model(self.prepare(data))
+        return collapsed_model(self._prepared(data))
 
     def enumerated_model(self, data):
         """The story unrolled with ``pyro.markov`` and each ``z_t`` enumerated."""
-        return programs.enumerated_model(self.prepare(data))
+        return enumerated_model(self._prepared(data))
 
     # -------------------------------------------------------------- parameters
     def _pseudo_counts(self, data) -> dict:
@@ -127,7 +234,7 @@ class SequentialDawidSkene(Model):
         stationary law of ``transition`` (``"stationary"``). Pass the result as
         ``fit(data, method="em", init=...)``.
         """
-        data = self.prepare(data)
+        data = self._prepared(data)
         K = data.num_classes
         if initial is None:
             initial = {"learned": torch.full((K,), 1.0 / K, dtype=torch.float64),
@@ -139,13 +246,13 @@ class SequentialDawidSkene(Model):
 
     def log_likelihood(self, data, params: dict) -> torch.Tensor:
         """``(S,)`` log-likelihood of each sequence, ``z`` summed out."""
-        data = self.prepare(data)
-        return bw.e_step(data.table, data.lengths, params, pairwise=None, backend=self.backend,
-                         paper_literal=self.paper_literal).log_likelihood
+        data = self._prepared(data)
+        return baum_welch.e_step(data.table, data.lengths, params, pairwise=None, backend=data.backend,
+                                 paper_literal=self.paper_literal).log_likelihood
 
     def log_prior(self, data, params: dict) -> torch.Tensor:
         """Log Dirichlet densities of the parameters the program samples."""
-        data = self.prepare(data)
+        data = self._prepared(data)
         trans = Dirichlet(data.transition_concentration, validate_args=False)
         lp = trans.log_prob(params["transition"]).sum()
         conf = data.confusion_concentration.expand(params["confusion"].shape)
@@ -155,9 +262,8 @@ class SequentialDawidSkene(Model):
         return lp
 
     # ------------------------------------------------------------------ EM
-    def em_init(self, data, generator) -> dict:
+    def em_init(self, data: SequentialCrowdData, generator) -> dict:
         """One M-step on majority-vote labels (random tie-breaking seeded from ``generator``)."""
-        data = self.prepare(data)
         for name in ("initial", "transition", "confusion"):
             conc = getattr(data, f"{name}_concentration")
             if float(conc.min()) < 1:
@@ -166,50 +272,49 @@ class SequentialDawidSkene(Model):
                     f"otherwise), got {float(conc.min())}; use method='gibbs'"
                 )
         seed = int(torch.randint(2**62, (1,), generator=generator, device=generator.device))
-        return bw.majority_vote_params(data.table, data.lengths, seed=seed, **self._step_options(data))
+        return baum_welch.majority_vote_params(data.table, data.lengths, seed=seed,
+                                               **self._step_options(data))
 
-    def em_step(self, data, params: dict) -> dict:
+    def em_step(self, data: SequentialCrowdData, params: dict) -> dict:
         """One Baum-Welch iteration (MAP for the Dirichlet priors)."""
-        data = self.prepare(data)
-        return bw.baum_welch_step(data.table, data.lengths, params, paper_literal=self.paper_literal,
-                                  backend=self.backend, **self._step_options(data))[0]
+        return baum_welch.baum_welch_step(data.table, data.lengths, params,
+                                          paper_literal=self.paper_literal, backend=data.backend,
+                                          **self._step_options(data))[0]
 
     def em_objective(self, data, params: dict) -> float:
         """Log-likelihood plus log prior (the log joint with ``z`` summed out)."""
+        data = self._prepared(data)
         return float(self.log_likelihood(data, params).sum() + self.log_prior(data, params))
 
-    def em_outputs(self, data, params: dict) -> dict:
+    def em_outputs(self, data: SequentialCrowdData, params: dict) -> dict:
         """Posterior marginals, summed pairwise marginals, Viterbi labels, log-likelihoods."""
-        data = self.prepare(data)
-        fb = bw.e_step(data.table, data.lengths, params, backend=self.backend,
-                       paper_literal=self.paper_literal)
+        fb = baum_welch.e_step(data.table, data.lengths, params, backend=data.backend,
+                               paper_literal=self.paper_literal)
         return {"posterior": fb.posterior, "pairwise": fb.pairwise, "log_likelihood": fb.log_likelihood,
                 "labels": self.decode(data, params)}
 
     def decode(self, data, params) -> torch.Tensor:
         """Viterbi labels ``(T_total,)`` under ``params`` (a dict or an EM ``Posterior``)."""
-        data = self.prepare(data)
+        data = self._prepared(data)
         params = getattr(params, "params", params)
         p = check_params(params, data.num_classes, data.num_workers,
                          row_stochastic_transition=not self.paper_literal)
         e = log_emissions(data.table, p["confusion"].log())
-        return viterbi(e, p["initial"].log(), p["transition"].log(), data.lengths, backend=self.backend)[0]
+        return viterbi(e, p["initial"].log(), p["transition"].log(), data.lengths, backend=data.backend)[0]
 
     # ---------------------------------------------------------------- Gibbs
-    def gibbs_sweep(self, data):
-        """FFBS labels, then the Dirichlet blocks (see :mod:`~pyromodels.crowd.hmm.ffbs`)."""
-        return ffbs.sweep(self.prepare(data))
+    def gibbs_sweep(self, data: SequentialCrowdData):
+        """FFBS labels, then the Dirichlet blocks (see :mod:`~pyromodels.crowd.hmm.gibbs`)."""
+        return gibbs.sweep(data)
 
-    def init_state(self, data, generator) -> dict:
+    def init_state(self, data: SequentialCrowdData, generator) -> dict:
         """Majority-vote labels and the posterior means of the parameters given them."""
-        data = self.prepare(data)
-        ffbs.sweep(data)  # raises for initial="stationary"
+        gibbs.sweep(data)  # raises for initial="stationary"
         seed = int(torch.randint(2**62, (1,), generator=generator, device=generator.device))
         z = majority_vote(data.table, seed=seed).to(data.device)
         state = {"z": z}
-        state["transition"] = normalize_rows(ffbs.transition_concentration(state, data))
-        state["confusion"] = normalize_rows(ffbs.confusion_concentration(state, data))
+        state["transition"] = normalize_rows(gibbs.transition_concentration(state, data))
+        state["confusion"] = normalize_rows(gibbs.confusion_concentration(state, data))
         if data.initial_mode == "learned":
-            state["initial"] = normalize_rows(ffbs.initial_concentration(state, data))
+            state["initial"] = normalize_rows(gibbs.initial_concentration(state, data))
         return state
-

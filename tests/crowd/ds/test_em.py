@@ -8,7 +8,7 @@ import torch
 from scipy.optimize import minimize
 
 from pyromodels.core import marginal_log_joint
-from pyromodels.crowd.ds import em as ds_em
+from pyromodels.crowd.ds import em
 from pyromodels.crowd.ds.model import DawidSkene
 from pyromodels.crowd.majority import majority_vote
 from pyromodels.data import WorkerPopulation, simulate_annotations
@@ -52,7 +52,7 @@ def test_m_step_matches_a_numerical_maximiser_of_the_expected_complete_log_poste
     data = DawidSkene(**priors).prepare(table)
     g = torch.Generator().manual_seed(0)
     q = torch.softmax(2 * torch.randn(60, 3, generator=g), -1)
-    closed = ds_em.m_step(data, q, floor=0.0)
+    closed = em.m_step(data, q, floor=0.0)
     M, K = 3, 3
 
     def negative_q(x):
@@ -131,9 +131,9 @@ def test_one_worker_who_always_answers_the_truth_makes_q_one_hot():
     model = DawidSkene()
     data = model.prepare(table)
     # the E-step with the perfect worker's confusion is exactly one-hot on its answers
-    start = ds_em.majority_start(data)
+    start = em.majority_start(data)
     start["confusion"][0] = torch.eye(K, dtype=torch.float64)
-    q, _ = ds_em.e_step(data, start)
+    q, _ = em.e_step(data, start)
     assert torch.equal(q, torch.nn.functional.one_hot(z, K).double())
     # and EM started there stays there: the worker stays perfect and q one-hot (to the floor)
     post = model.fit(table, method="em", init=start, seed=0, progress=False)
@@ -150,7 +150,7 @@ def test_an_exact_zero_never_recovers_without_the_floor():
     table, truth = simulate_annotations(N, WorkerPopulation(M, dominance=0.8, concentration=50.0),
                                         K, seed=seed)
     data = DawidSkene().prepare(table)
-    start = ds_em.majority_start(data)
+    start = em.majority_start(data)
     start["confusion"][0] = torch.eye(K, dtype=torch.float64)
     fits = {}
     for floor in (0.0, 1e-10):

@@ -2,13 +2,18 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
 from pyromodels.core.backend import resolve_backend
 from pyromodels.core.device import default_dtype
-from pyromodels.crowd.ds import em as ds_em
+from pyromodels.crowd.ds import em
 from pyromodels.crowd.ds.data import SparseWorkerWarning
+from pyromodels.crowd.ds.kernels import numba_em
+from pyromodels.crowd.ds.kernels.groups import item_groups
+from pyromodels.crowd.ds.kernels.passes import em_counts_pass
+from pyromodels.crowd.ds.kernels.unrolled import MAX_CLASSES, em_counts_kernel, prior_argument
 from pyromodels.crowd.ds.model import DawidSkene
 from pyromodels.data import AnnotationTable, WorkerPopulation, simulate_annotations
 from pyromodels.data.simulate_crowd import random_confusions
@@ -25,21 +30,21 @@ def _shuffled(table: AnnotationTable, seed: int) -> AnnotationTable:
 
 def _start(model, table):
     data = model.prepare(table)
-    params = ds_em.majority_start(data, model.em_floor)
+    params = em.majority_start(data, model.em_floor)
     return data, params
 
 
 def _assert_steps_agree(data, params, floor):
-    q_t, norm_t = ds_em.e_step(data, params, "torch")
-    q_n, norm_n = ds_em.e_step(data, params, "numba")
+    q_t, norm_t = em.e_step(data, params, "torch")
+    q_n, norm_n = em.e_step(data, params, "numba")
     torch.testing.assert_close(q_n, q_t, rtol=0, atol=1e-12)
     torch.testing.assert_close(norm_n, norm_t, rtol=1e-12, atol=1e-12)
-    new_t, obj_t = ds_em.em_step_objective(data, params, floor, "torch")
-    new_n, obj_n = ds_em.em_step_objective(data, params, floor, "numba")
+    new_t, obj_t = em.em_step_objective(data, params, floor, "torch")
+    new_n, obj_n = em.em_step_objective(data, params, floor, "numba")
     for key in new_t:
         torch.testing.assert_close(new_n[key], new_t[key], rtol=0, atol=1e-12)
     assert float(obj_n) == pytest.approx(float(obj_t), rel=1e-12)
-    assert float(ds_em.log_posterior(data, params, "numba")) == pytest.approx(float(obj_t),
+    assert float(em.log_posterior(data, params, "numba")) == pytest.approx(float(obj_t),
                                                                              rel=1e-12)
 
 
@@ -72,7 +77,7 @@ def test_long_items_are_rescaled_without_underflow():
                                         num_classes=K, allow_repeats=True)
     data = DawidSkene().prepare(table)
     params = {"prior": torch.full((K,), 1.0 / K, dtype=torch.float64), "confusion": conf}
-    _, norm = ds_em.e_step(data, params, "torch")
+    _, norm = em.e_step(data, params, "torch")
     assert float(norm[0]) < -1000 * math.log(10)  # the case the test is about
     _assert_steps_agree(data, params, 1e-10)
 
@@ -85,13 +90,13 @@ def test_impossible_answers_match_the_torch_path():
                                         num_items=3, num_workers=2, num_classes=2)
     data = DawidSkene(em_floor=0.0).prepare(table)
     params = {"prior": torch.tensor([0.5, 0.5], dtype=torch.float64), "confusion": conf}
-    q_t, norm_t = ds_em.e_step(data, params, "torch")
-    q_n, norm_n = ds_em.e_step(data, params, "numba")
+    q_t, norm_t = em.e_step(data, params, "torch")
+    q_n, norm_n = em.e_step(data, params, "numba")
     assert bool(torch.isneginf(norm_t[1])) and float(q_t[0, 0]) == 0.0
     torch.testing.assert_close(q_n, q_t, equal_nan=True)
     torch.testing.assert_close(norm_n, norm_t)
     for backend in ("torch", "numba"):
-        assert bool(torch.isneginf(ds_em.log_marginal(data, params, backend)))
+        assert bool(torch.isneginf(em.log_marginal(data, params, backend)))
     keep = {0, 2}  # drop item 1: the pass itself handles the one zero
     rows = [r for r in range(4) if int(table.item_idx[r]) in keep]
     small = AnnotationTable.from_arrays(table.item_idx[rows], table.worker_idx[rows],
@@ -109,9 +114,9 @@ def test_float32_data_agree_with_the_float64_steps():
     with default_dtype(torch.float32):
         data32 = model.prepare(table)
     params32 = {k: v.float() for k, v in params64.items()}
-    new32 = ds_em.em_step(data32, params32, 1e-10, "numba")
+    new32 = em.em_step(data32, params32, 1e-10, "numba")
     assert new32["confusion"].dtype == torch.float32
-    reference = ds_em.em_step(data64, params64, 1e-10, "torch")
+    reference = em.em_step(data64, params64, 1e-10, "torch")
     # float32 rounding of the inputs (relative 6e-8) moves posteriors by a few 1e-7
     torch.testing.assert_close(new32["confusion"].double(), reference["confusion"], rtol=0,
                                atol=1e-5)
@@ -148,32 +153,44 @@ def test_backend_arguments_are_checked():
     assert resolve_backend("python", portable="python") == "python"
 
 
-@pytest.mark.parametrize("num_classes", [2, 3, 7, 16, 17])
+@pytest.mark.parametrize("num_classes", [2, 3, 7, 9, 16, 17])
 def test_the_pass_written_out_for_k_classes_equals_the_generic_pass(num_classes):
-    import numpy as np
-
-    from pyromodels.crowd.ds.kernels import compiled as ds_numba
-    from pyromodels.crowd.ds.kernels.unrolled import MAX_CLASSES, em_counts_kernel
-
     kernel = em_counts_kernel(num_classes)
-    assert (kernel is ds_numba._em_counts) == (num_classes > MAX_CLASSES)
+    assert (kernel is em_counts_pass) == (num_classes > MAX_CLASSES)
     # items of about 1,000 labels: their products fall below 2^-300, so the rescaling branch
     # is taken (checked below)
     M = 1200
     table, _ = simulate_annotations(40, WorkerPopulation(M, dominance=0.3, missing_rate=0.15),
                                     num_classes, seed=num_classes)
     data = DawidSkene(allow_unlabelled=True).prepare(_shuffled(table, 1))
-    params = ds_em.majority_start(data, 1e-10, "torch")
-    ptr, workers, labels = ds_numba.item_groups(data.table)
-    prior, conf = ds_numba._as_numpy(params["prior"]), ds_numba._columns(params["confusion"])
+    params = em.majority_start(data, 1e-10, "torch")
+    ptr, workers, labels = item_groups(data.table)
+    prior, conf = numba_em.as_numpy(params["prior"]), numba_em.columns(params["confusion"])
     out = {}
-    for name, run in (("generic", ds_numba._em_counts), ("written out", kernel)):
+    for name, run, first in (("generic", em_counts_pass, prior),
+                             ("written out", kernel, prior_argument(prior))):
         counts, totals = np.zeros((M, num_classes, num_classes)), np.zeros(num_classes)
-        loglik = run(ptr, workers, labels, prior, conf, counts, totals)
+        loglik = run(ptr, workers, labels, first, conf, counts, totals)
         out[name] = (counts, totals, loglik)
     (c0, t0, l0), (c1, t1, l1) = out.values()
     np.testing.assert_allclose(c1, c0, rtol=0, atol=1e-12)
     np.testing.assert_allclose(t1, t0, rtol=1e-13)
     assert l1 == pytest.approx(l0, rel=1e-13)
-    assert float(ds_em.e_step(data, params, "torch")[1].max()) < -300 * math.log(2)
+    assert float(em.e_step(data, params, "torch")[1].max()) < -300 * math.log(2)
     _assert_steps_agree(data, params, 1e-10)
+
+
+def test_the_data_carry_the_backend_chosen_once():
+    table, _ = simulate_annotations(50, 4, 3, seed=0)
+    data = DawidSkene().prepare(table)
+    assert data.backend == "numba"
+    assert DawidSkene(backend="torch").prepare(table).backend == "torch"
+    # prepared data given to a model with another backend take that model's choice
+    assert DawidSkene(backend="torch").prepare(data).backend == "torch"
+    assert DawidSkene().prepare(data) is data
+    # the hooks follow the data: a torch-prepared fit equals the numba one to rounding only
+    params = em.majority_start(data, 1e-10)
+    on_torch = DawidSkene(backend="torch").prepare(data)
+    q_n, q_t = em.e_step(data, params)[0], em.e_step(on_torch, params)[0]
+    torch.testing.assert_close(q_n, q_t, rtol=0, atol=1e-12)
+    assert not torch.equal(q_n, q_t)

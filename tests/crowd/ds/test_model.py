@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from pyromodels.core import marginal_log_joint, sample_discrete
-from pyromodels.crowd.ds import em as ds_em
+from pyromodels.crowd.ds import em
 from pyromodels.crowd.ds.model import DawidSkene
 from pyromodels.data import AnnotationTable, WorkerPopulation, simulate_annotations
 from pyromodels.testing import assert_mc_mean
@@ -46,9 +46,9 @@ def test_e_step_and_objective_match_brute_force_enumeration(update_prior):
     brute_q = torch.zeros(5, 3, dtype=torch.float64)
     for p, z in zip(post, joint):
         brute_q[torch.arange(5), torch.tensor(z)] += p
-    q, _ = ds_em.e_step(data, params)
+    q, _ = em.e_step(data, params)
     torch.testing.assert_close(q, brute_q, rtol=0, atol=1e-12)
-    assert float(ds_em.log_posterior(data, params)) == pytest.approx(float(total), abs=1e-10)
+    assert float(em.log_posterior(data, params)) == pytest.approx(float(total), abs=1e-10)
     # the unlabelled item's posterior is the class prior
     torch.testing.assert_close(q[4], params["prior"], rtol=0, atol=1e-12)
 
@@ -75,7 +75,7 @@ def test_pointwise_log_likelihood_is_each_items_marginal_per_draw():
     ll = model.log_likelihood_pointwise(data, samples)["y"]
     assert ll.shape == (2, 3, 30)
     for s, d in enumerate(draws):
-        torch.testing.assert_close(ll.reshape(6, 30)[s], ds_em.e_step(data, d)[1], rtol=0,
+        torch.testing.assert_close(ll.reshape(6, 30)[s], em.e_step(data, d)[1], rtol=0,
                                    atol=1e-12)
 
 
@@ -88,7 +88,7 @@ def test_sample_discrete_mode_is_the_e_step_argmax_for_every_draw():
                for k in ("prior", "confusion")}
     fast = sample_discrete(model, data, samples, temperature=0, vectorize=True)["z"]
     slow = sample_discrete(model, data, samples, temperature=0, vectorize=False)["z"]
-    expected = torch.stack([ds_em.e_step(data, d)[0].argmax(-1) for d in draws])
+    expected = torch.stack([em.e_step(data, d)[0].argmax(-1) for d in draws])
     assert torch.equal(fast[0], expected) and torch.equal(slow[0], expected)
 
 
@@ -100,7 +100,7 @@ def test_vectorised_draws_of_z_follow_the_e_step_posterior():
     n = 4000
     samples = {k: v.expand(1, n, *v.shape) for k, v in params.items()}
     z = sample_discrete(model, data, samples, seed=0, vectorize=True)["z"][0]
-    q, _ = ds_em.e_step(data, params)
+    q, _ = em.e_step(data, params)
     # each draw is independent: the fraction of z_n = 1 is a Monte Carlo mean (5 standard errors)
     assert_mc_mean((z == 1).double().numpy(), q[:, 1].numpy(), n_se=5)
 

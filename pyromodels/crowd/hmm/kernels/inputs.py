@@ -16,6 +16,7 @@ __all__ = [
     "check_lengths",
     "check_log_inputs",
     "sequence_bounds",
+    "pad_positions",
 ]
 
 #: rows of a probability table must sum to one within this tolerance
@@ -96,3 +97,15 @@ def sequence_bounds(lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, 
     starts[offsets[:-1]] = True
     ends[offsets[1:] - 1] = True
     return offsets, starts, ends
+
+
+def pad_positions(x: torch.Tensor, lengths: torch.Tensor, fill=0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pad ``(T_total, ...)`` rows of ragged sequences into ``(S, T_max, ...)`` plus a mask."""
+    S, T = lengths.shape[0], int(lengths.max())
+    seq = torch.repeat_interleave(torch.arange(S, device=x.device), lengths)
+    offsets = torch.cumsum(lengths, 0) - lengths
+    pos = torch.arange(x.shape[0], device=x.device) - torch.repeat_interleave(offsets, lengths)
+    out = torch.full((S, T) + tuple(x.shape[1:]), fill, dtype=x.dtype, device=x.device)
+    out[seq, pos] = x
+    mask = torch.arange(T, device=x.device) < lengths[:, None]
+    return out, mask

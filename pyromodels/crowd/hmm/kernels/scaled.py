@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from numba import njit
 
-from .forward_backward import ForwardBackward
+from .result import ForwardBackward
 
 __all__ = ["numba_forward", "numba_forward_backward", "numba_viterbi", "numba_backward_sample"]
 
@@ -183,7 +183,8 @@ def numba_forward(e: torch.Tensor, a: torch.Tensor, tr: torch.Tensor, lengths: t
 
 
 def numba_forward_backward(e, a, tr, lengths, pairwise: str | None) -> ForwardBackward:
-    """:func:`~pyromodels.crowd.hmm.kernels.forward_backward` on validated CPU inputs."""
+    """Forward-backward (:func:`pyromodels.crowd.hmm.inference.forward_backward`) on validated
+    CPU inputs."""
     b, A, offsets, filt, scale, loglik = _run_forward(e, a, tr, lengths)
     T, K = b.shape
     S = len(offsets) - 1
