@@ -15,12 +15,13 @@ import pytest
 import torch
 
 from pyromodels.crowd.mrf.fit import networked_em
-from pyromodels.data import simulate_networked_annotations
+from pyromodels.data import WorkerPopulation, simulate_networked_annotations
 
 
-def data(seed, n=150, mean_degree=5.0, **kw):
-    kw = {"dominance": 0.5, "labels_per_item": 3, **kw}
-    return simulate_networked_annotations(n, 5, 3, mean_degree=mean_degree, seed=seed, **kw)
+def data(seed, n=150, mean_degree=5.0, **who_labels):
+    who_labels = who_labels or {"labels_per_item": 3}
+    workers = WorkerPopulation(5, dominance=0.5, **who_labels)
+    return simulate_networked_annotations(n, workers, 3, mean_degree=mean_degree, seed=seed)
 
 
 def settings():
@@ -30,7 +31,7 @@ def settings():
     yield "delta0", (table, graph), {"delta": 0.0, "max_iter": 30, "seed": 1}
     yield "max_iter3", (table, graph), {"max_iter": 3, "tol": 1e-300, "seed": 2}
     yield "colored_smooth", (table, graph), {"schedule": "colored", "smoothing": 0.5, "seed": 4}
-    table, graph, truth = data(2, n=200, missing_rate=0.3, labels_per_item=None)
+    table, graph, truth = data(2, n=200, missing_rate=0.3)
     yield "node", (table, graph), {"delta": "node", "confusion": truth["confusion"],
                                    "max_iter": 25}
     yield "node_mv", (table, graph), {"delta": "node", "seed": 5, "tol": 1e-3}

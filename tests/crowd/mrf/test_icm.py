@@ -165,8 +165,8 @@ def test_kernels_import_nothing_above_them():
 
 
 def test_the_backend_is_chosen_once_per_fit_not_per_sweep(monkeypatch):
-    table, graph, _ = simulate_networked_annotations(120, 5, 3, mean_degree=4.0, dominance=0.45,
-                                                     labels_per_item=3, seed=5)
+    table, graph, _ = simulate_networked_annotations(
+        120, WorkerPopulation(5, dominance=0.45, labels_per_item=3), 3, mean_degree=4.0, seed=5)
     asked = []
 
     def counting(backend, *tensors, portable="torch"):

@@ -17,7 +17,7 @@ from pyromodels.crowd.mrf.exact import exact_posterior
 from pyromodels.crowd.mrf.fit import sample_labels
 from pyromodels.crowd.mrf.gibbs import gibbs_label_sweep
 from pyromodels.crowd.mrf.labels import LabelData, LabelPosterior
-from pyromodels.data import Graph, simulate_annotations
+from pyromodels.data import Graph, WorkerPopulation, simulate_annotations
 from pyromodels.testing import check_discrete_conditional
 
 
@@ -27,7 +27,7 @@ def tiny(n=6, num_edges=8, seed=0, K=3):
     pick = torch.randperm(len(pairs), generator=g)[:num_edges].tolist()
     graph = Graph.from_edges([pairs[p] for p in pick], num_nodes=n)
     coupling = PottsCoupling.per_edge(graph, 3.0 * torch.rand(num_edges, generator=g))
-    table, truth = simulate_annotations(n, 3, K, dominance=0.5, seed=seed)
+    table, truth = simulate_annotations(n, WorkerPopulation(3, dominance=0.5), K, seed=seed)
     return LabelData(log_emissions(table, truth["confusion"].log()), coupling)
 
 
