@@ -1,12 +1,12 @@
 """The Dawid-Skene program against brute force: the E-step, the objective and the draws of z."""
 
-import itertools
 
 import pytest
 import torch
 
 from pyromodels.core import marginal_log_joint, sample_discrete
 from pyromodels.crowd.ds import em
+from pyromodels.crowd.ds.exact import exact_posterior
 from pyromodels.crowd.ds.model import DawidSkene
 from pyromodels.data import AnnotationTable, WorkerPopulation, simulate_annotations
 from pyromodels.testing import assert_mc_mean
@@ -35,20 +35,12 @@ def test_e_step_and_objective_match_brute_force_enumeration(update_prior):
     params = random_params(3, 3, seed=4)
     if not update_prior:
         params["prior"] = data.fixed_prior
-    globals_ = {k: params[k] for k in model.em_sites}
-    joint = {}
-    for z in itertools.product(range(3), repeat=5):
-        values = {**globals_, "z": torch.tensor(z)}
-        joint[z] = float(model.log_joint(data, values))
-    logs = torch.tensor(list(joint.values()), dtype=torch.float64)
-    total = torch.logsumexp(logs, 0)
-    post = torch.exp(logs - total)
-    brute_q = torch.zeros(5, 3, dtype=torch.float64)
-    for p, z in zip(post, joint):
-        brute_q[torch.arange(5), torch.tensor(z)] += p
+    exact = exact_posterior(model, data, params)
     q, _ = em.e_step(data, params)
-    torch.testing.assert_close(q, brute_q, rtol=0, atol=1e-12)
-    assert float(em.log_posterior(data, params)) == pytest.approx(float(total), abs=1e-10)
+    torch.testing.assert_close(q, exact.marginals, rtol=0, atol=1e-12)
+    assert float(em.log_posterior(data, params)) == pytest.approx(exact.log_evidence, abs=1e-10)
+    # the items are independent given theta, so the best labelling is each item's best class
+    assert torch.equal(exact.map_labels, q.argmax(-1))
     # the unlabelled item's posterior is the class prior
     torch.testing.assert_close(q[4], params["prior"], rtol=0, atol=1e-12)
 
@@ -116,3 +108,12 @@ def test_inference_data_has_marginal_log_likelihood_and_observed_labels():
     assert obs.shape == tuple(data.mask.shape)
     assert (obs[~data.mask.numpy()] == -1).all()
     assert sorted(obs[data.mask.numpy()].tolist()) == sorted(table.label_idx.tolist())
+
+
+def test_exact_posterior_refuses_big_problems_and_missing_sites():
+    model = DawidSkene(allow_unlabelled=True)
+    data = model.prepare(tiny_table())
+    with pytest.raises(ValueError, match="max_labelings"):
+        exact_posterior(model, data, random_params(3, 3, seed=0), max_labelings=100)
+    with pytest.raises(ValueError, match="confusion"):
+        exact_posterior(model, data, {"prior": torch.full((3,), 1 / 3)})
