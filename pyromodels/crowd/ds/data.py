@@ -26,7 +26,7 @@ from typing import NamedTuple
 import pandas as pd
 import torch
 
-from ... import checks as validation
+from ... import checks
 from ...checks import as_float_tensor, check_int, check_positive
 from ...core.backend import resolve_backend
 from ...data.annotations import AnnotationTable, TableSizes
@@ -153,7 +153,7 @@ def check_stochastic(x, name: str, shape: tuple[int, ...], dtype, device,
     :func:`pyromodels.checks.check_stochastic` with the tolerance floor ``atol``
     (default :data:`~pyromodels.crowd.emissions.START_ATOL`).
     """
-    return validation.check_stochastic(x, name, shape=shape, dtype=dtype, device=device,
+    return checks.check_stochastic(x, name, shape=shape, dtype=dtype, device=device,
                                        atol=atol)
 
 
@@ -270,7 +270,7 @@ def prepare_ds_data(
     fixed = None
     if not update_prior:
         fixed = (torch.full((K,), 1.0 / K, dtype=dtype, device=dev) if class_prior is None
-                 else validation.check_stochastic(class_prior, "class_prior", shape=(K,),
+                 else checks.check_stochastic(class_prior, "class_prior", shape=(K,),
                                                   dtype=dtype, device=dev))
     elif class_prior is not None:
         raise ValueError("class_prior fixes the class prior, so it needs update_prior=False")

@@ -56,7 +56,7 @@ import torch
 from ...checks import as_float_tensor, check_in, check_positive
 from ...core.backend import resolve_backend
 from ...data.graphs import Graph
-from .kernels import gauss_seidel as _kernels
+from .kernels import gauss_seidel
 from .kernels.gauss_seidel import ColorClass, split_by_color
 
 __all__ = [
@@ -227,8 +227,8 @@ def greedy_coloring(coupling: PottsCoupling, backend: str = "auto") -> torch.Ten
     """long ``(N,)``: the greedy proper colouring of the coupling's graph (node ``n``, in code
     order, takes the smallest colour none of its lower-coded neighbours has), on the kernel
     that ``backend`` names (:func:`loop_backend`)."""
-    kernel = (_kernels.greedy_coloring if loop_backend(backend) == "numba"
-              else _kernels.greedy_coloring_py)
+    kernel = (gauss_seidel.greedy_coloring if loop_backend(backend) == "numba"
+              else gauss_seidel.greedy_coloring_py)
     indptr, indices, _, _ = coupling.csr_numpy
     return torch.from_numpy(kernel(indptr, indices)).to(coupling.device)
 

@@ -40,7 +40,7 @@ from .energy import (
     loop_backend,
     total_energy,
 )
-from .kernels import gauss_seidel as _kernels
+from .kernels import gauss_seidel
 
 __all__ = ["SCHEDULES", "ICMResult", "sequential_sweep", "label_sweep", "icm",
            "check_labels"]
@@ -112,8 +112,8 @@ def sequential_sweep(coupling: PottsCoupling, cost: torch.Tensor, labels: torch.
     Returns:
         ``(new_labels, number_changed)``, the labels on ``labels``' device.
     """
-    kernel = (_kernels.sequential_sweep if loop_backend(backend) == "numba"
-              else _kernels.sequential_sweep_py)
+    kernel = (gauss_seidel.sequential_sweep if loop_backend(backend) == "numba"
+              else gauss_seidel.sequential_sweep_py)
     indptr, indices, weights, wdeg = coupling.csr_numpy
     lab = labels.detach().cpu().numpy().astype(np.int64)  # a copy: the kernel writes in place
     cost_np = np.ascontiguousarray(cost.detach().cpu().numpy(), dtype=np.float64)
