@@ -35,10 +35,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import BayesianGaussianMixture as SkBayesianGaussianMixture
 from sklearn.mixture import GaussianMixture as SkGaussianMixture
 
+from pyromodels.conjugate.suffstats import one_hot
 from pyromodels.core.seeding import derive_seed, make_generator
 from pyromodels.mixture import BayesianGaussianMixture, MixtureData
 from pyromodels.mixture.densities import component_log_density
-from pyromodels.mixture.em import em_step, m_step, one_hot, responsibilities
+from pyromodels.mixture.em import em_step, m_step, responsibilities
 from pyromodels.mixture.gibbs import sweep
 from pyromodels.mixture.init import kmeans_init
 

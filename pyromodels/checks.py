@@ -24,6 +24,7 @@ __all__ = [
     "as_float_tensor",
     "as_label_tensor",
     "check_same_length",
+    "as_record",
     "check_finite",
     "check_stochastic",
 ]
@@ -205,6 +206,28 @@ def as_label_tensor(
                 f"{name} must lie in [0, {num_classes - 1}] for {num_classes} classes, found {hi}"
             )
     return t
+
+
+def as_record(value, record_type: type, parts: tuple[str, ...], name: str = "data"):
+    """``value`` as a ``record_type``: an instance passes, a tuple of ``len(parts)`` items is
+    unpacked into one, anything else is a ``TypeError``.
+
+    Example:
+        >>> from collections import namedtuple
+        >>> Pair = namedtuple("Pair", "table graph")
+        >>> as_record((1, 2), Pair, ("table", "graph"))
+        Pair(table=1, graph=2)
+    """
+    shape = "(" + ", ".join(parts) + ")"
+    if isinstance(value, tuple) and not isinstance(value, record_type):
+        if len(value) != len(parts):
+            raise ValueError(f"{name} must be a {shape} {'pair' if len(parts) == 2 else 'tuple'}, "
+                             f"got a tuple of {len(value)}")
+        value = record_type(*value)
+    if not isinstance(value, record_type):
+        raise TypeError(f"{name} must be {record_type.__name__} or a {shape} tuple, got "
+                        f"{type(value).__name__}")
+    return value
 
 
 def check_same_length(name_a: str, a, name_b: str, b) -> None:

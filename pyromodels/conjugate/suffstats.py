@@ -38,6 +38,7 @@ __all__ = [
     "isotropic_gaussian_features",
     "gaussian_stats",
     "categorical_stats",
+    "one_hot",
 ]
 
 _CHUNK = 1024  # points per index_add_ call, which bounds the memory of the feature tensors
@@ -299,3 +300,15 @@ def categorical_stats(z, num_categories: int, weights=None) -> SufficientStats:
         dtype = weights.dtype
     stats = SufficientStats({"count": torch.zeros(k, dtype=dtype, device=z.device)})
     return stats.add(None, z, weights)
+
+
+def one_hot(z: torch.Tensor, num_categories: int, dtype: torch.dtype) -> torch.Tensor:
+    """Labels ``(n,)`` as indicators ``(n, K)`` of floating ``dtype`` (hard responsibilities,
+    the per-point statistics of a categorical).
+
+    Example:
+        >>> one_hot(torch.tensor([0, 2]), 3, torch.float64)
+        tensor([[1., 0., 0.],
+                [0., 0., 1.]], dtype=torch.float64)
+    """
+    return torch.nn.functional.one_hot(z, num_categories).to(dtype)

@@ -9,7 +9,7 @@ import torch
 
 from .errors import DeviceFallbackWarning
 
-__all__ = ["resolve_device", "resolve_dtype", "cuda_devices", "default_dtype"]
+__all__ = ["resolve_device", "resolve_dtype", "cuda_devices", "default_dtype", "num_threads"]
 
 
 def resolve_device(device=None, *tensors) -> torch.device:
@@ -56,11 +56,21 @@ def cuda_devices(device) -> tuple:
 
 
 @contextlib.contextmanager
-def default_dtype(dtype: torch.dtype):
-    """Run the body with ``dtype`` as torch's default floating dtype; restore the old one after."""
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)
+def _torch_setting(get, set_, value):
+    """Run the body with ``set_(value)``; restore what ``get()`` returned before."""
+    old = get()
+    set_(value)
     try:
         yield
     finally:
-        torch.set_default_dtype(old)
+        set_(old)
+
+
+def default_dtype(dtype: torch.dtype):
+    """Run the body with ``dtype`` as torch's default floating dtype; restore the old one after."""
+    return _torch_setting(torch.get_default_dtype, torch.set_default_dtype, dtype)
+
+
+def num_threads(count: int):
+    """Run the body with ``torch.set_num_threads(count)``; restore the old count after."""
+    return _torch_setting(torch.get_num_threads, torch.set_num_threads, count)

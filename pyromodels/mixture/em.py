@@ -22,7 +22,6 @@ from ..conjugate.normal_wishart import NormalWishart
 from .densities import component_log_density
 
 __all__ = [
-    "one_hot",
     "component_posteriors",
     "m_step",
     "em_step",
@@ -30,11 +29,6 @@ __all__ = [
     "log_posterior",
     "check_em_prior",
 ]
-
-
-def one_hot(z: torch.Tensor, K: int, dtype: torch.dtype) -> torch.Tensor:
-    """Hard labels ``(N,)`` as responsibilities ``(N, K)`` of floating ``dtype``."""
-    return torch.nn.functional.one_hot(z, K).to(dtype)
 
 
 def check_em_prior(data) -> None:

@@ -39,6 +39,7 @@ import torch
 from pyro.ops.indexing import Vindex
 
 from ..checks import as_float_tensor, check_int
+from ..conjugate.suffstats import one_hot
 from ..core.model import Model
 from . import em as em_kernels
 from . import gibbs as gibbs_kernels
@@ -148,7 +149,7 @@ class BayesianGaussianMixture(Model):
     # --------------------------------------------------------- starting points
     def _kmeans_start(self, data, generator) -> tuple[torch.Tensor, dict]:
         z = kmeans_init(data.x, self.num_components, generator)
-        resp = em_kernels.one_hot(z, self.num_components, data.x.dtype)
+        resp = one_hot(z, self.num_components, data.x.dtype)
         return z, em_kernels.m_step(data, resp, map_weights=False)
 
     def init_values(self, data, generator) -> dict:

@@ -13,9 +13,10 @@ import torch
 from torch.distributions import Dirichlet
 
 from ..conjugate.random import sample_categorical, sample_dirichlet
+from ..conjugate.suffstats import one_hot
 from ..core.gibbs import GibbsBlock, GibbsSweep
 from .densities import component_log_density
-from .em import component_posteriors, one_hot
+from .em import component_posteriors
 
 __all__ = ["sweep", "assignments_block", "weights_block", "components_block"]
 

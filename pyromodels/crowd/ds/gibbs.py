@@ -32,6 +32,7 @@ import torch
 from torch.distributions import Dirichlet
 
 from ...conjugate.random import sample_categorical, sample_dirichlet
+from ...conjugate.suffstats import one_hot
 from ...core.gibbs import GibbsBlock, GibbsSweep
 from ..emissions import confusion_counts
 from .data import DSData
@@ -45,13 +46,7 @@ __all__ = [
     "prior_log_density",
     "confusion_block",
     "confusion_log_density",
-    "one_hot",
 ]
-
-
-def one_hot(z: torch.Tensor, K: int, dtype: torch.dtype) -> torch.Tensor:
-    """Labels ``(N,)`` as ``(N, K)`` indicators of floating ``dtype``."""
-    return torch.nn.functional.one_hot(z, K).to(dtype)
 
 
 def _class_log_probs(state: dict, data: DSData) -> torch.Tensor:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import pyro
 import torch
 
-from ...checks import check_in
+from ...checks import as_record, check_in
 from ...core.model import Model
 from . import gibbs as gibbs_kernels
 from .energy import PottsCoupling, check_log_emissions, loop_backend, total_energy
@@ -108,14 +108,7 @@ class LabelPosterior(Model):
 
     def prepare(self, data, device=None) -> LabelData:
         """Validate ``data`` (see :class:`LabelData`) and move it to ``device``."""
-        if isinstance(data, tuple):
-            if len(data) != 2:
-                raise ValueError(f"data must be a (log_b, coupling) pair, got a tuple of "
-                                 f"{len(data)}")
-            data = LabelData(*data)
-        if not isinstance(data, LabelData):
-            raise TypeError(f"data must be LabelData or a (log_b, coupling) tuple, got "
-                            f"{type(data).__name__}")
+        data = as_record(data, LabelData, ("log_b", "coupling"))
         if device is None or data.device == torch.device(device):
             return data
         return LabelData(data.log_b.to(device), data.coupling.to(device))

@@ -66,7 +66,7 @@ import pyro.distributions as dist
 import torch
 from pyro.ops.indexing import Vindex
 
-from ...checks import check_in, check_int, check_positive
+from ...checks import as_record, check_in, check_int, check_positive
 from ...core.model import Model
 from ...data.annotations import AnnotationTable
 from ...data.graphs import Graph
@@ -191,14 +191,7 @@ class NetworkedDawidSkene(Model):
                            coupling=data.coupling.to(device),
                            program_coupling=data.program_coupling.to(device),
                            concentration=data.concentration.to(device))
-        if isinstance(data, tuple):
-            if len(data) != 2:
-                raise ValueError(f"data must be a (table, graph) pair, got a tuple of "
-                                 f"{len(data)}")
-            data = NetworkedData(*data)
-        if not isinstance(data, NetworkedData):
-            raise TypeError(f"data must be NetworkedData or a (table, graph) tuple, got "
-                            f"{type(data).__name__}")
+        data = as_record(data, NetworkedData, ("table", "graph"))
         table = em_kernels.check_table(data.table)
         device = torch.device(device) if device is not None else table.device
         table, graph = on_device(table, device), on_device(data.graph, device)

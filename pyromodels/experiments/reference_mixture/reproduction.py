@@ -26,15 +26,14 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import csv
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
+from ...core.device import num_threads
 from ...core.seeding import derive_seed
 from ...data import load_sklearn
 from ...mixture import BayesianGaussianMixture
@@ -113,17 +112,6 @@ def load_features() -> tuple[np.ndarray, np.ndarray, float]:
     return pca.transform(standardised), y, float(pca.explained_variance_ratio_.sum())
 
 
-@contextlib.contextmanager
-def _torch_threads(num_threads: int):
-    """Run the body with ``torch.set_num_threads(num_threads)``; restore the old count after."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(num_threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
-
-
 def fit_engines(x, settings: Settings, *, seed: int, progress: bool) -> dict:
     """Fit :func:`default_model` to ``x`` with EM, Gibbs, SVI and NUTS.
 
@@ -165,7 +153,7 @@ def run(settings: Settings, name: str, *, progress: bool, seed: int) -> DemoResu
     from .summary import summary_text
 
     x, y, explained = load_features()
-    with _torch_threads(1):
+    with num_threads(1):
         fits = fit_engines(x, settings, seed=seed, progress=progress)
     aligned = align_to_em(fits, fits["em"].model.component_sites)
     table = engine_table(aligned, y)
