@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
+
 __all__ = ["ConvergenceWarning", "NotFittedError", "ModelSpecError", "DeviceFallbackWarning"]
 
 
@@ -13,8 +15,12 @@ class DeviceFallbackWarning(UserWarning):
     """A CUDA device was requested but is not available, so the CPU is used instead."""
 
 
-class NotFittedError(ValueError, AttributeError):
-    """An estimator or model was used before ``fit`` was called."""
+class NotFittedError(_SklearnNotFittedError):
+    """An estimator or model was used before ``fit`` was called.
+
+    A subclass of ``sklearn.exceptions.NotFittedError`` (itself a ``ValueError`` and an
+    ``AttributeError``), so code written for scikit-learn estimators catches it too.
+    """
 
 
 class ModelSpecError(ValueError):
