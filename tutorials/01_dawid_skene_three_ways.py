@@ -352,7 +352,7 @@ facade_labels = estimator.fit_predict(answers)
 print(facade_labels.head(3))
 print(f"facade EM accuracy: {accuracy(facade_labels):.3f}, "
       f"converged: {estimator.converged_} after {estimator.n_iter_} iterations")
-print(estimator.errors_.head(4))  # rows (worker, true label), columns the label given
+print(estimator.confusions_.head(4))  # rows (worker, true label), columns the label given
 
 mv_facade = MajorityVote(ties="random", seed=0).fit_predict(answers)
 bayes = DawidSkeneEstimator(method="gibbs", diagonal=1.0, num_warmup=size(300, 30),

@@ -21,7 +21,10 @@ booleans and ``None`` come back as they were; the root attributes also carry ``a
 ArviZ's plain form for other readers. Entries of neither kind (a convergence monitor object,
 a Pyro param store with its constraints) are not written: their names are listed in the root
 attribute ``unsaved`` and logged. ``model`` and ``data`` are Python objects and are not
-written either; pass them to :func:`load_posterior` to predict with the loaded fit.
+written either; pass them to ``Posterior.load`` to predict with the loaded fit.
+
+This module reads and writes the parts of a fit; :class:`~pyromodels.core.Posterior`'s
+``save``, ``load`` and ``from_inference_data`` are the entry points.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ import torch
 
 from .inference_data import chain_draw_arrays, netcdf_safe_attrs, to_numpy
 
-__all__ = ["FORMAT", "save_posterior", "load_posterior", "posterior_from_inference_data"]
+__all__ = ["FORMAT", "posterior_to_inference_data", "save_posterior", "fields_from_inference_data",
+           "load_fields"]
 
 logger = logging.getLogger(__name__)
 
@@ -153,9 +157,6 @@ def save_posterior(posterior, path) -> str:
     Returns:
         The path written, as a string.
     """
-    from .posterior import check_posterior
-
-    posterior = check_posterior(posterior)
     path = _check_path(path)
     idata, unsaved = posterior_to_inference_data(posterior)
     if unsaved:
@@ -198,8 +199,8 @@ def _chain_draw_tensors(dataset, group: str) -> dict[str, torch.Tensor]:
     return out
 
 
-def posterior_from_inference_data(idata, method: str | None = None, *, model=None, data=None):
-    """A :class:`~pyromodels.core.Posterior` from an ``arviz.InferenceData``.
+def fields_from_inference_data(idata, method: str | None = None) -> dict:
+    """The parts of a :class:`~pyromodels.core.Posterior` read from an ``arviz.InferenceData``.
 
     Reads the ``posterior`` group as the samples (``(chain, draw, ...)``, dtypes kept) and, when
     present, ``sample_stats``; a file written by :func:`save_posterior` also gives back
@@ -211,14 +212,11 @@ def posterior_from_inference_data(idata, method: str | None = None, *, model=Non
         idata: ``arviz.InferenceData`` with a ``posterior`` group.
         method: the engine that made the draws; default the ``method`` recorded in the
             InferenceData's attributes (an error when there is none).
-        model, data: the model object and the data of the fit, attached to the result so that
-            ``predict`` and the conversions that need them work.
 
     Returns:
-        A :class:`~pyromodels.core.Posterior`, its tensors on the CPU.
+        The keyword arguments of ``Posterior`` (``samples``, ``method``, ``sample_stats``,
+        ``losses``, ``params``, ``diagnostics``, ``attrs``), tensors on the CPU.
     """
-    from .posterior import Posterior
-
     groups = getattr(idata, "groups", None)
     if not callable(groups) or "posterior" not in idata.groups():
         raise TypeError(
@@ -245,21 +243,16 @@ def posterior_from_inference_data(idata, method: str | None = None, *, model=Non
         losses = _restore(idata, "losses", root).get("losses")
         params = _restore(idata, "params", root)
         diagnostics = _restore(idata, "diagnostics", root)
-    return Posterior(samples=samples, method=method, sample_stats=stats, losses=losses,
-                     params=params or {}, diagnostics=diagnostics or {}, attrs=attrs, model=model,
-                     data=data)
+    return {"samples": samples, "method": method, "sample_stats": stats, "losses": losses,
+            "params": params or {}, "diagnostics": diagnostics or {}, "attrs": attrs}
 
 
-def load_posterior(path, *, model=None, data=None):
-    """Read a fit written by :func:`save_posterior` (see :func:`posterior_from_inference_data`).
+def load_fields(path) -> dict:
+    """The parts of a fit written by :func:`save_posterior` (see
+    :func:`fields_from_inference_data`).
 
     Args:
         path: the NetCDF file.
-        model, data: the fit's model object and data, to attach to the result (neither is
-            stored in the file).
-
-    Returns:
-        The :class:`~pyromodels.core.Posterior`, its tensors on the CPU.
     """
     import arviz as az
 
@@ -274,4 +267,4 @@ def load_posterior(path, *, model=None, data=None):
             f"{FORMAT!r} attribute); for other ArviZ files use "
             "Posterior.from_inference_data(arviz.from_netcdf(path), method=...)"
         )
-    return posterior_from_inference_data(idata, model=model, data=data)
+    return fields_from_inference_data(idata)

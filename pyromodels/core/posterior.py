@@ -151,26 +151,26 @@ class Posterior:
         """
         from .persist import save_posterior
 
-        return save_posterior(self, path)
+        return save_posterior(check_posterior(self, "self"), path)
 
     @classmethod
     def load(cls, path, *, model=None, data=None) -> Posterior:
         """Read a fit written by :meth:`save`: samples (dtypes kept), sample statistics,
         losses, params, storable diagnostics and attrs come back as they were; ``model`` and
         ``data``, which the file does not hold, are attached when given (for ``predict``)."""
-        from .persist import load_posterior
+        from .persist import load_fields
 
-        return load_posterior(path, model=model, data=data)
+        return cls(**load_fields(path), model=model, data=data)
 
     @classmethod
     def from_inference_data(cls, idata, method: str | None = None, *, model=None,
                             data=None) -> Posterior:
         """A ``Posterior`` from an ``arviz.InferenceData`` (its ``posterior`` and
         ``sample_stats`` groups; ``method`` defaults to the one it records). See
-        :func:`pyromodels.core.persist.posterior_from_inference_data`."""
-        from .persist import posterior_from_inference_data
+        :func:`pyromodels.core.persist.fields_from_inference_data`."""
+        from .persist import fields_from_inference_data
 
-        return posterior_from_inference_data(idata, method, model=model, data=data)
+        return cls(**fields_from_inference_data(idata, method), model=model, data=data)
 
     def __repr__(self) -> str:
         sites = ", ".join(f"{k}{tuple(v.shape[2:])}" for k, v in self.samples.items())

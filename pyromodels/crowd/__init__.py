@@ -5,12 +5,26 @@ Conventions: ``confusion[m, k, j] = P(worker m answers j | true class k)`` (rows
 and ``transition[i, j] = P(y_t = j | y_{t-1} = i)`` (rows = previous state); the ensemble
 paper's matrices are the transposes. Subpackages: :mod:`pyromodels.crowd.hmm` (sequences) and
 :mod:`pyromodels.crowd.mrf` (graphs).
+
+DataFrame facades in crowd-kit's and scikit-learn's style (:mod:`pyromodels.crowd.estimators`):
+:class:`MajorityVote`, :class:`DawidSkeneEstimator`, :class:`SequentialDawidSkeneEstimator`
+and :class:`NetworkedDawidSkeneEstimator`; their ``errors_`` follow crowd-kit's layout (rows
+``(worker, label given)``, true labels as columns) and ``confusions_`` the models' (rows
+``(worker, true label)``). ``sklearn.base.clone`` works on the facades. It does not apply to
+the model classes (:class:`DawidSkene`, ...): they are not estimators, as ``fit`` returns a
+:class:`~pyromodels.core.Posterior` and the model object holds no fitted state, so there is
+nothing to reset; build a new one from the same arguments (or ``copy.deepcopy`` it).
 """
 
 from .ds.data import DSData, SparseWorkerWarning
 from .ds.model import DawidSkene
 from .emissions import confusion_counts, log_emissions, normalize_rows
-from .estimators import DawidSkeneEstimator, MajorityVote
+from .estimators import (
+    DawidSkeneEstimator,
+    MajorityVote,
+    NetworkedDawidSkeneEstimator,
+    SequentialDawidSkeneEstimator,
+)
 from .hmm import SequentialDawidSkene
 from .majority import majority_vote, vote_fractions
 from .moments.fit import MomentEstimate, fit_moments, moment_labels, moment_posterior
@@ -26,7 +40,9 @@ __all__ = [
     "MomentEstimate",
     "NetworkedData",
     "NetworkedDawidSkene",
+    "NetworkedDawidSkeneEstimator",
     "SequentialDawidSkene",
+    "SequentialDawidSkeneEstimator",
     "SequentialMomentEstimate",
     "SparseWorkerWarning",
     "confusion_counts",

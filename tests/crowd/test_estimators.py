@@ -46,9 +46,13 @@ def test_results_are_indexed_by_the_users_ids_and_equal_the_models():
     reorder = np.argsort(np.argsort(GENRES))  # code in the user's table of each simulated code
     np.testing.assert_allclose(est.probas_.to_numpy()[:, reorder], post.params["probas"].numpy(),
                                atol=1e-12)
-    assert est.errors_.index.names == ["worker", "true"]
-    assert list(est.errors_.index.get_level_values(0).unique()) == [f"ann-{w}" for w in range(5)]
-    np.testing.assert_allclose(est.errors_.sum(axis=1), 1.0, atol=1e-12)
+    # confusions_: rows (worker, true label), each row a law over the labels given
+    assert est.confusions_.index.names == ["worker", "true"]
+    assert list(est.confusions_.index.get_level_values(0).unique()) == [f"ann-{w}" for w in range(5)]
+    np.testing.assert_allclose(est.confusions_.sum(axis=1), 1.0, atol=1e-12)
+    # errors_ (crowd-kit's layout): rows (worker, label given), each column a law per worker
+    assert est.errors_.index.names == ["annotator", "answer"]
+    np.testing.assert_allclose(est.errors_.groupby(level=0).sum(), 1.0, atol=1e-12)
     assert list(est.priors_.index) == list(classes)
     assert est.fit_predict(df).equals(est.labels_)
     assert est.fit_predict_proba(df).equals(est.probas_)
@@ -102,10 +106,10 @@ def test_predict_proba_for_new_tasks_by_known_workers():
         est.predict_proba(new.assign(answer=["pop", "blues", "jazz"]))
 
 
-def test_init_confusion_from_an_errors_frame_starts_em_there():
+def test_init_confusion_from_a_confusions_frame_starts_em_there():
     df, table, truth = string_frame()
     first = DawidSkeneEstimator(**COLUMNS).fit(df)
-    start = first.errors_.copy()
+    start = first.confusions_.copy()
     start.loc[:, :] = 1.0 / 3  # uninformative start: every worker answers at random
     with pytest.warns(UserWarning, match="did not converge"):
         one = DawidSkeneEstimator(n_iter=1, init_confusion=start, **COLUMNS).fit(df)

@@ -117,7 +117,7 @@ def test_bad_priors_and_settings():
         DawidSkene(em_floor=-1e-3)
     with pytest.raises(TypeError, match="data must be an AnnotationTable or a pandas DataFrame"):
         DawidSkene().prepare(np.zeros((3, 3)))
-    msg = r"method must be one of \['em', 'gibbs', 'svi'\], got 'mcmc'"
+    msg = r"method must be one of \['em', 'gibbs', 'svi', 'nuts'\], got 'mcmc'"
     with pytest.raises(ValueError, match=msg):
         DawidSkeneEstimator(method="mcmc").fit(frame())
     with pytest.raises(ValueError, match="n_iter must be an integer >= 1, got 0"):

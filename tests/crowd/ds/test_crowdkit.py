@@ -65,17 +65,21 @@ def test_labels_match_crowd_kit_with_the_same_start_and_iterations(name):
     _check_agreement(name, max_disagreements=DISAGREEMENTS.get(name, 0))
 
 
-def test_confusion_matrices_are_crowd_kits_transposed():
+def test_confusion_matrices_are_crowd_kits_under_its_name_and_transposed_as_confusions():
     answers, _ = load_crowd("rte")
     ck = CrowdKitDawidSkene(n_iter=100, tol=1e-5).fit(answers)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         ours = DawidSkeneEstimator(n_iter=len(ck.loss_history_), tol=1e-300).fit(answers)
-    # crowd-kit: rows (worker, observed label), columns true label; ours: rows (worker, true)
+    # errors_ as crowd-kit: rows (worker, observed label), columns true label
+    assert ours.errors_.index.names == ck.errors_.index.names
+    mine = ours.errors_.loc[ck.errors_.index, ck.errors_.columns]
+    np.testing.assert_allclose(mine.to_numpy(), ck.errors_.to_numpy(), atol=1e-8)
+    # confusions_: rows (worker, true label), columns the observed label
     theirs = ck.errors_.stack().rename_axis(["worker", "observed", "true"])
-    mine = ours.errors_.stack().rename_axis(["worker", "true", "observed"])
-    mine = mine.reorder_levels(["worker", "observed", "true"]).loc[theirs.index]
-    np.testing.assert_allclose(mine.to_numpy(), theirs.to_numpy(), atol=1e-8)
+    conf = ours.confusions_.stack().rename_axis(["worker", "true", "observed"])
+    conf = conf.reorder_levels(["worker", "observed", "true"]).loc[theirs.index]
+    np.testing.assert_allclose(conf.to_numpy(), theirs.to_numpy(), atol=1e-8)
     np.testing.assert_allclose(ours.priors_.to_numpy(), ck.priors_.loc[ours.priors_.index],
                                atol=1e-12)
 

@@ -1,0 +1,52 @@
+"""crowd-kit / scikit-learn style aggregators over a DataFrame of judgements.
+
+Each estimator takes a long DataFrame with one row per judgement, ``fit(df)`` returns the
+estimator, and results come back as pandas objects indexed by the user's own ids, with the
+user's own class values:
+
+* ``labels_``: Series ``task -> label`` (name ``agg_label``, as crowd-kit);
+* ``probas_``: DataFrame tasks x classes of class probabilities;
+* for the Dawid-Skene family also ``errors_`` (crowd-kit's layout: rows
+  ``(worker, label given)``, the true labels as columns), ``confusions_`` (rows
+  ``(worker, true label)``, the labels given as columns: the models' ``confusion`` site),
+  ``loss_history_``, ``n_iter_``, ``converged_``, ``posterior_`` (the
+  :class:`~pyromodels.core.Posterior`) and ``model_``.
+
+The facades:
+
+* :class:`MajorityVote` and :class:`DawidSkeneEstimator` (``method`` ``"em"``, ``"gibbs"``,
+  ``"svi"`` or ``"nuts"``): columns ``task``, ``worker``, ``label``;
+* :class:`SequentialDawidSkeneEstimator`: items in sequences, columns ``sequence``,
+  ``position``, ``worker``, ``label`` (each (sequence, position) pair is one item);
+* :class:`NetworkedDawidSkeneEstimator`: items on a graph, ``fit(df, edges)`` with an edge
+  list DataFrame (columns ``source`` and ``target`` holding task ids).
+
+scikit-learn conventions: every parameter is a constructor argument, so ``get_params``,
+``set_params`` and ``sklearn.base.clone`` work; ``random_state`` is accepted beside ``seed``
+(``random_state`` wins when it is not ``None``); using a result before ``fit`` raises
+:class:`~pyromodels.core.NotFittedError`, a subclass of scikit-learn's; fitted estimators
+pickle. The model classes themselves (:class:`~pyromodels.crowd.DawidSkene`, ...) are not
+scikit-learn estimators: they hold model arguments only, ``fit`` returns a ``Posterior``
+rather than the model, and they have no ``get_params``, so ``clone`` refuses them; to copy
+one, build it again from its arguments or use ``copy.deepcopy``, or wrap it in a facade.
+
+Example:
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"task": ["a", "a", "a", "b", "b", "b"],
+    ...                    "worker": ["u", "v", "w", "u", "v", "w"],
+    ...                    "label": ["cat", "cat", "dog", "dog", "dog", "dog"]})
+    >>> MajorityVote().fit_predict(df).to_dict()
+    {'a': 'cat', 'b': 'dog'}
+"""
+
+from .dawid_skene import DawidSkeneEstimator
+from .majority_vote import MajorityVote
+from .networked import NetworkedDawidSkeneEstimator
+from .sequential import SequentialDawidSkeneEstimator
+
+__all__ = [
+    "DawidSkeneEstimator",
+    "MajorityVote",
+    "NetworkedDawidSkeneEstimator",
+    "SequentialDawidSkeneEstimator",
+]

@@ -1,0 +1,177 @@
+"""What every crowd facade shares: column names, fitted-state checks, seeds, result frames."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.base import BaseEstimator
+
+from ...checks import check_in, check_int, check_positive
+from ...core.errors import NotFittedError
+from ...data.annotations import AnnotationTable
+
+__all__ = ["CrowdAggregator", "resolve_random_state", "errors_frame", "confusions_frame",
+           "draw_frequencies", "mcmc_history", "check_edges"]
+
+
+def resolve_random_state(seed, random_state):
+    """The seed of a fit from the facade's ``seed`` and scikit-learn's ``random_state``.
+
+    ``random_state`` wins when it is not ``None``: an int is the seed; a
+    ``numpy.random.RandomState`` or ``numpy.random.Generator`` gives one draw as the seed.
+    With ``random_state=None``, ``seed`` is used as it is.
+    """
+    if random_state is None:
+        return seed
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(2**31 - 1))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(2**31 - 1))
+    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
+        raise TypeError(
+            "random_state must be None, an int, a numpy RandomState or a numpy Generator, got "
+            f"{type(random_state).__name__} {random_state!r}"
+        )
+    return check_int(random_state, "random_state", minimum=0)
+
+
+def errors_frame(table: AnnotationTable, confusion: torch.Tensor, worker: str,
+                 label: str) -> pd.DataFrame:
+    """Confusion matrices ``(M, K, K)`` (rows = true class) in crowd-kit's ``errors_`` layout:
+    rows ``(worker, label given)``, columns the true labels, each worker's block
+    column-stochastic."""
+    conf = confusion.detach().cpu().transpose(-1, -2).numpy()  # [m, given, true]
+    M, K = table.num_workers, table.num_classes
+    rows = pd.MultiIndex.from_product([table.workers, table.classes], names=[worker, label])
+    return pd.DataFrame(conf.reshape(M * K, K), index=rows, columns=list(table.classes))
+
+
+def confusions_frame(table: AnnotationTable, confusion: torch.Tensor, label: str) -> pd.DataFrame:
+    """Confusion matrices ``(M, K, K)`` with rows ``(worker, true label)`` and the labels given
+    as columns, each row summing to one."""
+    frame = table.index_workers(confusion.detach().cpu())
+    frame.columns.name = label
+    return frame
+
+
+def draw_frequencies(draws: torch.Tensor, num_classes: int) -> torch.Tensor:
+    """``(N, K)`` share of the draws ``(chain, draw, N)`` in which each item has each class."""
+    one_hot = torch.nn.functional.one_hot(draws.long(), num_classes).double()
+    return one_hot.mean(dim=(0, 1))
+
+
+def mcmc_history(post) -> tuple[list, int]:
+    """``(mean log joint per kept draw, sweeps or steps per chain)`` of a sampling fit."""
+    lp = post.sample_stats.get("lp")
+    history = lp.double().mean(0).tolist() if lp is not None else []
+    return history, int(post.attrs.get("num_warmup", 0)) + post.num_draws
+
+
+def check_edges(edges, source: str, target: str) -> pd.DataFrame:
+    """Raise unless ``edges`` is a DataFrame with the ``source`` and ``target`` columns and no
+    missing ids."""
+    if not isinstance(edges, pd.DataFrame):
+        raise TypeError(
+            f"edges must be a pandas DataFrame with columns {source!r} and {target!r} (one row "
+            f"per edge, holding task ids), got {type(edges).__name__}"
+        )
+    missing = [col for col in (source, target) if col not in edges.columns]
+    if missing:
+        raise ValueError(
+            f"edges is missing column(s) {missing}; it has {list(edges.columns)}. Name the "
+            "right columns with source= and target="
+        )
+    for col in (source, target):
+        if edges[col].isna().any():
+            raise ValueError(f"edges[{col!r}] holds missing ids (NaN or None)")
+    return edges
+
+
+class CrowdAggregator(BaseEstimator):
+    """Shared plumbing: column names, the annotation table, fitted-state checks."""
+
+    _fitted = ("labels_", "probas_", "table_")
+
+    def __getattr__(self, name):
+        if name in type(self)._fitted:
+            raise NotFittedError(
+                f"this {type(self).__name__} is not fitted yet: call fit(df) before using {name}"
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _columns(self) -> dict[str, str]:
+        return {"task": self.task, "worker": self.worker, "label": self.label}
+
+    def _item_name(self) -> str | None:
+        """The name of the item index of ``labels_`` and ``probas_``."""
+        return self.task
+
+    def _check_columns(self) -> None:
+        for arg, col in self._columns().items():
+            if not isinstance(col, str):
+                raise TypeError(f"{arg} must be a column name (str), got {col!r}")
+        if not isinstance(self.allow_repeats, bool):
+            raise TypeError(f"allow_repeats must be a bool, got {self.allow_repeats!r}")
+
+    def _table(self, df, items=None) -> AnnotationTable:
+        self._check_columns()
+        return AnnotationTable.from_dataframe(
+            df, item=self.task, worker=self.worker, label=self.label, classes=self.classes,
+            items=items, allow_repeats=self.allow_repeats,
+        )
+
+    def _seed(self):
+        return resolve_random_state(self.seed, self.random_state)
+
+    def _engine_options(self, methods: tuple[str, ...]) -> dict:
+        """The keyword arguments of ``model.fit`` for ``self.method`` (EM or a sampler)."""
+        check_in(self.method, "method", methods)
+        common = {"seed": self._seed(), "progress": self.progress, "device": self.device}
+        if self.method == "em":
+            return {**common, "max_iter": check_int(self.n_iter, "n_iter", minimum=1),
+                    "tol": check_positive(self.tol, "tol")}
+        return {**common, "num_samples": self.num_samples, "num_warmup": self.num_warmup,
+                "num_chains": self.num_chains}
+
+    def _record_run(self, post) -> None:
+        """``loss_history_``, ``n_iter_`` and ``converged_`` of an EM or sampling fit."""
+        if post.method == "em":
+            self.loss_history_ = post.losses.tolist()
+            self.n_iter_ = int(post.diagnostics["n_iter"])
+            self.converged_ = bool(post.diagnostics["converged"])
+        else:
+            self.loss_history_, self.n_iter_ = mcmc_history(post)
+            self.converged_ = None
+
+    def _store(self, table: AnnotationTable, probas: torch.Tensor, labels: torch.Tensor) -> None:
+        self.table_ = table
+        self.probas_ = self._frame(table, probas)
+        self.labels_ = self._series(table, labels)
+
+    def _frame(self, table: AnnotationTable, probas: torch.Tensor) -> pd.DataFrame:
+        frame = table.index_items(probas.detach().cpu())
+        frame.index.name, frame.columns.name = self._item_name(), self.label
+        return frame
+
+    def _series(self, table: AnnotationTable, labels: torch.Tensor) -> pd.Series:
+        series = table.index_items(labels.detach().cpu(), decode=True).rename("agg_label")
+        series.index.name = self._item_name()
+        return series
+
+    def _store_confusions(self, table: AnnotationTable, confusion: torch.Tensor) -> None:
+        self.errors_ = errors_frame(table, confusion, self.worker, self.label)
+        self.confusions_ = confusions_frame(table, confusion, self.label)
+
+    def fit(self, df):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def fit_predict(self, df) -> pd.Series:
+        """Fit, then return ``labels_`` (Series indexed by task, the user's class values)."""
+        return self.fit(df).labels_
+
+    def fit_predict_proba(self, df) -> pd.DataFrame:
+        """Fit, then return ``probas_`` (DataFrame tasks x classes)."""
+        return self.fit(df).probas_

@@ -1,0 +1,240 @@
+"""The Dawid-Skene facade: crowd-kit's ``DawidSkene`` interface over :class:`DawidSkene`.
+
+Example:
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"task": ["a", "a", "a", "b", "b", "b", "c", "c", "c"],
+    ...                    "worker": ["u", "v", "w"] * 3,
+    ...                    "label": ["x", "x", "y", "y", "y", "y", "x", "y", "x"]})
+    >>> DawidSkeneEstimator().fit_predict(df).to_dict()
+    {'a': 'x', 'b': 'y', 'c': 'x'}
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ...checks import check_in
+from ...data.annotations import AnnotationTable, check_columns
+from ..ds.data import check_stochastic
+from ..ds.em import majority_start
+from ..ds.model import DawidSkene
+from .base import CrowdAggregator
+
+__all__ = ["DawidSkeneEstimator"]
+
+METHODS = ("em", "gibbs", "svi", "nuts")
+
+
+class DawidSkeneEstimator(CrowdAggregator):
+    """Dawid-Skene aggregation by EM, Gibbs sampling, SVI or NUTS (see :class:`DawidSkene`).
+
+    Args:
+        n_iter: maximum EM iterations (``method="em"``).
+        tol: EM stops when the objective changes by less than ``tol * max(1, |objective|)``.
+        method: ``"em"`` (ML/MAP, crowd-kit's algorithm), ``"gibbs"`` (Bayesian posterior by
+            blocked Gibbs sampling), ``"svi"`` (mean-field Dirichlet posterior) or ``"nuts"``
+            (Hamiltonian Monte Carlo with the classes summed out, then drawn given each draw).
+        update_prior: learn the class prior; ``False`` holds it uniform (the ensemble paper's
+            "equal priors").
+        seed: the fit's seed (``None`` draws one, recorded in ``posterior_.attrs``).
+        random_state: scikit-learn's name for the seed: an int, a ``numpy.random.RandomState``
+            or ``numpy.random.Generator`` (one draw from it is the seed). When it is not
+            ``None`` it wins over ``seed``; left at ``None``, ``seed`` is used.
+        prior_concentration, confusion_concentration, diagonal: the Dirichlet priors (see
+            :class:`DawidSkene`; the defaults make EM maximum likelihood).
+        init_confusion: EM's starting confusion matrices: an array ``(M, K, K)`` (rows = true
+            class) in the sorted order of workers and classes, or a DataFrame laid out like
+            ``confusions_`` (second row level named ``"true"``, or unnamed) or like ``errors_``
+            (second row level named as the ``label`` column, crowd-kit's layout). Default: one M-step
+            from the majority-vote fractions (crowd-kit's start).
+        em_floor: EM's pseudo-count that keeps probabilities off exactly zero.
+        num_samples, num_warmup, num_chains: draws kept per chain, warm-up sweeps or steps and
+            chains (``method="gibbs"`` and ``"nuts"``); ``num_samples`` is also the number of
+            guide draws for SVI.
+        num_steps, lr: SVI optimisation steps and learning rate.
+        task, worker, label, classes, allow_repeats: as :class:`MajorityVote`.
+        progress: show progress bars.
+        device: ``"cpu"``, ``"cuda"`` or ``None`` (the CPU); results come back as pandas
+            objects either way.
+
+    Attributes:
+        labels_, probas_: the most probable label and the class probabilities of each task
+            (for Gibbs, SVI and NUTS the per-draw posteriors averaged over the draws).
+        errors_: confusion matrices in crowd-kit's layout: rows ``(worker, label given)``,
+            the true labels as columns, so ``errors_.loc[(w, j), k]`` is the probability that
+            worker ``w`` answers ``j`` when the truth is ``k`` and each worker's block sums to
+            one down its columns (posterior means for the Bayesian methods).
+        confusions_: the same matrices with rows ``(worker, true label)`` and the labels given
+            as columns, each row summing to one (the orientation of
+            :class:`DawidSkene`'s ``confusion`` site).
+        priors_: class prior, Series indexed by class.
+        loss_history_: EM objective (log joint, increasing) per iteration; SVI loss per step;
+            Gibbs and NUTS mean log joint per kept draw.
+        n_iter_: EM iterations, SVI steps, or Gibbs sweeps / NUTS steps per chain.
+        converged_: whether EM met ``tol`` (``None`` for the other methods).
+        posterior_: the :class:`~pyromodels.core.Posterior` of the fit.
+        model_: the :class:`DawidSkene` model.
+
+    A fitted estimator pickles (``pickle.dumps``) with its model, posterior and table, and
+    predicts the same after loading; ``sklearn.base.clone`` gives an unfitted copy.
+
+    Example:
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"task": ["a", "a", "a", "b", "b", "b", "c", "c", "c"],
+        ...                    "worker": ["u", "v", "w"] * 3,
+        ...                    "label": ["x", "x", "y", "y", "y", "y", "x", "y", "x"]})
+        >>> est = DawidSkeneEstimator().fit(df)
+        >>> est.labels_.to_dict()
+        {'a': 'x', 'b': 'y', 'c': 'x'}
+        >>> est.errors_.shape  # (workers x given labels) rows, true labels as columns
+        (6, 2)
+    """
+
+    _fitted = ("labels_", "probas_", "table_", "errors_", "confusions_", "priors_",
+               "loss_history_", "n_iter_", "converged_", "posterior_", "model_")
+
+    def __init__(self, n_iter: int = 100, tol: float = 1e-5, method: str = "em",
+                 update_prior: bool = True, seed: int | None = 0, *, random_state=None,
+                 prior_concentration=None, confusion_concentration=None, diagonal=None,
+                 init_confusion=None, em_floor: float = 1e-10, num_samples: int = 500,
+                 num_warmup: int = 300, num_chains: int = 2, num_steps: int = 1500,
+                 lr: float = 0.05, task: str = "task", worker: str = "worker",
+                 label: str = "label", classes=None, allow_repeats: bool = False,
+                 progress: bool = False, device=None):
+        self.n_iter = n_iter
+        self.tol = tol
+        self.method = method
+        self.update_prior = update_prior
+        self.seed = seed
+        self.random_state = random_state
+        self.prior_concentration = prior_concentration
+        self.confusion_concentration = confusion_concentration
+        self.diagonal = diagonal
+        self.init_confusion = init_confusion
+        self.em_floor = em_floor
+        self.num_samples = num_samples
+        self.num_warmup = num_warmup
+        self.num_chains = num_chains
+        self.num_steps = num_steps
+        self.lr = lr
+        self.task = task
+        self.worker = worker
+        self.label = label
+        self.classes = classes
+        self.allow_repeats = allow_repeats
+        self.progress = progress
+        self.device = device
+
+    def _model(self) -> DawidSkene:
+        return DawidSkene(
+            prior_concentration=self.prior_concentration,
+            confusion_concentration=self.confusion_concentration,
+            diagonal=self.diagonal,
+            update_prior=self.update_prior,
+            em_floor=self.em_floor,
+        )
+
+    def _init_frame(self, value: pd.DataFrame, table: AnnotationTable):
+        """``init_confusion`` given as a DataFrame: ``(M, K, K)`` values, rows = true class."""
+        M, K = table.num_workers, table.num_classes
+        level = value.index.names[1] if value.index.nlevels == 2 else "?"
+        if level in ("true", None):
+            transposed = False
+        elif level == self.label:
+            transposed = True
+        else:
+            raise ValueError(
+                "init_confusion as a DataFrame must be laid out like confusions_ (two row "
+                f"levels, the second named 'true' or unnamed) or like errors_ (the second named "
+                f"{self.label!r}); got row levels {list(value.index.names)}"
+            )
+        rows = pd.MultiIndex.from_product([table.workers, table.classes])
+        missing = rows.difference(value.index)
+        if len(missing):
+            what = "label given" if transposed else "true label"
+            raise ValueError(
+                f"init_confusion lacks {len(missing)} (worker, {what}) row(s), e.g. "
+                f"{list(missing[:3])}; it needs one per worker and class"
+            )
+        arr = value.reindex(index=rows, columns=table.classes).to_numpy().reshape(M, K, K)
+        return arr.transpose(0, 2, 1) if transposed else arr
+
+    def _em_init(self, model: DawidSkene, table: AnnotationTable):
+        if self.init_confusion is None:
+            return None
+        data = model.prepare(table)
+        value = self.init_confusion
+        if isinstance(value, pd.DataFrame):
+            value = self._init_frame(value, table)
+        start = majority_start(data, model.em_floor)
+        M, K = table.num_workers, table.num_classes
+        start["confusion"] = check_stochastic(value, "init_confusion", (M, K, K), data.dtype,
+                                              data.device)
+        return start
+
+    def _run(self, model: DawidSkene, table: AnnotationTable):
+        if self.method == "svi":
+            common = {"seed": self._seed(), "progress": self.progress, "device": self.device}
+        else:
+            common = self._engine_options(METHODS)
+        if self.method == "em":
+            return model.fit(table, method="em", init=self._em_init(model, table), **common)
+        if self.init_confusion is not None:
+            raise ValueError(
+                f"init_confusion is used by method='em' only, got method={self.method!r}"
+            )
+        if self.method == "gibbs":
+            return model.fit(table, method="gibbs", lp_every=10, **common)
+        if self.method == "nuts":
+            return model.fit(table, method="nuts", **common)
+        return model.fit(table, method="svi", num_steps=self.num_steps, lr=self.lr,
+                         num_samples=self.num_samples, **common)
+
+    def fit(self, df) -> DawidSkeneEstimator:
+        """Fit the model to ``df`` (one row per judgement)."""
+        check_in(self.method, "method", METHODS)
+        table = self._table(df)
+        model = self._model()
+        post = self._run(model, table)
+        table = post.data.table
+        probas = model.predict(post, table)
+        self._store(table, probas, probas.argmax(-1))
+        self.model_, self.posterior_ = model, post
+        self._store_confusions(table, post.mean("confusion"))
+        prior = post.data.fixed_prior if post.data.fixed_prior is not None else post.mean("prior")
+        self.priors_ = pd.Series(prior.cpu().numpy(), index=table.classes, name="prior")
+        if post.method == "svi":
+            self.loss_history_ = post.losses.tolist()
+            self.n_iter_, self.converged_ = len(self.loss_history_), None
+        else:
+            self._record_run(post)
+        return self
+
+    def _new_table(self, df) -> AnnotationTable:
+        fitted = self.table_
+        check_columns(df, self._columns())
+        unknown = pd.Index(df[self.worker]).difference(fitted.workers)
+        if len(unknown):
+            raise ValueError(
+                f"df holds {len(unknown)} worker id(s) not seen by fit, e.g. {list(unknown[:5])}; "
+                "predictions need the fitted confusion matrix of every worker"
+            )
+        return AnnotationTable.from_dataframe(
+            df, item=self.task, worker=self.worker, label=self.label, classes=fitted.classes,
+            workers=fitted.workers, allow_repeats=self.allow_repeats,
+        )
+
+    def predict_proba(self, df) -> pd.DataFrame:
+        """Class probabilities of the tasks in ``df``, labelled by workers seen in ``fit``.
+
+        The fitted prior and confusion matrices stay fixed (averaged over the draws for the
+        Bayesian methods). Returns a DataFrame tasks x classes.
+        """
+        table = self._new_table(df)
+        return self._frame(table, self.model_.predict(self.posterior_, table))
+
+    def predict(self, df) -> pd.Series:
+        """Most probable label of each task in ``df`` (see :meth:`predict_proba`)."""
+        table = self._new_table(df)
+        probas = self.model_.predict(self.posterior_, table)
+        return self._series(table, probas.argmax(-1))
