@@ -49,7 +49,7 @@ def test_errors_match_crowd_kits_dawid_skene_on_bluebirds():
     np.testing.assert_allclose(aligned.to_numpy(), ck.errors_.to_numpy(), atol=1e-8)
     # the other orientation under its own name: rows (worker, true label)
     k = ours.confusions_.columns
-    for worker in ["39", "97"] if ours.errors_.index.get_level_values(0).dtype == object else [39, 97]:
+    for worker in ours.errors_.index.get_level_values(0).unique()[:3]:
         np.testing.assert_allclose(ours.confusions_.loc[worker].loc[k, k].to_numpy(),
                                    ours.errors_.loc[worker].loc[k, k].to_numpy().T)
 
