@@ -29,7 +29,6 @@ __all__ = [
     "observed_arrays",
     "from_groups",
     "group_dims",
-    "POINT_ESTIMATE_REASON",
 ]
 
 #: Other spellings of sample statistics and the ArviZ schema name each is stored under.
@@ -181,16 +180,6 @@ def group_dims(dims: dict, arrays: dict, sample_axes: int) -> dict:
     return out
 
 
-#: why ``arviz.loo`` / ``arviz.waic`` refuse a point estimate
-POINT_ESTIMATE_REASON = (
-    "this InferenceData holds a point estimate (one chain of one draw, for example an EM fit): "
-    "loo and waic average the pointwise likelihood over posterior draws, so they are undefined "
-    "for it. Fit with a sampler (gibbs or nuts) for loo/waic, or call the model's "
-    "log_likelihood_pointwise(data, posterior.samples) for the point estimate's pointwise "
-    "log-likelihood"
-)
-
-
 def from_groups(groups: dict, attrs: dict, coords=None, dims=None, point_estimate: bool = False):
     """An ``arviz.InferenceData`` of ``groups`` with ``attrs`` on the root and on the
     ``posterior`` and ``sample_stats`` groups.
@@ -204,7 +193,7 @@ def from_groups(groups: dict, attrs: dict, coords=None, dims=None, point_estimat
             after ``(chain, draw)`` (see :func:`group_dims` for groups with fewer axes).
         point_estimate: build a :class:`PointEstimateInferenceData`, which has no
             ``log_likelihood`` group and on which ``arviz.loo`` and ``arviz.waic`` raise a
-            ``ValueError`` saying why (see :data:`POINT_ESTIMATE_REASON`).
+            ``ValueError`` saying why (see :mod:`pyromodels.core.point_estimate`).
     """
     import arviz as az
 

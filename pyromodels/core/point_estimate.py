@@ -16,9 +16,16 @@ from __future__ import annotations
 
 import arviz as az
 
-from .inference_data import POINT_ESTIMATE_REASON
+__all__ = ["PointEstimateInferenceData", "POINT_ESTIMATE_REASON"]
 
-__all__ = ["PointEstimateInferenceData"]
+#: why ``arviz.loo`` / ``arviz.waic`` refuse a point estimate
+POINT_ESTIMATE_REASON = (
+    "this InferenceData holds a point estimate (one chain of one draw, for example an EM fit): "
+    "loo and waic average the pointwise likelihood over posterior draws, so they are undefined "
+    "for it. Fit with a sampler (gibbs or nuts) for loo/waic, or call the model's "
+    "log_likelihood_pointwise(data, posterior.samples) for the point estimate's pointwise "
+    "log-likelihood"
+)
 
 
 class PointEstimateInferenceData(az.InferenceData):
