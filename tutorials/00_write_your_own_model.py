@@ -22,8 +22,8 @@
 #    `SVI` with `TraceEnum_ELBO`, `MCMC(NUTS(...))` with a starting point, `infer_discrete`
 #    and `Predictive`; then see what the library's `Model` class adds on top (EM, Gibbs and
 #    fast paths checked against the program);
-# 1. write a small model of your own, a mixture of Gaussians on the real line, give it a Gibbs
-#    sweep of pure blocks and check every block against the program;
+# 1. turn the same mixture into a `Model` of your own, give it a Gibbs sweep of pure blocks
+#    and check every block against the program;
 # 2. fit the library's reference `BayesianGaussianMixture` three ways (EM, Gibbs and SVI, with
 #    a short NUTS run), read the fits with ArviZ, and look label switching in the eye;
 # 3. drive a Gibbs sweep with `pyro.infer.MCMC` and convert the run with `arviz.from_pyro`.
@@ -186,7 +186,10 @@ show(fig)
 # build exactly that.
 
 # %% [markdown]
-# ## Part 1: a model of your own
+# ## Part 1: the same mixture as a model of your own
+#
+# Part 0's function becomes a class: the same story, plus the hooks that let the library run
+# a Gibbs sampler on it and check that sampler against the program.
 #
 # ### The story
 #
