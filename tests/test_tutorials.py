@@ -62,3 +62,28 @@ def test_tutorial_converts_to_a_notebook(path, tmp_path):
     assert cells[0]["cell_type"] == "markdown"
     code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
     assert SMOKE_FLAG in code
+
+
+@pytest.mark.parametrize("path", TUTORIALS, ids=lambda p: p.name)
+def test_tutorial_header_names_a_kernel(path):
+    # Without a kernelspec, a converted notebook asks which kernel to start.
+    header = path.read_text(encoding="utf-8").split("# %%", 1)[0]
+    assert "#   kernelspec:" in header and "#     name: python3" in header
+
+
+@pytest.mark.parametrize("path", TUTORIALS, ids=lambda p: p.name)
+def test_tutorial_shows_its_figures_before_closing_them(path):
+    # A figure closed without plt.show() never appears in the notebook.
+    text = path.read_text(encoding="utf-8")
+    for match in re.finditer(r"plt\.close\(", text):
+        before = text[max(0, match.start() - 80):match.start()]
+        assert "plt.show()" in before, f"{path.name} closes a figure it never showed"
+
+
+def test_first_tutorial_fits_a_plain_pyro_function_by_hand():
+    # The on-ramp writes Pyro's own inference calls before it introduces Model.
+    text = (ROOT / "tutorials" / "00_write_your_own_model.py").read_text(encoding="utf-8")
+    first_model_class = text.index("(Model)")
+    for call in ("TraceEnum_ELBO(", "SVI(", "NUTS(", "init_strategy=", "infer_discrete(",
+                 "Predictive(", "config_enumerate"):
+        assert call in text[:first_model_class], f"{call} is not written by hand before Model"

@@ -5,6 +5,10 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
 # ---
 
 # %% [markdown]
@@ -14,8 +18,12 @@
 # inference engine (EM, Gibbs, SVI, NUTS) is a second description of that program which the
 # tests check against it. In this tutorial you will
 #
-# 1. write a small model of your own, a mixture of Gaussians on the real line, give it a Gibbs
-#    sweep of pure blocks and check every block against the program;
+# 0. write a mixture as a plain Pyro function and fit it by hand with Pyro's own tools:
+#    `SVI` with `TraceEnum_ELBO`, `MCMC(NUTS(...))` with a starting point, `infer_discrete`
+#    and `Predictive`; then see what the library's `Model` class adds on top (EM, Gibbs and
+#    fast paths checked against the program);
+# 1. turn the same mixture into a `Model` of your own, give it a Gibbs sweep of pure blocks
+#    and check every block against the program;
 # 2. fit the library's reference `BayesianGaussianMixture` three ways (EM, Gibbs and SVI, with
 #    a short NUTS run), read the fits with ArviZ, and look label switching in the eye;
 # 3. drive a Gibbs sweep with `pyro.infer.MCMC` and convert the run with `arviz.from_pyro`.
@@ -38,7 +46,9 @@ import pyro
 import pyro.distributions as dist
 import torch
 from pyro import poutine
-from pyro.infer import MCMC
+from pyro.infer import MCMC, NUTS, SVI, Predictive, TraceEnum_ELBO, infer_discrete
+from pyro.infer.autoguide import AutoNormal
+from pyro.infer.autoguide.initialization import init_to_value
 from pyro.ops.indexing import Vindex
 
 import pyromodels
@@ -65,6 +75,12 @@ def size(full, smoke):
     return smoke if SMOKE_TEST else full
 
 
+def show(fig):
+    """Display ``fig`` in a notebook (a no-op in a script), then free it."""
+    plt.show()
+    plt.close(fig)
+
+
 # Every tensor in this tutorial is float64, so that the checks below compare the program
 # with the hand-written blocks to rounding error.
 torch.set_default_dtype(torch.float64)
@@ -78,7 +94,102 @@ pd.set_option("display.max_columns", 12)
 print(f"pyromodels {pyromodels.__version__}, pyro {pyro.__version__}, torch {torch.__version__}")
 
 # %% [markdown]
-# ## Part 1: a model of your own
+# ## Part 0: plain Pyro first
+#
+# A mixture of two normal components on the real line, written as an ordinary Pyro function.
+# The component label `z` of each point is discrete, so gradient-based inference cannot move
+# it; `config_enumerate` marks it to be **summed out exactly** instead.
+
+# %%
+@pyro.infer.config_enumerate
+def plain_mixture(x, K=2, sigma=1.0):
+    w = pyro.sample("w", dist.Dirichlet(torch.ones(K)))
+    mu = pyro.sample("mu", dist.Normal(torch.zeros(K), 5.0).to_event(1))
+    with pyro.plate("data", x.shape[0]):
+        z = pyro.sample("z", dist.Categorical(w))
+        pyro.sample("x", dist.Normal(Vindex(mu)[..., z], sigma), obs=x)
+
+
+gen0 = torch.Generator().manual_seed(1)
+z0 = (torch.rand(size(200, 60), generator=gen0) < 0.4).long()
+x0 = torch.tensor([-2.0, 2.0])[z0] + torch.randn(len(z0), generator=gen0)
+
+# %% [markdown]
+# **SVI by hand.** The guide covers the continuous sites only; `TraceEnum_ELBO` sums `z` out of
+# the model (it needs to know how many plates nest, here one).
+
+# %%
+pyro.clear_param_store()
+pyro.set_rng_seed(0)
+guide0 = AutoNormal(poutine.block(plain_mixture, hide=["z"]))
+svi0 = SVI(plain_mixture, guide0, pyro.optim.Adam({"lr": 0.05}),
+           TraceEnum_ELBO(max_plate_nesting=1))
+elbo0 = [svi0.step(x0) for _ in range(size(800, 100))]
+print("guide medians:", {k: v.detach().numpy().round(2) for k, v in guide0.median().items()})
+
+fig, ax = plt.subplots(figsize=(5, 2.5))
+ax.plot(elbo0)
+ax.set_xlabel("step")
+ax.set_ylabel("negative ELBO")
+ax.set_title("SVI written by hand")
+show(fig)
+
+# %% [markdown]
+# **NUTS by hand.** NUTS also sums `z` out. Started from a draw of the prior, it can spend a
+# long warm-up moving the centres into place; start it near the answer with
+# `init_to_value` (here: centres at the data's quartiles).
+
+# %%
+start0 = {"w": torch.tensor([0.5, 0.5]), "mu": torch.quantile(x0, torch.tensor([0.25, 0.75]))}
+pyro.set_rng_seed(0)
+nuts0 = MCMC(NUTS(plain_mixture, init_strategy=init_to_value(values=start0), max_plate_nesting=1),
+             num_samples=size(300, 20), warmup_steps=size(200, 20), disable_progbar=True)
+nuts0.run(x0)
+draws0 = nuts0.get_samples()
+print("posterior mean of mu:", draws0["mu"].mean(0).numpy().round(2))
+
+# %% [markdown]
+# **`infer_discrete`** puts `z` back: condition the model on one posterior draw of the
+# continuous sites and draw `z` from its conditional posterior (`temperature=0` would take
+# its mode).
+
+# %%
+one_draw = {k: v[-1] for k, v in draws0.items()}
+sampler0 = infer_discrete(poutine.condition(plain_mixture, data=one_draw),
+                          first_available_dim=-2, temperature=1)
+z_draw = poutine.trace(sampler0).get_trace(x0).nodes["z"]["value"]
+agree = max(float((z_draw == z0).double().mean()), float((z_draw != z0).double().mean()))
+print(f"z agrees with the truth on {agree:.0%} of the points (up to naming the components)")
+
+# %% [markdown]
+# **`Predictive`** simulates replicated data from the posterior draws: a posterior predictive
+# check. Observed sites keep their data unless you release them with `poutine.uncondition`.
+
+# %%
+predictive0 = Predictive(poutine.uncondition(plain_mixture), posterior_samples=draws0,
+                         return_sites=["x"], parallel=False)
+x_rep = predictive0(x0)["x"]
+fig, ax = plt.subplots(figsize=(5, 2.5))
+ax.hist(x0.numpy(), bins=30, density=True, alpha=0.6, label="data")
+ax.hist(x_rep.reshape(-1).numpy(), bins=60, density=True, histtype="step", label="replicates")
+ax.set_xlabel("x")
+ax.set_ylabel("density")
+ax.legend(loc="upper right", frameon=False)
+show(fig)
+
+# %% [markdown]
+# That is all of Pyro that a mixture needs. What does `pyromodels.Model` add? The same program
+# becomes a class whose `fit(data, method=...)` runs **EM** and **Gibbs** (hand-written fast
+# paths that Pyro does not have) as well as SVI and NUTS, each returning one `Posterior` that
+# converts to ArviZ with the marginal log-likelihood and predictive groups; and every fast
+# path is a second description of the program that the tests check against it. Parts 1 and 2
+# build exactly that.
+
+# %% [markdown]
+# ## Part 1: the same mixture as a model of your own
+#
+# Part 0's function becomes a class: the same story, plus the hooks that let the library run
+# a Gibbs sampler on it and check that sampler against the program.
 #
 # ### The story
 #
@@ -272,7 +383,7 @@ fig, ax = plt.subplots(figsize=(6, 2.5))
 ax.hist(x1.numpy(), bins=30)
 ax.set_xlabel("x")
 ax.set_title("simulated data")
-plt.close(fig)
+show(fig)
 
 # %% [markdown]
 # Before anything else, look at the shapes Pyro sees. Under enumeration `z` takes all $K$
@@ -428,7 +539,7 @@ mixture = BayesianGaussianMixture(num_components=3)
 fig, ax = plt.subplots(figsize=(4.5, 4))
 ax.scatter(x2[:, 0], x2[:, 1], c=truth["z"], s=8, cmap="viridis")
 ax.set_title("simulated data, coloured by true component")
-plt.close(fig)
+show(fig)
 
 # %% [markdown]
 # One model object, four engines, one call each. Every call returns a `Posterior`: samples
@@ -458,7 +569,7 @@ for name, post in fits.items():
 testing.assert_monotone(em.losses)
 print(f"EM converged: {em.diagnostics['converged']} after {em.diagnostics['n_iter']} iterations; "
       f"best of {len(em.diagnostics['restart_objectives'])} starts")
-plt.close(diagnostics.plot_loss(svi))
+show(diagnostics.plot_loss(svi))
 
 # %% [markdown]
 # How well does each engine recover the clusters? The adjusted Rand index compares partitions,
@@ -499,8 +610,8 @@ print(az.loo(idata))
 # and rank-plot: `plot_trace` and `plot_rank` pick them by default.
 
 # %%
-plt.close(diagnostics.plot_trace(gibbs))
-plt.close(diagnostics.plot_rank(gibbs, var_names=["lp"]))
+show(diagnostics.plot_trace(gibbs))
+show(diagnostics.plot_rank(gibbs, var_names=["lp"]))
 invariant = diagnostics.label_invariant_stats(gibbs)
 print("occupied clusters seen:", invariant["occupied_clusters"].unique().tolist())
 invariant_idata = az.from_dict(posterior={k: v.numpy() for k, v in invariant.items()})
@@ -525,7 +636,7 @@ print("R-hat of the weights, relabelled:", rhat_new["weights"].values.round(3))
 print("mean weights per chain, raw:\n", gibbs["weights"].mean(1).numpy().round(3))
 print("mean weights per chain, relabelled:\n", relabelled["weights"].mean(1).numpy().round(3))
 for post in (gibbs, relabelled):
-    plt.close(diagnostics.plot_trace(post, var_names=["weights"]))
+    show(diagnostics.plot_trace(post, var_names=["weights"]))
 
 # %% [markdown]
 # Relabelling is a post-processing choice; the label-invariant view needs none. The
@@ -538,7 +649,19 @@ C = diagnostics.coclustering(gibbs["z"])
 assert torch.equal(C, diagnostics.coclustering(relabelled["z"]))
 C_em = diagnostics.coclustering_from_probs(em.params["responsibilities"])
 print(f"largest gap between the Gibbs and EM co-clustering: {float((C - C_em).abs().max()):.3f}")
-plt.close(diagnostics.plot_coclustering(C, order=truth["z"].argsort()))
+show(diagnostics.plot_coclustering(C, order=truth["z"].argsort()))
+
+# %% [markdown]
+# **Predictive checks.** `to_inference_data(predictive=True)` adds `prior`,
+# `prior_predictive` and `posterior_predictive` groups, simulated by the model's own program
+# (the same thing `Predictive` did by hand in Part 0), with named dimensions. `az.plot_ppc`
+# compares replicated data with the data, one coordinate at a time.
+
+# %%
+ppc_idata = gibbs.to_inference_data(predictive=True, num_prior_draws=size(200, 20))
+print(ppc_idata.posterior_predictive["x"].dims)
+az.plot_ppc(ppc_idata, num_pp_samples=size(50, 10))
+show(plt.gcf())
 
 # %% [markdown]
 # R-hat and ESS describe Markov chains. SVI's draws are independent draws from a fitted guide

@@ -28,6 +28,7 @@ __all__ = [
     "log_likelihood_arrays",
     "observed_arrays",
     "from_groups",
+    "group_dims",
 ]
 
 #: Other spellings of sample statistics and the ArviZ schema name each is stored under.
@@ -163,24 +164,56 @@ def observed_arrays(model, data) -> dict[str, np.ndarray] | None:
     return {name: to_numpy(v, f"observed_data[{name!r}]") for name, v in values.items()}
 
 
-def from_groups(groups: dict, attrs: dict, coords=None, dims=None):
-    """``arviz.from_dict(**groups)`` with ``attrs`` on the root and on the ``posterior`` and
-    ``sample_stats`` groups.
+def group_dims(dims: dict, arrays: dict, sample_axes: int) -> dict:
+    """The dimension names of each array of one group, cut to the axes the array has.
+
+    ``dims`` names the axes of each variable's full shape (for an observed site: its data
+    axes); a group whose array has fewer axes (the pointwise ``log_likelihood`` of ``x``
+    ``(chain, draw, N)`` against ``x`` itself ``(N, d)``) keeps the leading names.
+    """
+    out = {}
+    for name, arr in arrays.items():
+        names = list(dims.get(name, ()))
+        ndim = arr.ndim - sample_axes
+        if names:
+            out[name] = names[:ndim]
+    return out
+
+
+def from_groups(groups: dict, attrs: dict, coords=None, dims=None, point_estimate: bool = False):
+    """An ``arviz.InferenceData`` of ``groups`` with ``attrs`` on the root and on the
+    ``posterior`` and ``sample_stats`` groups.
 
     Args:
-        groups: ``{group: {variable: array}}`` for ``arviz.from_dict`` (``None`` leaves a group
-            out).
+        groups: ``{group: {variable: array}}``; arrays are shaped ``(chain, draw, ...)`` except
+            in ``observed_data`` (``None`` or an empty dict leaves a group out).
         attrs: NetCDF-safe metadata (see :func:`inference_attrs`).
         coords: ArviZ coordinates, ``{dim_name: values}``.
-        dims: ArviZ dimension names per variable, ``{var_name: [dim_name, ...]}``.
+        dims: dimension names per variable, ``{var_name: [dim_name, ...]}``, naming the axes
+            after ``(chain, draw)`` (see :func:`group_dims` for groups with fewer axes).
+        point_estimate: build a :class:`PointEstimateInferenceData`, which has no
+            ``log_likelihood`` group and on which ``arviz.loo`` and ``arviz.waic`` raise a
+            ``ValueError`` saying why (see :mod:`pyromodels.core.point_estimate`).
     """
     import arviz as az
 
-    return az.from_dict(
-        **groups,
-        coords=coords,
-        dims=dims,
-        attrs=dict(attrs),
-        posterior_attrs=dict(attrs),
-        sample_stats_attrs=dict(attrs),
-    )
+    datasets = {}
+    for group, arrays in groups.items():
+        if not arrays:
+            continue
+        sample_axes = 0 if group == "observed_data" else 2
+        group_attrs = dict(attrs) if group in ("posterior", "sample_stats") else None
+        datasets[group] = az.dict_to_dataset(
+            arrays,
+            attrs=group_attrs,
+            coords=coords,
+            dims=group_dims(dims or {}, arrays, sample_axes),
+            default_dims=[] if sample_axes == 0 else None,
+        )
+    if point_estimate:
+        from .point_estimate import PointEstimateInferenceData
+
+        datasets.pop("log_likelihood", None)
+        root = {**attrs, "point_estimate": 1}
+        return PointEstimateInferenceData(attrs=root, **datasets)
+    return az.InferenceData(attrs=dict(attrs), **datasets)

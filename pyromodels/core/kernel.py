@@ -94,25 +94,50 @@ class GibbsKernel(MCMCKernel):
         return tuple(k for k, d in self._dtypes.items() if not d.is_floating_point)
 
 
+def _bound_model(kernel):
+    """The pyromodels model behind ``kernel``: a :class:`GibbsKernel`'s, or the owner of the
+    bound ``model`` method that an HMC/NUTS kernel was built on (``NUTS(mixture.model)``)."""
+    found = getattr(kernel, "pyromodel", None)
+    if found is None:
+        fn = getattr(kernel, "model", None)
+        owner = getattr(fn, "__self__", None)
+        if owner is not None and callable(getattr(owner, "log_likelihood_pointwise", None)):
+            found = owner
+    return found
+
+
 def posterior_from_mcmc(mcmc, kernel: GibbsKernel | None = None, data=None) -> Posterior:
     """A :class:`Posterior` from a finished ``pyro.infer.MCMC`` run, integer sites restored.
 
-    For a :class:`GibbsKernel` run the integer sites are cast back from the driver's floats.
-    ``data`` (default: the data the kernel was last set up with) is kept on the result so that
-    :meth:`Posterior.to_inference_data` can add the pointwise log-likelihood.
+    Works for a :class:`GibbsKernel` run and for Pyro's own ``NUTS`` / ``HMC`` built on a
+    model's bound program (``NUTS(mixture.model)``). For a :class:`GibbsKernel` the integer
+    sites are cast back from the driver's floats. The model and ``data`` (default: the data the
+    kernel was set up with, or the first argument given to ``mcmc.run``) are kept on the result,
+    so that :meth:`Posterior.to_inference_data` adds the marginal pointwise
+    ``log_likelihood`` group, as for the library's own fits (``arviz.from_pyro`` leaves it out
+    for models with enumerated sites).
+
+    Example:
+        >>> from pyro.infer import MCMC, NUTS                              # doctest: +SKIP
+        >>> mcmc = MCMC(NUTS(mixture.model), num_samples=200, warmup_steps=100)  # doctest: +SKIP
+        >>> mcmc.run(x)                                                    # doctest: +SKIP
+        >>> idata = posterior_from_mcmc(mcmc).to_inference_data()          # doctest: +SKIP
     """
     kernel = kernel if kernel is not None else mcmc.kernel
     if data is None:
         data = getattr(kernel, "_data", None)
+    if data is None and getattr(mcmc, "_args", None):
+        data = mcmc._args[0]
     samples = mcmc.get_samples(group_by_chain=True)
     if isinstance(kernel, GibbsKernel):
         ints = set(kernel.integer_sites)
         samples = {k: v.round().long() if k in ints else v for k, v in samples.items()}
+    diagnostics = mcmc.diagnostics()
     return Posterior(
         samples=dict(samples),
         method="mcmc",
-        diagnostics={k: v for k, v in mcmc.diagnostics().items() if k in ("divergences",)},
+        diagnostics={k: v for k, v in diagnostics.items() if k in ("divergences",)},
         attrs={"inference_library": "pyromodels", "kernel": type(kernel).__name__},
-        model=getattr(kernel, "pyromodel", None),
+        model=_bound_model(kernel),
         data=data,
     )

@@ -26,6 +26,7 @@ __all__ = [
     "Posterior",
     "check_posterior",
     "to_inference_data",
+    "is_point_estimate",
     "summary",
     "stack_chains",
     "make_attrs",
@@ -101,9 +102,25 @@ class Posterior:
         v = self.samples[site]
         return v.reshape((-1,) + tuple(v.shape[2:]))
 
-    def to_inference_data(self, log_likelihood: bool = True, coords=None, dims=None):
+    def to_inference_data(
+        self,
+        log_likelihood: bool = True,
+        coords=None,
+        dims=None,
+        predictive: bool = False,
+        num_prior_draws: int = 500,
+        seed: int | None = None,
+    ):
         """Convert to ``arviz.InferenceData`` (see :func:`to_inference_data`)."""
-        return to_inference_data(self, log_likelihood=log_likelihood, coords=coords, dims=dims)
+        return to_inference_data(
+            self,
+            log_likelihood=log_likelihood,
+            coords=coords,
+            dims=dims,
+            predictive=predictive,
+            num_prior_draws=num_prior_draws,
+            seed=seed,
+        )
 
     def summary(self, var_names=None, **kwargs):
         """ArviZ summary table (mean, sd, HDI, ESS, R-hat) as a pandas DataFrame (see
@@ -189,8 +206,54 @@ def check_posterior(posterior, name: str = "posterior") -> Posterior:
     return posterior
 
 
-def to_inference_data(posterior, log_likelihood: bool = True, coords=None, dims=None):
-    """Convert a fit to ``arviz.InferenceData`` through ``arviz.from_dict``.
+def is_point_estimate(posterior) -> bool:
+    """Whether ``posterior`` is a point estimate: an EM fit, or one chain of one draw."""
+    return posterior.method == "em" or (posterior.num_chains, posterior.num_draws) == (1, 1)
+
+
+def _default_dims(model, dims) -> dict:
+    """The model's ``site_dims`` (names of each site's axes), overridden by ``dims``."""
+    out = {k: list(v) for k, v in (getattr(model, "site_dims", None) or {}).items()}
+    if dims is not None:
+        if not isinstance(dims, dict):
+            raise TypeError(f"dims must be a dict {{variable: [dim, ...]}}, got {type(dims).__name__}")
+        out.update({k: list(v) for k, v in dims.items()})
+    return out
+
+
+def _predictive_groups(posterior, shape, num_prior_draws, seed) -> dict:
+    from .predictive import posterior_predictive_draws, prior_draws
+    from .seeding import derive_seed, resolve_seed
+
+    model, data = posterior.model, posterior.data
+    if model is None or data is None:
+        raise ValueError(
+            "predictive=True needs the posterior's model and data (posterior.model and "
+            "posterior.data are set by every engine; set them for a hand-built Posterior)"
+        )
+    seed = resolve_seed(seed if seed is not None else posterior.attrs.get("seed"))
+    prior, prior_pred = prior_draws(model, data, num_prior_draws, seed=derive_seed(seed, "prior"))
+    post_pred = posterior_predictive_draws(
+        model, data, posterior.samples, seed=derive_seed(seed, "posterior_predictive")
+    )
+    prior_shape = (1, num_prior_draws)
+    return {
+        "posterior_predictive": chain_draw_arrays(post_pred, shape, "posterior_predictive"),
+        "prior": chain_draw_arrays(prior, prior_shape, "prior"),
+        "prior_predictive": chain_draw_arrays(prior_pred, prior_shape, "prior_predictive"),
+    }
+
+
+def to_inference_data(
+    posterior,
+    log_likelihood: bool = True,
+    coords=None,
+    dims=None,
+    predictive: bool = False,
+    num_prior_draws: int = 500,
+    seed: int | None = None,
+):
+    """Convert a fit to ``arviz.InferenceData``.
 
     Groups (each built only when its inputs exist):
 
@@ -203,8 +266,20 @@ def to_inference_data(posterior, log_likelihood: bool = True, coords=None, dims=
     * ``log_likelihood``: when ``log_likelihood`` is true and the model defines
       ``log_likelihood_pointwise(data, samples) -> {observed_name: tensor (chain, draw, n)}``.
       That hook returns the marginal pointwise log-likelihood, with the discrete sites summed
-      out, which is what ``arviz.loo`` and ``arviz.waic`` need.
+      out, which is what ``arviz.loo`` and ``arviz.waic`` need. A point estimate (an EM fit,
+      or one chain of one draw) gets no such group: it converts to a
+      :class:`~pyromodels.core.point_estimate.PointEstimateInferenceData`, with the root
+      attribute ``point_estimate = 1``, on which ``arviz.loo`` and ``arviz.waic`` raise a
+      ``ValueError`` saying why.
     * ``observed_data``: when the model defines ``observed_data(data) -> {name: array}``.
+    * with ``predictive=True`` (see :mod:`pyromodels.core.predictive`):
+      ``posterior_predictive`` (one replicate of the observed sites per posterior draw),
+      ``prior`` (``num_prior_draws`` draws of the latent sites from the prior, one chain) and
+      ``prior_predictive`` (the observed sites of those prior draws). These feed
+      ``arviz.plot_ppc``.
+
+    Axes are named by the model's ``site_dims`` (for example the mixture's ``locs`` is
+    ``(chain, draw, component, feature)``), with ``dims`` taking precedence.
 
     The root ``attrs`` and those of the ``posterior`` and ``sample_stats`` groups hold
     ``posterior.attrs`` (the seed among them) with ``inference_library="pyromodels"`` and
@@ -215,7 +290,12 @@ def to_inference_data(posterior, log_likelihood: bool = True, coords=None, dims=
         posterior: a :class:`Posterior`.
         log_likelihood: whether to add the ``log_likelihood`` group when the model can compute it.
         coords: ArviZ coordinates, ``{dim_name: values}``.
-        dims: ArviZ dimension names per variable, ``{var_name: [dim_name, ...]}``.
+        dims: dimension names per variable, ``{var_name: [dim_name, ...]}``, naming the axes
+            after ``(chain, draw)``.
+        predictive: whether to add the prior and predictive groups (needs the posterior's model
+            and data).
+        num_prior_draws: how many prior draws (``predictive=True`` only).
+        seed: seed of the predictive draws (default: the fit's seed).
 
     Returns:
         ``arviz.InferenceData``.
@@ -227,19 +307,24 @@ def to_inference_data(posterior, log_likelihood: bool = True, coords=None, dims=
         (2, 5)
     """
     posterior = check_posterior(posterior)
-    if not isinstance(log_likelihood, bool):
-        raise TypeError(f"log_likelihood must be a bool, got {type(log_likelihood).__name__}")
+    for name, flag in (("log_likelihood", log_likelihood), ("predictive", predictive)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
     shape = (posterior.num_chains, posterior.num_draws)
     model, data = posterior.model, posterior.data
+    point = is_point_estimate(posterior)
     groups = {
         "posterior": chain_draw_arrays(posterior.samples, shape, "samples"),
         "sample_stats": sample_stats_arrays(posterior.sample_stats, shape) or None,
         "log_likelihood": (log_likelihood_arrays(model, data, posterior.samples, shape)
-                           if log_likelihood else None),
+                           if log_likelihood and not point else None),
         "observed_data": observed_arrays(model, data),
     }
+    if predictive:
+        groups.update(_predictive_groups(posterior, shape, num_prior_draws, seed))
     attrs = inference_attrs(posterior.attrs, posterior.method)
-    return from_groups(groups, attrs, coords=coords, dims=dims)
+    return from_groups(groups, attrs, coords=coords, dims=_default_dims(model, dims),
+                       point_estimate=point)
 
 
 def summary(posterior, var_names=None, **kwargs):

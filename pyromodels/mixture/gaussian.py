@@ -80,6 +80,14 @@ class BayesianGaussianMixture(Model):
     em_sites = ("weights", "locs", "precisions")
     #: component axis of each site, counted in the site's own shape (for relabelling)
     component_sites = {"weights": 0, "locs": 0, "precisions": 0}
+    #: names of each site's axes in ArviZ groups (see :func:`~pyromodels.core.to_inference_data`)
+    site_dims = {
+        "weights": ("component",),
+        "locs": ("component", "feature"),
+        "precisions": ("component", "feature", "feature_bis"),
+        "z": ("point",),
+        "x": ("point", "feature"),
+    }
 
     def __init__(
         self,

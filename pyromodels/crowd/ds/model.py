@@ -97,6 +97,13 @@ class DawidSkene(Model):
     discrete_sites = ("z",)
     max_plate_nesting = 1
     engines = ("em", "gibbs", "svi", "nuts")
+    #: names of each site's axes in ArviZ groups (see :func:`~pyromodels.core.to_inference_data`)
+    site_dims = {
+        "prior": ("class",),
+        "confusion": ("worker", "true_class", "label"),
+        "z": ("item",),
+        "y": ("item", "slot"),
+    }
 
     def __init__(
         self,
@@ -161,6 +168,11 @@ class DawidSkene(Model):
         """``{"y": (N, S) label codes, -1 in unused slots}`` for ArviZ's ``observed_data``."""
         d = self._prepared(data)
         return {"y": torch.where(d.mask, d.label_pad, -1).cpu().numpy()}
+
+    def format_replicates(self, data, values: dict) -> dict:
+        """Replicated labels with the unused slots set to ``-1``, as in :meth:`observed_data`."""
+        d = self._prepared(data)
+        return {k: torch.where(d.mask, v, -1) if k == "y" else v for k, v in values.items()}
 
     # -------------------------------------------------------------- program
     def model(self, data):

@@ -171,6 +171,14 @@ class SequentialDawidSkene(Model):
     max_plate_nesting = 1
     engines = ("em", "gibbs")
     em_sites = ("initial", "transition", "confusion")
+    #: names of each site's axes in ArviZ groups (see :func:`~pyromodels.core.to_inference_data`)
+    site_dims = {
+        "initial": ("class",),
+        "transition": ("previous_class", "class"),
+        "confusion": ("worker", "true_class", "label"),
+        "z": ("position",),
+        "labels": ("response",),
+    }
 
     def __init__(self, initial: str = "learned", initial_probs=None, initial_concentration=1.0,
                  transition_concentration=1.0, confusion_concentration=1.0, paper_literal: bool = False,
@@ -204,6 +212,10 @@ class SequentialDawidSkene(Model):
         """``data`` if already prepared, else :meth:`prepare` of it (for the programs and the
         public methods that users call with raw sequences)."""
         return data if isinstance(data, SequentialCrowdData) else self.prepare(data)
+
+    def observed_data(self, data) -> dict:
+        """``{"labels": (L,) label codes of the long table}`` for ArviZ's ``observed_data``."""
+        return {"labels": self._prepared(data).table.label_idx.cpu().numpy()}
 
     # -------------------------------------------------------------- programs
     def model(self, data):

@@ -117,3 +117,33 @@ def test_exact_posterior_refuses_big_problems_and_missing_sites():
         exact_posterior(model, data, random_params(3, 3, seed=0), max_labelings=100)
     with pytest.raises(ValueError, match="confusion"):
         exact_posterior(model, data, {"prior": torch.full((3,), 1 / 3)})
+
+
+def test_predictive_groups_keep_the_label_slots_and_feed_plot_ppc():
+    import arviz as az
+    import matplotlib.pyplot as plt
+
+    table, _ = simulate_annotations(20, WorkerPopulation(3, missing_rate=0.2), 2, seed=1)
+    post = DawidSkene().fit(table, method="gibbs", seed=0, num_samples=10, num_warmup=5,
+                            progress=False)
+    idata = post.to_inference_data(predictive=True, num_prior_draws=25)
+    mask = post.data.mask.numpy()
+    rep = idata.posterior_predictive["y"]
+    assert rep.dims == ("chain", "draw", "item", "slot")
+    assert rep.shape == (2, 10) + mask.shape
+    assert (rep.values[..., ~mask] == -1).all()
+    assert set(rep.values[..., mask].ravel().tolist()) <= {0, 1}
+    assert idata.prior["confusion"].dims == ("chain", "draw", "worker", "true_class", "label")
+    assert idata.prior_predictive["y"].shape == (1, 25) + mask.shape
+    assert idata.log_likelihood["y"].dims == ("chain", "draw", "item")
+    az.plot_ppc(idata, num_pp_samples=5)
+    plt.close("all")
+
+
+def test_loo_on_an_em_fit_raises_a_clear_error():
+    import arviz as az
+
+    table, _ = simulate_annotations(20, 3, 2, seed=1)
+    idata = DawidSkene().fit(table, method="em", seed=0, progress=False).to_inference_data()
+    with pytest.raises(ValueError, match="loo and waic .* undefined"):
+        az.loo(idata)
