@@ -12,12 +12,11 @@ import torch
 from pyromodels.core.device import default_dtype
 from pyromodels.crowd.ds import em
 from pyromodels.crowd.ds.model import DawidSkene
-from pyromodels.data import AnnotationTable, WorkerPopulation, simulate_annotations
-from pyromodels.data import annotations
+from pyromodels.data import AnnotationTable, WorkerPopulation, annotations, simulate_annotations
 
 
-def _no_sparse_path(*args, **kwargs):
-    raise AssertionError("the torch sparse path ran on CPU data")
+def _forbidden(*args, **kwargs):
+    raise AssertionError("the slow path ran")
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +33,7 @@ def test_predict_runs_the_compiled_pass_and_equals_the_torch_path(table, method,
         torch_probs = DawidSkene(backend="torch").predict(post, table)
         torch_loglik = DawidSkene(backend="torch").log_likelihood_pointwise(post.data,
                                                                              post.samples)["y"]
-        monkeypatch.setattr(em, "log_emissions", _no_sparse_path)
+        monkeypatch.setattr(em, "log_emissions", _forbidden)  # the torch sparse path
         probs = DawidSkene().predict(post, table)
         loglik = DawidSkene().log_likelihood_pointwise(post.data, post.samples)["y"]
     assert probs.dtype == torch.float64 and probs.shape == (table.num_items, 4)
@@ -73,7 +72,7 @@ def _reference_codes(values: pd.Series):
 def test_integer_ids_are_coded_without_hashing_and_as_before(column, monkeypatch):
     values = pd.Series(column)
     expected = _reference_codes(values)
-    monkeypatch.setattr(annotations, "factorize_ids", _no_sparse_path)
+    monkeypatch.setattr(annotations, "factorize_ids", _forbidden)  # hashing
     codes, index = annotations._factorize(values, "df['task']", None, "items")
     np.testing.assert_array_equal(codes, expected[0])
     assert codes.dtype == np.int64
