@@ -1,5 +1,6 @@
 """From a DataFrame to labels without slow detours: the compiled pass for the final
-posteriors, integer ids coded without hashing, the compiled passes loaded from disk."""
+posteriors, integer ids coded without hashing, labels grouped by item without sorting, the
+compiled passes loaded from disk."""
 
 import json
 import textwrap
@@ -11,6 +12,7 @@ import torch
 
 from pyromodels.core.device import default_dtype
 from pyromodels.crowd.ds import em
+from pyromodels.crowd.ds.kernels.groups import item_groups
 from pyromodels.crowd.ds.model import DawidSkene
 from pyromodels.data import AnnotationTable, WorkerPopulation, annotations, simulate_annotations
 
@@ -114,12 +116,12 @@ def test_the_compiled_passes_load_from_the_disk_cache_in_a_fresh_process(fresh_p
         import json
         import pandas as pd
         from pyromodels.crowd.estimators import DawidSkeneEstimator
-        from pyromodels.crowd.ds.kernels import passes, scaling, unrolled
-        df = pd.DataFrame({"task": [0, 0, 0, 1, 1, 1, 2, 2], "worker": [0, 1, 2] * 2 + [0, 1],
-                           "label": [0, 0, 1, 1, 1, 1, 0, 2]})
+        from pyromodels.crowd.ds.kernels import groups, passes, scaling, unrolled
+        df = pd.DataFrame({"task": [1, 0, 2, 0, 1, 1, 2, 0], "worker": [0, 0, 0, 1, 1, 2, 1, 2],
+                           "label": [0, 0, 1, 1, 1, 1, 0, 2]})  # not in item order
         DawidSkeneEstimator(n_iter=3).fit_predict(df)
         hits = misses = 0
-        for module in (passes, scaling, unrolled):
+        for module in (groups, passes, scaling, unrolled):
             for obj in vars(module).values():
                 if hasattr(obj, "stats") and getattr(obj, "signatures", None):
                     hits += sum(obj.stats.cache_hits.values())
@@ -128,6 +130,28 @@ def test_the_compiled_passes_load_from_the_disk_cache_in_a_fresh_process(fresh_p
     """)
     fresh_python(code)  # fills the cache for these signatures if they are new
     again = json.loads(fresh_python(code).splitlines()[-1])
-    # three passes run (the start's counts, the EM pass for K = 3, the posteriors), each
-    # loaded from disk and none compiled
-    assert again == {"hits": 3, "misses": 0}
+    # four compiled functions run (the grouping by item, the start's counts, the EM pass for
+    # K = 3, the posteriors), each loaded from disk and none compiled
+    assert again == {"hits": 4, "misses": 0}
+
+
+@pytest.mark.parametrize("order", ["items", "shuffled", "workers"])
+def test_labels_are_grouped_by_item_in_table_order_without_sorting(table, order, monkeypatch):
+    item, worker, label = table.item_idx, table.worker_idx, table.label_idx
+    if order == "shuffled":
+        perm = torch.randperm(len(item), generator=torch.Generator().manual_seed(0))
+    else:
+        perm = torch.argsort(item if order == "items" else worker, stable=True)
+    shuffled = AnnotationTable.from_arrays(item[perm], worker[perm], label[perm],
+                                           num_items=table.num_items + 2,  # two unlabelled
+                                           num_workers=table.num_workers,
+                                           num_classes=table.num_classes)
+    rows = np.argsort(shuffled.item_idx.numpy(), kind="stable")
+    monkeypatch.setattr(np, "argsort", _forbidden)
+    ptr, workers, labels = item_groups(shuffled)
+    assert workers.dtype == labels.dtype == np.int32
+    np.testing.assert_array_equal(workers, shuffled.worker_idx.numpy()[rows])
+    np.testing.assert_array_equal(labels, shuffled.label_idx.numpy()[rows])
+    counts = np.bincount(shuffled.item_idx.numpy(), minlength=shuffled.num_items)
+    np.testing.assert_array_equal(np.diff(ptr), counts)
+    assert ptr[-1] == len(rows) and counts[-2:].tolist() == [0, 0]
