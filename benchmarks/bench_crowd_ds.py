@@ -20,6 +20,18 @@ labels; quick: ``N = 2,000``, ``M = 100``), float64.
   Checks: the accuracy against the simulated truth after ``iterations`` iterations, ours
   against crowd-kit's ``fit`` (to 0.001); and ``peak_memory`` of one step on a fresh copy of
   the table, so that the per-table caches are built and counted (see :func:`memory_record`).
+* ``crowd.ds_fit_predict`` (seconds per call, CPU runs), from a DataFrame to labels as a user
+  meets it: ``DawidSkeneEstimator(n_iter=20).fit_predict(frame)`` against crowd-kit's
+  ``DawidSkene(n_iter=20).fit_predict(frame)`` (each with its default tolerance), on the same
+  integer task / worker / label frame. ``start=warm``: in this process, after one warm-up
+  call. ``start=cold`` (full runs only): every call runs a fresh Python process that imports
+  the aggregator's module, reads the frame from a pickle written once to a temporary folder,
+  fits and writes the labels (:data:`COLD_SCRIPT`); the figure is that process's wall time,
+  interpreter start and imports included (the compiled passes come from numba's disk cache,
+  filled by the warm-up call if needed). Its check records the phases each process reports
+  for itself (``phases``: median ``import_s``, ``read_s``, ``fit_s`` and
+  ``read_to_labels_s`` of ``COLD_PHASE_RUNS`` more processes a side), and that our fresh
+  process gives the labels of the in-process fit.
 * ``crowd.ds_em_step`` at ``L = 10,000,000`` labels, registered only for a CUDA device
   (20 copies of the full table, so ``N = 2,000,000`` items and the same workers); no peer,
   checked against the same step on the CPU.
@@ -27,10 +39,18 @@ labels; quick: ``N = 2,000``, ``M = 100``), float64.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import dataclasses
 import functools
+import json
 import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
 import tracemalloc
 import warnings
 import weakref
@@ -46,12 +66,14 @@ from torch.utils._pytree import tree_leaves
 from pyromodels.core.device import default_dtype
 from pyromodels.crowd.ds.em import e_step
 from pyromodels.crowd.ds.model import DawidSkene
+from pyromodels.crowd.estimators import DawidSkeneEstimator
 from pyromodels.data import AnnotationTable, WorkerPopulation, simulate_annotations
 
 from .bench_reference_mixture import _lazy
 from .harness import Case, agreement
 
-__all__ = ["cases", "tile_table", "peak_tensor_bytes", "rss_peak_delta", "memory_record"]
+__all__ = ["cases", "cold_run", "tile_table", "peak_tensor_bytes", "rss_peak_delta",
+           "memory_record"]
 
 SEED = 20240917
 K = 5
@@ -70,6 +92,33 @@ ACCURACY_TOLERANCE = 1e-3
 MEMORY_FACTOR = 3.0
 #: the same step on two devices: float64 sums in another order differ by ~1e-15 per cell
 DEVICE_TOLERANCE = 1e-10
+#: ``n_iter`` of the DataFrame-to-labels cases, on both sides
+FACADE_ITERATIONS = 20
+#: fresh processes a side whose own phase timings the cold case's check records
+COLD_PHASE_RUNS = 3
+#: what a cold process runs: ``python -c COLD_SCRIPT MODULE CLASS N_ITER FRAME LABELS``; it
+#: prints its phases as JSON (``import_s`` from its first line, interpreter start excluded)
+COLD_SCRIPT = """
+import time
+start = time.perf_counter()
+import importlib, json, sys, warnings
+import pandas as pd
+module, name, n_iter, frame, out = sys.argv[1:]
+aggregator = getattr(importlib.import_module(module), name)
+imported = time.perf_counter()
+df = pd.read_pickle(frame)
+read = time.perf_counter()
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    labels = aggregator(n_iter=int(n_iter)).fit_predict(df)
+done = time.perf_counter()
+labels.to_pickle(out)
+print(json.dumps({"import_s": imported - start, "read_s": read - imported,
+                  "fit_s": done - read, "read_to_labels_s": done - imported}))
+"""
+#: the two sides of the DataFrame-to-labels cases: (module, class) of the aggregator
+AGGREGATORS = {"ours": ("pyromodels.crowd.estimators", "DawidSkeneEstimator"),
+               "crowdkit.DawidSkene.fit_predict": ("crowdkit.aggregation", "DawidSkene")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,6 +229,80 @@ def _crowdkit_full(size, iterations):
         return lambda: _crowdkit_fit(frame, iterations)
 
     return _lazy(factory)
+
+
+# ------------------------------------------------------------------------------ DataFrame to labels
+def _warm_fit_predict(size, who: str):
+    def factory():
+        frame = _problem(*size, 1, "cpu").frame
+        if who == "ours":
+            return lambda: DawidSkeneEstimator(n_iter=FACADE_ITERATIONS).fit_predict(frame)
+
+        def crowdkit():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # crowd-kit's own pandas deprecation warnings
+                return CrowdKitDawidSkene(n_iter=FACADE_ITERATIONS).fit_predict(frame)
+
+        return crowdkit
+
+    return _lazy(factory)
+
+
+@functools.cache
+def _frame_file(num_items: int, num_workers: int) -> str:
+    """The problem's frame pickled once into a temporary folder (removed at exit)."""
+    folder = tempfile.mkdtemp(prefix="pyromodels-bench-")
+    atexit.register(shutil.rmtree, folder, True)
+    path = os.path.join(folder, "frame.pkl")
+    _problem(num_items, num_workers, 1, "cpu").frame.to_pickle(path)
+    return path
+
+
+def cold_run(size, who: str) -> tuple[dict, pd.Series]:
+    """Run one side's :data:`COLD_SCRIPT` in a fresh process on the problem's frame, with the
+    thread count of this process; return ``(phases, labels)``."""
+    module, name = AGGREGATORS[who]
+    frame = _frame_file(*size)
+    out = os.path.join(os.path.dirname(frame), f"labels-{os.getpid()}.pkl")
+    threads = str(torch.get_num_threads())
+    env = {**os.environ, **{var: threads for var in (
+        "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS")}}
+    done = subprocess.run([sys.executable, "-c", COLD_SCRIPT, module, name,
+                           str(FACADE_ITERATIONS), frame, out],
+                          capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"the cold {who} process failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1]), pd.read_pickle(out)
+
+
+def _cold_fit_predict(size, who: str):
+    return lambda: cold_run(size, who)
+
+
+def _fit_predict_check(size, cold: bool):
+    def check():
+        pb = _problem(*size, 1, "cpu")
+        warm = DawidSkeneEstimator(n_iter=FACADE_ITERATIONS).fit_predict(pb.frame)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theirs = CrowdKitDawidSkene(n_iter=FACADE_ITERATIONS).fit_predict(pb.frame)
+        order = np.arange(len(pb.truth))
+        acc = agreement([_accuracy(warm.loc[order], pb.truth)],
+                        [_accuracy(theirs.loc[order], pb.truth)], ACCURACY_TOLERANCE,
+                        f"crowdkit.DawidSkene(n_iter={FACADE_ITERATIONS}).fit_predict accuracy")
+        if not cold:
+            return {"accuracy": acc}
+        done = {who: [cold_run(size, who) for _ in range(COLD_PHASE_RUNS)] for who in AGGREGATORS}
+        phases = {who: {key: statistics.median(r[0][key] for r in rs) for key in rs[0][0]}
+                  for who, rs in done.items()}
+        ours = done["ours"][0][1]
+        same = agreement(ours.loc[order].to_numpy() != warm.loc[order].to_numpy(),
+                         np.zeros(len(order)), 0.0,
+                         "the labels of the warm in-process fit (1 = a label differs)")
+        same["phases"] = phases
+        return {"accuracy": acc, "cold_labels": same}
+
+    return check
 
 
 # ------------------------------------------------------------------------------ memory
@@ -394,6 +517,21 @@ def _device_check(size, copies, device):
     return check
 
 
+def _fit_predict_cases(size, params: dict, quick: bool) -> list[Case]:
+    """The warm case, and (full runs only: each call is a new process, seconds of imports)
+    the cold one."""
+    peer = "crowdkit.DawidSkene.fit_predict"
+    out = [Case("crowd.ds_fit_predict", {**params, "start": "warm"},
+                ours=_warm_fit_predict(size, "ours"), peers={peer: _warm_fit_predict(size, peer)},
+                check=_fit_predict_check(size, False), repeats=2 if quick else 5)]
+    if not quick:
+        out.append(Case("crowd.ds_fit_predict", {**params, "start": "cold"},
+                        ours=_cold_fit_predict(size, "ours"),
+                        peers={peer: _cold_fit_predict(size, peer)},
+                        check=_fit_predict_check(size, True), repeats=3))
+    return out
+
+
 def cases(quick: bool, device: torch.device | None = None) -> list[Case]:
     """The Dawid-Skene cases; the 10-million-label case only when ``device`` is CUDA."""
     dev = torch.device("cpu") if device is None else device
@@ -415,6 +553,8 @@ def cases(quick: bool, device: torch.device | None = None) -> list[Case]:
              metric="seconds_per_iter", iterations=fit_iterations,
              check=_fit_check(size, str(dev), fit_iterations), **timing),
     ]
+    if dev.type == "cpu":  # the facade fits on the CPU
+        out.extend(_fit_predict_cases(size, {**base, "n_iter": FACADE_ITERATIONS}, quick))
     if dev.type == "cuda":
         copies = QUICK_CUDA_COPIES if quick else CUDA_COPIES
         cuda_iterations = 2 if quick else 20

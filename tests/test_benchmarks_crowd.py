@@ -9,9 +9,11 @@ import torch
 
 DS_PARAMS = "[N=2000,M=100,K=5,L=10000,dtype=float64,iterations_per_call=2]"
 DS_STEP, DS_FIT = "crowd.ds_em_step" + DS_PARAMS, "crowd.ds_em_iteration" + DS_PARAMS
+DS_FACADE = "crowd.ds_fit_predict[N={n},M={m},K=5,L={l},dtype=float64,n_iter=20,start={start}]"
+DS_WARM = DS_FACADE.format(n=2000, m=100, l=10_000, start="warm")
 FB = "crowd.hmm_forward_backward[sequences={s},length={t},K=10,backend={b},dtype=float64]"
 BW = "crowd.hmm_baum_welch_step[sequences={s},length={t},K=10,backend={b},dtype=float64]"
-QUICK_CPU_LABELS = {DS_STEP, DS_FIT} | {
+QUICK_CPU_LABELS = {DS_STEP, DS_FIT, DS_WARM} | {
     tpl.format(s=s, t=t, b=b)
     for s, t in ((1, 2000), (50, 40))
     for tpl, backends in ((FB, ("numba", "torch")), (BW, ("numba",)))
@@ -73,6 +75,41 @@ def test_ds_records_have_their_crowdkit_peer_accuracy_and_memory(records):
     # int32 codes per label stay cached (the step itself never forms the (N, K) posteriors)
     assert mem["peak_bytes"] >= 8 * (n + 1) + 2 * 4 * labels
     assert mem["rss_peak_delta_bytes"] > 0
+
+
+def test_ds_dataframe_to_labels_record_compares_with_crowdkit_fit_predict(records):
+    warm = records[DS_WARM]
+    assert warm["metric"] == "seconds"
+    assert set(warm["peers"]) == {"crowdkit.DawidSkene.fit_predict"}
+    assert set(warm["agreement"]) == {"accuracy"}
+    assert warm["agreement"]["accuracy"]["against"] == (
+        "crowdkit.DawidSkene(n_iter=20).fit_predict accuracy")
+
+
+def test_the_cold_case_is_registered_for_full_cpu_runs_only(modules):
+    ds, _ = modules
+    cold = DS_FACADE.format(n=100_000, m=1000, l=500_000, start="cold")
+    full_cpu = {c.label: c for c in ds.cases(False, device=torch.device("cpu"))}
+    assert cold in full_cpu and DS_FACADE.format(n=100_000, m=1000, l=500_000,
+                                                 start="warm") in full_cpu
+    assert set(full_cpu[cold].peers) == {"crowdkit.DawidSkene.fit_predict"}
+    assert not any("start=cold" in c.label for c in ds.cases(True, device=torch.device("cpu")))
+    assert not any("ds_fit_predict" in c.label
+                   for c in ds.cases(False, device=torch.device("cuda")))
+
+
+def test_a_cold_run_reports_its_phases_and_gives_the_in_process_labels(modules):
+    ds, _ = modules
+    from pyromodels.crowd.estimators import DawidSkeneEstimator
+
+    phases, labels = ds.cold_run(ds.QUICK, "ours")
+    assert set(phases) == {"import_s", "read_s", "fit_s", "read_to_labels_s"}
+    assert all(v > 0 for v in phases.values())
+    assert phases["read_to_labels_s"] == pytest.approx(phases["read_s"] + phases["fit_s"])
+    frame = ds._problem(*ds.QUICK, 1, "cpu").frame
+    warm = DawidSkeneEstimator(n_iter=ds.FACADE_ITERATIONS).fit_predict(frame)
+    assert labels.index.equals(warm.index)
+    assert labels.equals(warm)
 
 
 def test_hmm_records_compare_with_both_hmmlearn_implementations(records):

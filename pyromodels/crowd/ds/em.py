@@ -69,6 +69,7 @@ from .kernels import numba_em
 __all__ = [
     "table_logits",
     "class_logits",
+    "table_posteriors",
     "e_step",
     "m_step",
     "em_step",
@@ -111,11 +112,25 @@ def e_step(data: DSData, params: dict,
     :mod:`.kernels.numba_em`) or ``"auto"`` (numba for CPU tensors when it is installed).
     """
     prior, confusion = _prior(data, params), params["confusion"]
-    if _backend(data, backend, prior, confusion) == "numba":
-        q, log_norm = numba_em.posteriors(data.table, prior, confusion)
+    return table_posteriors(data.table, prior, confusion,
+                            _backend(data, backend, prior, confusion))
+
+
+def table_posteriors(table, prior: torch.Tensor, confusion: torch.Tensor,
+                     backend: str = "torch") -> tuple[torch.Tensor, torch.Tensor]:
+    """Class posteriors ``(N, K)`` and ``log p(labels_n | theta)`` ``(N,)`` of the items of
+    ``table`` (an AnnotationTable) given ``prior`` ``(K,)`` and ``confusion`` ``(M, K, K)``.
+
+    The one dispatcher of this computation: ``backend="numba"`` runs the compiled pass of
+    :mod:`.kernels.numba_em` (CPU tensors; an item impossible under every class hands the
+    whole call back to the torch path), ``"torch"`` the sparse product of
+    :func:`table_logits` and a softmax (any device). Both agree to rounding.
+    """
+    if backend == "numba":
+        q, log_norm = numba_em.posteriors(table, prior, confusion)
         if bool(torch.isfinite(log_norm).all()):
             return q, log_norm
-    logits = table_logits(data.table, prior, confusion)
+    logits = table_logits(table, prior, confusion)
     log_norm = torch.logsumexp(logits, -1)
     return torch.exp(logits - log_norm.unsqueeze(-1)), log_norm
 

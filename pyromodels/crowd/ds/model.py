@@ -51,6 +51,7 @@ from pyro.ops.indexing import Vindex
 from ...checks import check_in, check_positive
 from ...core.model import Model
 from ...data.annotations import AnnotationTable
+from ...data.tensors import on_device
 from ..emissions import confusion_counts
 from ..majority import vote_fractions
 from . import em, gibbs
@@ -265,11 +266,16 @@ class DawidSkene(Model):
         prior = samples["prior"] if d.fixed_prior is None else d.fixed_prior.expand(lead + (-1,))
         return prior.reshape(-1, d.num_classes), conf.reshape(-1, *conf.shape[-3:])
 
-    def _per_draw_logits(self, d: DSData, samples: dict, table: AnnotationTable):
+    def _per_draw_posteriors(self, d: DSData, samples: dict, table: AnnotationTable):
+        """Class posteriors ``(..., N, K)`` and ``log p(labels_n | draw)`` ``(..., N)`` of the
+        items of ``table`` under each draw, on the data's backend (the compiled pass on the
+        CPU, see :func:`~pyromodels.crowd.ds.em.table_posteriors`)."""
         priors, confs = self._draws(d, samples)
         lead = samples["confusion"].shape[:-3]
-        out = [em.table_logits(table, p, c) for p, c in zip(priors, confs)]
-        return torch.stack(out).reshape(lead + (table.num_items, d.num_classes))
+        out = [em.table_posteriors(table, p, c, d.backend) for p, c in zip(priors, confs)]
+        q = torch.stack([o[0] for o in out]).reshape(lead + (table.num_items, d.num_classes))
+        log_norm = torch.stack([o[1] for o in out]).reshape(lead + (table.num_items,))
+        return q, log_norm
 
     def log_likelihood_pointwise(self, data, samples) -> dict:
         """Marginal ``log p(labels of item n | prior, confusion)`` per draw, ``z`` summed out.
@@ -277,7 +283,7 @@ class DawidSkene(Model):
         Returns ``{"y": (chain, draw, N)}``.
         """
         d = self._prepared(data)
-        return {"y": torch.logsumexp(self._per_draw_logits(d, samples, d.table), -1)}
+        return {"y": self._per_draw_posteriors(d, samples, d.table)[1]}
 
     def predict(self, posterior, new_data) -> torch.Tensor:
         """Class probabilities ``(N_new, K)`` of items labelled by the fitted workers.
@@ -285,7 +291,9 @@ class DawidSkene(Model):
         ``new_data`` is an :class:`AnnotationTable` coded with the training table's workers
         and classes (``M`` and ``K`` must match). Each draw's posterior
         ``softmax(log prior + log b)`` is averaged over the draws (one draw for EM), which is
-        the Rao-Blackwellised posterior for the training items themselves.
+        the Rao-Blackwellised posterior for the training items themselves. On the CPU each
+        draw's posterior comes from the compiled pass (see
+        :func:`~pyromodels.crowd.ds.em.table_posteriors`).
         """
         d = self.prepare(posterior.data)
         if isinstance(new_data, DSData):
@@ -297,6 +305,5 @@ class DawidSkene(Model):
                 f"new_data must be coded with the fitted {d.num_workers} workers and "
                 f"{d.num_classes} classes, got {new_data.num_workers} and {new_data.num_classes}"
             )
-        logits = self._per_draw_logits(d, posterior.samples, new_data.to(d.device))
-        probs = torch.softmax(logits, -1)
+        probs = self._per_draw_posteriors(d, posterior.samples, on_device(new_data, d.device))[0]
         return probs.reshape(-1, new_data.num_items, d.num_classes).mean(0)
