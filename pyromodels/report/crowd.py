@@ -81,12 +81,12 @@ def label_table(table: AnnotationTable, probabilities) -> pd.DataFrame:
     return frame
 
 
-def _cells(confusion, interval: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _draws(confusion) -> np.ndarray:
+    """Confusion draws as a float64 array ``(S, M, K, K)`` (``S = 1`` for a point estimate)."""
     draws = torch.as_tensor(confusion).detach().cpu().double()
-    draws = draws.reshape(-1, *draws.shape[-3:]).numpy()
-    tail = (1.0 - interval) / 2.0
-    lower, upper = np.quantile(draws, [tail, 1.0 - tail], axis=0)
-    return draws.mean(0), lower, upper
+    if draws.dim() < 3:
+        raise ValueError(f"confusion must end in (M, K, K), got shape {tuple(draws.shape)}")
+    return draws.reshape(-1, *draws.shape[-3:]).numpy()
 
 
 def gold_scores(labels: pd.DataFrame, gold: pd.Series) -> dict:
@@ -172,27 +172,26 @@ def crowd_outputs(table: AnnotationTable, probabilities, confusion, *, gold=None
     """
     interval = check_probability(interval, "interval")
     labels = label_table(table, probabilities)
-    draws = torch.as_tensor(confusion)
-    num_draws = int(np.prod(draws.shape[:-3])) if draws.dim() > 3 else 1
-    mean, lower, upper = _cells(draws, interval)
+    draws = _draws(confusion)
     m, k = table.num_workers, table.num_classes
-    if mean.shape != (m, k, k):
-        raise ValueError(f"confusion must end in ({m}, {k}, {k}), got {tuple(draws.shape)}")
+    if draws.shape[1:] != (m, k, k):
+        raise ValueError(f"confusion must end in ({m}, {k}, {k}), got {draws.shape[1:]}")
+    tail = (1.0 - interval) / 2.0
+    mean = draws.mean(0)
+    lower, upper = np.quantile(draws, [tail, 1.0 - tail], axis=0)
     index = pd.MultiIndex.from_product([table.workers, table.classes, table.classes],
                                        names=["worker", "true", "answer"])
     long = pd.DataFrame({"mean": mean.ravel(), "lower": lower.ravel(), "upper": upper.ravel()},
                         index=index).reset_index()
-    weights = np.asarray(torch.as_tensor(probabilities).detach().cpu().double().mean(0))
-    flat = torch.as_tensor(draws).detach().cpu().double().reshape(-1, m, k, k).numpy()
-    right = (np.diagonal(flat, axis1=-2, axis2=-1) * weights).sum(-1)
-    tail = (1.0 - interval) / 2.0
+    weights = labels[[f"p_{c}" for c in table.classes]].to_numpy().mean(0)
+    right = (np.diagonal(draws, axis1=-2, axis2=-1) * weights).sum(-1)
     workers = pd.DataFrame({
         "labels": table.counts_per_worker().cpu().numpy(),
         "p_right": right.mean(0),
         "p_right_lower": np.quantile(right, tail, axis=0),
         "p_right_upper": np.quantile(right, 1.0 - tail, axis=0),
     }, index=pd.Index(table.workers, name="worker")).sort_values("labels", ascending=False)
-    sampled = num_draws > 1
+    sampled = draws.shape[0] > 1
     title = ("worker confusions: posterior mean and "
              f"{interval:.0%} interval per cell" if sampled else
              "worker confusions: point estimate")
