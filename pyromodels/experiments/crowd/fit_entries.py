@@ -78,7 +78,7 @@ def crowd_table(path=None, *, dataset=None, task_col=None, worker_col=None, labe
     """The :class:`~pyromodels.data.AnnotationTable` of an answer file or named data set.
 
     Args:
-        path: an answer CSV (see :data:`ANSWERS_FORMAT`), or ``None``.
+        path: an answer CSV (see :data:`ANSWERS_FORMAT`) or DataFrame, or ``None``.
         dataset: a data set name (see :func:`~pyromodels.data.crowd_files.find_crowd_dataset`).
         task_col, worker_col, label_col: the column names in ``path``.
         default: the data set read when neither ``path`` nor ``dataset`` is given (``None``:
