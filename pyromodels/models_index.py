@@ -1,9 +1,10 @@
 """The built-in models: importing this module registers each of them.
 
-:func:`pyromodels.registry.load_builtin` imports it. Each line imports one experiment package's
-registering module, whose import adds its :class:`~pyromodels.registry.ModelEntry`; a new
-paper adds one line.
+:func:`pyromodels.registry.load_builtin` imports it. Each line imports one registering module
+of an experiment package (its paper reproduction, or its models as ``fit`` choices), whose
+import adds its :class:`~pyromodels.registry.ModelEntry` objects; a new paper adds a line.
 """
 
+from .experiments.crowd import fit_entries as _crowd_models  # noqa: F401 - the crowd models
 from .experiments.crowd import reproduction as _crowd  # noqa: F401 - registers "crowd"
 from .experiments.reference_mixture import reproduction as _mixture  # noqa: F401 - "gaussian-mixture"

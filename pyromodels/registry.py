@@ -15,6 +15,11 @@ themselves. A model module registers itself::
     ))
 
 A demo returns a :class:`~pyromodels.report.DemoResult`, the record the report writes.
+
+An entry that ``pyromodels fit`` can fit has a ``loader`` and says, in ``data_format``, what
+data it reads; ``options`` lists the model-specific command-line options it takes (each one of
+:data:`LOADER_OPTIONS`, :data:`MODEL_OPTIONS` or :data:`REPORT_OPTIONS`), which reach its
+``loader``, its ``factory`` or its ``describe`` hook as keyword arguments when given.
 :func:`load_builtin` imports :mod:`pyromodels.models_index`, which imports every built-in
 model module so that each registers.
 
@@ -37,6 +42,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SCALES",
+    "LOADER_OPTIONS",
+    "MODEL_OPTIONS",
+    "REPORT_OPTIONS",
+    "FitOutput",
     "ModelEntry",
     "UnknownModelError",
     "entries",
@@ -51,6 +60,16 @@ SCALES = ("small", "medium", "paper")
 
 BUILTIN_INDEX = "pyromodels.models_index"
 
+#: options of ``pyromodels fit`` passed to an entry's ``loader``: a named data set instead of
+#: ``--data``, the column names of a crowd-label table, the sequence and position columns of
+#: sequential labels, the edge list of networked labels
+LOADER_OPTIONS = ("dataset", "task_col", "worker_col", "label_col", "sequence_col",
+                  "position_col", "edges")
+#: options passed to an entry's ``factory``
+MODEL_OPTIONS = ("num_components",)
+#: options passed to an entry's ``describe`` hook: gold labels to score a fit against
+REPORT_OPTIONS = ("gold",)
+
 _REGISTRY: dict[str, ModelEntry] = {}
 
 
@@ -64,6 +83,20 @@ class UnknownModelError(KeyError, ValueError):
 def _check_optional_callable(value, name: str) -> None:
     if value is not None and not callable(value):
         raise TypeError(f"{name} must be callable or None, got {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class FitOutput:
+    """What an entry's ``describe`` hook makes of one fit.
+
+    Attributes:
+        result: the report entry of the fit (a :class:`~pyromodels.report.DemoResult`).
+        files: ``{file name: pandas.DataFrame}`` written as CSV beside the report (for
+            example ``labels.csv``).
+    """
+
+    result: DemoResult
+    files: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -82,6 +115,13 @@ class ModelEntry:
         loader: ``loader(path)`` returns the data ``fit`` takes (``path`` ``None`` means the
             model's default data set), or ``None`` when the model has no data loader.
         scales: the scales ``reproduce`` accepts (a subset of ``SCALES``).
+        data_format: what ``loader`` reads, in a sentence or two (shown by ``fit --help``).
+        options: the model-specific ``fit`` options the entry takes, as keyword names
+            (``"task_col"`` for ``--task-col``), each from :data:`LOADER_OPTIONS`,
+            :data:`MODEL_OPTIONS` or :data:`REPORT_OPTIONS`.
+        describe: ``describe(posterior, data, *, name, **report_options) -> FitOutput``,
+            the report of one fit, or ``None`` for the generic one
+            (:func:`~pyromodels.report.result_from_posterior`).
     """
 
     name: str
@@ -93,6 +133,9 @@ class ModelEntry:
     reproduce: Callable[..., DemoResult] | None = None
     loader: Callable[[str | None], Any] | None = None
     scales: tuple[str, ...] = ("small", "medium", "paper")
+    data_format: str = ""
+    options: tuple[str, ...] = ()
+    describe: Callable[..., FitOutput] | None = None
 
     def __post_init__(self):
         check_name(self.name, "name")
@@ -113,8 +156,13 @@ class ModelEntry:
             raise ValueError(f"engines must not repeat a method, got {self.engines!r}")
         if not callable(self.factory):
             raise TypeError(f"factory must be callable, got {type(self.factory).__name__}")
-        for attr in ("demo", "reproduce", "loader"):
+        for attr in ("demo", "reproduce", "loader", "describe"):
             _check_optional_callable(getattr(self, attr), attr)
+        if not isinstance(self.data_format, str):
+            raise TypeError(f"data_format must be a string, got {type(self.data_format).__name__}")
+        known = LOADER_OPTIONS + MODEL_OPTIONS + REPORT_OPTIONS
+        if not isinstance(self.options, tuple) or not set(self.options) <= set(known):
+            raise ValueError(f"options must be a tuple drawn from {known}, got {self.options!r}")
         if not isinstance(self.scales, tuple) or not self.scales or not set(self.scales) <= set(SCALES):
             raise ValueError(f"scales must be a non-empty tuple drawn from {SCALES}, got {self.scales!r}")
 

@@ -28,7 +28,7 @@ from .idmaps import (
 )
 from .tensors import TensorFields
 
-__all__ = ["AnnotationTable", "TableSizes", "check_columns"]
+__all__ = ["AnnotationTable", "TableSizes", "check_columns", "item_column"]
 
 
 def check_columns(df, columns: dict[str, str]) -> None:
@@ -81,6 +81,21 @@ def _factorize(values: pd.Series, name: str, known, known_name: str):
     rank = np.cumsum(present, dtype=np.int64) - 1
     uniques = lo + np.flatnonzero(present).astype(dtype)
     return rank[offset], pd.Index(uniques)
+
+
+def item_column(df, item: str = "task") -> str:
+    """The name of the item column of ``df``: ``item``, or ``"item"`` when ``item`` is the
+    default ``"task"``, ``df`` has no such column and has an ``"item"`` column (the shared
+    crowd data name it so).
+
+    Example:
+        >>> item_column(pd.DataFrame({"item": [1], "worker": [2], "label": [0]}))
+        'item'
+    """
+    if (item == "task" and isinstance(df, pd.DataFrame) and "task" not in df.columns
+            and "item" in df.columns):
+        return "item"
+    return item
 
 
 class TableSizes:
@@ -195,7 +210,8 @@ class AnnotationTable(ItemWorkerSizes, TensorFields):
 
         Args:
             df: DataFrame with (at least) the item, worker and label columns.
-            item, worker, label: column names (defaults follow crowd-kit).
+            item, worker, label: column names (defaults follow crowd-kit). With the default
+                ``item="task"``, a table without a ``task`` column may name it ``item``.
             classes: the class ids in the order wanted for the codes; every label must be one
                 of them and classes nobody used are kept. Default: the sorted distinct labels.
             items, workers: optional full id lists (fixing the code order and keeping items or
@@ -206,6 +222,7 @@ class AnnotationTable(ItemWorkerSizes, TensorFields):
             ValueError: missing columns, empty table, NaN ids or labels, labels outside
                 ``classes``, repeated (item, worker) rows.
         """
+        item = item_column(df, item)
         check_columns(df, {"item": item, "worker": worker, "label": label})
         item_codes, item_index = _factorize(df[item], f"df[{item!r}]", items, "items")
         worker_codes, worker_index = _factorize(df[worker], f"df[{worker!r}]", workers, "workers")

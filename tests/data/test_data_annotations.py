@@ -162,3 +162,67 @@ def test_bad_codes():
         AnnotationTable.from_arrays([], [], [])
     with pytest.raises(ValueError, match="num_classes must be an integer >= 1"):
         AnnotationTable.from_arrays([0], [0], [0], num_classes=0)
+
+
+def test_item_is_a_synonym_of_the_task_column(df):
+    renamed = df.rename(columns={"task": "item"})
+    table = AnnotationTable.from_dataframe(renamed)
+    reference = AnnotationTable.from_dataframe(df)
+    assert list(table.items) == list(reference.items)
+    assert table.item_idx.tolist() == reference.item_idx.tolist()
+    # a column named explicitly is never replaced, and "task" wins over "item"
+    with pytest.raises(ValueError, match=r"missing column\(s\) \['question'\]"):
+        AnnotationTable.from_dataframe(renamed, item="question")
+    both = df.assign(item=["x"] * 5)
+    assert list(AnnotationTable.from_dataframe(both).items) == ["t1", "t2", "t3"]
+
+
+def test_the_facade_reads_an_item_column(df):
+    from pyromodels.crowd.estimators import DawidSkeneEstimator
+
+    labels = DawidSkeneEstimator(n_iter=5).fit_predict(df.rename(columns={"task": "item"}))
+    assert sorted(labels.index) == ["t1", "t2", "t3"]
+
+
+def test_crowd_files_read_answers_gold_and_sequences(tmp_path):
+    from pyromodels.data.crowd_files import (
+        CrowdColumns,
+        order_by_sequence,
+        read_answers,
+        read_gold,
+    )
+
+    path = tmp_path / "a.csv"
+    pd.DataFrame({"q": [1, 2], "who": ["u", "v"], "y": [0, 1], "s": ["b", "a"],
+                  "pos": [0, 0]}).to_csv(path, index=False)
+    answers = read_answers(path, CrowdColumns("q", "who", "y"))
+    assert answers.columns.tolist() == ["task", "worker", "label"]
+    with pytest.raises(ValueError, match=r"no column\(s\) \['task', 'worker', 'label'\]"):
+        read_answers(path)
+    tasks, lengths = order_by_sequence(answers, pd.Series(["b", "a"]), pd.Series([0, 0]))
+    assert tasks.tolist() == [2, 1] and lengths == [1, 1]
+    with pytest.raises(ValueError, match="two tasks share position 0 of sequence 'a'"):
+        order_by_sequence(answers, pd.Series(["a", "a"]), pd.Series([0, 0]))
+    gold = tmp_path / "g.csv"
+    gold.write_text("item,label\n1,0\n1,1\n")
+    with pytest.raises(ValueError, match=r"gold lists task\(s\) \[1\] more than once"):
+        read_gold(gold)
+    (tmp_path / "empty.csv").write_text("")
+    with pytest.raises(ValueError, match="the file is empty"):
+        read_gold(tmp_path / "empty.csv")
+
+
+@pytest.mark.parametrize(
+    "header, first, rejected",
+    [(["", "x"], [0, 1, 2], True), (["Unnamed: 0", "x"], [5, 1, 2], True),
+     (["index", "x"], [0, 1, 2], True), (["index", "x"], [0.5, 1, 2], False),
+     (["a", "x"], [0, 1, 2], False), (None, [0, 1, 2], False)],
+)
+def test_saved_index_columns_are_recognised(header, first, rejected):
+    from pyromodels.data.index_columns import check_no_index_column
+
+    if rejected:
+        with pytest.raises(ValueError, match=r"f.csv: its first column .* saved pandas index"):
+            check_no_index_column(header, first, "f.csv")
+    else:
+        check_no_index_column(header, first, "f.csv")

@@ -43,6 +43,7 @@ from ...crowd.ds.model import DawidSkene
 from ...registry import ModelEntry, register
 from ..arguments import demo_arguments, reproduction_arguments
 from . import iid as crowd_iid
+from .fit_entries import ANSWERS_FORMAT, crowd_table, describe_fit
 from .synthetic import SyntheticSettings
 from .tables import MethodSettings
 
@@ -311,9 +312,10 @@ def reproduce(*, scale: str, progress: bool, seed: int) -> DemoResult:
     return run(PLANS[scale], f"{NAME}-{scale}", **options)
 
 
-def read_annotations(path):
-    """Read a crowd-label CSV with columns ``task``, ``worker``, ``label`` (one row per
-    judgement; other columns are ignored) into an AnnotationTable.
+def read_annotations(path, task_col=None, worker_col=None, label_col=None):
+    """Read a crowd-label CSV with columns ``task`` (or ``item``), ``worker``, ``label`` (one
+    row per judgement; other columns are ignored; other names with ``task_col``,
+    ``worker_col``, ``label_col``) into an AnnotationTable.
 
     Repeated ``(task, worker)`` rows are kept as separate judgements (the Dawid-Skene
     likelihood treats every row as one).
@@ -324,8 +326,6 @@ def read_annotations(path):
     """
     import pandas as pd
 
-    from ...data import AnnotationTable
-
     if not isinstance(path, str | Path):
         raise TypeError(f"path must be a str or Path, got {type(path).__name__}")
     try:
@@ -334,20 +334,21 @@ def read_annotations(path):
         raise ValueError(f"{path} is empty: expected a CSV with columns task, worker, "
                          "label") from None
     try:
-        return AnnotationTable.from_dataframe(frame, allow_repeats=True)
+        return crowd_table(frame, task_col=task_col, worker_col=worker_col, label_col=label_col)
     except ValueError as exc:
-        raise ValueError(f"{path}: {exc} (expected a CSV with columns task, worker, label, "
-                         "one row per judgement)") from exc
+        raise ValueError(f"{path}: {exc} (expected a CSV with columns task (or item), worker, "
+                         "label, one row per judgement)") from exc
 
 
-def loader(path: str | None):
+def loader(path: str | None, *, dataset=None, task_col=None, worker_col=None, label_col=None):
     """The data ``pyromodels fit crowd`` fits: a task/worker/label CSV
-    (:func:`read_annotations`), or by default the ``bluebirds`` crowd set."""
+    (:func:`read_annotations`), a named crowd set (``dataset``), or by default the
+    ``bluebirds`` crowd set."""
     if path is None:
-        from ...data import AnnotationTable, load_crowd
-
-        return AnnotationTable.from_dataframe(load_crowd("bluebirds")[0], allow_repeats=True)
-    return read_annotations(path)
+        return crowd_table(dataset=dataset, model=NAME)
+    if dataset is not None:
+        raise ValueError("give either a data file or --dataset, not both")
+    return read_annotations(path, task_col, worker_col, label_col)
 
 
 ENTRY = register(
@@ -362,5 +363,10 @@ ENTRY = register(
         reproduce=reproduce,
         loader=loader,
         scales=SCALES,
+        data_format=("as dawid-skene (this entry fits plain Dawid-Skene; the sequential and "
+                     "networked models are the entries sequential-dawid-skene and "
+                     "networked-dawid-skene): " + ANSWERS_FORMAT),
+        options=("dataset", "task_col", "worker_col", "label_col", "gold"),
+        describe=describe_fit,
     )
 )

@@ -36,9 +36,11 @@ import numpy as np
 from ...core.device import num_threads
 from ...core.seeding import derive_seed
 from ...data import load_sklearn
+from ...data.index_columns import check_no_index_column
 from ...mixture import BayesianGaussianMixture
 from ...registry import ModelEntry, register
 from ..arguments import demo_arguments, reproduction_arguments
+from .fit_report import describe_fit
 
 if TYPE_CHECKING:  # the report package loads ArviZ: registering the entry stays light
     from ...report import DemoResult
@@ -91,9 +93,10 @@ SETTINGS = {
 }
 
 
-def default_model() -> BayesianGaussianMixture:
-    """The registered model: ``BayesianGaussianMixture(3)`` with the data-driven default prior."""
-    return BayesianGaussianMixture(NUM_COMPONENTS)
+def default_model(num_components: int = NUM_COMPONENTS) -> BayesianGaussianMixture:
+    """The registered model: ``BayesianGaussianMixture(num_components)`` (default 3) with the
+    data-driven default prior."""
+    return BayesianGaussianMixture(num_components)
 
 
 def load_features() -> tuple[np.ndarray, np.ndarray, float]:
@@ -299,6 +302,7 @@ def read_numeric_csv(path) -> np.ndarray:
             )
         for j, cell in enumerate(row):
             values[i, j] = _parse_number(cell, line, repr(names[j]), path)
+    check_no_index_column(header, values[:, 0], str(path))
     return values
 
 
@@ -328,5 +332,10 @@ ENTRY = register(
         reproduce=reproduce,
         loader=loader,
         scales=SCALES,
+        data_format=("a CSV of numbers, one row per point and one column per dimension, with "
+                     "or without a header line (no saved index column); default: the wine "
+                     "data projected on two principal components"),
+        options=("num_components",),
+        describe=describe_fit,
     )
 )

@@ -1,0 +1,138 @@
+"""``pyromodels fit MODEL --method METHOD``: fit one registered model and write its report.
+
+The model's entry says what data it reads and which of the model-specific options it takes
+(:data:`~pyromodels.registry.LOADER_OPTIONS` go to its loader,
+:data:`~pyromodels.registry.MODEL_OPTIONS` to its factory, ``--gold`` to its ``describe``
+hook). The report is written as for every command; the files the hook adds (a crowd fit's
+``labels.csv``, say) are written beside ``index.html``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .. import registry
+from .common import UsageError, use_agg, write_and_print
+from .parser import ENGINE_OPTIONS, FIT_OPTIONS, fit_help, flag
+
+__all__ = ["cmd_fit"]
+
+_CORE_ENGINES = ("svi", "nuts", "gibbs", "em")
+#: model-specific options whose value is a file that must exist
+_FILE_OPTIONS = ("edges", "gold")
+
+
+def _engine_options(args: argparse.Namespace, method: str) -> dict:
+    """The engine options given on the command line, checked against ``method``."""
+    given = {k: getattr(args, k) for k in ENGINE_OPTIONS if getattr(args, k) is not None}
+    if method in _CORE_ENGINES:
+        for key in given:
+            if method not in ENGINE_OPTIONS[key]:
+                raise UsageError(
+                    f"{flag(key)} does not apply to method {method!r} "
+                    f"(it applies to: {', '.join(ENGINE_OPTIONS[key])})"
+                )
+    return given
+
+
+def _model_options(args: argparse.Namespace, entry: registry.ModelEntry) -> dict:
+    """The model-specific options given, checked against the entry's own."""
+    given = {k: getattr(args, k) for k in FIT_OPTIONS if getattr(args, k) is not None}
+    for key in given:
+        if key not in entry.options:
+            own = ", ".join(flag(o) for o in entry.options) or "none"
+            raise UsageError(f"{flag(key)} does not apply to model {entry.name!r} "
+                             f"(its options: {own})")
+    for key in _FILE_OPTIONS:
+        if key in given and not Path(given[key]).is_file():
+            raise UsageError(f"{flag(key)} file not found: {given[key]}")
+    return given
+
+
+def _without_source(message: str, source) -> str:
+    """``message`` without a leading mention of ``source``: the caller names it once."""
+    text = str(source)
+    if source is not None and message.startswith(text):
+        return message[len(text):].lstrip(":, ")
+    return message
+
+
+def _load(entry: registry.ModelEntry, args: argparse.Namespace, options: dict):
+    if entry.loader is None:
+        raise UsageError(f"model {entry.name!r} has no data loader, so `fit` cannot load its data")
+    if args.data is not None and not Path(args.data).exists():
+        raise UsageError(f"data file not found: {args.data}")
+    loader_options = {k: v for k, v in options.items() if k in registry.LOADER_OPTIONS}
+    try:
+        return entry.loader(args.data, **loader_options)
+    except (ValueError, TypeError, OSError) as exc:
+        if args.data is not None:
+            source = args.data
+        elif "dataset" in options:
+            source = f"data set {options['dataset']!r}"
+        else:
+            source = "its default data set"
+        message = _without_source(str(exc), args.data)
+        raise UsageError(f"cannot load data for {entry.name!r} from {source}: {message}") from exc
+
+
+def _gold(options: dict):
+    if "gold" not in options:
+        return {}
+    from ..data.crowd_files import read_gold
+
+    try:
+        return {"gold": read_gold(options["gold"])}
+    except ValueError as exc:
+        raise UsageError(f"cannot read gold labels from {options['gold']}: {exc}") from exc
+
+
+def _help(args: argparse.Namespace) -> int:
+    print(fit_help(registry.get(args.model) if args.model is not None else None), end="")
+    return 0
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    """Fit one model with one method and write the report of that fit."""
+    from ..report import result_from_posterior
+
+    if args.help:
+        return _help(args)
+    if args.model is None:
+        known = ", ".join(e.name for e in registry.entries()) or "none registered"
+        raise UsageError(f"fit needs a model name; known models: {known}")
+    entry = registry.get(args.model)
+    if args.method is None:
+        raise UsageError(f"fit needs --method, one of model {entry.name!r}'s methods: "
+                         f"{', '.join(entry.engines)}")
+    if args.method not in entry.engines:
+        raise UsageError(
+            f"model {entry.name!r} has no method {args.method!r}; "
+            f"its methods: {', '.join(entry.engines)}"
+        )
+    engine_options = _engine_options(args, args.method)
+    options = _model_options(args, entry)
+    data = _load(entry, args, options)
+    report_options = _gold(options)
+    use_agg()
+    try:
+        model = entry.factory(**{k: v for k, v in options.items() if k in registry.MODEL_OPTIONS})
+        posterior = model.fit(data, method=args.method, seed=args.seed, progress=args.progress,
+                              **engine_options)
+    except ValueError as exc:
+        raise UsageError(f"cannot fit {entry.name!r} with {args.method}: {exc}") from exc
+    name = f"{entry.name}-{args.method}"
+    out = args.out if args.out is not None else Path("reports") / "fit" / name
+    if entry.describe is None:
+        result, files = result_from_posterior(posterior, name), {}
+    else:
+        try:
+            described = entry.describe(posterior, data, name=name, **report_options)
+        except ValueError as exc:
+            raise UsageError(f"cannot report the fit of {entry.name!r}: {exc}") from exc
+        result, files = described.result, described.files
+    folder = write_and_print([result], out, f"pyromodels fit: {entry.title} ({args.method})")
+    for file_name, frame in files.items():
+        frame.to_csv(folder / file_name, index=False)
+    return 0

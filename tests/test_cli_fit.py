@@ -1,0 +1,264 @@
+"""``pyromodels fit`` on real and simulated data, through ``main(argv)`` with the built-in models.
+
+The shared crowd data (``$PYROMODELS_DATA``) name the task column
+``item``; the bundled sets are read by name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import arviz as az
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from pyromodels import registry
+from pyromodels.cli import main
+from pyromodels.crowd.hmm.model import SequentialDawidSkene
+from pyromodels.crowd.mrf.model import NetworkedDawidSkene
+from pyromodels.data import (
+    WorkerPopulation,
+    list_crowd_datasets,
+    load_crowd,
+    simulate_networked_annotations,
+    simulate_sequential_annotations,
+)
+
+SHARED = Path(os.environ.get("PYROMODELS_DATA", Path(__file__).resolve().parents[2] / "shared"
+                             / "data"))
+RTE = SHARED / "rte" / "answers.csv"
+needs_shared = pytest.mark.skipif(not RTE.is_file(), reason="the shared rte set is not here")
+
+
+def _one_error_line(capsys) -> str:
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert captured.out == "" and len(lines) == 1, captured.err
+    assert lines[0].startswith("pyromodels: error: ")
+    return lines[0]
+
+
+def _fit(argv, tmp_path, name="r") -> Path:
+    out = tmp_path / name
+    assert main(["fit", *argv, "--out", str(out), "--no-progress"]) == 0
+    return out
+
+
+# ---------------------------------------------------------------- data and columns
+@needs_shared
+def test_fit_reads_the_shared_data_whose_task_column_is_item(tmp_path, capsys):
+    out = _fit(["crowd", "--method", "em", "--data", str(RTE)], tmp_path)
+    labels = pd.read_csv(out / "labels.csv")
+    answers = pd.read_csv(RTE)
+    assert len(labels) == answers["item"].nunique() == 800
+    assert set(labels["task"]) == set(answers["item"])
+
+
+def test_column_options_name_the_columns(tmp_path, capsys):
+    answers, _ = load_crowd("bluebirds")
+    path = tmp_path / "renamed.csv"
+    answers.set_axis(["question", "annotator", "answer"], axis=1).to_csv(path, index=False)
+    argv = ["dawid-skene", "--method", "em", "--data", str(path)]
+    assert main(["fit", *argv, "--out", str(tmp_path / "no")]) == 2
+    line = _one_error_line(capsys)
+    assert "no column(s) ['task', 'worker', 'label']" in line
+    assert "--task-col, --worker-col and --label-col" in line and "item=" not in line
+    assert line.count(str(path)) == 1  # the path is named once
+    out = _fit([*argv, "--task-col", "question", "--worker-col", "annotator",
+                "--label-col", "answer"], tmp_path)
+    labels = pd.read_csv(out / "labels.csv")
+    assert sorted(labels["task"]) == sorted(answers["task"].unique())
+
+
+def test_dataset_option_reads_bundled_sets_and_the_data_folder(tmp_path, capsys, monkeypatch):
+    out = _fit(["dawid-skene", "--method", "em", "--dataset", "bluebirds"], tmp_path, "bundled")
+    assert len(pd.read_csv(out / "labels.csv")) == 108
+    folder = tmp_path / "data" / "mine"
+    folder.mkdir(parents=True)
+    pd.DataFrame({"item": ["a", "a", "b", "b"], "worker": ["u", "v", "u", "v"],
+                  "label": ["x", "x", "y", "y"]}).to_csv(folder / "answers.csv", index=False)
+    monkeypatch.setenv("PYROMODELS_DATA", str(tmp_path / "data"))
+    out = _fit(["dawid-skene", "--method", "em", "--dataset", "mine"], tmp_path, "folder")
+    labels = pd.read_csv(out / "labels.csv")
+    assert labels["task"].tolist() == ["a", "b"] and labels["label"].tolist() == ["x", "y"]
+    capsys.readouterr()
+    assert main(["fit", "dawid-skene", "--method", "em", "--dataset", "nope"]) == 2
+    line = _one_error_line(capsys)
+    assert "unknown crowd data set 'nope'" in line and "bluebirds" in line
+
+
+# ---------------------------------------------------------------- models as choices
+def test_list_shows_every_model_as_a_choice(capsys):
+    assert main(["list"]) == 0
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:] if line]
+    for name in ("dawid-skene", "sequential-dawid-skene", "networked-dawid-skene",
+                 "gaussian-mixture", "crowd"):
+        assert name in names
+
+
+def test_fit_help_shows_the_models_methods_data_format_and_options(capsys):
+    assert main(["fit", "sequential-dawid-skene", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--method {em,gibbs}" in text and "--sequence-col" in text
+    assert "sequence, position" in text and "--num-components" not in text
+    assert main(["fit", "gaussian-mixture", "--help"]) == 0
+    text = capsys.readouterr().out
+    assert "--num-components" in text and "--task-col" not in text
+    assert main(["fit", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "networked-dawid-skene (em, gibbs)" in text
+
+
+def test_an_option_of_another_model_is_a_one_line_error(capsys):
+    assert main(["fit", "gaussian-mixture", "--method", "em", "--edges", "e.csv"]) == 2
+    assert "--edges does not apply to model 'gaussian-mixture'" in _one_error_line(capsys)
+    assert main(["fit", "dawid-skene"]) == 2
+    assert "fit needs --method, one of model 'dawid-skene'" in _one_error_line(capsys)
+
+
+def test_every_fit_option_is_known_to_the_registry():
+    from pyromodels.cli.parser import FIT_OPTIONS
+
+    assert set(FIT_OPTIONS) == set(registry.LOADER_OPTIONS + registry.MODEL_OPTIONS
+                                   + registry.REPORT_OPTIONS)
+
+
+@pytest.mark.parametrize("argv", [[], ["fit", "--bogus"], ["nope"], ["list", "extra"]])
+def test_argument_errors_are_one_line(capsys, argv):
+    assert main(argv) == 2
+    _one_error_line(capsys)
+
+
+# ---------------------------------------------------------------- what a crowd fit writes
+def test_crowd_fit_writes_labels_confusions_entropy_and_gold_scores(tmp_path):
+    answers, gold = load_crowd("bluebirds")
+    gold_path = tmp_path / "gold.csv"
+    gold.rename_axis("item").reset_index().to_csv(gold_path, index=False)
+    out = _fit(["dawid-skene", "--method", "gibbs", "--num-samples", "40", "--num-warmup", "20",
+                "--num-chains", "2", "--gold", str(gold_path)], tmp_path)
+    labels = pd.read_csv(out / "labels.csv")
+    assert labels.columns.tolist() == ["task", "label", "p_0", "p_1", "entropy"]
+    p = labels[["p_0", "p_1"]].to_numpy()
+    np.testing.assert_allclose(p.sum(1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(labels["entropy"], -(p * np.log(np.clip(p, 1e-300, 1))).sum(1),
+                               atol=1e-9)
+    assert (labels["label"] == np.where(p[:, 1] > p[:, 0], 1, 0)).all()
+    cells = pd.read_csv(out / "worker_confusion.csv")
+    assert len(cells) == answers["worker"].nunique() * 4
+    assert set(cells["worker"]) == set(answers["worker"])  # the user's worker ids
+    assert ((cells["lower"] <= cells["mean"] + 1e-12)
+            & (cells["mean"] <= cells["upper"] + 1e-12)).all()
+    assert (cells["lower"] < cells["upper"]).any()  # an interval, not a point
+    metrics = json.loads((out / "metrics.json").read_text())["dawid-skene-gibbs"]["gibbs"]
+    expected = (labels.set_index("task")["label"] == gold.loc[labels["task"]].to_numpy()).mean()
+    assert metrics["gold"]["accuracy"] == pytest.approx(expected)
+    assert metrics["gold"]["accuracy"] > 0.8 and 0 < metrics["gold"]["macro_f1"] <= 1
+    assert metrics["mean_entropy"] == pytest.approx(labels["entropy"].mean())
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert "posterior mean and 90% interval per cell" in page
+    assert "confusion[0, 0, 0]" not in page  # no flat per-cell rows keyed by worker index
+
+
+def test_em_crowd_fit_reports_point_estimates(tmp_path):
+    out = _fit(["dawid-skene", "--method", "em", "--dataset", "temp"], tmp_path)
+    cells = pd.read_csv(out / "worker_confusion.csv")
+    assert cells.columns.tolist() == ["worker", "true", "answer", "estimate"]
+    assert "worker confusions: point estimate" in (out / "index.html").read_text()
+    assert pd.read_csv(out / "labels.csv").columns.tolist()[2:] == ["p_1", "p_2", "entropy"]
+
+
+def test_gold_without_common_tasks_is_a_one_line_error(tmp_path, capsys):
+    gold = tmp_path / "gold.csv"
+    gold.write_text("task,label\nzzz,0\n")
+    assert main(["fit", "dawid-skene", "--method", "em", "--gold", str(gold),
+                 "--out", str(tmp_path / "r"), "--no-progress"]) == 2
+    assert "no task of the data has a gold label" in _one_error_line(capsys)
+
+
+def test_sequential_fit_reads_sequence_and_position_columns(tmp_path):
+    seqs, _ = simulate_sequential_annotations([12, 9, 15], 4, 3, stickiness=0.6, seed=1)
+    frame = seqs.data.to_frame()
+    codes = torch.as_tensor(frame["task"].to_numpy().copy())
+    frame["sequence"] = seqs.sequence_ids()[codes].numpy()
+    frame["position"] = seqs.positions()[codes].numpy()
+    frame["task"] = "t" + frame["task"].astype(str)  # ids that do not sort in sequence order
+    path = tmp_path / "seq.csv"
+    frame.sample(frac=1.0, random_state=0).to_csv(path, index=False)
+    out = _fit(["sequential-dawid-skene", "--method", "em", "--data", str(path)], tmp_path)
+    labels = pd.read_csv(out / "labels.csv")
+    assert labels["task"].tolist() == [f"t{i}" for i in range(36)]
+    direct = SequentialDawidSkene().fit(seqs, method="em", seed=0, progress=False)
+    np.testing.assert_allclose(labels[["p_0", "p_1", "p_2"]].to_numpy(),
+                               direct.params["posterior"].numpy(), atol=1e-6)
+
+
+def test_networked_fit_reads_an_edge_list(tmp_path, capsys):
+    table, graph, _ = simulate_networked_annotations(
+        60, WorkerPopulation(4, labels_per_item=3), 3, mean_degree=3, seed=0)
+    answers, edges = tmp_path / "answers.csv", tmp_path / "edges.csv"
+    table.to_frame().to_csv(answers, index=False)
+    pd.DataFrame(graph.edges.numpy(), columns=["a", "b"]).to_csv(edges, index=False)
+    argv = ["networked-dawid-skene", "--method", "em", "--data", str(answers)]
+    assert main(["fit", *argv]) == 2
+    assert "needs --edges FILE" in _one_error_line(capsys)
+    out = _fit([*argv, "--edges", str(edges)], tmp_path)
+    labels = pd.read_csv(out / "labels.csv")
+    direct = NetworkedDawidSkene().fit((table, graph), method="em", seed=0, progress=False)
+    np.testing.assert_allclose(labels[["p_0", "p_1", "p_2"]].to_numpy(),
+                               direct.params["posteriors"].numpy(), atol=1e-6)
+
+
+# ---------------------------------------------------------------- the mixture
+def test_mixture_gibbs_fit_is_relabelled_before_its_diagnostics(tmp_path):
+    out = _fit(["gaussian-mixture", "--method", "gibbs", "--num-chains", "2", "--num-samples",
+                "60", "--num-warmup", "30"], tmp_path)
+    metrics = json.loads((out / "metrics.json").read_text())["gaussian-mixture-gibbs"]["gibbs"]
+    assert metrics["relabelled"] is True
+    assert "Label switching undone before the diagnostics" in (out / "index.html").read_text()
+    idata = az.from_netcdf(str(out / "gaussian-mixture-gibbs" / "gibbs.nc"))
+    # the raw chains of this run name the clusters differently (R-hat of locs above 2)
+    assert float(az.rhat(idata, var_names=["locs"])["locs"].max()) < 1.5
+
+
+def test_mixture_num_components(tmp_path, capsys):
+    out = _fit(["gaussian-mixture", "--method", "em", "--num-components", "2", "--n-init", "2"],
+               tmp_path)
+    idata = az.from_netcdf(str(out / "gaussian-mixture-em" / "em.nc"))
+    assert idata.posterior["locs"].shape[2] == 2
+    capsys.readouterr()
+    assert main(["fit", "gaussian-mixture", "--method", "em", "--num-components", "1"]) == 2
+    assert "expected an integer >= 2, got '1'" in _one_error_line(capsys)
+
+
+@pytest.mark.parametrize("header", ["", "Unnamed: 0", "index"])
+def test_a_saved_pandas_index_column_is_rejected(tmp_path, capsys, header):
+    x = np.random.default_rng(0).normal(size=(20, 2))
+    path = tmp_path / "points.csv"
+    frame = pd.DataFrame(x, columns=["a", "b"])
+    frame.insert(0, header, np.arange(20))
+    frame.to_csv(path, index=False)
+    assert main(["fit", "gaussian-mixture", "--method", "em", "--data", str(path)]) == 2
+    line = _one_error_line(capsys)
+    assert f"its first column ({header!r}) is a saved pandas index" in line
+    assert line.count(str(path)) == 1
+
+
+def test_a_first_column_that_is_data_is_kept(tmp_path):
+    x = np.random.default_rng(0).normal(size=(30, 2))
+    path = tmp_path / "points.csv"
+    pd.DataFrame({"index": x[:, 0], "b": x[:, 1]}).to_csv(path, index=False)
+    out = _fit(["gaussian-mixture", "--method", "em", "--data", str(path), "--n-init", "1"],
+               tmp_path)
+    idata = az.from_netcdf(str(out / "gaussian-mixture-em" / "em.nc"))
+    assert idata.posterior["locs"].shape[-1] == 2
+
+
+def test_bundled_names_are_the_help_text_names():
+    from pyromodels.cli.parser import FIT_OPTIONS
+
+    for name in list_crowd_datasets():
+        assert name in FIT_OPTIONS["dataset"][2]
