@@ -142,3 +142,13 @@ def test_package_is_marked_typed():
     assert resources.files("pyromodels").joinpath("py.typed").is_file()
     pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     assert "py.typed" in pyproject["tool"]["setuptools"]["package-data"]["pyromodels"]
+
+
+def test_a_missing_column_names_the_facades_own_argument():
+    df = pd.DataFrame({"question": ["a", "a"], "worker": ["u", "v"], "label": [0, 1]})
+    with pytest.raises(ValueError, match=r"Name the right columns with task=") as err:
+        DawidSkeneEstimator().fit(df)
+    assert "item=" not in str(err.value)
+    # the shared data's 'item' column is taken as the task column
+    fitted = DawidSkeneEstimator().fit(df.rename(columns={"question": "item"}))
+    assert list(fitted.labels_.index) == ["a"]

@@ -11,7 +11,7 @@ from sklearn.base import BaseEstimator
 
 from ...checks import check_in, check_int, check_positive
 from ...core.errors import NotFittedError
-from ...data.annotations import AnnotationTable
+from ...data.annotations import AnnotationTable, check_columns, item_column
 
 __all__ = ["CrowdAggregator", "resolve_random_state", "errors_frame", "confusions_frame",
            "draw_frequencies", "mcmc_history", "check_edges"]
@@ -118,8 +118,11 @@ class CrowdAggregator(BaseEstimator):
 
     def _table(self, df, items=None) -> AnnotationTable:
         self._check_columns()
+        task = item_column(df, self.task)
+        # name the facade's own arguments (task=, worker=, label=) when a column is missing
+        check_columns(df, {"task": task, "worker": self.worker, "label": self.label})
         return AnnotationTable.from_dataframe(
-            df, item=self.task, worker=self.worker, label=self.label, classes=self.classes,
+            df, item=task, worker=self.worker, label=self.label, classes=self.classes,
             items=items, allow_repeats=self.allow_repeats,
         )
 
