@@ -96,9 +96,10 @@ def plot_trace(posterior, var_names=None, site: str = "z", **kwargs) -> plt.Figu
     idata, names = _plot_variables(posterior, var_names, site)
     axes = np.atleast_2d(az.plot_trace(idata, var_names=names, **kwargs))
     for left, right in axes:
-        # integer statistics (occupied clusters) are drawn by ArviZ as histograms
         name = left.get_title()
-        discrete = name in idata.posterior and idata.posterior[name].dtype.kind in "iub"
+        discrete = name in idata.posterior and is_discrete(idata.posterior[name].values)
+        if discrete and idata.posterior[name].ndim == 2:
+            _histogram(left, idata.posterior[name].values, name)
         left.set_xlabel(name)
         left.set_ylabel("frequency" if discrete else "density")
         right.set_xlabel("draw")
@@ -106,6 +107,33 @@ def plot_trace(posterior, var_names=None, site: str = "z", **kwargs) -> plt.Figu
     figure = _figure_of(axes)
     figure.tight_layout()
     return figure
+
+
+def is_discrete(values, max_levels: int = 40) -> bool:
+    """Whether draws take few distinct values (integers, or fractions such as the largest
+    cluster's share ``k / N``), so that a histogram shows them and a density would invent
+    values in between.
+
+    Example:
+        >>> is_discrete(np.array([[0.25, 0.5, 0.25, 0.5, 0.75, 0.5, 0.25, 0.5]]))
+        True
+    """
+    values = np.asarray(values)
+    if values.dtype.kind in "iub":
+        return True
+    levels = np.unique(values[np.isfinite(values)]).size
+    return levels <= min(max_levels, values.size // 2)
+
+
+def _histogram(ax, draws: np.ndarray, name: str) -> None:
+    """Redraw ``ax`` as one step histogram per chain with a bin per value of ``draws``."""
+    ax.clear()
+    levels = np.unique(draws)
+    step = np.diff(levels).min() if levels.size > 1 else 1.0
+    edges = np.append(levels - step / 2, levels[-1] + step / 2)
+    for chain, row in enumerate(draws):
+        ax.hist(row, bins=edges, histtype="step", color=f"C{chain % 10}", lw=1.2)
+    ax.set_title(name)
 
 
 def plot_rank(posterior, var_names=None, site: str = "z", **kwargs) -> plt.Figure:
