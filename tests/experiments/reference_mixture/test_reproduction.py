@@ -64,8 +64,8 @@ def test_smoke_demo_reports_every_engine(smoke):
         assert "weights" in idata.posterior, engine
     assert all(isinstance(f, Figure) for f in result.figures.values())
     names = " | ".join(result.figures)
-    for part in ("gibbs: trace", "nuts: rank", "co-clustering", "EM objective and SVI loss",
-                 "data and EM clusters"):
+    for part in ("gibbs: trace", "nuts: rank", "nuts: energy", "co-clustering",
+                 "EM objective and SVI loss", "data and EM clusters"):
         assert part in names
     table = result.tables["engine comparison (aligned to the EM labels)"]
     assert list(table.index) == list(ENGINES)
