@@ -127,12 +127,16 @@ def is_discrete(values, max_levels: int = 40) -> bool:
 
 def _histogram(ax, draws: np.ndarray, name: str) -> None:
     """Redraw ``ax`` as one step histogram per chain with a bin per value of ``draws``."""
+    # keep the colour and line style ArviZ gave each chain's density (they match the traces)
+    styles = [(line.get_color(), line.get_linestyle()) for line in ax.get_lines()]
+    if len(styles) != len(draws):
+        styles = [("C0", ("-", ":", "--", "-.")[c % 4]) for c in range(len(draws))]
     ax.clear()
     levels = np.unique(draws)
     step = np.diff(levels).min() if levels.size > 1 else 1.0
     edges = np.append(levels - step / 2, levels[-1] + step / 2)
-    for chain, row in enumerate(draws):
-        ax.hist(row, bins=edges, histtype="step", color=f"C{chain % 10}", lw=1.2)
+    for row, (colour, style) in zip(draws, styles):
+        ax.hist(row, bins=edges, histtype="step", color=colour, linestyle=style, lw=1.2)
     ax.set_title(name)
 
 
@@ -148,7 +152,7 @@ def plot_rank(posterior, var_names=None, site: str = "z", **kwargs) -> plt.Figur
     idata, names = _plot_variables(posterior, var_names, site)
     axes = np.atleast_1d(az.plot_rank(idata, var_names=names, **kwargs)).ravel()
     for ax in axes:
-        ax.set_xlabel("rank of the draw among all chains")
+        ax.set_xlabel("rank (all chains)")
         ax.set_ylabel("chain")
     return _figure_of(axes)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 from html import escape
 
 from .result import DemoResult
@@ -18,6 +19,8 @@ __all__ = ["render_page", "figure_to_base64", "flatten_metrics", "format_value",
 
 #: table columns whose long text is written once per table as a numbered note
 NOTE_COLUMNS = ("reason",)
+# a cell may join several notes with "; " after a note's closing full stop
+_NOTE_SEPARATOR = re.compile(r"(?<=\.);\s+")
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 70rem;
@@ -138,19 +141,20 @@ def _float_format(value: float) -> str:
 
 
 def _table_with_notes(name: str, table) -> str:
-    """A table whose :data:`NOTE_COLUMNS` cells become note marks ``[1]``, ``[2]``, ... with
-    each distinct text written once under the table."""
+    """A table whose :data:`NOTE_COLUMNS` cells become note marks ``[1]``, ``[1, 2]``, ...
+    with each distinct note written once under the table (a cell's notes joined by ``"; "``
+    after a full stop count separately)."""
     notes: dict[str, int] = {}
     columns = [c for c in table.columns if c in NOTE_COLUMNS]
     if columns:
         table = table.copy()
         for column in columns:
             marks = []
-            for text in table[column]:
-                text = "" if text is None or text != text else str(text).strip()
-                if text:
-                    notes.setdefault(text, len(notes) + 1)
-                marks.append(f"[{notes[text]}]" if text else "")
+            for cell in table[column]:
+                cell = "" if cell is None or cell != cell else str(cell).strip()
+                numbers = [notes.setdefault(part, len(notes) + 1)
+                           for part in _NOTE_SEPARATOR.split(cell) if part.strip()]
+                marks.append(f"[{', '.join(map(str, numbers))}]" if numbers else "")
             table[column] = marks
     html_table = table.to_html(escape=True, border=0, float_format=_float_format)
     listed = "".join(f"<li>{escape(text)}</li>" for text in notes)

@@ -63,3 +63,16 @@ def test_restart_legend_does_not_cover_the_objective():
     post = Posterior(samples={"mu": torch.zeros(1, 1)}, method="em",
                      losses=torch.tensor([[3.0, 2.0, 1.0], [4.0, 2.5, 1.5]]))
     assert _legend_right_of_axes(plot_loss(post).axes[0])
+
+
+def test_importing_the_plots_hides_arviz_refactor_notice(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    # ArviZ prints its notice once a day, remembered in the user's cache: use an empty one
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "PYTHONWARNINGS": "default"}
+    run = subprocess.run([sys.executable, "-c", "import pyromodels.diagnostics"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "undergoing a major refactor" not in run.stderr

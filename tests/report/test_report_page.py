@@ -76,3 +76,14 @@ def test_page_shows_metric_tables_not_one_row_per_number(tmp_path):
     html = write_report([_result(metrics)], tmp_path, "t").read_text(encoding="utf-8")
     assert "x / a / p" not in html  # the flat list would have 45 such rows
     assert "<td>x / a</td>" in html or ">x / a</th>" in html
+
+
+def test_joined_reasons_share_their_notes(tmp_path):
+    first, second, third = "Data differ.", "Learners differ.", "Sizes differ."
+    table = pd.DataFrame({"f": [0.1, 0.2, 0.3],
+                          "reason": [f"{first}; {second}", f"{first}; {third}", first]})
+    html = write_report([_result(tables={"T": table})], tmp_path, "t").read_text(
+        encoding="utf-8")
+    for note in (first, second, third):
+        assert html.count(note) == 1
+    assert "<td>[1, 2]</td>" in html and "<td>[1, 3]</td>" in html and "<td>[1]</td>" in html

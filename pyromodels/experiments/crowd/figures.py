@@ -81,8 +81,13 @@ def plot_study(summary: pd.DataFrame, metrics=("f_score",), *, xlabel: str = "N"
         ax.set_xlabel(xlabel)
         ax.set_ylabel(METRIC_LABELS[metric])
         ax.grid(alpha=0.3)
-    # beside the last panel, where it cannot cover a curve
-    axes[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    # every method of every panel, beside the last panel where it cannot cover a curve
+    entries = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    axes[-1].legend(list(entries.values()), list(entries), fontsize=7, loc="upper left",
+                    bbox_to_anchor=(1.02, 1.0))
     if title:
         fig.suptitle(title)
     return fig

@@ -119,7 +119,7 @@ def plot_optimisation(em: Posterior, svi: Posterior):
         smooth = np.convolve(losses, np.ones(window) / window, mode="valid")
         right.plot(np.arange(window, len(losses) + 1), smooth, color="k", lw=1.5,
                    label=f"moving average of {window} steps")
-        right.legend(fontsize=8, loc="upper right")  # the loss has settled low by then
+        right.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.tight_layout()
     return fig
 
