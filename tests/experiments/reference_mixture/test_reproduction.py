@@ -205,7 +205,7 @@ def test_cli_demo_writes_a_report_with_images(tmp_path):
                  "--only", "gaussian-mixture"])
     assert code == 0
     page = (out / "index.html").read_text(encoding="utf-8")
-    assert page.count('<img src="data:image/png;base64,') == 9
+    assert page.count('<img src="data:image/png;base64,') == 10  # with the NUTS energy plot
     metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
     assert set(ENGINES) <= set(metrics["gaussian-mixture"])
     for engine in ENGINES:
