@@ -100,8 +100,11 @@ def run_em(
     data = model.prepare(data, device=device)
     start = time.perf_counter()
     best, best_params, monitors = None, None, []
-    with progress_bar(n_init * max_iter, "em", progress) as bar:
+    with progress_bar(max_iter, "em", progress) as bar:
         for r in range(n_init):
+            if n_init > 1:  # the bar counts the steps of the current start
+                bar.reset(total=max_iter)
+                bar.set_description(f"em start {r + 1}/{n_init}")
             gen = make_generator(derive_seed(seed, "restart", r), device)
             params = dict(init) if init is not None else model.em_init(data, gen)
             # the start's objective is recorded too, so max_iter EM steps give max_iter + 1 values
@@ -119,6 +122,8 @@ def run_em(
             mon.update(value)
             for new, value in steps:
                 bar.update()
+                if not bar.disable:
+                    bar.set_postfix(objective=f"{float(value):.6g}", refresh=False)
                 settled = True if rule is None else _check_rule(rule(data, params, new))
                 params = new
                 stop = mon.update(value, settled=settled)

@@ -12,6 +12,7 @@ from ..checks import check_int, check_probability
 from .device import cuda_devices, resolve_device
 from .enumeration import marginal_log_joint, sample_discrete
 from .posterior import Posterior, make_attrs
+from .progress import bars_drawn
 from .seeding import derive_seed, make_generator, resolve_seed, seeded
 
 __all__ = ["run_nuts"]
@@ -116,7 +117,7 @@ def run_nuts(
         )
         with seeded(chain_seed, devices=cuda_devices(device)):
             mcmc = MCMC(kernel, num_samples=num_samples, warmup_steps=num_warmup,
-                        disable_progbar=not progress)
+                        disable_progbar=not bars_drawn(progress))
             mcmc.run(data)
         per_chain.append(mcmc.get_samples())
         energy.append(torch.tensor(kernel.energies[-num_samples:], dtype=torch.float64))

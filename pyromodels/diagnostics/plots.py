@@ -7,7 +7,8 @@ not identified, and their traces only show label switching.
 
 from __future__ import annotations
 
-import arviz as az
+import warnings
+
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
@@ -16,6 +17,12 @@ from ..checks import as_float_tensor, as_label_tensor
 from ..core.inference_data import inference_attrs, to_numpy
 from ..core.posterior import check_posterior, to_inference_data
 from .label_invariant import label_invariant_stats
+
+with warnings.catch_warnings():
+    # ArviZ announces its coming 1.x refactor once a day on import; nothing here can act on it
+    warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor",
+                            category=FutureWarning)
+    import arviz as az
 
 __all__ = ["plot_trace", "plot_rank", "plot_energy", "plot_coclustering", "plot_loss"]
 
@@ -87,7 +94,50 @@ def plot_trace(posterior, var_names=None, site: str = "z", **kwargs) -> plt.Figu
         6
     """
     idata, names = _plot_variables(posterior, var_names, site)
-    return _figure_of(az.plot_trace(idata, var_names=names, **kwargs))
+    axes = np.atleast_2d(az.plot_trace(idata, var_names=names, **kwargs))
+    for left, right in axes:
+        name = left.get_title()
+        discrete = name in idata.posterior and is_discrete(idata.posterior[name].values)
+        if discrete and idata.posterior[name].ndim == 2:
+            _histogram(left, idata.posterior[name].values, name)
+        left.set_xlabel(name)
+        left.set_ylabel("frequency" if discrete else "density")
+        right.set_xlabel("draw")
+        right.set_ylabel(name)
+    figure = _figure_of(axes)
+    figure.tight_layout()
+    return figure
+
+
+def is_discrete(values, max_levels: int = 40) -> bool:
+    """Whether draws take few distinct values (integers, or fractions such as the largest
+    cluster's share ``k / N``), so that a histogram shows them and a density would invent
+    values in between.
+
+    Example:
+        >>> is_discrete(np.array([[0.25, 0.5, 0.25, 0.5, 0.75, 0.5, 0.25, 0.5]]))
+        True
+    """
+    values = np.asarray(values)
+    if values.dtype.kind in "iub":
+        return True
+    levels = np.unique(values[np.isfinite(values)]).size
+    return levels <= min(max_levels, values.size // 2)
+
+
+def _histogram(ax, draws: np.ndarray, name: str) -> None:
+    """Redraw ``ax`` as one step histogram per chain with a bin per value of ``draws``."""
+    # keep the colour and line style ArviZ gave each chain's density (they match the traces)
+    styles = [(line.get_color(), line.get_linestyle()) for line in ax.get_lines()]
+    if len(styles) != len(draws):
+        styles = [("C0", ("-", ":", "--", "-.")[c % 4]) for c in range(len(draws))]
+    ax.clear()
+    levels = np.unique(draws)
+    step = np.diff(levels).min() if levels.size > 1 else 1.0
+    edges = np.append(levels - step / 2, levels[-1] + step / 2)
+    for row, (colour, style) in zip(draws, styles):
+        ax.hist(row, bins=edges, histtype="step", color=colour, linestyle=style, lw=1.2)
+    ax.set_title(name)
 
 
 def plot_rank(posterior, var_names=None, site: str = "z", **kwargs) -> plt.Figure:
@@ -100,7 +150,11 @@ def plot_rank(posterior, var_names=None, site: str = "z", **kwargs) -> plt.Figur
         The figure: one axis per scalar variable.
     """
     idata, names = _plot_variables(posterior, var_names, site)
-    return _figure_of(az.plot_rank(idata, var_names=names, **kwargs))
+    axes = np.atleast_1d(az.plot_rank(idata, var_names=names, **kwargs)).ravel()
+    for ax in axes:
+        ax.set_xlabel("rank (all chains)")
+        ax.set_ylabel("chain")
+    return _figure_of(axes)
 
 
 def plot_energy(posterior, **kwargs) -> plt.Figure:
@@ -118,7 +172,25 @@ def plot_energy(posterior, **kwargs) -> plt.Figure:
             f"the Hamiltonian of each draw; available statistics: {sorted(posterior.sample_stats)}"
         )
     idata = to_inference_data(posterior, log_likelihood=False)
-    return _figure_of(az.plot_energy(idata, **kwargs))
+    kwargs.setdefault("kind", "hist")
+    kwargs.setdefault("figsize", (6, 3.5))
+    ax = np.atleast_1d(az.plot_energy(idata, **kwargs)).ravel()[0]
+    ax.set_xlabel("energy minus its mean")
+    ax.set_ylabel("frequency")
+    ax.set_title("marginal energy and energy transitions (BFMI per chain in the legend)")
+    _legend_outside(ax)
+    return ax.figure
+
+
+def _legend_outside(ax) -> None:
+    """Move the axis' legend to the right of the plot, where it cannot cover the data."""
+    legend = ax.get_legend()
+    if legend is None:
+        return
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8,
+              frameon=False)
+    ax.figure.tight_layout()
 
 
 def plot_coclustering(matrix, order=None, ax=None, cmap: str = "viridis") -> plt.Figure:
@@ -182,6 +254,7 @@ def plot_loss(posterior, ax=None) -> plt.Figure:
         ax.plot(np.arange(1, row.size + 1), row, label=label, lw=1)
     if len(rows) > 1:
         ax.legend()
+        _legend_outside(ax)
     ylabel = {"svi": "negative ELBO", "em": "EM objective"}.get(posterior.method, "loss")
     ax.set_xlabel("iteration")
     ax.set_ylabel(ylabel)

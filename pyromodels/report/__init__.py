@@ -7,8 +7,8 @@ Example:
     >>> index = write_report([DemoResult("toy", "A toy.", {"em": {"ll": -3.2}})], "/tmp/r", "Toy")
 """
 
-from .html import figure_to_base64, flatten_metrics, format_value, render_page
-from .posterior import final_values, result_from_posterior, scalar_diagnostics
+from .html import figure_to_base64, flatten_metrics, format_value, metrics_tables, render_page
+from .posterior import final_values, mcmc_figures, result_from_posterior, scalar_diagnostics
 from .result import DemoResult, check_metrics
 from .writer import INDEX_NAME, METRICS_NAME, library_versions, read_metrics, write_report
 
@@ -22,6 +22,8 @@ __all__ = [
     "flatten_metrics",
     "format_value",
     "library_versions",
+    "mcmc_figures",
+    "metrics_tables",
     "read_metrics",
     "render_page",
     "result_from_posterior",

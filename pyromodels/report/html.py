@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 from html import escape
 
 from .result import DemoResult
 
-__all__ = ["render_page", "figure_to_base64", "flatten_metrics", "format_value"]
+__all__ = ["render_page", "figure_to_base64", "flatten_metrics", "format_value", "metrics_tables",
+           "NOTE_COLUMNS"]
+
+#: table columns whose long text is written once per table as a numbered note
+NOTE_COLUMNS = ("reason",)
+# a cell may join several notes with "; " after a note's closing full stop
+_NOTE_SEPARATOR = re.compile(r"(?<=\.);\s+")
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 70rem;
@@ -28,6 +35,9 @@ td.key, th.key { text-align: left; }
 figure { margin: 1rem 0; }
 figure img { max-width: 100%; border: 1px solid #ddd; }
 figcaption { color: #444; font-size: .9rem; font-style: italic; }
+ol.notes { color: #444; font-size: .85rem; max-width: 60rem; }
+details { margin: 1rem 0; }
+summary { cursor: pointer; font-weight: 600; }
 """.strip()
 
 
@@ -52,18 +62,59 @@ def flatten_metrics(metrics: dict, prefix: tuple[str, ...] = ()) -> list[tuple[s
         >>> flatten_metrics({"nuts": {"ess": 800.0, "rhat": 1.01}})
         [('nuts / ess', 800.0), ('nuts / rhat', 1.01)]
     """
-    rows: list[tuple[str, object]] = []
+    return [(" / ".join(path), value) for path, value in _leaves(metrics, prefix)]
+
+
+def _leaves(metrics: dict, prefix: tuple[str, ...] = ()):
+    """``(path, value)`` for every non-dict value of nested ``metrics``, in insertion order."""
     for key, value in metrics.items():
         path = prefix + (key,)
         if isinstance(value, dict):
-            rows.extend(flatten_metrics(value, path))
+            yield from _leaves(value, path)
         else:
-            rows.append((" / ".join(path), value))
-    return rows
+            yield path, value
+
+
+def metrics_tables(metrics: dict) -> dict:
+    """Nested ``metrics`` as one table per top-level entry instead of one row per number.
+
+    In the table of entry ``group``, a value at ``group / a / b / name`` goes to row ``a / b``
+    and column ``name``; a group of plain values is one ``value`` column. Top-level values that
+    are not dicts share a table named ``"other"``.
+
+    Returns:
+        ``{group: pandas.DataFrame}`` of formatted text (empty cells where a row lacks a column).
+
+    Example:
+        >>> t = metrics_tables({"table_i": {"ner": {"mv": {"f": 0.5, "p": 0.25}}}})
+        >>> t["table_i"].loc["ner / mv"].tolist()
+        ['0.5', '0.25']
+    """
+    import pandas as pd
+
+    groups, loose = {}, {}
+    for group, value in metrics.items():
+        if not isinstance(value, dict):
+            loose[group] = value
+            continue
+        leaves = list(_leaves(value))
+        flat = all(len(path) == 1 for path, _ in leaves)
+        rows: dict[str, dict[str, str]] = {}
+        for path, leaf in leaves:
+            row, column = (path[0], "value") if flat or len(path) == 1 else (
+                " / ".join(path[:-1]), path[-1])
+            rows.setdefault(row, {})[column] = format_value(leaf)
+        groups[group] = pd.DataFrame.from_dict(rows, orient="index").fillna("")
+    if loose:
+        groups["other"] = pd.DataFrame({"value": {k: format_value(v) for k, v in loose.items()}})
+    return groups
 
 
 def format_value(value) -> str:
-    """A metric value as text: floats to six significant digits, lists element by element."""
+    """A metric value as text: floats to six significant digits, lists element by element,
+    ``None`` (an undefined number, ``null`` in ``metrics.json``) as ``n/a``."""
+    if value is None:
+        return "n/a"
     if isinstance(value, float):
         return f"{value:.6g}"
     if isinstance(value, list):
@@ -89,17 +140,31 @@ def _float_format(value: float) -> str:
     return f"{value:.4g}"
 
 
+def _table_with_notes(name: str, table) -> str:
+    """A table whose :data:`NOTE_COLUMNS` cells become note marks ``[1]``, ``[1, 2]``, ...
+    with each distinct note written once under the table (a cell's notes joined by ``"; "``
+    after a full stop count separately)."""
+    notes: dict[str, int] = {}
+    columns = [c for c in table.columns if c in NOTE_COLUMNS]
+    if columns:
+        table = table.copy()
+        for column in columns:
+            marks = []
+            for cell in table[column]:
+                cell = "" if cell is None or cell != cell else str(cell).strip()
+                numbers = [notes.setdefault(part, len(notes) + 1)
+                           for part in _NOTE_SEPARATOR.split(cell) if part.strip()]
+                marks.append(f"[{', '.join(map(str, numbers))}]" if numbers else "")
+            table[column] = marks
+    html_table = table.to_html(escape=True, border=0, float_format=_float_format)
+    listed = "".join(f"<li>{escape(text)}</li>" for text in notes)
+    note_list = f'<ol class="notes">{listed}</ol>' if notes else ""
+    return f"<figure><figcaption>{escape(name)}</figcaption>{html_table}{note_list}</figure>"
+
+
 def _result_section(result: DemoResult, netcdf_links: dict[str, str]) -> str:
     parts = [f'<section id="{escape(result.name)}">', f"<h2>{escape(result.name)}</h2>"]
     parts.append(_paragraphs(result.summary))
-    if result.metrics:
-        parts.append("<h3>Metrics</h3>")
-        parts.append(_key_value_table(flatten_metrics(result.metrics), ("metric", "value")))
-    if result.tables:
-        parts.append("<h3>Tables</h3>")
-    for name, table in result.tables.items():
-        html_table = table.to_html(escape=True, border=0, float_format=_float_format)
-        parts.append(f"<figure><figcaption>{escape(name)}</figcaption>{html_table}</figure>")
     if result.figures:
         parts.append("<h3>Figures</h3>")
     for name, figure in result.figures.items():
@@ -107,6 +172,18 @@ def _result_section(result: DemoResult, netcdf_links: dict[str, str]) -> str:
             f'<figure><img src="data:image/png;base64,{figure_to_base64(figure)}" '
             f'alt="{escape(name)}"><figcaption>{escape(name)}</figcaption></figure>'
         )
+    if result.tables:
+        parts.append("<h3>Tables</h3>")
+    for name, table in result.tables.items():
+        parts.append(_table_with_notes(name, table))
+    if result.metrics:
+        tables = metrics_tables(result.metrics)
+        parts.append(f"<details><summary>Metrics as written to metrics.json ({len(tables)} "
+                     "tables)</summary>")
+        for group, table in tables.items():
+            html_table = table.to_html(escape=True, border=0)
+            parts.append(f"<figure><figcaption>{escape(group)}</figcaption>{html_table}</figure>")
+        parts.append("</details>")
     if netcdf_links:
         items = "".join(
             f'<li><a href="{escape(href)}">{escape(engine)}</a> ({escape(href)})</li>'

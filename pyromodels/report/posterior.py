@@ -9,10 +9,12 @@ import pandas as pd
 import torch
 
 from ..checks import check_name
-from ..diagnostics import plot_loss
+from ..core.posterior import to_inference_data
+from ..diagnostics import plot_energy, plot_loss, plot_rank, plot_trace
+from ..diagnostics.plots import az
 from .result import DemoResult
 
-__all__ = ["result_from_posterior", "scalar_diagnostics", "final_values"]
+__all__ = ["result_from_posterior", "mcmc_figures", "scalar_diagnostics", "final_values"]
 
 
 def scalar_diagnostics(diagnostics: dict) -> dict:
@@ -82,6 +84,8 @@ def result_from_posterior(posterior, name: str) -> DemoResult:
     if posterior.losses is not None:
         metrics["final_objective"] = final_values(posterior.losses)
         figures["optimisation trace"] = plot_loss(posterior)
+    if _is_mcmc(posterior):
+        figures.update(mcmc_figures(posterior))
     metrics.update(scalar_diagnostics(posterior.diagnostics))
     wall = attrs.get("wall_time_s")
     timing = f" in {wall:.2f} s" if isinstance(wall, numbers.Real) else ""
@@ -89,6 +93,9 @@ def result_from_posterior(posterior, name: str) -> DemoResult:
         f"{name} fitted with {method}: {posterior.num_chains} chain(s) of "
         f"{posterior.num_draws} draw(s), seed {attrs.get('seed')}{timing}."
     )
+    note = _diagnostics_note(posterior)
+    if note:
+        summary += "\n\n" + note
     return DemoResult(
         name=name,
         summary=summary,
@@ -99,12 +106,71 @@ def result_from_posterior(posterior, name: str) -> DemoResult:
     )
 
 
+def _is_mcmc(posterior) -> bool:
+    """Whether the draws come from Markov chains (not a point estimate nor a guide's draws)."""
+    return posterior.method not in ("em", "svi") and posterior.num_draws > 1
+
+
+def _diagnostics_note(posterior) -> str:
+    """What the report's summary table can and cannot say about this fit."""
+    if posterior.method == "em":
+        return ("EM gives a point estimate: the table lists its values; there are no draws, so "
+                "no spread, R-hat or ESS. The figure shows the EM objective per iteration.")
+    if posterior.method == "svi":
+        return ("The draws come from the fitted variational guide, independent by construction: "
+                "R-hat and ESS say nothing about an SVI fit and are not shown. The figure shows "
+                "the negative ELBO per step, the fit's own convergence check.")
+    if _is_mcmc(posterior) and posterior.num_chains < 2:
+        return ("One chain: R-hat compares chains, so it needs at least two (fit with "
+                "num_chains >= 2) and is not shown; ESS is per chain.")
+    return ""
+
+
+def mcmc_figures(posterior) -> dict:
+    """Trace and rank plots of an MCMC fit, and the energy plot when the draws record the
+    Hamiltonian (NUTS/HMC).
+
+    The traces and ranks are of the label-invariant statistics of the first integer site
+    (the cluster or class labels) and the log joint, or else of the continuous sites.
+
+    Returns:
+        ``{caption: Figure}``; empty when the posterior has nothing to plot.
+    """
+    labels = [k for k, v in posterior.samples.items() if not v.is_floating_point()]
+    site = labels[0] if labels else "z"
+    figures, var_names = {}, None
+    try:
+        trace = plot_trace(posterior, site=site)
+    except ValueError:  # no label site, no log joint, or constant statistics only
+        var_names = _continuous_sites(posterior)[:4]
+        trace = plot_trace(posterior, var_names, site=site) if var_names else None
+    if trace is not None:
+        figures["trace plot (one line per chain)"] = trace
+        figures["rank plot (uniform bars: the chains mix)"] = plot_rank(posterior, var_names,
+                                                                         site=site)
+    if "energy" in posterior.sample_stats:
+        figures["energy plot (NUTS): marginal energy against energy transitions, with BFMI"] = (
+            plot_energy(posterior))
+    return figures
+
+
 def _tables(posterior) -> dict:
     """The ArviZ summary of the draws, or for a point estimate (one draw: EM) its values
-    (a spread, R-hat or ESS of one draw is undefined)."""
+    (a spread, R-hat or ESS of one draw is undefined). R-hat and ESS appear only for MCMC
+    draws, R-hat only with two chains or more."""
     sites = _continuous_sites(posterior)
     if posterior.num_chains * posterior.num_draws > 1:
-        return {"posterior summary": posterior.summary(var_names=sites)}
+        if _is_mcmc(posterior) and posterior.num_chains > 1:
+            return {"posterior summary": posterior.summary(var_names=sites)}
+        idata = to_inference_data(posterior, log_likelihood=False)
+        table = az.summary(idata, var_names=sites, kind="stats")
+        if _is_mcmc(posterior):
+            for method in ("bulk", "tail"):
+                # one chain's ESS, in the summary's row order (sites, then C order)
+                ess = az.ess(idata, var_names=sites, method=method)
+                table[f"ess_{method}"] = np.concatenate(
+                    [np.ravel(ess[v].values) for v in sites]).round()
+        return {"posterior summary": table}
     rows = {}
     for site in sites:
         value = posterior.samples[site][0, 0].detach().cpu().double()

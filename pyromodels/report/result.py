@@ -9,6 +9,7 @@ directory. Names become directory and file names there, so they must pass
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -46,7 +47,8 @@ def check_metrics(metrics, name: str = "metrics"):
 
     Accepted: dicts with string keys, lists or tuples (written as lists), strings, booleans,
     ``None`` and real numbers, numpy scalars included (written as Python ``int``/``float``;
-    non-finite floats are written as JSON ``NaN``/``Infinity``, which Python's ``json`` reads).
+    non-finite floats become ``None``, so ``metrics.json`` is strict JSON with ``null`` where
+    a number is undefined).
     Arrays and tensors are rejected: convert them with ``float(x)`` or ``x.tolist()`` first.
 
     Example:
@@ -69,7 +71,8 @@ def check_metrics(metrics, name: str = "metrics"):
     if isinstance(metrics, numbers.Integral):
         return int(metrics)
     if isinstance(metrics, numbers.Real):
-        return float(metrics)
+        value = float(metrics)
+        return value if math.isfinite(value) else None
     raise TypeError(
         f"{name} must be a number, string, bool, None, list or dict, got "
         f"{type(metrics).__name__}; convert arrays and tensors with float(x) or x.tolist()"

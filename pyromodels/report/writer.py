@@ -3,7 +3,7 @@
 Layout of ``out_dir`` after :func:`write_report`::
 
     index.html            the self-contained page (figures embedded as PNG)
-    metrics.json          {result name: metrics}
+    metrics.json          {result name: metrics}, strict JSON (``null`` for NaN)
     <result>/<engine>.nc  each result's arviz.InferenceData, one file per engine
 
 Files already in ``out_dir`` under other names are left alone; the three kinds above are
@@ -70,8 +70,9 @@ def _close_figures(results: list[DemoResult]) -> None:
 def write_report(results: list[DemoResult], out_dir, title: str) -> Path:
     """Write the report of ``results`` into ``out_dir`` and return the path of its ``index.html``.
 
-    The page holds, for each result in order, its summary, metrics, tables (as HTML), figures
-    (base64 PNG with captions) and links to its NetCDF files. Every figure in ``results`` is
+    The page holds, for each result in order, its summary, figures (base64 PNG with
+    captions), tables (as HTML, long notes written once per table), its metrics as one
+    collapsed table per top-level entry, and links to its NetCDF files. Every figure in ``results`` is
     closed once drawn, so a long run of demos does not accumulate open figures.
 
     Args:
@@ -109,7 +110,8 @@ def write_report(results: list[DemoResult], out_dir, title: str) -> Path:
                 (out / result.name).mkdir(exist_ok=True)
                 idata.to_netcdf(str(out / relative))
                 links[result.name][engine] = relative
-        (out / METRICS_NAME).write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+        text = json.dumps(metrics, indent=2, allow_nan=False)  # strict JSON: no NaN, Infinity
+        (out / METRICS_NAME).write_text(text + "\n", encoding="utf-8")
 
         generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         page = render_page(results, title, generated, library_versions(), links)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import base64
 import io
 import json
-import math
 import re
+import warnings
 
 import arviz as az
 import matplotlib
@@ -74,12 +74,13 @@ def test_report_files_and_round_trips(tmp_path):
     assert index == (out / "index.html").resolve()
     html = index.read_text(encoding="utf-8")
 
-    # metrics.json holds every result's metrics; numpy scalars become plain numbers, NaN survives.
+    # metrics.json holds every result's metrics; numpy scalars become plain numbers, and NaN
+    # becomes null (strict JSON, readable by any JSON parser).
     metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
     assert list(metrics) == ["hostile", "plain"]
     assert metrics["hostile"] == {"svi": {"elbo": -12.5, "converged": True}, "note": "<b>bold</b>"}
     assert metrics["plain"]["nuts"]["ess"] == 812.5
-    assert math.isnan(metrics["plain"]["nuts"]["rhat"])
+    assert metrics["plain"]["nuts"]["rhat"] is None
 
     # Each InferenceData comes back bit for bit from its NetCDF file.
     for name, engine, seed in [("hostile", "svi", 0), ("plain", "nuts", 1), ("plain", "gibbs", 2)]:
@@ -189,7 +190,9 @@ def test_result_from_posterior(tmp_path):
         diagnostics={"converged": True},
         attrs={"seed": 7, "wall_time_s": 0.5},
     )
-    with pytest.warns(UserWarning, match="R-hat and ESS are MCMC diagnostics"):
+    with warnings.catch_warnings():
+        # R-hat and ESS are not SVI diagnostics: the report neither computes nor prints them
+        warnings.simplefilter("error")
         result = result_from_posterior(posterior, "toy-svi")
     assert result.metrics == {
         "svi": {
@@ -206,7 +209,10 @@ def test_result_from_posterior(tmp_path):
     assert table.loc["mu", "mean"] == pytest.approx(float(draws.mean()), abs=0.005)
     np.testing.assert_array_equal(result.inference_data["svi"].posterior["mu"].values, draws)
     assert list(result.figures) == ["optimisation trace"]
-    assert "toy-svi fitted with svi: 2 chain(s) of 40 draw(s), seed 7 in 0.50 s." == result.summary
+    assert not {"r_hat", "ess_bulk", "ess_tail"} & set(table.columns)
+    first, note = result.summary.split("\n\n")
+    assert "toy-svi fitted with svi: 2 chain(s) of 40 draw(s), seed 7 in 0.50 s." == first
+    assert "R-hat and ESS say nothing about an SVI fit" in note
     index = write_report([result], tmp_path, "fit")
     assert len(_embedded_pngs(index.read_text(encoding="utf-8"))) == 1
     with pytest.raises(ValueError, match="name must start with a letter or digit"):
@@ -214,8 +220,6 @@ def test_result_from_posterior(tmp_path):
 
 
 def test_a_point_estimate_gets_its_values_not_a_summary_of_one_draw():
-    import warnings
-
     weights = torch.tensor([0.25, 0.75], dtype=torch.float64)
     posterior = Posterior(
         samples={"weights": weights.reshape(1, 1, 2), "scale": torch.tensor([[2.5]]),

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from ...checks import check_in
 from .paper_numbers import METHOD_LABELS
 
-__all__ = ["LABELS", "METRIC_LABELS", "plot_study", "plot_ours_vs_paper"]
+__all__ = ["LABELS", "METRIC_LABELS", "plot_study", "plot_ours_vs_paper", "plot_worker_confusions"]
 
 LABELS = {**METHOD_LABELS, "mm": "MM", "oracle": "Oracle", "alg2_alg1": "Alg. 2 + Alg. 1"}
 METRIC_LABELS = {"f_score": "average F-score", "confusion_error": "confusion-matrix error",
@@ -81,7 +81,13 @@ def plot_study(summary: pd.DataFrame, metrics=("f_score",), *, xlabel: str = "N"
         ax.set_xlabel(xlabel)
         ax.set_ylabel(METRIC_LABELS[metric])
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
+    # every method of every panel, beside the last panel where it cannot cover a curve
+    entries = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    axes[-1].legend(list(entries.values()), list(entries), fontsize=7, loc="upper left",
+                    bbox_to_anchor=(1.02, 1.0))
     if title:
         fig.suptitle(title)
     return fig
@@ -121,7 +127,56 @@ def plot_ours_vs_paper(table: pd.DataFrame, metric: str = "f_score", *, title: s
     ax.set_xlabel(f"paper's {metric.replace('_', '-')}")
     ax.set_ylabel(f"our {metric.replace('_', '-')}")
     ax.set_title(title or f"ours vs the paper ({len(rows)} entries)")
-    ax.legend(fontsize=7, ncol=2, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))  # off the points
     ax.grid(alpha=0.3)
+    return fig
+
+
+def plot_worker_confusions(posterior, *, max_workers: int = 6, counts=None, names=None) -> Figure:
+    """Posterior confusion matrices of the busiest workers as heat maps, mean +- sd per cell.
+
+    Args:
+        posterior: a Dawid-Skene :class:`~pyromodels.core.Posterior` with draws of
+            ``confusion`` shaped ``(chain, draw, M, K, K)`` (rows: true class, columns: the
+            label given).
+        max_workers: how many workers to draw.
+        counts: ``(M,)`` labels given per worker, to pick the busiest; the first workers when
+            ``None``.
+        names: the ``M`` worker ids for the titles; the worker codes when ``None``.
+
+    Returns:
+        One heat map per worker on a common ``[0, 1]`` colour scale, with the posterior mean
+        and standard deviation written in every cell.
+    """
+    import numpy as np
+
+    if "confusion" not in getattr(posterior, "samples", {}):
+        raise ValueError("posterior must hold draws of the 'confusion' site (chain, draw, M, K, K)")
+    draws = posterior.samples["confusion"].detach().double().cpu().numpy()
+    if draws.ndim != 5 or draws.shape[-1] != draws.shape[-2]:
+        raise ValueError(f"posterior.samples['confusion'] must be (chain, draw, M, K, K), got "
+                         f"{draws.shape}")
+    draws = draws.reshape(-1, *draws.shape[2:])
+    num_workers, k = draws.shape[1], draws.shape[-1]
+    order = (np.argsort(-np.asarray(counts), kind="stable") if counts is not None
+             else np.arange(num_workers))[:max_workers]
+    mean, sd = draws.mean(0), draws.std(0)
+    fig = Figure(figsize=(2.4 * len(order) + 0.8, 2.8), layout="constrained")
+    axes = fig.subplots(1, len(order), squeeze=False)[0]
+    for ax, worker in zip(axes, order):
+        image = ax.imshow(mean[worker], vmin=0.0, vmax=1.0, cmap="viridis")
+        for i in range(k):
+            for j in range(k):
+                colour = "black" if mean[worker, i, j] > 0.6 else "white"
+                ax.text(j, i, f"{mean[worker, i, j]:.2f}\n+-{sd[worker, i, j]:.2f}",
+                        ha="center", va="center", fontsize=7, color=colour)
+        label = names[worker] if names is not None else worker
+        ax.set_title(f"worker {label}" + (f"\n{int(counts[worker])} labels"
+                                           if counts is not None else ""), fontsize=7)
+        ax.set_xlabel("label given")
+        ax.set_xticks(range(k))
+        ax.set_yticks(range(k))
+    axes[0].set_ylabel("true class")
+    fig.colorbar(image, ax=list(axes), label="P(label given | true class)", shrink=0.9)
     return fig
 

@@ -227,8 +227,36 @@ def run(plan: Plan, name: str, *, progress: bool, seed: int) -> DemoResult:
         iid = crowd_iid.ds_accuracy_table(plan.iid.names, plan.iid_methods,
                                           derive_seed(seed, "iid"), settings=plan.iid)
         seconds["iid"] = time.perf_counter() - t0
+        posterior_figures = _posterior_figures(plan.iid, derive_seed(seed, "posterior plots"))
     seconds["total"] = time.perf_counter() - start
-    return _assemble(name, plan, tables, sizes, summaries, iid, seconds)
+    result = _assemble(name, plan, tables, sizes, summaries, iid, seconds)
+    result.figures.update(posterior_figures)
+    return result
+
+
+def _posterior_figures(settings, seed: int) -> dict:
+    """Posterior plots of the Bayesian Dawid-Skene model on the first i.i.d. crowd set: the
+    busiest workers' confusion matrices (mean +- sd) and the Gibbs chains' trace and rank plots
+    (label-invariant statistics and the log joint)."""
+    from ...data import AnnotationTable, load_crowd
+    from ...diagnostics import plot_rank, plot_trace
+    from .figures import plot_worker_confusions
+
+    name = settings.names[0]
+    table = AnnotationTable.from_dataframe(load_crowd(name)[0], allow_repeats=True)
+    posterior = DawidSkene().fit(table, method="gibbs", seed=seed, progress=False,
+                                 num_warmup=settings.gibbs_warmup,
+                                 num_samples=settings.gibbs_samples,
+                                 num_chains=settings.gibbs_chains)
+    counts = torch.bincount(table.worker_idx, minlength=table.num_workers).numpy()
+    where = (f"Bayesian Dawid-Skene on {name}, Gibbs: {settings.gibbs_chains} chain(s) of "
+             f"{settings.gibbs_samples} draws")
+    return {
+        f"{where}: confusion matrices of the busiest workers (mean +- sd)":
+            plot_worker_confusions(posterior, counts=counts, names=list(table.workers)),
+        f"{where}: trace plot (one line per chain)": plot_trace(posterior, site="z"),
+        f"{where}: rank plot (uniform bars: the chains mix)": plot_rank(posterior, site="z"),
+    }
 
 
 _FIGURES = {

@@ -73,7 +73,7 @@ def plot_data(x: np.ndarray, truth: np.ndarray, em: Posterior, axis_labels=("PC 
                for k in range(locs.shape[0])]
     handles += [plt.Line2D([], [], ls="", marker=_MARKERS[int(c) % len(_MARKERS)], color="0.3",
                            label=f"true class {int(c)}") for c in np.unique(truth)]
-    ax.legend(handles=handles, fontsize=8, loc="best")
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     ax.set_xlabel(axis_labels[0])
     ax.set_ylabel(axis_labels[1])
     ax.set_title("Data coloured by EM cluster (dashed: 2-sd ellipses of the EM components)")
@@ -119,7 +119,7 @@ def plot_optimisation(em: Posterior, svi: Posterior):
         smooth = np.convolve(losses, np.ones(window) / window, mode="valid")
         right.plot(np.arange(window, len(losses) + 1), smooth, color="k", lw=1.5,
                    label=f"moving average of {window} steps")
-        right.legend(fontsize=8)
+        right.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.tight_layout()
     return fig
 
@@ -164,7 +164,7 @@ def plot_weight_posteriors(aligned: dict[str, Posterior]):
         ax.set_title(f"weight of component {k}")
         ax.set_xlabel("weight")
     axes[0, 0].set_ylabel("posterior density")
-    axes[0, -1].legend(fontsize=8)
+    axes[0, -1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.tight_layout()
     return fig
 
@@ -194,6 +194,6 @@ def plot_relabelling(raw: dict[str, Posterior], aligned: dict[str, Posterior]):
             ax.set_xlabel("draw")
         axes[0, col].set_ylabel("component mean, first coordinate")
         axes[1, col].set_ylabel("component mean, first coordinate")
-    axes[0, -1].legend(fontsize=7, ncol=2, loc="best")
+    axes[0, -1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.tight_layout()
     return fig

@@ -191,6 +191,7 @@ def run(settings: Settings, name: str, *, progress: bool, seed: int) -> DemoResu
 
 def _figures(x, y, fits: dict, aligned: dict) -> dict:
     """The demo's figures, in the order the report shows them."""
+    from ...diagnostics import plot_energy
     from . import figures as figs
     from .analysis import MCMC_ENGINES
 
@@ -202,6 +203,9 @@ def _figures(x, y, fits: dict, aligned: dict) -> dict:
             fits[engine])
         figures[f"{engine}: rank plot of lp and the relabelled weights"] = (
             figs.plot_chain_ranks(aligned[engine]))
+    if "energy" in fits["nuts"].sample_stats:
+        figures["nuts: energy plot (marginal energy against transitions, with BFMI)"] = (
+            plot_energy(fits["nuts"]))
     figures["label switching: component means before and after relabelling"] = (
         figs.plot_relabelling(chains["raw"], chains["aligned"]))
     figures["EM objective and SVI loss"] = figs.plot_optimisation(fits["em"], fits["svi"])

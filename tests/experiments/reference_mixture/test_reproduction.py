@@ -64,8 +64,8 @@ def test_smoke_demo_reports_every_engine(smoke):
         assert "weights" in idata.posterior, engine
     assert all(isinstance(f, Figure) for f in result.figures.values())
     names = " | ".join(result.figures)
-    for part in ("gibbs: trace", "nuts: rank", "co-clustering", "EM objective and SVI loss",
-                 "data and EM clusters"):
+    for part in ("gibbs: trace", "nuts: rank", "nuts: energy", "co-clustering",
+                 "EM objective and SVI loss", "data and EM clusters"):
         assert part in names
     table = result.tables["engine comparison (aligned to the EM labels)"]
     assert list(table.index) == list(ENGINES)
@@ -205,7 +205,7 @@ def test_cli_demo_writes_a_report_with_images(tmp_path):
                  "--only", "gaussian-mixture"])
     assert code == 0
     page = (out / "index.html").read_text(encoding="utf-8")
-    assert page.count('<img src="data:image/png;base64,') == 9
+    assert page.count('<img src="data:image/png;base64,') == 10  # with the NUTS energy plot
     metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
     assert set(ENGINES) <= set(metrics["gaussian-mixture"])
     for engine in ENGINES:
