@@ -1,8 +1,9 @@
-"""Every tutorial runs end to end in smoke mode and converts to a notebook.
+"""Every tutorial runs end to end as a notebook in smoke mode, shows its figures, and converts
+to a notebook cell for cell.
 
-The tutorials are jupytext percent files (``# %%`` cells). Each one runs as a script in a fresh
-interpreter, from an empty working directory, with ``SMOKE_TEST=1`` (every iteration count
-shrinks) and the non-interactive Agg backend for matplotlib.
+The tutorials are jupytext percent files (``# %%`` cells). Each one is executed as a notebook
+by its own Jupyter kernel (nbclient, matplotlib's inline backend), from an empty working
+directory, with ``SMOKE_TEST=1`` (every iteration count shrinks).
 """
 
 import json
@@ -34,15 +35,36 @@ def test_tutorial_has_a_smoke_flag(path):
     assert SMOKE_FLAG in path.read_text(encoding="utf-8")
 
 
+# Executes a tutorial as a notebook (its own Jupyter kernel, matplotlib's inline backend) and
+# saves the executed notebook: argv = tutorial path, output path, working directory.
+EXECUTE = """
+import sys, jupytext, nbclient, nbformat
+nb = jupytext.read(sys.argv[1])
+nbclient.NotebookClient(nb, timeout=600, kernel_name=nb.metadata["kernelspec"]["name"],
+                        resources={"metadata": {"path": sys.argv[3]}}).execute()
+nbformat.write(nb, sys.argv[2])
+"""
+SHOW_CALL = re.compile(r"^\s*show\(", re.M)
+
+
 @pytest.mark.tutorial
 @pytest.mark.parametrize("path", TUTORIALS, ids=lambda p: p.name)
-def test_tutorial_runs_in_smoke_mode(path, tmp_path):
-    env = {**os.environ, "SMOKE_TEST": "1", "MPLBACKEND": "Agg"}
-    result = _run([sys.executable, str(path)], cwd=tmp_path, env=env)
+def test_tutorial_runs_as_a_notebook_in_smoke_mode_and_shows_its_figures(path, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # the kernel's inline backend
+    env["SMOKE_TEST"] = "1"
+    out = tmp_path / f"{path.stem}.ipynb"
+    result = _run([sys.executable, "-c", EXECUTE, str(path), str(out), str(tmp_path)],
+                  cwd=tmp_path, env=env, timeout=600)
     assert result.returncode == 0, (
-        f"{path.name} exited with status {result.returncode}\n"
+        f"{path.name} failed as a notebook (status {result.returncode})\n"
         f"--- stderr (last 6000 characters) ---\n{result.stderr[-6000:]}"
     )
+    cells = json.loads(out.read_text(encoding="utf-8"))["cells"]
+    images = sum("image/png" in output.get("data", {}) for cell in cells if cell["cell_type"] == "code"
+                 for output in cell.get("outputs", []))
+    # every figure handed to the tutorial's show() is displayed, none is closed unseen
+    shown = len(SHOW_CALL.findall(path.read_text(encoding="utf-8")))
+    assert images >= max(shown, 1), f"{path.name} displayed {images} figures, shows {shown}"
 
 
 @pytest.mark.tutorial
