@@ -152,3 +152,10 @@ def test_a_missing_column_names_the_facades_own_argument():
     # the shared data's 'item' column is taken as the task column
     fitted = DawidSkeneEstimator().fit(df.rename(columns={"question": "item"}))
     assert list(fitted.labels_.index) == ["a"]
+
+
+def test_an_em_fit_keeps_its_own_posteriors_which_equal_a_second_prediction():
+    df, _ = load_crowd("bluebirds")
+    fitted = DawidSkeneEstimator(method="em").fit(df)
+    again = fitted.model_.predict(fitted.posterior_, fitted.posterior_.data.table)
+    np.testing.assert_allclose(fitted.probas_.to_numpy(), again.cpu().numpy(), rtol=0, atol=1e-12)

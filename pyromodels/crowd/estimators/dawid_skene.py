@@ -197,7 +197,8 @@ class DawidSkeneEstimator(CrowdAggregator):
         model = self._model()
         post = self._run(model, table)
         table = post.data.table
-        probas = model.predict(post, table)
+        # an EM fit's outputs already hold the posteriors of its own tasks: no second pass
+        probas = post.params["probas"] if self.method == "em" else model.predict(post, table)
         self._store(table, probas, probas.argmax(-1))
         self.model_, self.posterior_ = model, post
         self._store_confusions(table, post.mean("confusion"))
