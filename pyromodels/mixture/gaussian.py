@@ -46,6 +46,7 @@ from . import gibbs as gibbs_kernels
 from .densities import component_log_density, precision_to_scale_tril
 from .init import kmeans_init
 from .prior import MixtureData, resolve_prior
+from .wishart import BartlettWishart
 
 __all__ = ["BayesianGaussianMixture"]
 
@@ -139,7 +140,7 @@ class BayesianGaussianMixture(Model):
         weights = pyro.sample("weights", dist.Dirichlet(p.weight_concentration.expand(K)))
         precisions = pyro.sample(
             "precisions",
-            dist.Wishart(p.degrees_of_freedom, scale_tril=p.wishart_scale_tril).expand([K]).to_event(1),
+            BartlettWishart(p.degrees_of_freedom, scale_tril=p.wishart_scale_tril).expand([K]).to_event(1),
         )
         locs = pyro.sample(
             "locs",
