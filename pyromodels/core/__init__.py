@@ -3,7 +3,7 @@
 from .device import resolve_device, resolve_dtype
 from .em import run_em
 from .enumeration import first_available_dim, marginal_log_joint, sample_discrete
-from .errors import ConvergenceWarning, DeviceFallbackWarning, ModelSpecError, NotFittedError
+from .errors import ConvergenceWarning, DeviceFallbackWarning, ModelSpecError
 from .gibbs import GibbsBlock, GibbsSweep, run_gibbs
 from .kernel import GibbsKernel, posterior_from_mcmc
 from .model import Model
@@ -45,3 +45,12 @@ __all__ = [
     "sample_discrete",
     "seeded",
 ]
+
+
+def __getattr__(name: str):
+    # NotFittedError imports scikit-learn, so it is loaded on first use (see core.errors)
+    if name == "NotFittedError":
+        from .not_fitted import NotFittedError
+
+        return NotFittedError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

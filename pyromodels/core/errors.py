@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
-
-__all__ = ["ConvergenceWarning", "NotFittedError", "ModelSpecError", "DeviceFallbackWarning"]
+__all__ = ["ConvergenceWarning", "ModelSpecError", "DeviceFallbackWarning"]  # and NotFittedError, loaded lazily
 
 
 class ConvergenceWarning(UserWarning):
@@ -15,13 +13,14 @@ class DeviceFallbackWarning(UserWarning):
     """A CUDA device was requested but is not available, so the CPU is used instead."""
 
 
-class NotFittedError(_SklearnNotFittedError):
-    """An estimator or model was used before ``fit`` was called.
-
-    A subclass of ``sklearn.exceptions.NotFittedError`` (itself a ``ValueError`` and an
-    ``AttributeError``), so code written for scikit-learn estimators catches it too.
-    """
-
-
 class ModelSpecError(ValueError):
     """A model object is missing something an engine needs (a sweep, an EM step, ...)."""
+
+
+def __getattr__(name: str):
+    # NotFittedError subclasses scikit-learn's; load it (and scikit-learn) on first use only
+    if name == "NotFittedError":
+        from .not_fitted import NotFittedError
+
+        return NotFittedError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

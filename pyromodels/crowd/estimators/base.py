@@ -10,7 +10,7 @@ import torch
 from sklearn.base import BaseEstimator
 
 from ...checks import check_in, check_int, check_positive
-from ...core.errors import NotFittedError
+from ...core.not_fitted import NotFittedError
 from ...data.annotations import AnnotationTable, check_columns, item_column
 
 __all__ = ["CrowdAggregator", "resolve_random_state", "errors_frame", "confusions_frame",
