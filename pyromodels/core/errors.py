@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["ConvergenceWarning", "ModelSpecError", "DeviceFallbackWarning"]  # and NotFittedError, loaded lazily
+# NotFittedError is provided by __getattr__ below, loaded on first use
+__all__ = ["ConvergenceWarning", "ModelSpecError", "DeviceFallbackWarning"]
 
 
 class ConvergenceWarning(UserWarning):
