@@ -30,13 +30,7 @@ scikit-learn estimators: they hold model arguments only, ``fit`` returns a ``Pos
 rather than the model, and they have no ``get_params``, so ``clone`` refuses them; to copy
 one, build it again from its arguments or use ``copy.deepcopy``, or wrap it in a facade.
 
-Example:
-    >>> import pandas as pd
-    >>> df = pd.DataFrame({"task": ["a", "a", "a", "b", "b", "b"],
-    ...                    "worker": ["u", "v", "w", "u", "v", "w"],
-    ...                    "label": ["cat", "cat", "dog", "dog", "dog", "dog"]})
-    >>> MajorityVote().fit_predict(df).to_dict()
-    {'a': 'cat', 'b': 'dog'}
+Each facade's module has a runnable example (:mod:`.majority_vote`, :mod:`.dawid_skene`).
 """
 
 from .dawid_skene import DawidSkeneEstimator
