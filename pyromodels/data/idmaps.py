@@ -151,12 +151,20 @@ def repeated_keys(*codes: torch.Tensor) -> torch.Tensor:
     if cols[0].numel() == 0:
         return torch.zeros(0, dtype=torch.long)
     sizes = [int(c.max()) + 1 for c in cols]
-    if float(np.prod([float(s) for s in sizes])) < 2.0**62:  # mixed-radix key fits in int64
-        key = torch.zeros_like(cols[0])
-        for c, size in zip(cols, sizes):
+    span = float(np.prod([float(s) for s in sizes]))
+    if span < 2.0**62:  # the mixed-radix key fits in int64
+        key = cols[0]
+        for c, size in zip(cols[1:], sizes[1:]):
             key = key * size + c
     else:
         key = torch.unique(torch.stack(cols, dim=1), dim=0, return_inverse=True)[1]
+    # Most tables have no repeats: an unstable sort of the keys alone answers that (about
+    # a third of the time of the stable sort with its permutation, which only a repeat
+    # needs; int32 keys sort twice as fast as int64 ones).
+    values = key.numpy().astype(np.int32 if span < 2.0**31 else np.int64)
+    values.sort()
+    if not np.any(values[1:] == values[:-1]):
+        return torch.zeros(0, dtype=torch.long)
     sorted_key, order = torch.sort(key, stable=True)
     later = sorted_key[1:] == sorted_key[:-1]
     return torch.sort(order[1:][later]).values

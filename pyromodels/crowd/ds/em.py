@@ -58,8 +58,8 @@ from __future__ import annotations
 import math
 
 import torch
-from torch.distributions import Dirichlet
 
+from ...conjugate import log_multivariate_beta
 from ...core.backend import resolve_backend
 from ..emissions import confusion_counts, log_emissions, normalize_rows
 from ..majority import vote_fractions
@@ -79,6 +79,7 @@ __all__ = [
     "majority_start",
     "check_params",
     "check_em_prior",
+    "MStepParams",
 ]
 
 
@@ -135,15 +136,33 @@ def table_posteriors(table, prior: torch.Tensor, confusion: torch.Tensor,
     return torch.exp(logits - log_norm.unsqueeze(-1)), log_norm
 
 
+class MStepParams(dict):
+    """``{"prior", "confusion"}`` made by the M-step: stochastic by construction (rows with
+    no mass become uniform), so :func:`check_params` checks only their shapes, dtype and
+    device, not every value again on each EM iteration."""
+
+
 def _map_params(data: DSData, counts: torch.Tensor, class_totals: torch.Tensor,
-                floor: float) -> dict:
+                floor: float) -> MStepParams:
     """The Dirichlet posterior modes given the expected counts (see the module doc)."""
     confusion = normalize_rows(counts + data.confusion_concentration - 1, floor)
     if data.fixed_prior is not None:
         prior = data.fixed_prior
     else:
         prior = normalize_rows(class_totals + data.prior_concentration - 1, floor)
-    return {"prior": prior, "confusion": confusion}
+    return MStepParams(prior=prior, confusion=confusion)
+
+
+def _made_for(data: DSData, params) -> bool:
+    """Whether ``params`` came from an M-step on data of ``data``'s sizes, dtype and device."""
+    if not isinstance(params, MStepParams):
+        return False
+    M, K = data.num_workers, data.num_classes
+    return all(
+        isinstance(t, torch.Tensor) and t.shape == shape and t.dtype == data.dtype
+        and t.device == data.device
+        for t, shape in ((params.get("confusion"), (M, K, K)), (params.get("prior"), (K,)))
+    )
 
 
 def m_step(data: DSData, q: torch.Tensor, floor: float = 0.0,
@@ -200,10 +219,18 @@ def log_marginal(data: DSData, params: dict, backend: str | None = None) -> torc
     return e_step(data, params, "torch")[1].sum()
 
 
+def _dirichlet_log_density(concentration: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """``log Dirichlet(value | concentration)`` summed over every row (the density of
+    :class:`torch.distributions.Dirichlet` without its per-call validation: EM evaluates it
+    once per iteration)."""
+    return (torch.xlogy(concentration - 1, value).sum(-1)
+            - log_multivariate_beta(concentration)).sum()
+
+
 def _log_prior(data: DSData, params: dict) -> torch.Tensor:
-    out = Dirichlet(data.confusion_concentration).log_prob(params["confusion"]).sum()
+    out = _dirichlet_log_density(data.confusion_concentration, params["confusion"])
     if data.fixed_prior is None:
-        out = out + Dirichlet(data.prior_concentration).log_prob(params["prior"])
+        out = out + _dirichlet_log_density(data.prior_concentration, params["prior"])
     return out
 
 
@@ -220,6 +247,9 @@ def majority_start(data: DSData, floor: float = 0.0, backend: str | None = None)
 def check_params(data: DSData, params: dict, name: str = "params") -> dict:
     """Raise unless ``params`` holds a valid ``confusion`` ``(M, K, K)`` (and ``prior`` ``(K,)``
     when the prior is learned); return them as tensors of the data's dtype and device."""
+    if _made_for(data, params) and (data.fixed_prior is None
+                                    or params["prior"] is data.fixed_prior):
+        return params
     if not isinstance(params, dict) or "confusion" not in params:
         raise ValueError(f"{name} must be a dict with a 'confusion' entry of shape (M, K, K)")
     M, K = data.num_workers, data.num_classes

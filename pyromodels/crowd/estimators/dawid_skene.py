@@ -197,9 +197,13 @@ class DawidSkeneEstimator(CrowdAggregator):
         model = self._model()
         post = self._run(model, table)
         table = post.data.table
-        # an EM fit's outputs already hold the posteriors of its own tasks: no second pass
-        probas = post.params["probas"] if self.method == "em" else model.predict(post, table)
-        self._store(table, probas, probas.argmax(-1))
+        # an EM fit's outputs already hold the posteriors of its own tasks and their argmax
+        if self.method == "em":
+            probas, labels = post.params["probas"], post.params["labels"]
+        else:
+            probas = model.predict(post, table)
+            labels = probas.argmax(-1)
+        self._store(table, probas, labels)
         self.model_, self.posterior_ = model, post
         self._store_confusions(table, post.mean("confusion"))
         prior = post.data.fixed_prior if post.data.fixed_prior is not None else post.mean("prior")

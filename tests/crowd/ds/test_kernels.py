@@ -12,8 +12,13 @@ from pyromodels.crowd.ds import em
 from pyromodels.crowd.ds.data import SparseWorkerWarning
 from pyromodels.crowd.ds.kernels import numba_em
 from pyromodels.crowd.ds.kernels.groups import item_groups
-from pyromodels.crowd.ds.kernels.passes import em_counts_pass
-from pyromodels.crowd.ds.kernels.unrolled import MAX_CLASSES, em_counts_kernel, prior_argument
+from pyromodels.crowd.ds.kernels.passes import em_counts_pass, posteriors_pass
+from pyromodels.crowd.ds.kernels.unrolled import (
+    MAX_CLASSES,
+    em_counts_kernel,
+    posteriors_kernel,
+    prior_argument,
+)
 from pyromodels.crowd.ds.model import DawidSkene
 from pyromodels.data import AnnotationTable, WorkerPopulation, simulate_annotations
 from pyromodels.data.simulate_crowd import random_confusions
@@ -176,6 +181,17 @@ def test_the_pass_written_out_for_k_classes_equals_the_generic_pass(num_classes)
     np.testing.assert_allclose(c1, c0, rtol=0, atol=1e-12)
     np.testing.assert_allclose(t1, t0, rtol=1e-13)
     assert l1 == pytest.approx(l0, rel=1e-13)
+    # the posteriors pass, written out the same way
+    assert (posteriors_kernel(num_classes) is posteriors_pass) == (num_classes > MAX_CLASSES)
+    q = {}
+    for name, run, first in (("generic", posteriors_pass, prior),
+                             ("written out", posteriors_kernel(num_classes),
+                              prior_argument(prior))):
+        q[name] = (np.empty((data.num_items, num_classes)), np.empty(data.num_items))
+        run(ptr, workers, labels, first, conf, *q[name])
+    (q0, n0), (q1, n1) = q.values()
+    np.testing.assert_allclose(q1, q0, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(n1, n0, rtol=1e-13)
     assert float(em.e_step(data, params, "torch")[1].max()) < -300 * math.log(2)
     _assert_steps_agree(data, params, 1e-10)
 

@@ -33,8 +33,8 @@ import numpy as np
 import torch
 
 from .groups import item_groups
-from .passes import counts_pass, log_marginal_pass, posteriors_pass
-from .unrolled import em_counts_kernel, prior_argument
+from .passes import counts_pass, log_marginal_pass
+from .unrolled import em_counts_kernel, posteriors_kernel, prior_argument
 
 __all__ = ["posteriors", "em_counts", "confusion_counts", "log_marginal", "as_numpy", "columns"]
 
@@ -56,7 +56,8 @@ def posteriors(table, prior: torch.Tensor, confusion: torch.Tensor):
     K = confusion.shape[-1]
     q = np.empty((table.num_items, K))
     loglik = np.empty(table.num_items)
-    posteriors_pass(ptr, workers, labels, as_numpy(prior), columns(confusion), q, loglik)
+    run = posteriors_kernel(K)
+    run(ptr, workers, labels, prior_argument(as_numpy(prior)), columns(confusion), q, loglik)
     out = (torch.from_numpy(q), torch.from_numpy(loglik))
     return tuple(t.to(confusion.dtype) for t in out)
 

@@ -22,10 +22,11 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe.tuple import tuple_setitem
 
-from .passes import em_counts_pass
+from .passes import em_counts_pass, posteriors_pass
 from .scaling import SMALL, accumulate_log
 
-__all__ = ["MAX_CLASSES", "em_counts_unrolled", "em_counts_kernel", "prior_argument"]
+__all__ = ["MAX_CLASSES", "em_counts_unrolled", "em_counts_kernel", "posteriors_unrolled",
+           "posteriors_kernel", "prior_argument"]
 
 #: the largest ``K`` the tuple pass is used for; larger ``K`` use the generic pass
 MAX_CLASSES = 16
@@ -116,6 +117,42 @@ def em_counts_unrolled(ptr, workers, labels, prior, conf, counts, qsum):  # prag
     for k in range(len(sum_second)):
         qsum[H + k] += sum_second[k]
     return total + np.log(run)
+
+
+@njit(cache=True, error_model="numpy")
+def _store_row(q, n, offset, a, s):  # pragma: no cover - compiled
+    for k in range(len(a)):
+        q[n, offset + k] = a[k] / s
+
+
+@njit(cache=True, error_model="numpy")
+def posteriors_unrolled(ptr, workers, labels, prior, conf, q, loglik):  # pragma: no cover
+    """:func:`~.passes.posteriors_pass` with ``prior`` given as two tuples of floats (see
+    :func:`prior_argument`)."""
+    first, second = prior
+    H = len(first)
+    for n in range(ptr.shape[0] - 1):
+        a, b = first, second
+        shift = 0.0
+        for i in range(ptr[n], ptr[n + 1]):
+            w = workers[i]
+            y = labels[i]
+            a, top = _multiply(a, conf, w, y, 0, 0.0)
+            b, top = _multiply(b, conf, w, y, H, top)
+            if top < SMALL and top > 0.0:
+                a, b = _divide(a, top), _divide(b, top)
+                shift += np.log(top)
+        s = _sum(b, _sum(a, 0.0))
+        _store_row(q, n, 0, a, s)
+        _store_row(q, n, H, b, s)
+        loglik[n] = np.log(s) + shift
+
+
+def posteriors_kernel(num_classes: int):
+    """:func:`posteriors_unrolled` up to :data:`MAX_CLASSES` classes, the generic
+    :func:`~.passes.posteriors_pass` above; both take ``(ptr, workers, labels,
+    prior_argument(prior), conf, q, loglik)``."""
+    return posteriors_unrolled if num_classes <= MAX_CLASSES else posteriors_pass
 
 
 def em_counts_kernel(num_classes: int):
