@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..checks import check_in
 from .graphs import Graph
 from .paths import ENV_VAR, locate
+
+if TYPE_CHECKING:  # scipy.sparse is imported when a graph set is read, not with the package
+    import scipy.sparse as sp
 
 __all__ = ["PlanetoidData", "load_planetoid"]
 
@@ -88,6 +91,8 @@ def load_planetoid(name: str, path=None) -> PlanetoidData:
     if missing:
         raise ValueError(f"{found} lacks the array(s) {missing}")
     n = int(arrays["feat_shape"][0])
+    import scipy.sparse as sp
+
     features = sp.csr_matrix(
         (arrays["feat_data"], arrays["feat_indices"], arrays["feat_indptr"]),
         shape=tuple(int(s) for s in arrays["feat_shape"]),

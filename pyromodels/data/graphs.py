@@ -13,15 +13,18 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 import torch
 
 from ..checks import as_label_tensor, check_int
 from .idmaps import as_id_index, plain, repeated_keys
 from .tensors import TensorFields
+
+if TYPE_CHECKING:  # scipy.sparse is imported by the methods that use it, not with the package
+    import scipy.sparse as sp
 
 __all__ = ["Graph"]
 
@@ -104,6 +107,8 @@ class Graph(TensorFields):
         With ``symmetric=True`` the matrix must equal its transpose and each edge is read once
         from the upper triangle. Weights other than 1 and diagonal entries are errors.
         """
+        import scipy.sparse as sp
+
         if not sp.issparse(matrix):
             arr = np.asarray(matrix)
             if arr.ndim != 2:
@@ -164,6 +169,8 @@ class Graph(TensorFields):
 
     def to_scipy(self) -> sp.csr_matrix:
         """Adjacency as a ``scipy.sparse.csr_matrix`` of float64 ones."""
+        import scipy.sparse as sp
+
         arcs = self.arcs().cpu().numpy()
         return sp.csr_matrix(
             (np.ones(arcs.shape[1]), (arcs[0], arcs[1])), shape=(self.num_nodes, self.num_nodes)
