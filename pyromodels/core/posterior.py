@@ -107,7 +107,7 @@ class Posterior:
         log_likelihood: bool = True,
         coords=None,
         dims=None,
-        predictive: bool = False,
+        predictive: bool | None = None,
         num_prior_draws: int = 500,
         seed: int | None = None,
     ):
@@ -221,6 +221,30 @@ def _default_dims(model, dims) -> dict:
     return out
 
 
+#: the most values the replicated data of the default predictive groups may hold (about
+#: 160 MB in float64); larger ones are left out with a warning unless ``predictive=True``
+PREDICTIVE_DEFAULT_MAX_VALUES = 20_000_000
+
+
+def _wants_predictive(predictive, posterior, observed, num_draws, num_prior_draws) -> bool:
+    """Resolve ``predictive=None``: the groups are added when the posterior knows its model
+    and data, the model declares its observed data, and the replicates stay small."""
+    if predictive is not None:
+        return predictive
+    if posterior.model is None or posterior.data is None or not observed:
+        return False
+    values = sum(int(v.size) for v in observed.values()) * (num_draws + num_prior_draws)
+    if values > PREDICTIVE_DEFAULT_MAX_VALUES:
+        warnings.warn(
+            f"the prior and predictive groups were left out: their replicated data would hold "
+            f"{values:,} values (more than {PREDICTIVE_DEFAULT_MAX_VALUES:,}); pass "
+            "predictive=True to add them anyway, or predictive=False to silence this",
+            UserWarning, stacklevel=3,
+        )
+        return False
+    return True
+
+
 def _predictive_groups(posterior, shape, num_prior_draws, seed) -> dict:
     from .predictive import posterior_predictive_draws, prior_draws
     from .seeding import derive_seed, resolve_seed
@@ -249,7 +273,7 @@ def to_inference_data(
     log_likelihood: bool = True,
     coords=None,
     dims=None,
-    predictive: bool = False,
+    predictive: bool | None = None,
     num_prior_draws: int = 500,
     seed: int | None = None,
 ):
@@ -272,11 +296,15 @@ def to_inference_data(
       attribute ``point_estimate = 1``, on which ``arviz.loo`` and ``arviz.waic`` raise a
       ``ValueError`` saying why.
     * ``observed_data``: when the model defines ``observed_data(data) -> {name: array}``.
-    * with ``predictive=True`` (see :mod:`pyromodels.core.predictive`):
-      ``posterior_predictive`` (one replicate of the observed sites per posterior draw),
+    * ``posterior_predictive`` (one replicate of the observed sites per posterior draw),
       ``prior`` (``num_prior_draws`` draws of the latent sites from the prior, one chain) and
-      ``prior_predictive`` (the observed sites of those prior draws). These feed
-      ``arviz.plot_ppc``.
+      ``prior_predictive`` (the observed sites of those prior draws), see
+      :mod:`pyromodels.core.predictive`. These feed ``arviz.plot_ppc``. By default
+      (``predictive=None``) they are added when the posterior knows its model and data and
+      the model declares its observed data, unless the replicates would hold more than
+      :data:`PREDICTIVE_DEFAULT_MAX_VALUES` values (then a warning says so);
+      ``predictive=True`` always adds them (an error without model and data),
+      ``predictive=False`` never.
 
     Axes are named by the model's ``site_dims`` (for example the mixture's ``locs`` is
     ``(chain, draw, component, feature)``), with ``dims`` taking precedence.
@@ -292,9 +320,10 @@ def to_inference_data(
         coords: ArviZ coordinates, ``{dim_name: values}``.
         dims: dimension names per variable, ``{var_name: [dim_name, ...]}``, naming the axes
             after ``(chain, draw)``.
-        predictive: whether to add the prior and predictive groups (needs the posterior's model
-            and data).
-        num_prior_draws: how many prior draws (``predictive=True`` only).
+        predictive: whether to add the prior and predictive groups: ``None`` (default) when
+            they can be made and are not too large, ``True`` always (needs the posterior's
+            model and data), ``False`` never.
+        num_prior_draws: how many prior draws for the ``prior`` groups.
         seed: seed of the predictive draws (default: the fit's seed).
 
     Returns:
@@ -308,8 +337,9 @@ def to_inference_data(
     """
     posterior = check_posterior(posterior)
     for name, flag in (("log_likelihood", log_likelihood), ("predictive", predictive)):
-        if not isinstance(flag, bool):
-            raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
+        if not isinstance(flag, bool) and not (name == "predictive" and flag is None):
+            expected = "a bool or None" if name == "predictive" else "a bool"
+            raise TypeError(f"{name} must be {expected}, got {type(flag).__name__}")
     shape = (posterior.num_chains, posterior.num_draws)
     model, data = posterior.model, posterior.data
     point = is_point_estimate(posterior)
@@ -320,7 +350,8 @@ def to_inference_data(
                            if log_likelihood and not point else None),
         "observed_data": observed_arrays(model, data),
     }
-    if predictive:
+    if _wants_predictive(predictive, posterior, groups["observed_data"],
+                         shape[0] * shape[1], num_prior_draws):
         groups.update(_predictive_groups(posterior, shape, num_prior_draws, seed))
     attrs = inference_attrs(posterior.attrs, posterior.method)
     return from_groups(groups, attrs, coords=coords, dims=_default_dims(model, dims),
@@ -358,7 +389,7 @@ def summary(posterior, var_names=None, **kwargs):
             UserWarning,
             stacklevel=2,
         )
-    idata = to_inference_data(posterior, log_likelihood=False)
+    idata = to_inference_data(posterior, log_likelihood=False, predictive=False)
     return az.summary(idata, var_names=var_names, **kwargs)
 
 

@@ -171,7 +171,7 @@ def plot_energy(posterior, **kwargs) -> plt.Figure:
             "posterior.sample_stats has no 'energy' entry (chain, draw): the energy plot needs "
             f"the Hamiltonian of each draw; available statistics: {sorted(posterior.sample_stats)}"
         )
-    idata = to_inference_data(posterior, log_likelihood=False)
+    idata = to_inference_data(posterior, log_likelihood=False, predictive=False)
     kwargs.setdefault("kind", "hist")
     kwargs.setdefault("figsize", (6, 3.5))
     ax = np.atleast_1d(az.plot_energy(idata, **kwargs)).ravel()[0]

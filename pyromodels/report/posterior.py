@@ -162,7 +162,7 @@ def _tables(posterior) -> dict:
     if posterior.num_chains * posterior.num_draws > 1:
         if _is_mcmc(posterior) and posterior.num_chains > 1:
             return {"posterior summary": posterior.summary(var_names=sites)}
-        idata = to_inference_data(posterior, log_likelihood=False)
+        idata = to_inference_data(posterior, log_likelihood=False, predictive=False)
         table = az.summary(idata, var_names=sites, kind="stats")
         if _is_mcmc(posterior):
             for method in ("bulk", "tail"):

@@ -77,3 +77,30 @@ def test_networked_model_says_why_it_has_no_predictive_draws():
     table, graph, _ = simulate_networked_annotations(12, 3, 2, mean_degree=2.0, seed=0)
     with pytest.raises(NotImplementedError, match="factor"):
         observed_sites(NetworkedDawidSkene(), (table, graph))
+
+
+def test_predictive_default_adds_the_groups_when_the_fit_knows_its_model(monkeypatch):
+    from pyromodels.core import posterior as posterior_module
+    from pyromodels.mixture import BayesianGaussianMixture
+
+    x = torch.cat([torch.randn(20, 2) - 3, torch.randn(20, 2) + 3])
+    post = BayesianGaussianMixture(2).fit(x, method="gibbs", seed=0, num_samples=6, num_warmup=4,
+                                  num_chains=1, progress=False)
+    wanted = {"prior", "prior_predictive", "posterior_predictive"}
+    assert wanted <= set(post.to_inference_data(num_prior_draws=5).groups())
+    assert not wanted & set(post.to_inference_data(predictive=False).groups())
+    # the same draws each time: they are seeded by the fit's seed
+    a = post.to_inference_data(num_prior_draws=5).posterior_predictive["x"].values
+    b = post.to_inference_data(num_prior_draws=5).posterior_predictive["x"].values
+    assert (a == b).all()
+    # too large for the default: left out with a warning naming the way to force them
+    monkeypatch.setattr(posterior_module, "PREDICTIVE_DEFAULT_MAX_VALUES", 40 * 2 * 10)
+    with pytest.warns(UserWarning, match="predictive=True to add them anyway"):
+        groups = set(post.to_inference_data(num_prior_draws=5).groups())
+    assert not wanted & groups
+    assert wanted <= set(post.to_inference_data(predictive=True, num_prior_draws=5).groups())
+    # a hand-built posterior without model and data converts without them, silently
+    bare = Posterior(samples={"mu": torch.zeros(1, 3)}, method="nuts")
+    assert set(bare.to_inference_data().groups()) == {"posterior"}
+    with pytest.raises(TypeError, match="predictive must be a bool or None"):
+        post.to_inference_data(predictive="yes")

@@ -26,7 +26,11 @@ def _scipy_loglik(post):
 
 def test_groups_shapes_and_dtypes(toy):
     idata = to_inference_data(toy)
-    assert set(idata.groups()) == {"posterior", "sample_stats", "log_likelihood", "observed_data"}
+    # the prior and predictive groups come by default (see test_predictive_default_*)
+    assert set(idata.groups()) == {"posterior", "sample_stats", "log_likelihood", "observed_data",
+                                   "prior", "prior_predictive", "posterior_predictive"}
+    assert set(to_inference_data(toy, predictive=False).groups()) == {
+        "posterior", "sample_stats", "log_likelihood", "observed_data"}
     for name, value in toy.samples.items():
         arr = idata.posterior[name].values
         assert arr.shape == tuple(value.shape)
