@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..checks import as_label_tensor, check_int
+from ..checks import as_label_tensor, as_numeric_tensor, check_int
 from .idmaps import as_id_index, plain, repeated_keys
 from .tensors import TensorFields
 
@@ -110,7 +110,7 @@ class Graph(TensorFields):
         import scipy.sparse as sp
 
         if not sp.issparse(matrix):
-            arr = np.asarray(matrix)
+            arr = as_numeric_tensor(matrix, "matrix").cpu().numpy()
             if arr.ndim != 2:
                 raise ValueError(f"matrix must be a 2-D adjacency matrix, got shape {arr.shape}")
             matrix = sp.csr_matrix(arr)
@@ -156,6 +156,8 @@ class Graph(TensorFields):
         """Sparse adjacency ``(N, N)`` as a torch ``"coo"`` or ``"csr"`` tensor of ones."""
         if layout not in ("coo", "csr"):
             raise ValueError(f"layout must be 'coo' or 'csr', got {layout!r}")
+        if dtype is not None and not isinstance(dtype, torch.dtype):
+            raise TypeError(f"dtype must be a torch.dtype or None, got {dtype!r}")
         arcs = self.arcs()
         values = torch.ones(arcs.shape[1], dtype=dtype or torch.get_default_dtype(),
                             device=self.device)

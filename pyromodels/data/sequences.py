@@ -8,13 +8,13 @@ positions in order (crowd labels on tokens, say).
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
-from ..checks import as_label_tensor, check_finite
+from ..checks import as_label_tensor, as_numeric_tensor, check_finite
 from .annotations import AnnotationTable
 from .tensors import TensorFields
 
@@ -46,12 +46,11 @@ class Sequences(TensorFields):
         data = self.data
         if not isinstance(data, AnnotationTable):
             if not isinstance(data, torch.Tensor):
-                arr = np.asarray(data)
-                if arr.dtype == object or arr.dtype.kind in "USV":
-                    raise TypeError(
-                        f"data must be a numeric array or an AnnotationTable, got dtype {arr.dtype}"
-                    )
-                data = torch.as_tensor(arr)
+                try:
+                    data = as_numeric_tensor(data, "data")
+                except TypeError as err:
+                    raise TypeError(f"data must be a numeric array or an AnnotationTable, got "
+                                    f"{type(data).__name__} ({err})") from err
             if data.dim() == 0:
                 raise ValueError("data must have at least one dimension (positions)")
             check_finite(data, "data")
@@ -59,10 +58,9 @@ class Sequences(TensorFields):
         if lengths.numel() and int(lengths.min()) < 1:
             raise ValueError(f"lengths must all be >= 1, found {int(lengths.min())}")
         total = data.num_items if isinstance(data, AnnotationTable) else data.shape[0]
-        if int(lengths.sum()) != total:
-            raise ValueError(
-                f"lengths must sum to the data length {total}, got sum {int(lengths.sum())}"
-            )
+        if (lengths.numel() and int(lengths.max()) > total) or int(lengths.sum()) != total:
+            got = sum(lengths.tolist())  # Python ints: a sum past 2**63 is reported as it is
+            raise ValueError(f"lengths must sum to the data length {total}, got sum {got}")
         object.__setattr__(self, "data", data)
         object.__setattr__(self, "lengths", lengths)
 
@@ -122,8 +120,7 @@ class Sequences(TensorFields):
     def _resolve(self, x) -> torch.Tensor:
         if x is None:
             return self.values()
-        if not isinstance(x, torch.Tensor):
-            x = torch.as_tensor(np.asarray(x))
+        x = as_numeric_tensor(x, "x")
         if x.dim() == 0 or x.shape[0] != self.total_length:
             raise ValueError(
                 f"x must have {self.total_length} rows (one per position), got shape "
@@ -151,6 +148,8 @@ class Sequences(TensorFields):
         """
         if fill is None:
             fill = -1 if x is None and isinstance(self.data, AnnotationTable) else 0
+        elif isinstance(fill, bool) or not isinstance(fill, numbers.Number):
+            raise TypeError(f"fill must be a number, got {type(fill).__name__} {fill!r}")
         x = self._resolve(x)
         shape = (self.num_sequences, self.max_length) + tuple(x.shape[1:])
         padded = torch.full(shape, fill, dtype=x.dtype, device=x.device)
@@ -161,8 +160,7 @@ class Sequences(TensorFields):
 
     def unpad(self, padded) -> torch.Tensor:
         """Inverse of :meth:`pad`: the ``(T_total, ...)`` concatenation of the valid cells."""
-        if not isinstance(padded, torch.Tensor):
-            padded = torch.as_tensor(np.asarray(padded))
+        padded = as_numeric_tensor(padded, "padded")
         if padded.dim() < 2 or tuple(padded.shape[:2]) != (self.num_sequences, self.max_length):
             raise ValueError(
                 f"padded must have leading shape ({self.num_sequences}, {self.max_length}), "
