@@ -181,3 +181,11 @@ def test_sigint_exits_130_with_one_line(tmp_path):
     _, err = child.communicate(timeout=60)
     assert child.returncode == 130
     assert err == "pyromodels: interrupted\n"
+
+
+def test_an_unusable_default_report_directory_is_one_line(counted, tmp_path, monkeypatch,
+                                                          capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "reports").write_text("a file where the default report directory goes")
+    assert main(["demo", "--no-progress"]) == 2
+    _one_error_line(capsys, "--out cannot be created: ", "reports is a file")

@@ -42,6 +42,7 @@ def write_and_print(results: list, out: Path, title: str, files: dict | None = N
     (``out`` unusable, the disk full) is a :class:`UsageError`; ``out`` is left as it was."""
     from ..report import write_report
 
+    out = check_out(out)  # a default --out is checked here, a given one before the fit too
     try:
         index = write_report(results, out, title, files=files)
     except OSError as exc:
