@@ -23,7 +23,7 @@ from pyromodels import registry  # noqa: E402
 from pyromodels.cli import main  # noqa: E402
 from pyromodels.core import Posterior  # noqa: E402
 from pyromodels.registry import ModelEntry  # noqa: E402
-from pyromodels.report import DemoResult  # noqa: E402
+from pyromodels.report import DemoResult, read_metrics  # noqa: E402
 
 FAKE_METRICS = {"fake": {"accuracy": 0.875, "iterations": 12}, "note": "smoke"}
 
@@ -113,7 +113,7 @@ def test_demo_writes_a_complete_report(fake_registry, tmp_path, capsys):
     assert '<img src="data:image/png;base64,' in html
     assert "<figcaption>scores</figcaption>" in html and "<th>accuracy</th>" in html
     assert "<td>0.875</td>" in html
-    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    _, metrics = read_metrics(tmp_path)  # metrics.json less its run record, checked whole
     assert metrics == {
         "fake-model": {**FAKE_METRICS, "fake": {**FAKE_METRICS["fake"], "smoke": False}}
     }
@@ -208,9 +208,7 @@ def test_reproduce_and_report(fake_registry, tmp_path, capsys):
     argv = ["reproduce", "fake-model", "--scale", "medium", "--seed", "9", "--out", str(out)]
     assert main(argv + ["--no-progress"]) == 0
     index = _report_path(capsys.readouterr().out)
-    assert json.loads((out / "metrics.json").read_text()) == {
-        "fake-paper": {"scale": "medium", "seed": 9}
-    }
+    assert read_metrics(out)[1] == {"fake-paper": {"scale": "medium", "seed": 9}}
     assert main(["report", str(out)]) == 0
     assert capsys.readouterr().out.splitlines() == [
         f"report: {index}",
@@ -225,7 +223,7 @@ def test_reproduce_all_runs_every_registered_reproduction(fake_registry, tmp_pat
     assert main(["reproduce", "all", "--seed", "4", "--out", str(out), "--no-progress"]) == 0
     _report_path(capsys.readouterr().out)
     # bare-model has no reproduction, so only the fake model's result is in the report
-    assert json.loads((out / "metrics.json").read_text()) == {"fake-paper": {"scale": "small", "seed": 4}}
+    assert read_metrics(out)[1] == {"fake-paper": {"scale": "small", "seed": 4}}
 
 
 def test_reproduce_at_an_unsupported_scale_exits_2(fake_registry, monkeypatch, tmp_path, capsys):

@@ -12,7 +12,9 @@ Usage::
 
 Commands that write a report print one line, ``report: <absolute path of index.html>``.
 A user error (unknown model, a method the model lacks, missing or malformed data, a bad
-argument, no report) exits with status 2 and a one-line message on standard error.
+argument, an ``--out`` that cannot be written, no report or a partial one) exits with
+status 2 and a one-line message on standard error; Ctrl-C exits with status 130 and one line.
+Any other error is a bug, and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -22,11 +24,17 @@ import sys
 
 from .. import registry
 from .commands import cmd_demo, cmd_list, cmd_report, cmd_reproduce
-from .common import UsageError
+from .common import UsageError, check_out
 from .fit import cmd_fit
 from .parser import ENGINE_OPTIONS, build_parser
 
 __all__ = ["main", "build_parser", "UsageError", "ENGINE_OPTIONS"]
+
+#: what the command reports as a user error: its own argument checks (UsageError), unknown
+#: model names, and data that cannot be found (a missing data set, $PYROMODELS_DATA unset or
+#: pointing elsewhere); data and argument checks elsewhere raise UsageError from their
+#: ValueError or TypeError
+USER_ERRORS = (UsageError, registry.UnknownModelError, FileNotFoundError)
 
 _COMMANDS = {
     "list": cmd_list,
@@ -37,13 +45,12 @@ _COMMANDS = {
 }
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the ``pyromodels`` command on ``argv`` (default ``sys.argv[1:]``); return its status.
+def _one_line(exc: BaseException) -> str:
+    """The message of ``exc`` on one line."""
+    return " ".join(str(exc).split())
 
-    Example:
-        >>> main(["list"])  # doctest: +SKIP
-        0
-    """
+
+def _run(argv: list[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -52,9 +59,29 @@ def main(argv: list[str] | None = None) -> int:
     if args.verbose:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
+        if getattr(args, "out", None) is not None:
+            args.out = check_out(args.out)  # before any fit: a bad --out fails at once
         if args.command != "report":
             registry.load_builtin()
         return _COMMANDS[args.command](args)
-    except (UsageError, registry.UnknownModelError) as exc:
-        print(f"pyromodels: error: {exc}", file=sys.stderr)
+    except USER_ERRORS as exc:
+        print(f"pyromodels: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``pyromodels`` command on ``argv`` (default ``sys.argv[1:]``); return its status.
+
+    The exit status is 0 on success, 2 for a user error (one line on standard error:
+    ``pyromodels: error: <message>``) and 130 when interrupted (Ctrl-C: one line,
+    ``pyromodels: interrupted``); any other exception is a bug and keeps its traceback.
+
+    Example:
+        >>> main(["list"])  # doctest: +SKIP
+        0
+    """
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:
+        print("pyromodels: interrupted", file=sys.stderr)
+        return 130

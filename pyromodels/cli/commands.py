@@ -98,12 +98,13 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Print an existing report's index path and its metrics, one line per value."""
-    from ..report import flatten_metrics, format_value, read_metrics
+    """Print an existing report's index path and its metrics, one line per value, once it is
+    known to be one whole report (a partial or mixed one is a user error)."""
+    from ..report import flatten_metrics, format_value, read_report
 
     try:
-        index, metrics = read_metrics(args.dir)
-    except FileNotFoundError as exc:
+        index, metrics, _ = read_report(args.dir)  # checks it is one whole report
+    except (FileNotFoundError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     print(f"report: {index}")
     for name, values in metrics.items():

@@ -4,7 +4,7 @@ The model's entry says what data it reads and which of the model-specific option
 (:data:`~pyromodels.registry.LOADER_OPTIONS` go to its loader,
 :data:`~pyromodels.registry.MODEL_OPTIONS` to its factory, ``--gold`` to its ``describe``
 hook). The report is written as for every command; the files the hook adds (a crowd fit's
-``labels.csv``, say) are written beside ``index.html``.
+``labels.csv``, say) are written beside ``index.html``, as part of the report.
 """
 
 from __future__ import annotations
@@ -132,7 +132,5 @@ def cmd_fit(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UsageError(f"cannot report the fit of {entry.name!r}: {exc}") from exc
         result, files = described.result, described.files
-    folder = write_and_print([result], out, f"pyromodels fit: {entry.title} ({args.method})")
-    for file_name, frame in files.items():
-        frame.to_csv(folder / file_name, index=False)
+    write_and_print([result], out, f"pyromodels fit: {entry.title} ({args.method})", files)
     return 0

@@ -12,6 +12,7 @@ import io
 import re
 from html import escape
 
+from .contents import RUN_ID_META
 from .result import DemoResult
 
 __all__ = ["render_page", "figure_to_base64", "flatten_metrics", "format_value", "metrics_tables",
@@ -200,6 +201,7 @@ def render_page(
     generated: str,
     versions: dict[str, str],
     netcdf_links: dict[str, dict[str, str]],
+    run_id: str = "",
 ) -> str:
     """The report page as a string.
 
@@ -209,6 +211,8 @@ def render_page(
         generated: the generation date, already formatted.
         versions: package name -> version, listed under the title.
         netcdf_links: result name -> {engine: relative path of its NetCDF file}.
+        run_id: the report's run id, written into a ``<meta name="pyromodels-run-id">`` tag
+            and beside the generation date (none when empty).
 
     Returns:
         A complete HTML5 document. Drawing the figures does not close them; the caller does.
@@ -216,12 +220,14 @@ def render_page(
     version_rows = list(versions.items())
     nav = "".join(f'<li><a href="#{escape(r.name)}">{escape(r.name)}</a></li>' for r in results)
     sections = "\n".join(_result_section(r, netcdf_links.get(r.name, {})) for r in results)
+    run_meta = f'<meta name="{RUN_ID_META}" content="{escape(run_id)}">\n' if run_id else ""
+    run_text = f", run {escape(run_id)}" if run_id else ""
     return (
         "<!DOCTYPE html>\n"
-        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<html lang="en">\n<head>\n<meta charset="utf-8">\n{run_meta}'
         f"<title>{escape(title)}</title>\n<style>\n{_CSS}\n</style>\n</head>\n<body>\n"
         f"<h1>{escape(title)}</h1>\n"
-        f'<p class="meta">Generated {escape(generated)}</p>\n'
+        f'<p class="meta">Generated {escape(generated)}{run_text}</p>\n'
         f"{_key_value_table(version_rows, ('package', 'version'))}\n"
         f"<nav><ul>{nav}</ul></nav>\n"
         f"{sections}\n</body>\n</html>\n"

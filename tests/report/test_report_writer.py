@@ -77,7 +77,7 @@ def test_report_files_and_round_trips(tmp_path):
     # metrics.json holds every result's metrics; numpy scalars become plain numbers, and NaN
     # becomes null (strict JSON, readable by any JSON parser).
     metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
-    assert list(metrics) == ["hostile", "plain"]
+    assert list(metrics) == ["hostile", "plain", "_report"]  # the run record last
     assert metrics["hostile"] == {"svi": {"elbo": -12.5, "converged": True}, "note": "<b>bold</b>"}
     assert metrics["plain"]["nuts"]["ess"] == 812.5
     assert metrics["plain"]["nuts"]["rhat"] is None
