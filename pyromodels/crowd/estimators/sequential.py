@@ -122,7 +122,7 @@ class SequentialDawidSkeneEstimator(CrowdAggregator):
             ) from err
         rows = pd.DataFrame({_CODE: items.get_indexer(pd.MultiIndex.from_frame(keys)),
                              self.worker: df[self.worker].to_numpy(),
-                             self.label: df[self.label].to_numpy()})
+                             self.label: df[self.label].array})  # keeps a categorical
         table = AnnotationTable.from_dataframe(
             rows, item=_CODE, worker=self.worker, label=self.label, classes=self.classes,
             items=pd.RangeIndex(len(items)), allow_repeats=self.allow_repeats)
