@@ -7,6 +7,7 @@ expected form; nothing is silently coerced, dropped or clipped.
 from __future__ import annotations
 
 import numbers
+import os
 import re
 from collections.abc import Sequence
 
@@ -27,6 +28,9 @@ __all__ = [
     "as_record",
     "check_finite",
     "check_stochastic",
+    "check_memory",
+    "memory_size",
+    "format_bytes",
 ]
 
 
@@ -332,3 +336,49 @@ def check_stochastic(
         what = "sum to 1" if t.dim() <= 1 else "have entries summing to 1 in total"
         raise ValueError(f"{name} must {what}, got sum {total:.10g} ({off})")
     return t.to(dtype=dtype)
+
+
+def memory_size(device=None) -> int | None:
+    """Bytes of memory of ``device``: the GPU's for a CUDA device, else the machine's physical
+    memory; ``None`` where the platform does not say."""
+    device = torch.device("cpu" if device is None else device)
+    if device.type == "cuda" and torch.cuda.is_available():
+        return int(torch.cuda.mem_get_info(device)[1])
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def format_bytes(nbytes: float) -> str:
+    """``nbytes`` in the largest unit that keeps it >= 1, e.g. ``'4.0 TB'`` (powers of 1000).
+
+    Example:
+        >>> format_bytes(4e12), format_bytes(512)
+        ('4.0 TB', '512 B')
+    """
+    for unit, size in (("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if nbytes >= size:
+            return f"{nbytes / size:.1f} {unit}"
+    return f"{int(nbytes)} B"
+
+
+def check_memory(parts: Sequence[tuple[str, float]], device=None, hint: str = "") -> None:
+    """Raise ``ValueError`` before allocating when ``parts`` need more than the device has.
+
+    Args:
+        parts: ``(what, bytes)`` of the arrays a computation will hold at once.
+        device: where they will live (``None``: the CPU).
+        hint: which arguments drive the sizes and how to shrink them, appended to the message.
+    """
+    total = sum(float(nbytes) for _, nbytes in parts)
+    limit = memory_size(device)
+    if limit is None or total <= limit:
+        return
+    listed = "; ".join(f"{what}: {format_bytes(nbytes)}" for what, nbytes in parts if nbytes)
+    where = "the GPU" if torch.device("cpu" if device is None else device).type == "cuda" \
+        else "this machine"
+    raise ValueError(
+        f"this fit would need about {format_bytes(total)} of memory ({listed}), more than the "
+        f"{format_bytes(limit)} of {where}{'; ' + hint if hint else ''}"
+    )

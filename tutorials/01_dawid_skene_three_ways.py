@@ -439,7 +439,8 @@ show(fig)
 
 # %%
 one_label = pd.concat([answers, pd.DataFrame({"task": [answers.task.iloc[0]],
-                                              "worker": ["newcomer"], "label": [1]})])
+                                              "worker": [answers.worker.max() + 1],
+                                              "label": [1]})])
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     DawidSkene().prepare(one_label)

@@ -213,19 +213,28 @@ class AnnotationTable(ItemWorkerSizes, TensorFields):
             item, worker, label: column names (defaults follow crowd-kit). With the default
                 ``item="task"``, a table without a ``task`` column may name it ``item``.
             classes: the class ids in the order wanted for the codes; every label must be one
-                of them and classes nobody used are kept. Default: the sorted distinct labels.
+                of them and classes nobody used are kept. Default: the categories of a
+                categorical label column (in their order, used or not), else the sorted
+                distinct labels.
             items, workers: optional full id lists (fixing the code order and keeping items or
                 workers without labels); default: the sorted distinct ids in ``df``.
             allow_repeats: keep repeated (item, worker) rows instead of raising.
 
         Raises:
             ValueError: missing columns, empty table, NaN ids or labels, labels outside
-                ``classes``, repeated (item, worker) rows.
+                ``classes``, repeated (item, worker) rows, a column mixing strings with other
+                values (``'1'`` and ``1`` would be two ids).
+
+        Warns:
+            UserWarning: string ids or labels that differ only by surrounding whitespace
+                (``'cat '`` and ``'cat'``): they stay different ids.
         """
         item = item_column(df, item)
         check_columns(df, {"item": item, "worker": worker, "label": label})
         item_codes, item_index = _factorize(df[item], f"df[{item!r}]", items, "items")
         worker_codes, worker_index = _factorize(df[worker], f"df[{worker!r}]", workers, "workers")
+        if classes is None and isinstance(df[label].dtype, pd.CategoricalDtype):
+            classes = df[label].cat.categories  # the declared classes, used or not
         label_codes, class_index = _factorize(df[label], f"df[{label!r}]", classes, "classes")
         return cls(
             torch.from_numpy(item_codes),

@@ -8,6 +8,8 @@ indexed by the user's ids.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import torch
@@ -20,6 +22,8 @@ __all__ = [
     "encode_ids",
     "check_codes",
     "check_no_missing",
+    "check_id_kinds",
+    "warn_padded_ids",
     "to_numpy",
     "index_values",
     "repeated_keys",
@@ -91,11 +95,73 @@ def factorize_ids(values: pd.Series, name: str, known=None, known_name: str = "t
         ``(codes, index)``: an int64 array with ``len(values)`` codes and a ``pandas.Index``.
     """
     check_no_missing(values, name)
+    check_id_kinds(values, name)
     if known is not None:
         index = as_id_index(known, known_name)
         return encode_ids(index, values, name, known_name), index
     codes, uniques = pd.factorize(values, sort=True)
-    return np.asarray(codes, dtype=np.int64), pd.Index(uniques)
+    uniques = pd.Index(uniques)
+    warn_padded_ids(uniques, name)
+    return np.asarray(codes, dtype=np.int64), uniques
+
+
+def check_id_kinds(values: pd.Series, name: str) -> None:
+    """Raise ``ValueError`` if ``values`` holds both strings and non-strings.
+
+    ``'1'`` and ``1`` are different ids to pandas, so a column that mixes them (a file read
+    partly as text) would silently split one id into two. The message shows the clashing
+    values, those whose text is the same first.
+    """
+    dtype = values.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        values = pd.Series(dtype.categories)
+    elif not pd.api.types.is_object_dtype(dtype):
+        return  # numeric, boolean, datetime or pandas string columns hold one kind
+    kind = pd.api.types.infer_dtype(values, skipna=True)
+    if kind in ("string", "empty") or "mixed" not in kind:
+        return
+    arr = pd.unique(values.dropna().to_numpy())
+    is_str = np.fromiter((isinstance(v, str) for v in arr), dtype=bool, count=len(arr))
+    if is_str.all() or not is_str.any():
+        return
+    strings, others = arr[is_str], arr[~is_str]
+    as_text = {str(plain(v)): v for v in others}
+    same = [(s, as_text[s]) for s in strings if s in as_text]
+    shown = same or [(strings[0], others[0])]
+    pairs = ", ".join(f"{s!r} (str) and {plain(v)!r} ({type(plain(v)).__name__})"
+                      for s, v in shown[:_SHOW])
+    raise ValueError(
+        f"{name} mixes strings and non-strings, which would be different ids: {pairs}. "
+        "Convert the column to one type first, e.g. with .astype(str)"
+    )
+
+
+def warn_padded_ids(ids: pd.Index, name: str) -> None:
+    """Warn if some string ids of ``ids`` differ only by surrounding whitespace.
+
+    ``'cat '`` and ``'cat'`` stay two ids (they are different values, and some data sets mean
+    them so), but such pairs are almost always a formatting slip, so they are named.
+    """
+    if pd.api.types.is_object_dtype(ids.dtype):
+        if pd.api.types.infer_dtype(ids, skipna=True) != "string":
+            return
+    elif not isinstance(ids.dtype, pd.StringDtype):
+        return
+    if not any(v[:1].isspace() or v[-1:].isspace() for v in ids.tolist()):
+        return  # the common case, about ten times faster than stripping every id
+    stripped = ids.str.strip()
+    clash = stripped.duplicated(keep=False)
+    if not clash.any():
+        return
+    groups = pd.Series(ids[clash]).groupby(stripped[clash].to_numpy(), sort=True)
+    shown = [tuple(group) for _, group in groups][:_SHOW]
+    warnings.warn(
+        f"{name} holds values that differ only by surrounding whitespace, kept apart: "
+        f"{', '.join(' and '.join(repr(v) for v in g) for g in shown)}. Strip the column "
+        "(e.g. .str.strip()) if they are the same",
+        UserWarning,
+        stacklevel=2,
+    )
 
 
 def check_codes(x, name: str, size: int | None, size_name: str, device=None) -> torch.Tensor:

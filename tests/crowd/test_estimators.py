@@ -124,8 +124,8 @@ def test_init_confusion_from_a_confusions_frame_starts_em_there():
 def test_bayesian_methods_through_the_estimator(method):
     df, _, truth = string_frame(n=150, m=5, seed=4)
     by_em = DawidSkeneEstimator(**COLUMNS).fit(df)
-    est = DawidSkeneEstimator(method=method, num_samples=200, num_warmup=100, num_steps=300,
-                              lr=0.05, **COLUMNS).fit(df)
+    knobs = {"num_steps": 300, "lr": 0.05} if method == "svi" else {"num_warmup": 100}
+    est = DawidSkeneEstimator(method=method, num_samples=200, **knobs, **COLUMNS).fit(df)
     assert est.converged_ is None and est.posterior_.method == method
     expected_iter = 300 if method == "svi" else 100 + 200
     assert est.n_iter_ == expected_iter

@@ -128,7 +128,8 @@ def test_clone_of_a_fitted_facade_is_unfitted_and_models_are_not_estimators():
 @pytest.mark.parametrize("method", ["em", "gibbs"])
 def test_fitted_estimators_pickle_and_predict_the_same(method):
     df = frame()
-    est = DawidSkeneEstimator(method=method, num_samples=30, num_warmup=10, num_chains=1).fit(df)
+    knobs = {"num_samples": 30, "num_warmup": 10, "num_chains": 1} if method == "gibbs" else {}
+    est = DawidSkeneEstimator(method=method, **knobs).fit(df)
     again = pickle.loads(pickle.dumps(est))
     new = df[df["task"] < 10].assign(task=lambda d: "new-" + d["task"].astype(str))
     pd.testing.assert_series_equal(again.predict(new), est.predict(new))

@@ -23,7 +23,11 @@ The facades:
 
 scikit-learn conventions: every parameter is a constructor argument, so ``get_params``,
 ``set_params`` and ``sklearn.base.clone`` work; ``random_state`` is accepted beside ``seed``
-(``random_state`` wins when it is not ``None``); using a result before ``fit`` raises
+(``random_state`` wins when it is not ``None``); a parameter that only other methods read
+(``num_chains`` with ``method="em"``, ``n_iter`` with ``"gibbs"``) must stay at its default,
+or ``fit`` raises a ``ValueError`` naming it (the constructor accepts anything, so ``clone``
+and grid searches work); ``fit`` also refuses, before allocating, data whose confusion
+matrices or kept draws would not fit in memory; using a result before ``fit`` raises
 :class:`~pyromodels.core.NotFittedError`, a subclass of scikit-learn's; fitted estimators
 pickle. The model classes themselves (:class:`~pyromodels.crowd.DawidSkene`, ...) are not
 scikit-learn estimators: they hold model arguments only, ``fit`` returns a ``Posterior``

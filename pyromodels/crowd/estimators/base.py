@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import numbers
 
 import numpy as np
@@ -9,7 +10,7 @@ import pandas as pd
 import torch
 from sklearn.base import BaseEstimator
 
-from ...checks import check_in, check_int, check_positive
+from ...checks import check_in, check_int, check_memory, check_positive
 from ...core.not_fitted import NotFittedError
 from ...data.annotations import AnnotationTable, check_columns, item_column
 
@@ -90,10 +91,34 @@ def check_edges(edges, source: str, target: str) -> pd.DataFrame:
     return edges
 
 
+def _is_default(value, default) -> bool:
+    """Whether a parameter still holds its constructor default (arrays never do)."""
+    if value is default:
+        return True
+    if default is None or value is None or isinstance(value, (np.ndarray, torch.Tensor,
+                                                              pd.DataFrame)):
+        return False
+    try:
+        return type(value) is type(default) and bool(value == default)
+    except (TypeError, ValueError):
+        return False
+
+
+def _short(value) -> str:
+    """``value``'s repr, or its type name when that would be long (an array)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"<{type(value).__name__}>"
+
+
 class CrowdAggregator(BaseEstimator):
     """Shared plumbing: column names, the annotation table, fitted-state checks."""
 
     _fitted = ("labels_", "probas_", "table_")
+    #: ``{parameter: the methods that read it}`` for the parameters only some methods read;
+    #: setting one away from its default for another method is an error at fit time
+    _method_params: dict[str, tuple[str, ...]] = {}
+    #: whether the fit holds one ``K x K`` confusion matrix per worker
+    _per_worker_confusions = True
 
     def __getattr__(self, name):
         if name in type(self)._fitted:
@@ -121,10 +146,55 @@ class CrowdAggregator(BaseEstimator):
         task = item_column(df, self.task)
         # name the facade's own arguments (task=, worker=, label=) when a column is missing
         check_columns(df, {"task": task, "worker": self.worker, "label": self.label})
-        return AnnotationTable.from_dataframe(
+        table = AnnotationTable.from_dataframe(
             df, item=task, worker=self.worker, label=self.label, classes=self.classes,
             items=items, allow_repeats=self.allow_repeats,
         )
+        self._check_memory(table)
+        return table
+
+    def _check_method_params(self) -> None:
+        """Refuse a parameter set away from its default that ``self.method`` does not read:
+        it would be ignored silently (``num_chains=4`` with ``method="em"``)."""
+        signature = inspect.signature(type(self).__init__).parameters
+        for name, methods in self._method_params.items():
+            value, default = getattr(self, name), signature[name].default
+            if self.method not in methods and not _is_default(value, default):
+                used = ", ".join(repr(m) for m in methods[:-1])
+                used = f"{used} or {methods[-1]!r}" if used else repr(methods[-1])
+                raise ValueError(
+                    f"{name}={_short(value)} is not used by method={self.method!r}, only by "
+                    f"method={used}: leave {name} at its default ({default!r}) or choose a "
+                    "method that uses it"
+                )
+
+    def _kept_draws(self) -> int:
+        """How many draws of the confusion matrices the fit keeps (0 for EM)."""
+        method = getattr(self, "method", None)
+        if method in ("gibbs", "nuts"):
+            return (check_int(self.num_chains, "num_chains", minimum=1)
+                    * check_int(self.num_samples, "num_samples", minimum=1))
+        if method == "svi":
+            return check_int(self.num_samples, "num_samples", minimum=1)
+        return 0
+
+    def _check_memory(self, table: AnnotationTable) -> None:
+        """Refuse, before anything is allocated, a fit whose main arrays cannot fit in memory
+        (``classes=range(10**6)`` asks for ``M x 10**12`` confusion entries)."""
+        N, M, K = table.num_items, table.num_workers, table.num_classes
+        size = torch.finfo(torch.get_default_dtype()).bits // 8
+        parts = [(f"{N} tasks x {K} classes of probabilities", N * K * size)]
+        confusion = M * K * K * size if self._per_worker_confusions else 0
+        draws = self._kept_draws() if confusion else 0
+        if confusion:
+            parts.append((f"{M} workers x {K} x {K} confusion entries", confusion))
+        if draws:
+            parts.append((f"{draws} kept draws of those confusions (num_chains x num_samples)",
+                          draws * confusion))
+        source = "classes=" if self.classes is not None else f"the distinct df[{self.label!r}]"
+        hint = (f"the {K} classes come from {source}, the {M} workers from "
+                f"df[{self.worker!r}]; the confusions grow with workers x classes squared")
+        check_memory(parts, self.__dict__.get("device"), hint)
 
     def _seed(self):
         return resolve_random_state(self.seed, self.random_state)
@@ -132,6 +202,7 @@ class CrowdAggregator(BaseEstimator):
     def _engine_options(self, methods: tuple[str, ...]) -> dict:
         """The keyword arguments of ``model.fit`` for ``self.method`` (EM or a sampler)."""
         check_in(self.method, "method", methods)
+        self._check_method_params()
         common = {"seed": self._seed(), "progress": self.progress, "device": self.device}
         if self.method == "em":
             return {**common, "max_iter": check_int(self.n_iter, "n_iter", minimum=1),

@@ -92,6 +92,10 @@ class DawidSkeneEstimator(CrowdAggregator):
 
     _fitted = ("labels_", "probas_", "table_", "errors_", "confusions_", "priors_",
                "loss_history_", "n_iter_", "converged_", "posterior_", "model_")
+    _method_params = {"n_iter": ("em",), "tol": ("em",), "init_confusion": ("em",),
+                      "em_floor": ("em",), "num_samples": ("gibbs", "nuts", "svi"),
+                      "num_warmup": ("gibbs", "nuts"), "num_chains": ("gibbs", "nuts"),
+                      "num_steps": ("svi",), "lr": ("svi",)}
 
     def __init__(self, n_iter: int = 100, tol: float = 1e-5, method: str = "em",
                  update_prior: bool = True, seed: int | None = 0, *, random_state=None,
@@ -179,10 +183,6 @@ class DawidSkeneEstimator(CrowdAggregator):
             common = self._engine_options(METHODS)
         if self.method == "em":
             return model.fit(table, method="em", init=self._em_init(model, table), **common)
-        if self.init_confusion is not None:
-            raise ValueError(
-                f"init_confusion is used by method='em' only, got method={self.method!r}"
-            )
         if self.method == "gibbs":
             return model.fit(table, method="gibbs", lp_every=10, **common)
         if self.method == "nuts":
@@ -193,6 +193,7 @@ class DawidSkeneEstimator(CrowdAggregator):
     def fit(self, df) -> DawidSkeneEstimator:
         """Fit the model to ``df`` (one row per judgement)."""
         check_in(self.method, "method", METHODS)
+        self._check_method_params()
         table = self._table(df)
         model = self._model()
         post = self._run(model, table)

@@ -38,6 +38,8 @@ class MajorityVote(CrowdAggregator):
         table_: the :class:`~pyromodels.data.AnnotationTable` built from the data.
     """
 
+    _per_worker_confusions = False
+
     def __init__(self, ties: str = "random", seed: int = 0, *, random_state=None,
                  task: str = "task", worker: str = "worker", label: str = "label", classes=None,
                  allow_repeats: bool = False):

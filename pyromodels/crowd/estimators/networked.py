@@ -64,6 +64,8 @@ class NetworkedDawidSkeneEstimator(CrowdAggregator):
 
     _fitted = ("labels_", "probas_", "table_", "graph_", "errors_", "confusions_",
                "loss_history_", "n_iter_", "converged_", "posterior_", "model_")
+    _method_params = {"n_iter": ("em",), "tol": ("em",), "num_samples": ("gibbs",),
+                      "num_warmup": ("gibbs",), "num_chains": ("gibbs",)}
 
     def __init__(self, n_iter: int = 100, tol: float = 1e-5, method: str = "em",
                  seed: int | None = 0, *, random_state=None, delta="M",

@@ -69,6 +69,8 @@ class SequentialDawidSkeneEstimator(CrowdAggregator):
 
     _fitted = ("labels_", "probas_", "table_", "errors_", "confusions_", "transitions_",
                "initial_", "loss_history_", "n_iter_", "converged_", "posterior_", "model_")
+    _method_params = {"n_iter": ("em",), "tol": ("em",), "num_samples": ("gibbs",),
+                      "num_warmup": ("gibbs",), "num_chains": ("gibbs",)}
 
     def __init__(self, n_iter: int = 100, tol: float = 1e-5, method: str = "em",
                  seed: int | None = 0, *, random_state=None, initial: str = "learned",
@@ -122,10 +124,11 @@ class SequentialDawidSkeneEstimator(CrowdAggregator):
             ) from err
         rows = pd.DataFrame({_CODE: items.get_indexer(pd.MultiIndex.from_frame(keys)),
                              self.worker: df[self.worker].to_numpy(),
-                             self.label: df[self.label].to_numpy()})
+                             self.label: df[self.label].array})  # keeps a categorical
         table = AnnotationTable.from_dataframe(
             rows, item=_CODE, worker=self.worker, label=self.label, classes=self.classes,
             items=pd.RangeIndex(len(items)), allow_repeats=self.allow_repeats)
+        self._check_memory(table)
         lengths = np.bincount(pd.factorize(items.get_level_values(0))[0])
         return Sequences(table, lengths), items
 

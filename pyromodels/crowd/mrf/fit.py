@@ -13,7 +13,7 @@ from __future__ import annotations
 from ...checks import check_in
 from ...core.posterior import Posterior
 from .em import check_smoothing, check_table, initialize
-from .icm import SCHEDULES
+from .icm import SCHEDULES, check_labels
 from .labels import LabelData, LabelPosterior
 from .model import NetworkedDawidSkene
 
@@ -123,7 +123,11 @@ def sample_labels(log_b, coupling, *, labels=None, num_samples: int = 1000,
         >>> sample_labels(log_b, c, num_samples=200, num_chains=2).samples["y"].shape
         torch.Size([2, 200, 3])
     """
-    return LabelPosterior().fit(LabelData(log_b, coupling), init_labels=labels,
+    data = LabelData(log_b, coupling)
+    if labels is not None:  # checked here so that errors name this function's argument
+        labels = check_labels(labels, data.coupling.num_nodes, data.log_b.shape[1],
+                              data.log_b.device)
+    return LabelPosterior().fit(data, init_labels=labels,
                                 schedule=schedule, backend=backend, num_samples=num_samples,
                                 num_warmup=num_warmup, thin=thin, num_chains=num_chains,
                                 seed=seed, progress=False)

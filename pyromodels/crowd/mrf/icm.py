@@ -68,11 +68,13 @@ class ICMResult:
     energies: list[float] | None = None
 
 
-def check_labels(labels, num_nodes: int, num_classes: int, device) -> torch.Tensor:
-    """``labels`` as a long ``(N,)`` tensor of codes in ``[0, K)`` on ``device``."""
-    y = as_label_tensor(labels, "labels", num_classes=num_classes, device=device)
+def check_labels(labels, num_nodes: int, num_classes: int, device,
+                 name: str = "labels") -> torch.Tensor:
+    """``labels`` as a long ``(N,)`` tensor of codes in ``[0, K)`` on ``device``; errors call
+    it ``name`` (the argument the user passed)."""
+    y = as_label_tensor(labels, name, num_classes=num_classes, device=device)
     if y.shape[0] != num_nodes:
-        raise ValueError(f"labels must have one entry per node ({num_nodes}), got {y.shape[0]}")
+        raise ValueError(f"{name} must have one entry per node ({num_nodes}), got {y.shape[0]}")
     return y
 
 

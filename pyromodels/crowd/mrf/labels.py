@@ -135,7 +135,8 @@ class LabelPosterior(Model):
         given = self._options["init_labels"]
         if given is None:
             return {"y": d.log_b.argmax(-1)}
-        return {"y": check_labels(given, d.coupling.num_nodes, d.log_b.shape[1], d.device)}
+        return {"y": check_labels(given, d.coupling.num_nodes, d.log_b.shape[1], d.device,
+                                  "init_labels")}
 
     def gibbs_sweep(self, data):
         """One sweep over the labels (chromatic or sequential)."""

@@ -76,7 +76,7 @@ from . import em as em_kernels
 from . import gibbs as gibbs_kernels
 from .energy import PottsCoupling, check_delta, loop_backend, potts_energy, resolve_coupling
 from .exact import UniformLabelings
-from .icm import SCHEDULES
+from .icm import SCHEDULES, check_labels
 
 __all__ = ["NetworkedData", "MRFData", "NetworkedDawidSkene"]
 
@@ -219,8 +219,12 @@ class NetworkedDawidSkene(Model):
     def _start(self, d: MRFData, generator: torch.Generator, smoothing):
         o = self._options
         seed = int(torch.randint(2**31 - 1, (1,), generator=generator, device=generator.device))
+        labels = o["init_labels"]
+        if labels is not None:  # checked here so that errors name the fit's argument
+            labels = check_labels(labels, d.table.num_items, d.table.num_classes, d.device,
+                                  "init_labels")
         return em_kernels.initialize(d.table, coupling=d.coupling, confusion=o["init_confusion"],
-                                     prior=o["init_prior"], labels=o["init_labels"],
+                                     prior=o["init_prior"], labels=labels,
                                      unlabelled=o["init_unlabelled"], smoothing=smoothing,
                                      floor=o["init_floor"], ties="random", seed=seed)
 
@@ -349,6 +353,11 @@ def _fit_options(init_confusion=None, init_prior=None, init_labels=None,
                  init_unlabelled="propagate", init_floor=1e-6, icm_schedule="sequential",
                  icm_max_iter=100, gibbs_schedule="colored", backend="auto",
                  objective="posterior") -> dict:
+    if init_confusion is not None and init_labels is not None:
+        raise ValueError("give at most one of init_confusion and init_labels as the starting "
+                         "point")
+    if init_prior is not None and init_confusion is None:
+        raise ValueError("init_prior is used only with init_confusion (the MAP rule, eq. 18)")
     return {
         "init_confusion": init_confusion,
         "init_prior": init_prior,

@@ -61,7 +61,8 @@ def test_nan_in_the_data_and_in_the_confusion_initialiser():
                            index=pd.MultiIndex.from_tuples([("u", "x"), ("u", "y")]))
     with pytest.raises(ValueError, match=r"init_confusion lacks 2 \(worker, true label\) row\(s\)"):
         DawidSkeneEstimator(init_confusion=partial).fit(frame())
-    with pytest.raises(ValueError, match="init_confusion is used by method='em' only"):
+    with pytest.raises(ValueError, match="init_confusion=<ndarray> is not used by "
+                                         "method='gibbs', only by method='em'"):
         DawidSkeneEstimator(method="gibbs", init_confusion=np.full((2, 2, 2), 0.5)).fit(frame())
 
 
