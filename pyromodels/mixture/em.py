@@ -15,6 +15,8 @@ summed out.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 import torch.distributions as tdist
 
@@ -48,14 +50,21 @@ def check_em_prior(data) -> None:
 def component_posteriors(data, resp: torch.Tensor) -> NormalWishart:
     """The ``K`` Normal-Wishart posteriors of ``(locs_k, precisions_k)`` given (soft)
     assignments ``resp`` ``(N, K)``: EM's M-step takes their modes or means, the Gibbs
-    sweep draws from them."""
+    sweep draws from them.
+
+    The statistics are taken about the prior mean ``m`` (the update is the same in any
+    origin), so the scatter of the points is not lost in their squared distance from zero.
+    """
     p, x = data.prior, data.x
     resp = resp.to(x.dtype)
+    origin = p.mean_prior
     prior = NormalWishart.from_inverse_scale(
-        p.mean_prior, p.mean_precision, p.degrees_of_freedom, p.covariance_prior
+        torch.zeros_like(origin), p.mean_precision, p.degrees_of_freedom, p.covariance_prior
     )
-    sum_xx = torch.einsum("nk,ni,nj->kij", resp, x, x)
-    return prior.posterior(resp.sum(0), resp.T @ x, sum_xx)
+    xc = x - origin
+    sum_xx = torch.einsum("nk,ni,nj->kij", resp, xc, xc)
+    post = prior.posterior(resp.sum(0), resp.T @ xc, sum_xx)
+    return replace(post, loc=post.loc + origin)
 
 
 def m_step(data, resp: torch.Tensor, map_weights: bool = True) -> dict:

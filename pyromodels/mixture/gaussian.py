@@ -64,7 +64,11 @@ class BayesianGaussianMixture(Model):
 
     Priors left as ``None`` are resolved against the data at fit time (see
     :func:`~pyromodels.mixture.prior.resolve_prior`); the resolved prior travels with the
-    prepared data (``posterior.data.prior``).
+    prepared data (``posterior.data.prior``). With the default ``m`` and ``Psi`` (empirical
+    Bayes) the fit is scale-equivariant: the same seed on ``c x`` gives the same start, EM
+    steps and Gibbs draws with ``c locs`` and ``precisions / c^2``, up to rounding (see
+    :mod:`~pyromodels.mixture.scale`). EM may stop at another iteration, within its
+    tolerance: that is relative to the log posterior, whose value moves with the units.
 
     Example:
         >>> import torch

@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import torch
 
+from .scale import standardize
+
 __all__ = ["kmeans_init"]
 
 
 def kmeans_init(x: torch.Tensor, K: int, generator: torch.Generator, lloyd_steps: int = 10) -> torch.Tensor:
     """Hard labels ``(N,)`` from k-means++ seeding followed by ``lloyd_steps`` Lloyd iterations.
 
-    Every cluster keeps at least its seed point, so no cluster starts empty.
+    Every cluster keeps at least its seed point, so no cluster starts empty. The points are
+    first standardized (:func:`~pyromodels.mixture.scale.standardize`), so the labels do not
+    depend on the data's location or scale (up to rounding) and squared distances cannot
+    overflow.
     """
     N = x.shape[0]
     if K > N:
         raise ValueError(f"num_components ({K}) must not exceed the number of points ({N})")
+    x = standardize(x)
     first = int(torch.randint(N, (1,), generator=generator, device=x.device))
     centers = [x[first]]
     d2 = (x - centers[0]).pow(2).sum(-1)

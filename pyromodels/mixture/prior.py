@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from ..checks import as_float_tensor, check_positive
+from .scale import check_data_scale
 
 __all__ = ["MixturePrior", "MixtureData", "resolve_prior"]
 
@@ -68,7 +69,15 @@ def resolve_prior(
 
     Defaults: ``alpha = 1`` (uniform on the simplex), ``m`` = the data mean, ``kappa = 1``,
     ``nu = d + 2`` (so ``E[Sigma] = Psi`` exists), ``Psi`` = the empirical covariance of ``x``
-    (plus ``1e-6`` times the mean variance on the diagonal when ``x`` is degenerate).
+    plus ``1e-6`` times its mean variance on the diagonal (positive definite even when a
+    column is constant). This empirical-Bayes prior scales with the data, so the fit is
+    scale-equivariant: ``c x`` gives ``c locs`` and ``precisions / c^2`` (see
+    :mod:`~pyromodels.mixture.scale`).
+
+    Raises:
+        ValueError: for hyperparameters out of their support, or data whose scale the data's
+            dtype cannot fit (:func:`~pyromodels.mixture.scale.check_data_scale`); with the
+            default ``Psi``, also for data whose points are all identical (no scale at all).
     """
     d = x.shape[1]
     opts = {"dtype": x.dtype, "device": x.device}
@@ -86,15 +95,17 @@ def resolve_prior(
     nu = check_positive(nu_value, "degrees_of_freedom")
     if nu <= d - 1:
         raise ValueError(f"degrees_of_freedom must be > d - 1 = {d - 1} for a proper Wishart, got {nu}")
+    check_data_scale(x, "data", scaled_prior=covariance_prior is None)
     if covariance_prior is None:
         xc = x - x.mean(0)
         psi = xc.T @ xc / max(x.shape[0] - 1, 1)
-        psi = psi + 1e-6 * psi.diagonal().mean().clamp_min(1e-12) * torch.eye(d, **opts)
+        psi = psi + 1e-6 * psi.diagonal().mean() * torch.eye(d, **opts)
     else:
         psi = as_float_tensor(covariance_prior, "covariance_prior", ndim=2).to(**opts)
         if psi.shape != (d, d):
             raise ValueError(f"covariance_prior must have shape ({d}, {d}), got {tuple(psi.shape)}")
-        if not torch.allclose(psi, psi.T, rtol=1e-8, atol=1e-10):
+        # relative to psi's own magnitude, so that a tiny psi is checked as strictly as a large one
+        if not bool(((psi - psi.T).abs() <= 1e-8 * psi.abs().amax()).all()):
             raise ValueError("covariance_prior must be symmetric")
         if torch.linalg.cholesky_ex(psi).info != 0:
             raise ValueError("covariance_prior must be positive definite")
