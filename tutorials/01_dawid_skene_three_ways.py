@@ -351,7 +351,7 @@ print(f"NUTS accuracy: {accuracy(as_series(nuts_probs.argmax(-1))):.3f}")
 # indexed by the user's task ids, with the user's class values.
 
 # %%
-estimator = DawidSkeneEstimator(method="em")
+estimator = DawidSkeneEstimator(method="em", diagonal=0.0)  # maximum likelihood
 facade_labels = estimator.fit_predict(answers)
 print(facade_labels.head(3))
 print(f"facade EM accuracy: {accuracy(facade_labels):.3f}, "

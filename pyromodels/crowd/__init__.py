@@ -16,7 +16,7 @@ the model classes (:class:`DawidSkene`, ...): they are not estimators, as ``fit`
 nothing to reset; build a new one from the same arguments (or ``copy.deepcopy`` it).
 """
 
-from .ds.data import DSData, SparseWorkerWarning
+from .ds.data import DSData, SingleWorkerClassWarning, SparseWorkerWarning
 from .ds.model import DawidSkene
 from .emissions import confusion_counts, log_emissions, normalize_rows
 from .estimators import (
@@ -44,6 +44,7 @@ __all__ = [
     "SequentialDawidSkene",
     "SequentialDawidSkeneEstimator",
     "SequentialMomentEstimate",
+    "SingleWorkerClassWarning",
     "SparseWorkerWarning",
     "confusion_counts",
     "fit_moments",

@@ -37,6 +37,7 @@ from ..emissions import START_ATOL
 __all__ = [
     "DSData",
     "SparseWorkerWarning",
+    "SingleWorkerClassWarning",
     "prepare_ds_data",
     "as_table",
     "check_stochastic",
@@ -46,6 +47,12 @@ __all__ = [
 
 class SparseWorkerWarning(UserWarning):
     """Some workers gave a single label: their confusion matrices rest on one response."""
+
+
+class SingleWorkerClassWarning(UserWarning):
+    """A class is used by a single worker: nothing but that worker's labels ties it to its
+    code, and maximum-likelihood EM can turn it into a class of its own (see
+    :mod:`pyromodels.crowd.ds.em`)."""
 
 
 class PaddedView(NamedTuple):
@@ -196,6 +203,7 @@ def _check_items_and_workers(table: AnnotationTable, allow_unlabelled: bool) -> 
             f"{len(empty)} item(s) have no label, e.g. {ids}; their class would come from the "
             "prior alone. Drop them or pass allow_unlabelled=True"
         )
+    _warn_single_worker_classes(table)
     single = torch.nonzero(table.counts_per_worker() == 1).flatten()
     if len(single):
         ids = [plain(table.workers[int(i)]) for i in single[:5]]
@@ -205,6 +213,27 @@ def _check_items_and_workers(table: AnnotationTable, allow_unlabelled: bool) -> 
             SparseWorkerWarning,
             stacklevel=4,
         )
+
+
+def _warn_single_worker_classes(table: AnnotationTable) -> None:
+    """Warn, naming each class and its worker, when a class is used by exactly one worker."""
+    M = table.num_workers
+    pairs = torch.unique(table.label_idx * M + table.worker_idx)  # (class, worker) pairs used
+    users = torch.bincount(pairs // M, minlength=table.num_classes)
+    lone = torch.nonzero(users == 1).flatten().tolist()
+    if not lone:
+        return
+    worker_of = {int(p) // M: int(p) % M for p in pairs.tolist() if users[int(p) // M] == 1}
+    named = ", ".join(f"class {plain(table.classes[k])!r} only by worker "
+                      f"{plain(table.workers[worker_of[k]])!r}" for k in lone[:5])
+    warnings.warn(
+        f"{len(lone)} class(es) are used by a single worker: {named}. Nothing else ties such "
+        "a class to its label, and maximum-likelihood EM (diagonal=0) can make it absorb "
+        "items that the other workers agree on; check that worker's labels, or keep a "
+        "diagonal prior (diagonal >= 1, DawidSkeneEstimator's EM default)",
+        SingleWorkerClassWarning,
+        stacklevel=5,
+    )
 
 
 def prepare_ds_data(

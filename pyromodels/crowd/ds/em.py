@@ -29,6 +29,24 @@ so EM stays a monotone algorithm; its objective, the program's log joint at conc
 ``B`` and ``alpha``, differs from that by at most ``epsilon * sum |log theta|``. ``em_floor=0``
 gives the exact ML/MAP step.
 
+**A degenerate optimum of maximum likelihood.** Every worker's row ``Gamma[m, k]`` is fitted
+to the items believed to be of class ``k``. A class that holds one item (or two) therefore
+gets rows that reproduce that item's labels exactly, and the item's likelihood under it is
+``pi_k ~ 1/N``; under the class its other workers agree on it is about ``1/N`` times the
+product of their accuracies, always smaller. So ML EM can turn any sparsely supported class
+into a class of its own. A label that a single worker uses makes one (worker ``u`` answers
+``j`` on item ``n`` only): the majority-vote start gives item ``n`` mass ``1/M`` on class
+``j``, the first M-step fits every worker's row of class ``j`` to item ``n`` alone, and the
+item ends in class ``j`` with probability one however many workers agree on another class.
+Tiny tables (a few items per class) do the same with ordinary labels. It is the objective's
+doing, not the start's or the floor's: the degenerate point has the higher likelihood, with
+``em_floor=0`` too (the floor only keeps a class that starts empty from reviving). A
+``diagonal`` pseudo-count ``d`` on each row's true class costs such a class a factor
+``1/(1 + d)`` per worker whose label it must reproduce, so ``d = 1`` removes it whenever
+workers are right more often than not; :class:`~pyromodels.crowd.estimators.DawidSkeneEstimator`
+uses ``diagonal=1`` for EM by default. Preparing data where a class is used by a single worker
+warns (:class:`~pyromodels.crowd.ds.data.SingleWorkerClassWarning`).
+
 **Objective** (never decreases):
 :math:`\log p(\text{labels}, \pi, \Gamma) = \log \mathrm{Dir}(\pi; \alpha) + \sum_{m,k} \log
 \mathrm{Dir}(\Gamma_{mk}; B_k) + \sum_n \log \sum_k \pi_k \prod_{l:\, n_l=n} \Gamma_{w_l k y_l}`,

@@ -71,7 +71,10 @@ class DawidSkene(Model):
             ``(K, K)`` (default 1). With ``alpha = beta = 1`` and ``diagonal = 0`` the MAP is
             the maximum-likelihood estimate.
         diagonal: extra pseudo-count ``>= 0`` on each row's true class (default 0): a
-            stronger belief that workers are better than random.
+            stronger belief that workers are better than random. With ``diagonal=0`` EM is
+            maximum likelihood, whose degenerate optimum lets a class that a single worker
+            uses (or any class with one or two items) claim items outright; ``diagonal=1``
+            rules that out (see :mod:`.em`; the estimator's EM default).
         update_prior: learn the class prior (default). ``False`` holds it at ``class_prior``;
             with a uniform one this is the ensemble paper's "equal priors" EM (eq. 9).
         class_prior: the fixed class prior ``(K,)`` (``update_prior=False`` only; default

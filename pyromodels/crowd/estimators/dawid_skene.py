@@ -24,6 +24,12 @@ __all__ = ["DawidSkeneEstimator"]
 
 METHODS = ("em", "gibbs", "svi", "nuts")
 
+#: EM's diagonal pseudo-count when ``diagonal`` is left at ``None``: maximum likelihood lets a
+#: class that one worker alone uses become a class of its own for the items that worker
+#: labelled with it (see :mod:`pyromodels.crowd.ds.em`); one pseudo-label on each confusion
+#: row's true class rules that out whenever workers are right more often than not.
+EM_DIAGONAL = 1.0
+
 
 class DawidSkeneEstimator(CrowdAggregator):
     """Dawid-Skene aggregation by EM, Gibbs sampling, SVI or NUTS (see :class:`DawidSkene`).
@@ -31,9 +37,10 @@ class DawidSkeneEstimator(CrowdAggregator):
     Args:
         n_iter: maximum EM iterations (``method="em"``).
         tol: EM stops when the objective changes by less than ``tol * max(1, |objective|)``.
-        method: ``"em"`` (ML/MAP, crowd-kit's algorithm), ``"gibbs"`` (Bayesian posterior by
-            blocked Gibbs sampling), ``"svi"`` (mean-field Dirichlet posterior) or ``"nuts"``
-            (Hamiltonian Monte Carlo with the classes summed out, then drawn given each draw).
+        method: ``"em"`` (MAP: crowd-kit's algorithm with a diagonal prior), ``"gibbs"``
+            (Bayesian posterior by blocked Gibbs sampling), ``"svi"`` (mean-field Dirichlet
+            posterior) or ``"nuts"`` (Hamiltonian Monte Carlo with the classes summed out,
+            then drawn given each draw).
         update_prior: learn the class prior; ``False`` holds it uniform (the ensemble paper's
             "equal priors").
         seed: the fit's seed (``None`` draws one, recorded in ``posterior_.attrs``).
@@ -41,7 +48,11 @@ class DawidSkeneEstimator(CrowdAggregator):
             or ``numpy.random.Generator`` (one draw from it is the seed). When it is not
             ``None`` it wins over ``seed``; left at ``None``, ``seed`` is used.
         prior_concentration, confusion_concentration, diagonal: the Dirichlet priors (see
-            :class:`DawidSkene`; the defaults make EM maximum likelihood).
+            :class:`DawidSkene`). ``diagonal=None`` (default) is :data:`EM_DIAGONAL` (1.0)
+            for ``method="em"``, which makes EM a MAP estimate with one pseudo-label on each
+            confusion row's true class, and 0 (flat priors) for the Bayesian methods.
+            ``diagonal=0`` gives maximum likelihood, crowd-kit's estimate, which can let a
+            label that a single worker uses claim items (see :mod:`pyromodels.crowd.ds.em`).
         init_confusion: EM's starting confusion matrices: an array ``(M, K, K)`` (rows = true
             class) in the sorted order of workers and classes, or a DataFrame laid out like
             ``confusions_`` (second row level named ``"true"``, or unnamed) or like ``errors_``
@@ -130,10 +141,13 @@ class DawidSkeneEstimator(CrowdAggregator):
         self.device = device
 
     def _model(self) -> DawidSkene:
+        diagonal = self.diagonal
+        if diagonal is None and self.method == "em":
+            diagonal = EM_DIAGONAL
         return DawidSkene(
             prior_concentration=self.prior_concentration,
             confusion_concentration=self.confusion_concentration,
-            diagonal=self.diagonal,
+            diagonal=diagonal,
             update_prior=self.update_prior,
             em_floor=self.em_floor,
         )

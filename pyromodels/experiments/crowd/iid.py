@@ -120,7 +120,7 @@ def aggregate(answers: pd.DataFrame, method: str, *, seed: int, settings: IidSet
         common = {"allow_repeats": True, "seed": derive_seed(seed, method), "progress": progress}
         if method == "ds_em":
             est = DawidSkeneEstimator(method="em", n_iter=settings.em_max_iter, tol=settings.em_tol,
-                                      **common)
+                                      diagonal=0.0, **common)  # ML, as documented above
         else:
             diagonal = answers["label"].nunique() - 1.0 if method.endswith("_diag") else None
             est = DawidSkeneEstimator(method="gibbs", num_warmup=settings.gibbs_warmup,

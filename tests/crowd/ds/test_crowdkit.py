@@ -43,7 +43,8 @@ def _matched_run(name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         warnings.simplefilter("ignore", SparseWorkerWarning)
-        ours = DawidSkeneEstimator(n_iter=steps, tol=1e-300, allow_repeats=True).fit(answers)
+        ours = DawidSkeneEstimator(n_iter=steps, tol=1e-300, diagonal=0.0,
+                                   allow_repeats=True).fit(answers)
     return ck, ours
 
 
@@ -70,7 +71,7 @@ def test_confusion_matrices_are_crowd_kits_under_its_name_and_transposed_as_conf
     ck = CrowdKitDawidSkene(n_iter=100, tol=1e-5).fit(answers)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        ours = DawidSkeneEstimator(n_iter=len(ck.loss_history_), tol=1e-300).fit(answers)
+        ours = DawidSkeneEstimator(n_iter=len(ck.loss_history_), tol=1e-300, diagonal=0.0).fit(answers)
     # errors_ as crowd-kit: rows (worker, observed label), columns true label
     assert ours.errors_.index.names == ck.errors_.index.names
     mine = ours.errors_.loc[ck.errors_.index, ck.errors_.columns]
@@ -99,7 +100,7 @@ def test_fully_converged_em_differs_from_crowd_kits_early_stop_on_bluebirds():
     # to convergence moves one task and gains one correct label of 108 (0.889 -> 0.898)
     answers, gold = load_crowd("bluebirds")
     ck = CrowdKitDawidSkene(n_iter=100, tol=1e-5).fit(answers)
-    full = DawidSkeneEstimator(n_iter=1000, tol=1e-10).fit(answers)
+    full = DawidSkeneEstimator(n_iter=1000, tol=1e-10, diagonal=0.0).fit(answers)
     assert full.converged_ and len(ck.loss_history_) == 2
     assert int((ck.labels_.loc[full.labels_.index] != full.labels_).sum()) == 1
     acc = lambda s: float((s.loc[gold.index] == gold).mean())  # noqa: E731

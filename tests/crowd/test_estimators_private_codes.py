@@ -1,0 +1,106 @@
+"""Dawid-Skene EM and labels that (almost) no one else uses.
+
+Maximum likelihood fits every worker's confusion row of a class from the items believed to be
+of that class. A class whose items are one or two (a label only one worker gives, or a tiny
+data set) gets rows that reproduce those items' labels exactly, so claiming them as its own
+beats their true class in likelihood however many workers agree on it: a degenerate optimum
+that EM's majority-vote start walks into. The estimator's default diagonal prior rules it out.
+"""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pyromodels.crowd.ds.data import SingleWorkerClassWarning
+from pyromodels.crowd.ds.model import DawidSkene
+from pyromodels.crowd.estimators import DawidSkeneEstimator, MajorityVote
+
+PRIVATE = 2  # the label only worker 0 uses, once, on item 0
+
+
+def small_frame():
+    """Four items, four workers: every item has a strict plurality label."""
+    return pd.DataFrame({"task": list("aaaabbbbccccdddd"), "worker": list("uvwx") * 4,
+                         "label": [-1, 1, 0, 1, 1, -1, 0, 1, 0, -1, 1, 0, 1, -1, 1, 1]})
+
+
+def private_code_frame(seed, num_items=30, num_workers=5, accuracy=0.75):
+    """Binary labels from workers right with probability ``accuracy``; worker 0 answers
+    :data:`PRIVATE` on item 0 instead. Returns the frame and the true classes."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, 2, num_items)
+    right = rng.random((num_items, num_workers)) < accuracy
+    labels = np.where(right, truth[:, None], 1 - truth[:, None])
+    labels[0, 0] = PRIVATE
+    items, workers = np.indices(labels.shape)
+    df = pd.DataFrame({"task": items.ravel(), "worker": workers.ravel(),
+                       "label": labels.ravel()})
+    return df, truth
+
+
+def fit(df, **options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SingleWorkerClassWarning)
+        return DawidSkeneEstimator(**options).fit(df)
+
+
+def test_default_em_keeps_the_plurality_label_of_a_tiny_set():
+    df = small_frame()
+    plurality = MajorityVote().fit_predict(df)
+    assert fit(df).labels_.to_dict() == plurality.to_dict()
+    # maximum likelihood gives b and d (three and two of four workers say 1) to -1 with
+    # certainty: four items leave room for classes that fit their items exactly
+    ml = fit(df, diagonal=0.0)
+    assert ml.labels_[["b", "d"]].tolist() == [-1, -1]
+    assert ml.probas_.loc[["b", "d"], -1].min() > 0.999
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_default_em_never_crowns_a_label_one_worker_uses(seed):
+    df, truth = private_code_frame(seed)
+    est = fit(df)
+    assert (est.labels_ != PRIVATE).all()
+    assert est.probas_.loc[0, PRIVATE] < 1e-3
+    assert est.labels_.loc[0] == MajorityVote().fit_predict(df).loc[0]
+
+
+@pytest.mark.parametrize("em_floor", [1e-10, 0.0])
+def test_maximum_likelihood_prefers_the_private_class_whatever_the_floor(em_floor):
+    # not an artefact of the start or of the floor: the item in a class of its own has a
+    # higher likelihood than the item in the class the other workers agree on
+    df, truth = private_code_frame(0)
+    ml = fit(df, diagonal=0.0, em_floor=em_floor, n_iter=500, tol=1e-10)
+    assert ml.labels_.loc[0] == PRIVATE and ml.probas_.loc[0, PRIVATE] > 0.999
+    sensible = fit(df)
+    assert sensible.labels_.loc[0] == truth[0]
+    data = ml.model_.prepare(ml.posterior_.data)
+
+    def log_likelihood(est):
+        params = {"prior": est.posterior_.mean("prior"),
+                  "confusion": est.posterior_.mean("confusion")}
+        return float(DawidSkene().em_outputs(data, params)["log_likelihood"])
+
+    assert log_likelihood(ml) > log_likelihood(sensible)
+
+
+def test_a_class_used_by_a_single_worker_is_named_with_its_worker():
+    df, _ = private_code_frame(0)
+    with pytest.warns(SingleWorkerClassWarning,
+                      match=r"1 class\(es\) are used by a single worker: class 2 only by worker 0"):
+        DawidSkene().prepare(df)
+    with pytest.warns(SingleWorkerClassWarning, match="class 2 only by worker 0"):
+        DawidSkeneEstimator().fit(df)
+    assert issubclass(SingleWorkerClassWarning, UserWarning)
+
+
+def test_no_warning_when_every_class_has_two_workers():
+    df, _ = private_code_frame(0)
+    df.loc[(df["task"] == 1) & (df["worker"] == 1), "label"] = PRIVATE
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SingleWorkerClassWarning)
+        DawidSkene().prepare(df)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SingleWorkerClassWarning)
+        DawidSkene().prepare(small_frame())
