@@ -133,6 +133,8 @@ def check_shapes(saved: dict, expected: dict, what: str) -> None:
                          f"this run's {sorted(expected)}")
     for name, value in expected.items():
         old = saved[name]
+        if not isinstance(old, torch.Tensor):
+            raise ValueError(f"resume: the checkpoint has no tensor {what} {name!r}")
         if tuple(old.shape) != tuple(value.shape) or old.dtype != value.dtype:
             raise ValueError(
                 f"resume: {what} {name!r} has shape {tuple(old.shape)} ({old.dtype}) in the "
