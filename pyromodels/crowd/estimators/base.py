@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import numbers
 
 import numpy as np
@@ -90,6 +91,21 @@ def check_edges(edges, source: str, target: str) -> pd.DataFrame:
     return edges
 
 
+def _unfitted_on_failure(fit):
+    """``fit`` that leaves the estimator unfitted when it fails or is interrupted: the results
+    of an earlier fit would not belong to the parameters it was re-fitted with."""
+
+    @functools.wraps(fit)
+    def fit_or_forget(self, *args, **kwargs):
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            self._forget_fit()
+            raise
+
+    return fit_or_forget
+
+
 class CrowdAggregator(BaseEstimator):
     """Shared plumbing: column names, the annotation table, fitted-state checks."""
 
@@ -101,6 +117,16 @@ class CrowdAggregator(BaseEstimator):
                 f"this {type(self).__name__} is not fitted yet: call fit(df) before using {name}"
             )
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "fit" in vars(cls):
+            cls.fit = _unfitted_on_failure(vars(cls)["fit"])
+
+    def _forget_fit(self) -> None:
+        """Drop every fitted attribute (a public name ending in ``_``)."""
+        for name in [n for n in vars(self) if n.endswith("_") and not n.startswith("_")]:
+            delattr(self, name)
 
     def _columns(self) -> dict[str, str]:
         return {"task": self.task, "worker": self.worker, "label": self.label}
