@@ -262,3 +262,52 @@ def test_bundled_names_are_the_help_text_names():
 
     for name in list_crowd_datasets():
         assert name in FIT_OPTIONS["dataset"][2]
+
+
+# ---------------------------------------------------------------- checkpoint and resume
+def test_checkpointed_fit_interrupted_then_resumed_equals_the_uninterrupted_fit(tmp_path, capsys,
+                                                                               monkeypatch):
+    from pyromodels.core import GibbsSweep
+
+    argv = ["gaussian-mixture", "--method", "gibbs", "--num-chains", "2", "--num-samples", "8",
+            "--num-warmup", "4", "--seed", "3"]  # 12 sweeps per chain
+    full = _fit(argv, tmp_path, "full")
+    out = tmp_path / "cut"
+    calls, sweep = [0], GibbsSweep.__call__
+
+    def counted_sweep(self, *args):
+        calls[0] += 1
+        if calls[0] == 17:  # the second chain's fifth sweep: 4 are complete
+            raise KeyboardInterrupt
+        return sweep(self, *args)
+
+    monkeypatch.setattr(GibbsSweep, "__call__", counted_sweep)
+    with pytest.raises(KeyboardInterrupt):
+        main(["fit", *argv, "--checkpoint-every", "5", "--out", str(out), "--no-progress"])
+    assert (out / "checkpoint.pt").is_file() and not (out / "index.html").exists()
+    saved = json.loads((out / "checkpoint-args.json").read_text())
+    assert saved["model"] == "gaussian-mixture" and saved["checkpoint_every"] == 5
+    capsys.readouterr()
+    calls[0] = 0
+    assert main(["fit", "--resume", str(out), "--no-progress"]) == 0
+    assert calls[0] == 24 - 16  # only the sweeps after the last complete one are run
+    monkeypatch.undo()
+    assert capsys.readouterr().out.strip() == f"report: {(out / 'index.html').resolve()}"
+    a = az.from_netcdf(str(full / "gaussian-mixture-gibbs" / "gibbs.nc")).posterior
+    b = az.from_netcdf(str(out / "gaussian-mixture-gibbs" / "gibbs.nc")).posterior
+    assert set(a.data_vars) == set(b.data_vars)
+    for name in a.data_vars:
+        np.testing.assert_array_equal(a[name].values, b[name].values)
+
+
+def test_resume_errors(tmp_path, capsys):
+    assert main(["fit", "--resume", str(tmp_path)]) == 2
+    assert f"--resume: {tmp_path} holds no checkpointed fit" in _one_error_line(capsys)
+    out = tmp_path / "run"
+    _fit(["gaussian-mixture", "--method", "em", "--n-init", "1", "--checkpoint-every", "1"],
+         tmp_path, "run")
+    capsys.readouterr()
+    assert main(["fit", "--resume", str(out), "--method", "gibbs"]) == 2
+    assert f"continues with the arguments saved in {out}: give no --method" in _one_error_line(capsys)
+    assert main(["fit", "--resume", str(out), "--seed", "5"]) == 2
+    assert "the checkpointed fit has --seed 0, not 5" in _one_error_line(capsys)

@@ -5,11 +5,18 @@ The model's entry says what data it reads and which of the model-specific option
 :data:`~pyromodels.registry.MODEL_OPTIONS` to its factory, ``--gold`` to its ``describe``
 hook). The report is written as for every command; the files the hook adds (a crowd fit's
 ``labels.csv``, say) are written beside ``index.html``, as part of the report.
+
+With ``--checkpoint-every N`` the run's state goes to ``checkpoint.pt`` in the report
+directory (see :mod:`pyromodels.core.checkpoint`) and the command's arguments to
+``checkpoint-args.json`` beside it; ``pyromodels fit --resume DIR`` reads both and continues
+the run, which then ends as the uninterrupted run would have.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 from pathlib import Path
 
 from .. import registry
@@ -21,6 +28,10 @@ __all__ = ["cmd_fit"]
 _CORE_ENGINES = ("svi", "nuts", "gibbs", "em")
 #: model-specific options whose value is a file that must exist
 _FILE_OPTIONS = ("edges", "gold")
+#: the checkpoint and the saved arguments, in the report directory
+CHECKPOINT, ARGUMENTS = "checkpoint.pt", "checkpoint-args.json"
+#: the arguments that --checkpoint-every saves and --resume restores
+_SAVED = ("model", "method", "data", "seed", "checkpoint_every", *FIT_OPTIONS, *ENGINE_OPTIONS)
 
 
 def _engine_options(args: argparse.Namespace, method: str) -> dict:
@@ -88,6 +99,57 @@ def _gold(options: dict):
         raise UsageError(f"cannot read gold labels from {options['gold']}: {exc}") from exc
 
 
+def _save_arguments(args: argparse.Namespace, out: Path) -> None:
+    """Write the arguments of this fit to ``out/checkpoint-args.json`` (file paths made
+    absolute, so that ``--resume`` works from any directory)."""
+    saved = {k: getattr(args, k) for k in _SAVED if getattr(args, k) is not None}
+    for key in ("data", *_FILE_OPTIONS):
+        if key in saved:
+            saved[key] = str(Path(saved[key]).resolve())
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / (ARGUMENTS + ".tmp")
+    tmp.write_text(json.dumps(saved, indent=1) + "\n")
+    os.replace(tmp, out / ARGUMENTS)
+
+
+def _resumed(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` with the arguments saved in the ``--resume`` directory."""
+    folder = args.resume
+    if not (folder / ARGUMENTS).is_file() or not (folder / CHECKPOINT).is_file():
+        raise UsageError(f"--resume: {folder} holds no checkpointed fit ({CHECKPOINT} and "
+                         f"{ARGUMENTS}, written by --checkpoint-every)")
+    given = [k for k in _SAVED if k != "seed" and getattr(args, k) is not None]
+    if args.out is not None:
+        given.append("out")
+    if given:
+        names = ", ".join("MODEL" if k == "model" else flag(k) for k in given)
+        raise UsageError(f"--resume continues with the arguments saved in {folder}: "
+                         f"give no {names}")
+    saved = json.loads((folder / ARGUMENTS).read_text())
+    if args.seed not in (0, saved["seed"]):  # 0 is the default: it cannot be told apart
+        raise UsageError(f"--resume: the checkpointed fit has --seed {saved['seed']}, "
+                         f"not {args.seed}")
+    for key, value in saved.items():
+        setattr(args, key, value)
+    args.out = folder
+    return args
+
+
+def _checkpoint_options(args: argparse.Namespace, out: Path) -> dict:
+    """The runner's ``checkpoint``, ``checkpoint_every`` and ``resume`` arguments."""
+    if args.checkpoint_every is None:
+        return {}
+    if args.method not in _CORE_ENGINES:
+        raise UsageError(f"--checkpoint-every does not apply to method {args.method!r} "
+                         f"(it applies to: {', '.join(_CORE_ENGINES)})")
+    options = {"checkpoint": out / CHECKPOINT, "checkpoint_every": args.checkpoint_every}
+    if args.resume is not None:
+        options["resume"] = out / CHECKPOINT
+    else:
+        _save_arguments(args, out)
+    return options
+
+
 def _help(args: argparse.Namespace) -> int:
     print(fit_help(registry.get(args.model) if args.model is not None else None), end="")
     return 0
@@ -99,6 +161,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
     if args.help:
         return _help(args)
+    if args.resume is not None:
+        args = _resumed(args)
     if args.model is None:
         known = ", ".join(e.name for e in registry.entries()) or "none registered"
         raise UsageError(f"fit needs a model name; known models: {known}")
@@ -113,8 +177,11 @@ def cmd_fit(args: argparse.Namespace) -> int:
         )
     engine_options = _engine_options(args, args.method)
     options = _model_options(args, entry)
+    name = f"{entry.name}-{args.method}"
+    out = args.out if args.out is not None else Path("reports") / "fit" / name
     data = _load(entry, args, options)
     report_options = _gold(options)
+    engine_options.update(_checkpoint_options(args, out))
     use_agg()
     try:
         model = entry.factory(**{k: v for k, v in options.items() if k in registry.MODEL_OPTIONS})
@@ -122,8 +189,6 @@ def cmd_fit(args: argparse.Namespace) -> int:
                               **engine_options)
     except ValueError as exc:
         raise UsageError(f"cannot fit {entry.name!r} with {args.method}: {exc}") from exc
-    name = f"{entry.name}-{args.method}"
-    out = args.out if args.out is not None else Path("reports") / "fit" / name
     if entry.describe is None:
         result, files = result_from_posterior(posterior, name), {}
     else:

@@ -133,6 +133,15 @@ def _add_fit_arguments(parser: argparse.ArgumentParser, methods: tuple[str, ...]
     engine.add_argument("--max-iter", type=_count, metavar="N", help="EM iterations at most")
     engine.add_argument("--n-init", type=_count, metavar="N", help="EM restarts")
     engine.add_argument("--device", help="torch device, for example cpu or cuda")
+    engine.add_argument(
+        "--checkpoint-every", type=_count, metavar="N",
+        help="write the run's state into the report directory every N steps (sweeps, "
+             "transitions, SVI steps or EM starts), at the end and on Ctrl-C; "
+             "`pyromodels fit --resume DIR` continues it")
+    parser.add_argument(
+        "--resume", type=Path, metavar="DIR", default=None,
+        help="continue the fit checkpointed in the report directory DIR, with the arguments "
+             "saved there (give no other fit arguments)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import time
 
 import torch
 
 from ..checks import check_int, check_positive
+from .checkpoint import Checkpointer, check_shapes, clone_tree, read_checkpoint
 from .device import resolve_device
 from .monitor import ConvergenceMonitor
 from .posterior import Posterior, make_attrs
@@ -50,6 +52,9 @@ def run_em(
     callbacks=None,
     device=None,
     warn_not_converged: bool = True,
+    checkpoint=None,
+    checkpoint_every: int | None = None,
+    resume=None,
 ) -> Posterior:
     """Run the model's EM steps from ``n_init`` starts and keep the best objective.
 
@@ -80,6 +85,15 @@ def run_em(
             ``info["objective"]``, ``info["restart"]`` and ``info["params"]``; ``True`` stops.
         device: ``"cpu"``, ``"cuda"`` or ``None`` (the data's device).
         warn_not_converged: emit a ``ConvergenceWarning`` if the best start did not converge.
+        checkpoint: a file to write the finished starts to (see
+            :mod:`pyromodels.core.checkpoint`): every ``checkpoint_every`` starts, at the end
+            and on ``KeyboardInterrupt``. EM checkpoints at the boundary between starts: an
+            interrupted start is run again from its beginning on resume (each start's
+            initialisation is drawn from its own seed, so it is the same start).
+        checkpoint_every: starts between checkpoint writes (``None``: only the end).
+        resume: a checkpoint of an EM run of the same model, seed and settings to continue;
+            ``n_init`` may be larger than the checkpoint's, which adds starts. The result
+            equals the uninterrupted run's bit for bit.
 
     Returns:
         A :class:`Posterior` whose samples hold the point estimate as one chain of one draw,
@@ -95,13 +109,27 @@ def run_em(
     callbacks = check_callbacks(callbacks)
     rule = getattr(model, "em_converged", None)
     rule = rule if callable(rule) else None
-    seed = resolve_seed(seed)
+    seed = None if seed is None else resolve_seed(seed)
     device = resolve_device(device, data)
     data = model.prepare(data, device=device)
-    start = time.perf_counter()
+    config = {"max_iter": max_iter, "tol": tol, "n_init": n_init, "init": init is not None}
     best, best_params, monitors = None, None, []
-    with progress_bar(max_iter, "em", progress) as bar:
-        for r in range(n_init):
+    if resume is not None:
+        seed, saved = read_checkpoint(resume, engine="em", model=model, seed=seed, config=config,
+                                      extendable=("n_init",))
+        monitors = list(saved["monitors"])
+        if monitors:
+            best, best_params = monitors[saved["best"]], saved["best_params"]
+            if init is None:  # a start's parameters must match this run's data
+                fresh = model.em_init(data, make_generator(derive_seed(seed, "restart", 0), device))
+                fresh = {k: v for k, v in fresh.items() if isinstance(v, torch.Tensor)}
+                check_shapes({k: best_params.get(k) for k in fresh}, fresh, "EM parameter")
+    seed = resolve_seed(seed)
+    ckpt = Checkpointer(checkpoint, checkpoint_every, engine="em", model=model, seed=seed,
+                        config=config, build=lambda snapshot: snapshot)
+    start = time.perf_counter()
+    with ckpt.guard(), progress_bar(max_iter, "em", progress) as bar:
+        for r in range(len(monitors), n_init):
             if n_init > 1:  # the bar counts the steps of the current start
                 bar.reset(total=max_iter)
                 bar.set_description(f"em start {r + 1}/{n_init}")
@@ -133,6 +161,11 @@ def run_em(
             monitors.append(mon)
             if best is None or mon.history[-1] > best.history[-1]:
                 best, best_params = mon, params
+            if ckpt.enabled:
+                ckpt.commit(r + 1, {"monitors": copy.deepcopy(monitors),
+                                    "best": monitors.index(best),
+                                    "best_params": clone_tree(best_params)})
+    ckpt.write()
     if warn_not_converged:
         best.finish("EM", iterations=max_iter)
     outputs = model.em_outputs(data, best_params) if callable(getattr(model, "em_outputs", None)) else {}

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from ..checks import check_in, check_int
+from .checkpoint import Checkpointer, check_shapes, read_checkpoint
 from .device import resolve_device
 from .posterior import Posterior, make_attrs, stack_chains
 from .progress import check_callbacks, progress_bar, run_callbacks
@@ -113,18 +114,25 @@ def run_chain(
     progress: bool = True,
     callbacks=(),
     desc: str = "gibbs",
+    start: tuple[int, dict, list] | None = None,
+    commit: Callable | None = None,
 ) -> tuple[dict, torch.Tensor]:
     """Run one chain; return ``({site: (draw, ...)}, lp (draw,))`` keeping each site's dtype.
 
     ``lp`` is the model's log joint at each kept draw (NaN where skipped by ``lp_every``).
+    ``start`` continues a chain: ``(sweeps done, {site: [kept draws]}, [lp of each])`` with
+    ``state`` and ``generator`` as they were after those sweeps. ``commit(done, state, kept,
+    lps, stopped)`` is called after each complete sweep (the checkpoint hook).
     """
-    kept = {k: [] for k in sweep.sites}
-    lps = []
+    done, kept, lps = start if start is not None else (0, {k: [] for k in sweep.sites}, [])
     total = num_warmup + num_samples * thin
     with progress_bar(total, desc, progress) as bar:
-        for it in range(total):
+        if done:
+            bar.update(done)
+        for it in range(done, total):
             state = sweep(state, data, generator)
             bar.update()
+            stop = False
             if it >= num_warmup and (it - num_warmup) % thin == 0:
                 draw = len(lps)
                 for k in kept:
@@ -133,8 +141,11 @@ def run_chain(
                 if lp_every and draw % lp_every == 0:
                     lp = float(model.log_joint(data, {k: state[k] for k in sweep.sites}))
                 lps.append(lp)
-                if callbacks and run_callbacks(callbacks, it, {"state": state, "lp": lp}):
-                    break
+                stop = bool(callbacks) and run_callbacks(callbacks, it, {"state": state, "lp": lp})
+            if commit is not None:
+                commit(it + 1, state, kept, lps, stop)
+            if stop:
+                break
     samples = {k: torch.stack(v) for k, v in kept.items()}
     return samples, torch.tensor(lps, dtype=torch.float64)
 
@@ -154,6 +165,9 @@ def run_gibbs(
     progress: bool = True,
     callbacks=None,
     device=None,
+    checkpoint=None,
+    checkpoint_every: int | None = None,
+    resume=None,
 ) -> Posterior:
     """Blocked Gibbs sampling with the model's sweep.
 
@@ -171,6 +185,12 @@ def run_gibbs(
         progress: show a progress bar.
         callbacks: callables ``f(step, info)``; returning ``True`` stops the chain.
         device: ``"cpu"``, ``"cuda"`` or ``None`` (the data's device).
+        checkpoint: a file to write the run's state to (see :mod:`pyromodels.core.checkpoint`):
+            every ``checkpoint_every`` sweeps, at the end, and on ``KeyboardInterrupt``.
+        checkpoint_every: sweeps between checkpoint writes (``None``: only the end).
+        resume: a checkpoint of a Gibbs run of the same model, seed and settings to continue;
+            the result equals the uninterrupted run's bit for bit. ``num_samples`` may be
+            larger than the checkpoint's while its first chain is unfinished, which extends it.
 
     Returns:
         A :class:`Posterior` with samples ``(chain, draw, ...)`` and ``sample_stats["lp"]``.
@@ -182,25 +202,64 @@ def run_gibbs(
     thin = check_int(thin, "thin", minimum=1)
     lp_every = check_int(lp_every, "lp_every", minimum=0)
     callbacks = check_callbacks(callbacks)
-    seed = resolve_seed(seed)
+    seed = None if seed is None else resolve_seed(seed)
     device = resolve_device(device, data)
     data = model.prepare(data, device=device)
     sweep = sweep if sweep is not None else model.gibbs_sweep(data)
     if scan is not None:
         sweep = GibbsSweep(sweep.blocks, scan=scan)
+    config = {"num_samples": num_samples, "num_warmup": num_warmup, "num_chains": num_chains,
+              "thin": thin, "lp_every": lp_every, "scan": sweep.scan,
+              "blocks": [b.name for b in sweep.blocks]}
+    saved = None
+    if resume is not None:
+        seed, saved = read_checkpoint(resume, engine="gibbs", model=model, seed=seed,
+                                      config=config, extendable=("num_samples",))
+        if saved["chains"] and saved["num_samples"] != num_samples:
+            raise ValueError("resume: num_samples can grow only while the checkpoint's first "
+                             "chain is unfinished")
+    seed = resolve_seed(seed)
+    ckpt = Checkpointer(checkpoint, checkpoint_every, engine="gibbs", model=model, seed=seed,
+                        config=config, build=_checkpoint_state)
     start = time.perf_counter()
     chains, lps = [], []
-    for c in range(num_chains):
-        gen = make_generator(derive_seed(seed, "chain", c), device)
-        state = model.init_state(data, gen)
-        sweep.check_covers(state)
-        samples, lp = run_chain(
-            model, data, sweep, state, gen,
-            num_warmup=num_warmup, num_samples=num_samples, thin=thin, lp_every=lp_every,
-            progress=progress, callbacks=callbacks, desc=f"gibbs chain {c}",
-        )
-        chains.append(samples)
-        lps.append(lp)
+    first = 0
+    if saved is not None:
+        chains, lps = list(saved["chains"]), list(saved["chain_lps"])
+        first = saved["chain"]
+    with ckpt.guard():
+        for c in range(first, num_chains):
+            gen = make_generator(derive_seed(seed, "chain", c), device)
+            state = model.init_state(data, gen)
+            sweep.check_covers(state)
+            resumed = None
+            if saved is not None and c == first:
+                check_shapes(saved["state"], state, "Gibbs state")
+                state = {k: v.to(device) for k, v in saved["state"].items()}
+                gen.set_state(saved["generator"])
+                kept = {k: list(v) for k, v in saved["kept"].items()}
+                resumed = (saved["done"], kept, list(saved["lps"]))
+
+            def commit(done, state, kept, chain_lps, stop, c=c, gen=gen):
+                snapshot = (c, done, state, gen.get_state(), kept, chain_lps, len(chain_lps),
+                            list(chains), list(lps), stop, num_samples)
+                ckpt.commit(done, snapshot)
+
+            if saved is not None and c == first and saved["stopped"]:
+                samples = {k: torch.stack(v) for k, v in resumed[1].items()}
+                lp = torch.tensor(resumed[2], dtype=torch.float64)
+            else:
+                if resumed is None:
+                    commit(0, state, {k: [] for k in sweep.sites}, [], False)
+                samples, lp = run_chain(
+                    model, data, sweep, state, gen,
+                    num_warmup=num_warmup, num_samples=num_samples, thin=thin,
+                    lp_every=lp_every, progress=progress, callbacks=callbacks,
+                    desc=f"gibbs chain {c}", start=resumed, commit=commit if ckpt.enabled else None,
+                )
+            chains.append(samples)
+            lps.append(lp)
+    ckpt.write()
     n = min(len(v) for v in lps)
     chains = [{k: v[:n] for k, v in c.items()} for c in chains]
     return Posterior(
@@ -213,3 +272,16 @@ def run_gibbs(
         data=data,
     )
 
+
+
+def _checkpoint_state(snapshot) -> dict:
+    """The saved state of a Gibbs run from a snapshot taken after a complete sweep."""
+    c, done, state, gen_state, kept, chain_lps, n, chains, lps, stop, num_samples = snapshot
+    return {
+        "chain": c, "done": done, "stopped": stop, "num_samples": num_samples,
+        "state": {k: v.detach().clone() for k, v in state.items()},
+        "generator": gen_state,
+        "kept": {k: [t for t in v[:n]] for k, v in kept.items()},
+        "lps": list(chain_lps[:n]),
+        "chains": chains, "chain_lps": lps,
+    }

@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+import copy
 import time
 
+import pyro
 import torch
-from pyro.infer import MCMC, NUTS
+from pyro import poutine
+from pyro.infer import NUTS
 from pyro.infer.autoguide.initialization import init_to_sample, init_to_value
 
 from ..checks import check_int, check_probability
+from .checkpoint import (
+    Checkpointer,
+    check_shapes,
+    clone_tree,
+    read_checkpoint,
+    rng_states,
+    set_rng_states,
+)
 from .device import cuda_devices, resolve_device
 from .enumeration import marginal_log_joint, sample_discrete
 from .posterior import Posterior, make_attrs
-from .progress import bars_drawn
+from .progress import progress_bar
 from .seeding import derive_seed, make_generator, resolve_seed, seeded
 
 __all__ = ["run_nuts"]
@@ -67,6 +78,9 @@ def run_nuts(
     lp: bool = True,
     progress: bool = True,
     device=None,
+    checkpoint=None,
+    checkpoint_every: int | None = None,
+    resume=None,
 ) -> Posterior:
     """NUTS on the model with its discrete sites enumerated, chains run one after another.
 
@@ -85,6 +99,16 @@ def run_nuts(
         lp: record the marginal log joint (discrete sites summed out) of every draw.
         progress: show Pyro's progress bar.
         device: ``"cpu"``, ``"cuda"`` or ``None`` (the data's device).
+        checkpoint: a file to write the run's state to (see :mod:`pyromodels.core.checkpoint`):
+            the sampler's position, the kernel's adaptation state (step size, mass matrix,
+            dual-averaging and Welford accumulators), the draws so far and the random number
+            generators, every ``checkpoint_every`` transitions (warm-up included), at the end
+            and on ``KeyboardInterrupt``.
+        checkpoint_every: transitions between checkpoint writes (``None``: only the end).
+        resume: a checkpoint of a NUTS run of the same model, seed and settings to continue,
+            from any transition, in warm-up or after; the result equals the uninterrupted
+            run's bit for bit. ``num_samples`` may be larger than the checkpoint's while its
+            first chain is unfinished, which extends it.
 
     Returns:
         A :class:`Posterior` with samples ``(chain, draw, ...)``, ``sample_stats["diverging"]``,
@@ -97,35 +121,53 @@ def run_nuts(
     num_chains = check_int(num_chains, "num_chains", minimum=1)
     target_accept_prob = check_probability(target_accept_prob, "target_accept_prob")
     max_tree_depth = check_int(max_tree_depth, "max_tree_depth", minimum=1)
-    seed = resolve_seed(seed)
+    seed = None if seed is None else resolve_seed(seed)
     device = resolve_device(device, data)
     data = model.prepare(data, device=device)
+    config = {"num_samples": num_samples, "num_warmup": num_warmup, "num_chains": num_chains,
+              "target_accept_prob": target_accept_prob, "max_tree_depth": max_tree_depth}
+    saved = None
+    if resume is not None:
+        seed, saved = read_checkpoint(resume, engine="nuts", model=model, seed=seed,
+                                      config=config, extendable=("num_samples",))
+        if saved["chains"] and saved["num_samples"] != num_samples:
+            raise ValueError("resume: num_samples can grow only while the checkpoint's first "
+                             "chain is unfinished")
+    seed = resolve_seed(seed)
+    ckpt = Checkpointer(checkpoint, checkpoint_every, engine="nuts", model=model, seed=seed,
+                        config=config, build=_checkpoint_state)
     start = time.perf_counter()
-    per_chain, diverging, accept, energy = [], [], [], []
-    for c in range(num_chains):
-        chain_seed = derive_seed(seed, "chain", c)
-        init = init_to_sample
-        if callable(getattr(model, "init_values", None)):
-            init = init_to_value(values=model.init_values(data, make_generator(chain_seed, device)))
-        kernel = _EnergyRecordingNUTS(
-            model.model,
-            max_plate_nesting=model.max_plate_nesting,
-            target_accept_prob=target_accept_prob,
-            max_tree_depth=max_tree_depth,
-            init_strategy=init,
-            jit_compile=False,
-        )
-        with seeded(chain_seed, devices=cuda_devices(device)):
-            mcmc = MCMC(kernel, num_samples=num_samples, warmup_steps=num_warmup,
-                        disable_progbar=not bars_drawn(progress))
-            mcmc.run(data)
-        per_chain.append(mcmc.get_samples())
-        energy.append(torch.tensor(kernel.energies[-num_samples:], dtype=torch.float64))
-        div = torch.zeros(num_samples, dtype=torch.bool)
-        idx = mcmc.diagnostics()["divergences"]["chain 0"]
-        div[torch.as_tensor(idx, dtype=torch.long)] = True
-        diverging.append(div)
-        accept.append(torch.tensor(kernel.accept_probs[-num_samples:], dtype=torch.float64))
+    chains = [] if saved is None else list(saved["chains"])
+    with ckpt.guard():
+        for c in range(len(chains), num_chains):
+            chain_seed = derive_seed(seed, "chain", c)
+            init = init_to_sample
+            if callable(getattr(model, "init_values", None)):
+                init = init_to_value(values=model.init_values(data, make_generator(chain_seed, device)))
+            kernel = _EnergyRecordingNUTS(
+                model.model,
+                max_plate_nesting=model.max_plate_nesting,
+                target_accept_prob=target_accept_prob,
+                max_tree_depth=max_tree_depth,
+                init_strategy=init,
+                jit_compile=False,
+            )
+
+            def commit(done, params, kept, kernel=kernel, c=c):
+                ckpt.commit(done, (c, done, params, _kernel_state(kernel), rng_states(), kept,
+                                   len(kept), list(chains), num_samples))
+
+            with seeded(chain_seed, devices=cuda_devices(device)):
+                chains.append(_run_chain(
+                    kernel, data, num_warmup, num_samples, progress, f"nuts chain {c}",
+                    saved if saved is not None and c == saved["chain"] else None,
+                    commit if ckpt.enabled else None, device,
+                ))
+    ckpt.write()
+    per_chain = [ch["samples"] for ch in chains]
+    energy = [ch["energy"] for ch in chains]
+    diverging = [ch["diverging"] for ch in chains]
+    accept = [ch["acceptance_rate"] for ch in chains]
     samples = {k: torch.stack([c[k] for c in per_chain]) for k in per_chain[0]}
     stats = {
         "diverging": torch.stack(diverging),
@@ -147,6 +189,79 @@ def run_nuts(
         model=model,
         data=data,
     )
+
+
+#: the kernel's attributes that change from one transition to the next
+_KERNEL_STATE = ("_t", "_accept_cnt", "_mean_accept_prob", "_divergences", "_z_last",
+                 "_potential_energy_last", "_z_grads_last", "energies", "accept_probs",
+                 "_record_next")
+
+
+def _kernel_state(kernel) -> dict:
+    """A copy of what changes in ``kernel`` between transitions: its counters and caches, the
+    recorded energies, and its adapter (step size, dual averaging, mass matrix and its
+    Welford accumulators), all but the adapter's callback into the kernel."""
+    adapter = {k: v for k, v in vars(kernel._adapter).items() if not callable(v)}
+    return {"kernel": clone_tree({k: getattr(kernel, k) for k in _KERNEL_STATE}),
+            "adapter": copy.deepcopy(adapter)}
+
+
+def _set_kernel_state(kernel, state: dict) -> None:
+    for k, v in state["kernel"].items():
+        setattr(kernel, k, clone_tree(v))
+    vars(kernel._adapter).update(copy.deepcopy(state["adapter"]))
+
+
+@poutine.block
+def _run_chain(kernel, data, num_warmup, num_samples, progress, desc, saved, commit,
+               device) -> dict:
+    """Drive ``kernel`` through warm-up and sampling as ``pyro.infer.MCMC`` does (Pyro's
+    effects blocked, distribution validation off), from the start or from ``saved``."""
+    total = num_warmup + num_samples
+    with pyro.validation_enabled(False):
+        kernel.setup(num_warmup, data)
+        params, kept, done = kernel.initial_params, [], 0
+        if saved is not None:
+            check_shapes(saved["position"], params, "unconstrained site")
+            params = {k: v.to(device) for k, v in saved["position"].items()}
+            kept = [{k: v.to(device) for k, v in d.items()} for d in saved["kept"]]
+            done = saved["done"]
+            _set_kernel_state(kernel, saved["kernel_state"])
+            set_rng_states(saved["rng"])
+        elif commit is not None:
+            commit(0, params, kept)
+        with progress_bar(total, desc, progress) as bar:
+            if done:
+                bar.update(done)
+            for i in range(done, total):
+                params = kernel.sample(params)
+                if i >= num_warmup:
+                    kept.append(params)
+                bar.update()
+                if commit is not None:
+                    commit(i + 1, params, kept)
+        draws = {k: torch.stack([d[k] for d in kept]) for k in sorted(params)}
+        for k, transform in kernel.transforms.items():
+            draws[k] = transform.inv(draws[k])
+        diverging = torch.zeros(num_samples, dtype=torch.bool)
+        diverging[torch.as_tensor(kernel._divergences, dtype=torch.long)] = True
+        out = {
+            "samples": draws,
+            "energy": torch.tensor(kernel.energies[-num_samples:], dtype=torch.float64),
+            "diverging": diverging,
+            "acceptance_rate": torch.tensor(kernel.accept_probs[-num_samples:], dtype=torch.float64),
+        }
+        kernel.cleanup()
+    return out
+
+
+def _checkpoint_state(snapshot) -> dict:
+    """The saved state of a NUTS run from a snapshot taken after a complete transition."""
+    c, done, params, kernel_state, rng, kept, n, chains, num_samples = snapshot
+    return {"chain": c, "done": done, "num_samples": num_samples, "chains": chains,
+            "position": {k: v.detach().clone() for k, v in params.items()},
+            "kernel_state": kernel_state, "rng": rng,
+            "kept": [{k: v.detach().clone() for k, v in d.items()} for d in kept[:n]]}
 
 
 def _lp_trace(model, data, samples) -> torch.Tensor:

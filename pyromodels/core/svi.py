@@ -12,6 +12,14 @@ from pyro.infer.autoguide import AutoNormal
 from pyro.infer.autoguide.initialization import init_to_sample, init_to_value
 
 from ..checks import check_int, check_positive
+from .checkpoint import (
+    Checkpointer,
+    check_shapes,
+    clone_tree,
+    read_checkpoint,
+    rng_states,
+    set_rng_states,
+)
 from .device import cuda_devices, resolve_device
 from .enumeration import sample_discrete, site_shapes
 from .posterior import Posterior, make_attrs
@@ -48,6 +56,9 @@ def run_svi(
     progress: bool = True,
     callbacks=None,
     device=None,
+    checkpoint=None,
+    checkpoint_every: int | None = None,
+    resume=None,
 ) -> Posterior:
     """Fit a guide by SVI, then draw from it (one chain) and restore the discrete sites.
 
@@ -67,6 +78,15 @@ def run_svi(
         progress: show a progress bar.
         callbacks: callables ``f(step, info)`` with ``info["loss"]``; returning ``True`` stops.
         device: ``"cpu"``, ``"cuda"`` or ``None`` (the data's device).
+        checkpoint: a file to write the run's state to (see :mod:`pyromodels.core.checkpoint`):
+            the guide's parameters, the optimiser's state, the losses and the random number
+            generators, every ``checkpoint_every`` steps, at the end of the optimisation and
+            on ``KeyboardInterrupt``. Keeping the last complete state copies the parameters
+            and the optimiser's state once per step.
+        checkpoint_every: steps between checkpoint writes (``None``: only the end).
+        resume: a checkpoint of an SVI run of the same model, seed and settings to continue;
+            ``num_steps`` may be larger than the checkpoint's, which extends the run. The
+            result equals the uninterrupted run's bit for bit.
 
     Returns:
         A :class:`Posterior` with ``losses`` (negative ELBO per step), guide draws shaped
@@ -77,9 +97,18 @@ def run_svi(
     num_particles = check_int(num_particles, "num_particles", minimum=1)
     lr = check_positive(lr, "lr")
     callbacks = check_callbacks(callbacks)
-    seed = resolve_seed(seed)
+    seed = None if seed is None else resolve_seed(seed)
     device = resolve_device(device, data)
     data = model.prepare(data, device=device)
+    config = {"num_steps": num_steps, "num_particles": num_particles, "lr": lr,
+              "guide": _kind(guide), "optim": _kind(optim), "elbo": _kind(elbo)}
+    saved = None
+    if resume is not None:
+        seed, saved = read_checkpoint(resume, engine="svi", model=model, seed=seed,
+                                      config=config, extendable=("num_steps",))
+    seed = resolve_seed(seed)
+    ckpt = Checkpointer(checkpoint, checkpoint_every, engine="svi", model=model, seed=seed,
+                        config=config, build=lambda snapshot: snapshot)
     start = time.perf_counter()
     store = pyro.get_param_store()
     with store.scope() as scope, seeded(seed, devices=cuda_devices(device)):
@@ -92,16 +121,25 @@ def run_svi(
             elbo = kind(max_plate_nesting=model.max_plate_nesting, num_particles=num_particles)
         optim = optim if optim is not None else pyro.optim.ClippedAdam({"lr": lr})
         svi = SVI(model.model, guide, optim, loss=elbo)
-        losses = []
-        with progress_bar(num_steps, "svi", progress) as bar:
-            for step in range(num_steps):
+        losses, first, stopped = [], 0, False
+        if saved is not None:
+            _restore(saved, guide, data, store, optim, device)
+            losses, first, stopped = list(saved["losses"]), saved["step"], saved["stopped"]
+        with ckpt.guard(), progress_bar(num_steps, "svi", progress) as bar:
+            if first:
+                bar.update(first)
+            for step in range(first, num_steps if not stopped else first):
                 loss = svi.step(data)
                 losses.append(loss)
                 bar.update()
                 if step % 50 == 0:
                     bar.set_postfix(loss=f"{loss:.4g}")
-                if callbacks and run_callbacks(callbacks, step, {"loss": loss}):
+                stop = bool(callbacks) and run_callbacks(callbacks, step, {"loss": loss})
+                if ckpt.enabled:
+                    ckpt.commit(step + 1, _snapshot(store, optim, losses, step + 1, stop))
+                if stop:
                     break
+        ckpt.write()
         with torch.no_grad():
             draws = Predictive(guide, num_samples=num_samples)(data)
         latent = _latent_sites(model, data, {k: v[0] for k, v in draws.items()})
@@ -120,6 +158,39 @@ def run_svi(
         model=model,
         data=data,
     )
+
+
+def _kind(obj) -> str | None:
+    """The class of a user-supplied guide, optimiser or ELBO (``None``: the default)."""
+    if obj is None:
+        return None
+    name = getattr(obj, "__qualname__", None)  # a function or a bound method (model.guide)
+    if isinstance(name, str):
+        return f"{obj.__module__}.{name}"
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"
+
+
+def _snapshot(store, optim, losses, step, stopped) -> dict:
+    """The state after ``step`` complete steps, copied (the optimiser updates in place)."""
+    return {
+        "step": step, "stopped": stopped, "losses": list(losses),
+        "params": {k: v.detach().clone() for k, v in store.named_parameters()},
+        "optim": clone_tree(optim.get_state()),
+        "rng": rng_states(),
+    }
+
+
+def _restore(saved, guide, data, store, optim, device) -> None:
+    """Build the guide's parameters, then put back the saved parameters, optimiser state and
+    random number generators (setting the guide up may draw from them)."""
+    with poutine.block():
+        guide(data)
+    current = dict(store.named_parameters())
+    check_shapes(saved["params"], current, "guide parameter")
+    params = {k: v.to(current[k].device).requires_grad_(True) for k, v in saved["params"].items()}
+    store.set_state({"params": params, "constraints": store.get_state()["constraints"]})
+    optim.set_state(saved["optim"])
+    set_rng_states(saved["rng"])
 
 
 def _latent_sites(model, data, values: dict) -> set[str]:

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import numbers
 
 import numpy as np
 import pandas as pd
 import torch
-from sklearn.base import BaseEstimator
 
 from ...checks import check_in, check_int, check_memory, check_positive
 from ...core.not_fitted import NotFittedError
 from ...data.annotations import AnnotationTable, check_columns, item_column
+from .params import EstimatorParams, is_default
 
 __all__ = ["CrowdAggregator", "resolve_random_state", "errors_frame", "confusions_frame",
            "draw_frequencies", "mcmc_history", "check_edges"]
@@ -91,26 +92,28 @@ def check_edges(edges, source: str, target: str) -> pd.DataFrame:
     return edges
 
 
-def _is_default(value, default) -> bool:
-    """Whether a parameter still holds its constructor default (arrays never do)."""
-    if value is default:
-        return True
-    if default is None or value is None or isinstance(value, (np.ndarray, torch.Tensor,
-                                                              pd.DataFrame)):
-        return False
-    try:
-        return type(value) is type(default) and bool(value == default)
-    except (TypeError, ValueError):
-        return False
-
-
 def _short(value) -> str:
     """``value``'s repr, or its type name when that would be long (an array)."""
     text = repr(value)
     return text if len(text) <= 40 else f"<{type(value).__name__}>"
 
 
-class CrowdAggregator(BaseEstimator):
+def _unfitted_on_failure(fit):
+    """``fit`` that leaves the estimator unfitted when it fails or is interrupted: the results
+    of an earlier fit would not belong to the parameters it was re-fitted with."""
+
+    @functools.wraps(fit)
+    def fit_or_forget(self, *args, **kwargs):
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            self._forget_fit()
+            raise
+
+    return fit_or_forget
+
+
+class CrowdAggregator(EstimatorParams):
     """Shared plumbing: column names, the annotation table, fitted-state checks."""
 
     _fitted = ("labels_", "probas_", "table_")
@@ -126,6 +129,16 @@ class CrowdAggregator(BaseEstimator):
                 f"this {type(self).__name__} is not fitted yet: call fit(df) before using {name}"
             )
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "fit" in vars(cls):
+            cls.fit = _unfitted_on_failure(vars(cls)["fit"])
+
+    def _forget_fit(self) -> None:
+        """Drop every fitted attribute (a public name ending in ``_``)."""
+        for name in [n for n in vars(self) if n.endswith("_") and not n.startswith("_")]:
+            delattr(self, name)
 
     def _columns(self) -> dict[str, str]:
         return {"task": self.task, "worker": self.worker, "label": self.label}
@@ -159,7 +172,7 @@ class CrowdAggregator(BaseEstimator):
         signature = inspect.signature(type(self).__init__).parameters
         for name, methods in self._method_params.items():
             value, default = getattr(self, name), signature[name].default
-            if self.method not in methods and not _is_default(value, default):
+            if self.method not in methods and not is_default(value, default):
                 used = ", ".join(repr(m) for m in methods[:-1])
                 used = f"{used} or {methods[-1]!r}" if used else repr(methods[-1])
                 raise ValueError(

@@ -1,0 +1,208 @@
+"""Checkpoints of a running fit: write the state of a chain or optimiser, and resume from it.
+
+A checkpoint is one file, written with ``torch.save`` to a temporary file beside the target
+and moved into place with ``os.replace``, so a reader never sees half a file. It holds:
+
+* a header: the file format, the engine, the model's class, the fit's seed and the run's
+  settings (``config``), all checked when the file is read back;
+* the engine's state after its last complete step: the chain's position and kept draws, the
+  optimiser and parameter state, the adaptation state of a kernel, and the states of the
+  random number generators that the engine draws from (Python's ``random``, NumPy's global
+  generator, torch's global generator and the engine's own ``torch.Generator``).
+
+The runners take ``checkpoint=`` (a path), ``checkpoint_every=`` (steps between writes; the
+final state is always written) and ``resume=`` (a path written by the same engine). A
+``KeyboardInterrupt`` during a run with ``checkpoint=`` writes the last complete state first,
+then propagates. Checkpoints are pickles: read only files you trust.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import random
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..checks import check_int
+
+__all__ = ["FORMAT", "Checkpointer", "rng_states", "set_rng_states", "write_checkpoint",
+           "read_checkpoint", "check_path", "check_shapes", "clone_tree"]
+
+#: the ``format`` entry of every checkpoint file
+FORMAT = "pyromodels.Checkpoint/1"
+
+
+def check_path(path, name: str) -> Path | None:
+    """``path`` as a :class:`~pathlib.Path` (``None`` stays ``None``); a ``TypeError`` naming
+    ``name`` for anything but a string or path."""
+    if path is None:
+        return None
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"{name} must be a file path (str or os.PathLike), got {type(path).__name__}")
+    return Path(path)
+
+
+def rng_states(generator: torch.Generator | None = None) -> dict:
+    """The states of Python's, NumPy's and torch's global generators (and of ``generator``)."""
+    states = {"python": random.getstate(), "numpy": np.random.get_state(),
+              "torch": torch.get_rng_state()}
+    if generator is not None:
+        states["generator"] = generator.get_state()
+    return states
+
+
+def set_rng_states(states: dict, generator: torch.Generator | None = None) -> None:
+    """Restore the generators saved by :func:`rng_states`."""
+    random.setstate(states["python"])
+    np.random.set_state(states["numpy"])
+    torch.set_rng_state(states["torch"])
+    if generator is not None:
+        generator.set_state(states["generator"])
+
+
+def write_checkpoint(path: Path, payload: dict) -> None:
+    """Write ``payload`` to ``path`` atomically (a temporary file, then ``os.replace``)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            torch.save(payload, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _model_name(model) -> str:
+    return f"{type(model).__module__}.{type(model).__qualname__}"
+
+
+def read_checkpoint(path, *, engine: str, model, seed: int | None, config: dict,
+                    extendable: tuple[str, ...] = ()) -> tuple[int, dict]:
+    """Read the checkpoint at ``path`` and check it against this run; return ``(seed, state)``.
+
+    The file must be a checkpoint of ``engine`` for a model of the same class, with the same
+    ``seed`` (``None`` takes the checkpoint's) and the same ``config``, except that the entries
+    named in ``extendable`` (run lengths) may be larger than the checkpoint's. Anything else is
+    a ``ValueError`` naming ``resume``.
+    """
+    path = check_path(path, "resume")
+    if not path.is_file():
+        raise ValueError(f"resume must be an existing checkpoint file, got {str(path)!r}")
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is the same user error
+        raise ValueError(f"resume: {str(path)!r} is not a readable checkpoint ({exc})") from exc
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise ValueError(f"resume: {str(path)!r} is not a pyromodels checkpoint of format {FORMAT!r}")
+    if payload["engine"] != engine:
+        raise ValueError(f"resume: the checkpoint is of engine {payload['engine']!r}, not {engine!r}")
+    if payload["model"] != _model_name(model):
+        raise ValueError(f"resume: the checkpoint is of model {payload['model']}, "
+                         f"not {_model_name(model)}")
+    if seed is not None and seed != payload["seed"]:
+        raise ValueError(f"resume: the checkpoint was written with seed {payload['seed']}, "
+                         f"not {seed}")
+    saved = payload["config"]
+    for key in sorted(set(saved) | set(config)):
+        old, new = saved.get(key), config.get(key)
+        if key in extendable and old is not None and new is not None and new >= old:
+            continue
+        if old != new:
+            more = " or more" if key in extendable else ""
+            raise ValueError(f"resume: the checkpoint's run has {key}={old!r}{more}, "
+                             f"this run {key}={new!r}")
+    return payload["seed"], payload["state"]
+
+
+def check_shapes(saved: dict, expected: dict, what: str) -> None:
+    """Raise a ``ValueError`` naming ``resume`` unless the tensors ``saved`` have the names,
+    shapes and dtypes of ``expected`` (the same ``what`` built for this run's data)."""
+    if set(saved) != set(expected):
+        raise ValueError(f"resume: the checkpoint's {what} are {sorted(saved)}, "
+                         f"this run's {sorted(expected)}")
+    for name, value in expected.items():
+        old = saved[name]
+        if not isinstance(old, torch.Tensor):
+            raise ValueError(f"resume: the checkpoint has no tensor {what} {name!r}")
+        if tuple(old.shape) != tuple(value.shape) or old.dtype != value.dtype:
+            raise ValueError(
+                f"resume: {what} {name!r} has shape {tuple(old.shape)} ({old.dtype}) in the "
+                f"checkpoint, {tuple(value.shape)} ({value.dtype}) for this run's data"
+            )
+
+
+class Checkpointer:
+    """Keeps the last complete state of a run and writes it every ``every`` steps, at the
+    end, and on ``KeyboardInterrupt``.
+
+    Args:
+        path: the checkpoint file, or ``None`` (then every method does nothing).
+        every: steps between writes, or ``None`` (only the end and an interrupt).
+        header: ``engine``, ``model``, ``seed`` and ``config`` of the run.
+        build: turns a snapshot given to :meth:`commit` into the state to save; snapshots
+            are cheap references, ``build`` copies what it needs.
+    """
+
+    def __init__(self, path, every, *, engine: str, model, seed: int, config: dict,
+                 build: Callable[[object], dict]):
+        self.path = check_path(path, "checkpoint")
+        if every is not None:
+            every = check_int(every, "checkpoint_every", minimum=1)
+            if self.path is None:
+                raise ValueError("checkpoint_every needs checkpoint (the file to write)")
+        self.every = every
+        self.header = {"format": FORMAT, "engine": engine, "model": _model_name(model),
+                       "seed": int(seed), "config": dict(config)}
+        self.build = build
+        self._last = None
+        self._written = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.path is not None
+
+    def commit(self, step: int, snapshot) -> None:
+        """Record ``snapshot`` as the state after ``step`` complete steps (1, 2, ...)."""
+        if self.path is None:
+            return
+        self._last = snapshot
+        if self.every is not None and step > 0 and step % self.every == 0:
+            self.write()
+
+    def write(self) -> None:
+        """Write the last committed state, unless it is already on disk."""
+        if self.path is None or self._last is None or self._written is self._last:
+            return
+        write_checkpoint(self.path, {**self.header, "state": self.build(self._last)})
+        self._written = self._last
+
+    @contextlib.contextmanager
+    def guard(self) -> Iterator[None]:
+        """On ``KeyboardInterrupt`` inside, write the last complete state, then re-raise."""
+        try:
+            yield
+        except KeyboardInterrupt:
+            self.write()
+            raise
+
+
+def clone_tree(value):
+    """A deep copy of tensors, lists, tuples and dicts, with tensors detached."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, dict):
+        return {k: clone_tree(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(clone_tree(v) for v in value)
+    return copy.deepcopy(value)
