@@ -1,6 +1,6 @@
 """The not-fitted error, kept apart because it subclasses scikit-learn's: importing scikit-learn
 costs about a second, so :mod:`pyromodels.core.errors` loads this module only when the name is
-first used (the DataFrame facades, which import scikit-learn anyway)."""
+first used (the DataFrame facades import it when they raise it)."""
 
 from __future__ import annotations
 

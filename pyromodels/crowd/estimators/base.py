@@ -11,7 +11,6 @@ import pandas as pd
 import torch
 
 from ...checks import check_in, check_int, check_memory, check_positive
-from ...core.not_fitted import NotFittedError
 from ...data.annotations import AnnotationTable, check_columns, item_column
 from .params import EstimatorParams, is_default
 
@@ -125,6 +124,9 @@ class CrowdAggregator(EstimatorParams):
 
     def __getattr__(self, name):
         if name in type(self)._fitted:
+            # loaded here: it subclasses scikit-learn's, whose import costs about a second
+            from ...core.not_fitted import NotFittedError
+
             raise NotFittedError(
                 f"this {type(self).__name__} is not fitted yet: call fit(df) before using {name}"
             )
