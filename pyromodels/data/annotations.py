@@ -47,6 +47,12 @@ def check_columns(df, columns: dict[str, str]) -> None:
             f"df is missing column(s) {list(missing.values())}; it has {list(df.columns)}. "
             f"Name the right columns with {hint}"
         )
+    doubled = sorted({col for col in columns.values() if int((df.columns == col).sum()) > 1})
+    if doubled:
+        raise ValueError(
+            f"df has more than one column named {doubled}; rename or drop the extra ones so "
+            "that each column the table reads is unique"
+        )
     if len(df) == 0:
         raise ValueError("df must not be empty: it has no rows")
 

@@ -94,15 +94,34 @@ def factorize_ids(values: pd.Series, name: str, known=None, known_name: str = "t
     Returns:
         ``(codes, index)``: an int64 array with ``len(values)`` codes and a ``pandas.Index``.
     """
-    check_no_missing(values, name)
-    check_id_kinds(values, name)
-    if known is not None:
-        index = as_id_index(known, known_name)
-        return encode_ids(index, values, name, known_name), index
-    codes, uniques = pd.factorize(values, sort=True)
+    try:
+        check_no_missing(values, name)
+        check_id_kinds(values, name)
+        if known is not None:
+            index = as_id_index(known, known_name)
+            return encode_ids(index, values, name, known_name), index
+        codes, uniques = pd.factorize(values, sort=True)
+    except TypeError as err:
+        _raise_if_unhashable(values, name, err)
+        raise
     uniques = pd.Index(uniques)
     warn_padded_ids(uniques, name)
     return np.asarray(codes, dtype=np.int64), uniques
+
+
+def _raise_if_unhashable(values: pd.Series, name: str, err: TypeError) -> None:
+    """Name the first unhashable id of ``values`` (a list in a cell, say) when ``err`` came
+    from one; looked for only after a failure, so valid columns pay nothing for it."""
+    if "unhashable" not in str(err):
+        return
+    for row, value in zip(values.index, values.to_numpy()):
+        try:
+            hash(value)
+        except TypeError:
+            raise TypeError(
+                f"{name} holds an id that cannot be an id, {value!r} ({type(value).__name__}) at "
+                f"row {row!r}: ids must be numbers, strings or other hashable values"
+            ) from err
 
 
 def check_id_kinds(values: pd.Series, name: str) -> None:

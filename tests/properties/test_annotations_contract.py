@@ -274,8 +274,6 @@ def test_pairwise_bad_rows_are_errors_naming_the_column(raises_naming, case, dat
     raises_naming(lambda: PairwiseAnnotations.from_dataframe(bad), *names)
 
 
-@pytest.mark.xfail(strict=True, reason="an unhashable id (a list in a cell) escapes as pandas' "
-                   "TypeError 'unhashable type', which names no column")
 @FIRST_FAILURE
 @given(long_tables(id_kinds=("small", "text")), st.data())
 def test_an_unhashable_id_is_an_error_naming_its_column(raises_naming, case, data):
@@ -287,8 +285,6 @@ def test_an_unhashable_id_is_an_error_naming_its_column(raises_naming, case, dat
     raises_naming(lambda: AnnotationTable.from_dataframe(df), f"df[{col!r}]")
 
 
-@pytest.mark.xfail(strict=True, reason="a DataFrame with two columns of the same name makes "
-                   "df[col] a DataFrame and ends in an AttributeError")
 @FIRST_FAILURE
 @given(long_tables(id_kinds=("small", "text")), st.sampled_from(["task", "worker", "label"]))
 def test_a_duplicated_column_name_is_an_error_naming_the_column(raises_naming, case, col):
