@@ -341,7 +341,12 @@ def check_stochastic(
 def memory_size(device=None) -> int | None:
     """Bytes of memory of ``device``: the GPU's for a CUDA device, else the machine's physical
     memory; ``None`` where the platform does not say."""
-    device = torch.device("cpu" if device is None else device)
+    try:
+        device = torch.device("cpu" if device is None else device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(
+            f"device must name a torch device such as 'cpu' or 'cuda', got {device!r}"
+        ) from exc
     if device.type == "cuda" and torch.cuda.is_available():
         return int(torch.cuda.mem_get_info(device)[1])
     try:

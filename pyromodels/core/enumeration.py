@@ -92,6 +92,8 @@ def sample_discrete(
     Returns:
         ``{site: LongTensor (chain, draw, *site_shape)}`` for each discrete site.
     """
+    if isinstance(temperature, bool):
+        raise TypeError(f"temperature must be the int 0 or 1, got {temperature!r}")
     check_in(temperature, "temperature", (0, 1))
     check_in(vectorize, "vectorize", (True, False, "auto"))
     if not model.discrete_sites:

@@ -259,8 +259,13 @@ def load_fields(path) -> dict:
     path = _check_path(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"path {path!r} does not exist")
-    with az.rc_context({"data.load": "eager"}):  # read it all now: no file handle left open
-        idata = az.from_netcdf(path)
+    try:
+        with az.rc_context({"data.load": "eager"}):  # read it all now: no file handle left open
+            idata = az.from_netcdf(path)
+    except (OSError, ValueError) as exc:
+        raise ValueError(
+            f"path {path!r} is not a readable NetCDF file ({type(exc).__name__}: {exc})"
+        ) from exc
     if dict(idata.attrs or {}).get("pyromodels_format") != FORMAT:
         raise ValueError(
             f"path {path!r} is not a fit saved by Posterior.save (no pyromodels_format "

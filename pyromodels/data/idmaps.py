@@ -56,10 +56,22 @@ def check_no_missing(series: pd.Series, name: str) -> None:
         )
 
 
+def _id_values(ids, name: str):
+    """``ids`` ready for :class:`pandas.Index` (a tensor as a NumPy array); a single string,
+    which pandas would refuse without naming the argument, is a ``TypeError`` naming it."""
+    if isinstance(ids, torch.Tensor):
+        return ids.detach().cpu().numpy()
+    if isinstance(ids, (str, bytes)):
+        raise TypeError(
+            f"{name} must be a list (or array, Index) of ids, got the single string {ids!r}; "
+            f"write [{ids!r}] for one id"
+        )
+    return ids
+
+
 def as_id_index(ids, name: str) -> pd.Index:
     """Return ``ids`` as a :class:`pandas.Index` after checking it is non-empty, unique, no NaN."""
-    if isinstance(ids, torch.Tensor):
-        ids = ids.detach().cpu().numpy()
+    ids = _id_values(ids, name)
     index = ids if isinstance(ids, pd.Index) else pd.Index(ids)
     if len(index) == 0:
         raise ValueError(f"{name} must not be empty")
@@ -73,8 +85,7 @@ def as_id_index(ids, name: str) -> pd.Index:
 
 def encode_ids(index: pd.Index, values, name: str, index_name: str) -> np.ndarray:
     """Codes of ``values`` in ``index``; raise ``ValueError`` listing ids not in ``index``."""
-    if isinstance(values, torch.Tensor):
-        values = values.detach().cpu().numpy()
+    values = _id_values(values, name)
     values = pd.Index(values) if not isinstance(values, pd.Index) else values
     codes = np.asarray(index.get_indexer(values), dtype=np.int64)
     unknown = codes < 0
