@@ -30,9 +30,10 @@ import numpy as np
 import torch
 
 from ..checks import check_int
+from .seeding import resolve_seed
 
 __all__ = ["FORMAT", "Checkpointer", "rng_states", "set_rng_states", "write_checkpoint",
-           "read_checkpoint", "check_path", "check_shapes", "clone_tree"]
+           "read_checkpoint", "check_path", "check_shapes", "clone_tree", "chain_checkpoints"]
 
 #: the ``format`` entry of every checkpoint file
 FORMAT = "pyromodels.Checkpoint/1"
@@ -206,3 +207,23 @@ def clone_tree(value):
     if isinstance(value, list | tuple):
         return type(value)(clone_tree(v) for v in value)
     return copy.deepcopy(value)
+
+
+def chain_checkpoints(checkpoint, checkpoint_every, resume, *, engine: str, model,
+                      seed: int | None, config: dict, build: Callable):
+    """The chain runners' (Gibbs, NUTS) set-up: ``(seed, saved, checkpointer)``.
+
+    ``saved`` is the state read from ``resume`` (``None`` without it), whose seed wins over
+    a ``None`` ``seed``; ``num_samples`` may grow on resume only while the checkpoint's first
+    chain is unfinished (the chains that are done keep their length).
+    """
+    saved = None
+    if resume is not None:
+        seed, saved = read_checkpoint(resume, engine=engine, model=model, seed=seed,
+                                      config=config, extendable=("num_samples",))
+        if saved["chains"] and saved["num_samples"] != config["num_samples"]:
+            raise ValueError("resume: num_samples can grow only while the checkpoint's first "
+                             "chain is unfinished")
+    seed = resolve_seed(seed)
+    return seed, saved, Checkpointer(checkpoint, checkpoint_every, engine=engine, model=model,
+                                     seed=seed, config=config, build=build)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from ..checks import check_in, check_int
-from .checkpoint import Checkpointer, check_shapes, read_checkpoint
+from .checkpoint import chain_checkpoints, check_shapes
 from .device import resolve_device
 from .posterior import Posterior, make_attrs, stack_chains
 from .progress import check_callbacks, progress_bar, run_callbacks
@@ -211,16 +211,9 @@ def run_gibbs(
     config = {"num_samples": num_samples, "num_warmup": num_warmup, "num_chains": num_chains,
               "thin": thin, "lp_every": lp_every, "scan": sweep.scan,
               "blocks": [b.name for b in sweep.blocks]}
-    saved = None
-    if resume is not None:
-        seed, saved = read_checkpoint(resume, engine="gibbs", model=model, seed=seed,
-                                      config=config, extendable=("num_samples",))
-        if saved["chains"] and saved["num_samples"] != num_samples:
-            raise ValueError("resume: num_samples can grow only while the checkpoint's first "
-                             "chain is unfinished")
-    seed = resolve_seed(seed)
-    ckpt = Checkpointer(checkpoint, checkpoint_every, engine="gibbs", model=model, seed=seed,
-                        config=config, build=_checkpoint_state)
+    seed, saved, ckpt = chain_checkpoints(checkpoint, checkpoint_every, resume, engine="gibbs",
+                                          model=model, seed=seed, config=config,
+                                          build=_checkpoint_state)
     start = time.perf_counter()
     chains, lps = [], []
     first = 0

@@ -13,10 +13,9 @@ from pyro.infer.autoguide.initialization import init_to_sample, init_to_value
 
 from ..checks import check_int, check_probability
 from .checkpoint import (
-    Checkpointer,
+    chain_checkpoints,
     check_shapes,
     clone_tree,
-    read_checkpoint,
     rng_states,
     set_rng_states,
 )
@@ -126,16 +125,9 @@ def run_nuts(
     data = model.prepare(data, device=device)
     config = {"num_samples": num_samples, "num_warmup": num_warmup, "num_chains": num_chains,
               "target_accept_prob": target_accept_prob, "max_tree_depth": max_tree_depth}
-    saved = None
-    if resume is not None:
-        seed, saved = read_checkpoint(resume, engine="nuts", model=model, seed=seed,
-                                      config=config, extendable=("num_samples",))
-        if saved["chains"] and saved["num_samples"] != num_samples:
-            raise ValueError("resume: num_samples can grow only while the checkpoint's first "
-                             "chain is unfinished")
-    seed = resolve_seed(seed)
-    ckpt = Checkpointer(checkpoint, checkpoint_every, engine="nuts", model=model, seed=seed,
-                        config=config, build=_checkpoint_state)
+    seed, saved, ckpt = chain_checkpoints(checkpoint, checkpoint_every, resume, engine="nuts",
+                                          model=model, seed=seed, config=config,
+                                          build=_checkpoint_state)
     start = time.perf_counter()
     chains = [] if saved is None else list(saved["chains"])
     with ckpt.guard():

@@ -84,6 +84,23 @@ def _add_counts(counts, w, y, offset, a):  # pragma: no cover - compiled
         counts[w, y, offset + k] += a[k]
 
 
+@njit(cache=True, inline="always")
+def _item_product(lo, hi, workers, labels, conf, first, second, logs):  # pragma: no cover
+    """One item's rescaled running product over its labels ``lo .. hi - 1`` (the two halves),
+    and ``logs`` plus the log of every rescaling factor taken out, in order."""
+    H = len(first)
+    a, b = first, second
+    for i in range(lo, hi):
+        w = workers[i]
+        y = labels[i]
+        a, top = _multiply(a, conf, w, y, 0, 0.0)
+        b, top = _multiply(b, conf, w, y, H, top)
+        if top < SMALL and top > 0.0:
+            a, b = _divide(a, top), _divide(b, top)
+            logs += np.log(top)
+    return a, b, logs
+
+
 @njit(cache=True, error_model="numpy")
 def em_counts_unrolled(ptr, workers, labels, prior, conf, counts, qsum):  # pragma: no cover
     """:func:`~.passes.em_counts_pass` with ``prior`` given as two tuples of floats (see
@@ -93,15 +110,8 @@ def em_counts_unrolled(ptr, workers, labels, prior, conf, counts, qsum):  # prag
     run, total = 1.0, 0.0
     sum_first, sum_second = _zeros(first), _zeros(second)
     for n in range(ptr.shape[0] - 1):
-        a, b = first, second
-        for i in range(ptr[n], ptr[n + 1]):
-            w = workers[i]
-            y = labels[i]
-            a, top = _multiply(a, conf, w, y, 0, 0.0)
-            b, top = _multiply(b, conf, w, y, H, top)
-            if top < SMALL and top > 0.0:
-                a, b = _divide(a, top), _divide(b, top)
-                total += np.log(top)
+        a, b, total = _item_product(ptr[n], ptr[n + 1], workers, labels, conf, first, second,
+                                    total)
         s = _sum(b, _sum(a, 0.0))
         run, total = accumulate_log(s, run, total)
         inv = 1.0 / s
@@ -132,16 +142,8 @@ def posteriors_unrolled(ptr, workers, labels, prior, conf, q, loglik):  # pragma
     first, second = prior
     H = len(first)
     for n in range(ptr.shape[0] - 1):
-        a, b = first, second
-        shift = 0.0
-        for i in range(ptr[n], ptr[n + 1]):
-            w = workers[i]
-            y = labels[i]
-            a, top = _multiply(a, conf, w, y, 0, 0.0)
-            b, top = _multiply(b, conf, w, y, H, top)
-            if top < SMALL and top > 0.0:
-                a, b = _divide(a, top), _divide(b, top)
-                shift += np.log(top)
+        a, b, shift = _item_product(ptr[n], ptr[n + 1], workers, labels, conf, first, second,
+                                    0.0)
         s = _sum(b, _sum(a, 0.0))
         _store_row(q, n, 0, a, s)
         _store_row(q, n, H, b, s)
