@@ -139,13 +139,16 @@ def test_from_arrays_keeps_the_codes_and_sizes(case, give_sizes):
 
 # ------------------------------------------------------------------ invalid tables
 @PROFILE
-@given(long_tables(id_kinds=("small", "text")), st.data())
-def test_a_missing_value_is_an_error_naming_its_column(raises_naming, case, data):
+@given(long_tables(id_kinds=("small", "text")), st.sampled_from(["None", "NaN", "a list"]),
+       st.data())
+def test_a_missing_or_unhashable_id_is_an_error_naming_its_column(raises_naming, case, bad,
+                                                                   data):
     df, _, _, _ = case
     col = data.draw(st.sampled_from(list(df.columns)))
     row = data.draw(st.integers(0, len(df) - 1))
     df = df.astype({col: object})
-    df.loc[row, col] = data.draw(st.sampled_from([None, np.nan]))
+    value = {"None": None, "NaN": np.nan, "a list": [df.at[row, col]]}[bad]
+    df.at[row, col] = value
     raises_naming(lambda: AnnotationTable.from_dataframe(df), f"df[{col!r}]")
 
 
@@ -272,17 +275,6 @@ def test_pairwise_bad_rows_are_errors_naming_the_column(raises_naming, case, dat
         bad = pd.concat([bad, swapped], ignore_index=True)
         names = ("worker",)
     raises_naming(lambda: PairwiseAnnotations.from_dataframe(bad), *names)
-
-
-@FIRST_FAILURE
-@given(long_tables(id_kinds=("small", "text")), st.data())
-def test_an_unhashable_id_is_an_error_naming_its_column(raises_naming, case, data):
-    df, _, _, _ = case
-    col = data.draw(st.sampled_from(list(df.columns)))
-    row = data.draw(st.integers(0, len(df) - 1))
-    df = df.astype({col: object})
-    df.at[row, col] = [df.at[row, col]]
-    raises_naming(lambda: AnnotationTable.from_dataframe(df), f"df[{col!r}]")
 
 
 @FIRST_FAILURE
