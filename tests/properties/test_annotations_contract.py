@@ -11,14 +11,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import Phase, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyromodels.data import AnnotationTable, PairwiseAnnotations
 
 PROFILE = settings.get_profile("properties")
-#: for the known failures marked xfail: the first failing example is enough, no shrinking
-FIRST_FAILURE = settings(PROFILE, phases=[Phase.explicit, Phase.generate])
 
 # one id type per column: small ints (the dense coding path), ints of any size (the hashing
 # path), short strings, or pairs (the guide allows any hashable id)
@@ -277,7 +275,7 @@ def test_pairwise_bad_rows_are_errors_naming_the_column(raises_naming, case, dat
     raises_naming(lambda: PairwiseAnnotations.from_dataframe(bad), *names)
 
 
-@FIRST_FAILURE
+@PROFILE
 @given(long_tables(id_kinds=("small", "text")), st.sampled_from(["task", "worker", "label"]))
 def test_a_duplicated_column_name_is_an_error_naming_the_column(raises_naming, case, col):
     df, _, _, _ = case

@@ -11,13 +11,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from hypothesis import Phase, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyromodels.mixture import BayesianGaussianMixture
 
 PROFILE = settings.get_profile("properties")
-FIRST_FAILURE = settings(PROFILE, phases=[Phase.explicit, Phase.generate])
 
 
 @st.composite
@@ -164,7 +163,7 @@ def test_a_bad_component_count_is_an_error_naming_num_components(raises_naming, 
 
 
 # ------------------------------------------------------------------ scale and spread
-@FIRST_FAILURE
+@PROFILE
 @given(mixture_data(), st.integers(-120, 120))  # float64 data within the range it can fit
 def test_the_default_prior_scales_with_the_data(case, exponent):
     k, x = case
@@ -175,7 +174,7 @@ def test_the_default_prior_scales_with_the_data(case, exponent):
 
 
 @pytest.mark.filterwarnings("ignore::pyromodels.core.ConvergenceWarning")
-@FIRST_FAILURE
+@PROFILE
 @given(st.integers(1, 3), st.integers(3, 8), st.floats(-5, 5))
 def test_constant_data_fit_or_fail_naming_data(raises_naming, k, n, value):
     x = torch.full((n, 2), value, dtype=torch.float64)
