@@ -217,13 +217,15 @@ def _check_items_and_workers(table: AnnotationTable, allow_unlabelled: bool) -> 
 
 def _warn_single_worker_classes(table: AnnotationTable) -> None:
     """Warn, naming each class and its worker, when a class is used by exactly one worker."""
-    M = table.num_workers
-    pairs = torch.unique(table.label_idx * M + table.worker_idx)  # (class, worker) pairs used
-    users = torch.bincount(pairs // M, minlength=table.num_classes)
+    # which (class, worker) pairs occur: one scatter into a K x M mask, no sort of the labels
+    used = torch.zeros(table.num_classes, table.num_workers, dtype=torch.bool,
+                       device=table.label_idx.device)
+    used[table.label_idx, table.worker_idx] = True
+    users = used.sum(1)
     lone = torch.nonzero(users == 1).flatten().tolist()
     if not lone:
         return
-    worker_of = {int(p) // M: int(p) % M for p in pairs.tolist() if users[int(p) // M] == 1}
+    worker_of = {k: int(torch.nonzero(used[k]).flatten()[0]) for k in lone}
     named = ", ".join(f"class {plain(table.classes[k])!r} only by worker "
                       f"{plain(table.workers[worker_of[k]])!r}" for k in lone[:5])
     warnings.warn(
