@@ -1,0 +1,53 @@
+"""Bayesian nonparametric parts: the Chinese restaurant process, set partitions, and Gibbs
+samplers for a Dirichlet-process mixture of isotropic Gaussians with a Normal-Gamma base
+measure (Neal's Algorithms 2 and 3), as used by the DDPM family.
+
+- :mod:`.crp`: CRP partition probability, expected number of clusters, sequential sampler,
+  Escobar-West concentration update.
+- :mod:`.partitions`: canonical labelings, enumeration of set partitions, chain frequencies.
+- :mod:`.ng_predictive`: the base measure's prior predictive (eq. 24, corrected).
+- :mod:`.dp_state`: chain state with stable cluster ids; the parameter block (eq. 22).
+- :mod:`.dp_conditional`: single-site assignment conditionals; the torch reference pass.
+- :mod:`.dp_kernels`: compiled (numba) assignment passes.
+- :mod:`.dp_sweep`: one dispatcher per sweep (``backend="auto" | "numba" | "torch"``).
+- :mod:`.dp_joint`: instantiated and collapsed log joints, label-invariant statistics.
+"""
+
+from .crp import crp_expected_clusters, crp_log_prob, resample_concentration, sample_crp
+from .dp_conditional import AssignmentConditional, assignment_log_probs
+from .dp_joint import StateStatistics, collapsed_log_joint, log_joint, state_statistics
+from .dp_state import DPState, init_state, resample_params
+from .dp_sweep import ChainResult, run_chain, sweep
+from .ng_predictive import new_cluster_log_predictive
+from .partitions import (
+    canonical_labels,
+    partition_frequencies,
+    partition_key,
+    set_partitions,
+    total_variation,
+)
+
+__all__ = [
+    "crp_log_prob",
+    "crp_expected_clusters",
+    "sample_crp",
+    "resample_concentration",
+    "canonical_labels",
+    "set_partitions",
+    "partition_key",
+    "partition_frequencies",
+    "total_variation",
+    "new_cluster_log_predictive",
+    "DPState",
+    "init_state",
+    "resample_params",
+    "sweep",
+    "run_chain",
+    "ChainResult",
+    "log_joint",
+    "collapsed_log_joint",
+    "assignment_log_probs",
+    "AssignmentConditional",
+    "state_statistics",
+    "StateStatistics",
+]
