@@ -99,7 +99,8 @@ def existing_log_weights(zi: torch.Tensor, state: DPState, prior: NormalGamma,
         dist = ((zi - state.mu[s]) ** 2).sum(-1)
         log_f = 0.5 * zi.shape[0] * (torch.log(lam) - LOG_2PI) - 0.5 * lam * dist
     else:
-        post = prior.posterior(n, state.sums[s], state.sumsq[s])
+        # Running sums can leave a tiny negative sum of squares (about -1e-16) by rounding.
+        post = prior.posterior(n, state.sums[s], state.sumsq[s].clamp(min=0.0))
         log_f = post.predictive_log_prob(zi)
     return torch.log(n) + log_f
 
