@@ -187,6 +187,7 @@ def assignment_log_probs(z, state: DPState, i: int, prior: NormalGamma, alpha,
     if algorithm == "alg2" and not state.has_params:
         raise ValueError("algorithm='alg2' needs cluster parameters: call resample_params first")
     work = state.copy()
+    work.refresh_stats(z)
     remove_point(work, i, z[i])
     log_new = torch.log(torch.tensor(alpha, dtype=torch.float64)) + new_cluster_log_predictive(
         z[i:i + 1], prior, paper_literal)

@@ -83,8 +83,8 @@ def _prepare(z, state, prior, generator, algorithm, backend, paper_literal) -> _
 def _sweep(p: _Problem, state: DPState, alpha: float, generator: torch.Generator) -> None:
     z, prior = p.z, p.prior
     n, d = z.shape
+    state.refresh_stats(z)  # the statistics must be those of these data
     if p.algorithm == "alg2" and not state.has_params:
-        state.refresh_stats(z)
         draw_params(state, prior, generator)
     u = torch.rand(n, dtype=torch.float64, generator=generator)
     log_new = p.log_m + math.log(alpha)
