@@ -45,6 +45,7 @@ from ..checks import check_bool, check_in, check_int, check_positive
 from ..conjugate import NormalGamma
 from ..conjugate.random import sample_gamma
 from ..core.backend import resolve_backend
+from ..core.progress import progress_bar
 from .crp import check_concentration, check_torch_generator, resample_concentration
 from .dp_conditional import torch_pass
 from .dp_kernels import alg2_pass, alg3_pass
@@ -170,7 +171,7 @@ class ChainResult(NamedTuple):
 def run_chain(z, state: DPState, prior: NormalGamma, alpha, generator: torch.Generator,
               num_sweeps: int, algorithm: str = "alg2", backend: str = "auto",
               paper_literal: bool = False, alpha_prior: tuple[float, float] | None = None,
-              keep_labels: bool = False) -> ChainResult:
+              keep_labels: bool = False, progress: bool = False) -> ChainResult:
     """``num_sweeps`` sweeps with optional Escobar-West updates of ``alpha`` in between.
 
     Args:
@@ -181,6 +182,7 @@ def run_chain(z, state: DPState, prior: NormalGamma, alpha, generator: torch.Gen
             ``alpha`` is redrawn by :func:`~pyromodels.bnp.crp.resample_concentration`. The
             default ``None`` keeps ``alpha`` fixed, as the paper does.
         keep_labels: record the assignments after every sweep (``T x N`` integers).
+        progress: show a progress bar (on a terminal only).
 
     Example:
         >>> from pyromodels.conjugate import NormalGamma
@@ -206,12 +208,16 @@ def run_chain(z, state: DPState, prior: NormalGamma, alpha, generator: torch.Gen
     ks = torch.empty(num_sweeps, dtype=torch.int64)
     alphas = torch.empty(num_sweeps, dtype=torch.float64)
     labels = torch.empty(num_sweeps, n, dtype=torch.int64) if keep_labels else None
-    for t in range(num_sweeps):
-        _sweep(problem, state, alpha, generator)
-        ks[t] = state.num_clusters
-        if alpha_prior is not None:
-            alpha = resample_concentration(alpha, state.num_clusters, n, shape, rate, generator)
-        alphas[t] = alpha
-        if labels is not None:
-            labels[t] = state.assignments
+    check_bool(progress, "progress")
+    with progress_bar(num_sweeps, f"DP mixture ({algorithm})", progress) as bar:
+        for t in range(num_sweeps):
+            _sweep(problem, state, alpha, generator)
+            ks[t] = state.num_clusters
+            if alpha_prior is not None:
+                alpha = resample_concentration(alpha, state.num_clusters, n, shape, rate,
+                                               generator)
+            alphas[t] = alpha
+            if labels is not None:
+                labels[t] = state.assignments
+            bar.update()
     return ChainResult(state, alpha, ks, alphas, labels)

@@ -74,7 +74,7 @@ def check_data(z) -> torch.Tensor:
     t = as_float_tensor(z, "z", ndim=2, dtype=torch.float64)
     if t.shape[1] == 0:
         raise ValueError(f"z must have at least one column, got shape {tuple(t.shape)}")
-    return t.cpu().contiguous()
+    return t.detach().cpu().contiguous()
 
 
 def new_cluster_log_predictive(z, prior: NormalGamma, paper_literal: bool = False) -> torch.Tensor:
