@@ -130,6 +130,17 @@ class DPState:
         s = self.active_slots
         return self.cluster_id[s], self.mu[s], self.lam[s]
 
+    def point_params(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(mu (N, d), lam (N,))``: each point's cluster parameters (for the M-step loss
+        ``sum_i (lam_i / 2) ||f(y_i) - mu_i||^2``).
+
+        Raises:
+            ValueError: if the state holds no parameter draw.
+        """
+        if not self.has_params:
+            raise ValueError("state has no cluster parameters: call resample_params first")
+        return self.mu[self.slot], self.lam[self.slot]
+
     def copy(self) -> DPState:
         """An independent copy."""
         return DPState(**{f.name: (getattr(self, f.name).clone() if f.name != "has_params"

@@ -128,9 +128,15 @@ def test_collapsed_sweep_drops_the_parameters_and_resample_restores_them():
     assert not state.has_params
     with pytest.raises(ValueError, match="state has no cluster parameters"):
         log_joint(z, state, prior, 1.0)
+    with pytest.raises(ValueError, match="state has no cluster parameters"):
+        state.point_params()
     resample_params(z, state, prior, gen)
     ids, mu, lam = state.cluster_params()
     assert mu.shape == (state.num_clusters, 1) and lam.shape == (state.num_clusters,)
+    mu_i, lam_i = state.point_params()
+    for i, c in enumerate(state.assignments.tolist()):
+        k = ids.tolist().index(c)
+        assert float(mu_i[i, 0]) == float(mu[k, 0]) and float(lam_i[i]) == float(lam[k])
     copy = state.copy()
     sweep(z, copy, prior, 1.0, gen)
     assert state.has_params and torch.equal(state.occupied_ids, ids)
