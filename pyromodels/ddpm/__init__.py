@@ -10,7 +10,7 @@ G-means), the paper's metric row and the synthetic protocol.
 * :mod:`.synthetic`: :func:`simulate_warped_clusters`.
 """
 
-from .baselines import AD_CRITICAL_VALUES, ClusteringResult, anderson_darling_normal, gmeans, kmeans
+from .baselines import ClusteringResult, anderson_darling_normal, anderson_darling_pvalue, gmeans, kmeans
 from .crp import sample_crp_labels
 from .joint import (
     cluster_log_prior,
@@ -44,7 +44,7 @@ __all__ = [
     "gmeans",
     "anderson_darling_normal",
     "ClusteringResult",
-    "AD_CRITICAL_VALUES",
+    "anderson_darling_pvalue",
     "sample_crp_labels",
     "paper_scores",
     "PAPER_METRICS",

@@ -13,9 +13,12 @@
 
 The Anderson-Darling statistic for a normal with estimated mean and variance is
 ``A^2 = -n - (1/n) sum_i (2i - 1) [log Phi(w_(i)) + log(1 - Phi(w_(n+1-i)))]`` on the sorted
-standardised values ``w``; the test rejects when ``A^2 (1 + 4/n - 25/n^2)`` exceeds the
-critical value of Stephens' table (the correction and table of ``scipy.stats.anderson``; the
-1e-4 value 1.8692 is Hamerly and Elkan's).
+standardised values ``w``; its p-value comes from the modified statistic
+``A* = A^2 (1 + 0.75/n + 2.25/n^2)`` through the piecewise formula of D'Agostino and Stephens
+(1986, Goodness-of-Fit Techniques, Table 4.9), the correction behind the critical values of
+``scipy.stats.anderson``. A centre splits when that p-value is below ``significance``. (Hamerly
+and Elkan state their level 1e-4 as the critical value 1.8692 of ``A^2 (1 + 4/n - 25/n^2)``;
+the formula here puts the 1e-4 point of ``A*`` at 1.851.)
 """
 
 from __future__ import annotations
@@ -29,14 +32,12 @@ import torch
 from scipy.special import log_ndtr
 from sklearn.cluster import KMeans
 
-from ..checks import as_float_tensor, check_in, check_int
+from ..checks import as_float_tensor, check_int, check_probability
 
-__all__ = ["ClusteringResult", "kmeans", "gmeans", "anderson_darling_normal", "AD_CRITICAL_VALUES"]
+__all__ = ["ClusteringResult", "kmeans", "gmeans", "anderson_darling_normal", "anderson_darling_pvalue"]
 
 logger = logging.getLogger(__name__)
 
-#: critical values of the corrected statistic ``A^2 (1 + 4/n - 25/n^2)`` by significance level
-AD_CRITICAL_VALUES = {0.15: 0.576, 0.1: 0.656, 0.05: 0.787, 0.025: 0.918, 0.01: 1.092, 0.0001: 1.8692}
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ def anderson_darling_normal(values) -> float:
 
     Example:
         >>> round(anderson_darling_normal([-1.0, 0.0, 1.0, 2.0]), 4)
-        0.1189
+        0.1592
     """
     x = np.sort(np.asarray(as_float_tensor(values, "values", ndim=1, dtype=torch.float64)))
     n = x.shape[0]
@@ -120,7 +121,39 @@ def anderson_darling_normal(values) -> float:
     return float(-n - ((2 * i - 1) * (log_ndtr(w) + log_ndtr(-w[::-1]))).sum() / n)
 
 
-def _split_is_needed(points: np.ndarray, centre: np.ndarray, critical: float, seed: int):
+def anderson_darling_pvalue(values) -> float:
+    """p-value of the Anderson-Darling test of normality (mean and variance estimated).
+
+    With ``A* = A^2 (1 + 0.75/n + 2.25/n^2)`` (D'Agostino and Stephens, 1986)::
+
+        A* >= 0.6:         p = exp(1.2937 - 5.709 A* + 0.0186 A*^2)
+        0.34 <= A* < 0.6:  p = exp(0.9177 - 4.279 A* - 1.38 A*^2)
+        0.2 <= A* < 0.34:  p = 1 - exp(-8.318 + 42.796 A* - 59.938 A*^2)
+        A* < 0.2:          p = 1 - exp(-13.436 + 101.14 A* - 223.73 A*^2)
+
+    Args:
+        values: ``(n,)`` real values, ``n >= 8`` (the formula's range), not all equal.
+
+    Example:
+        >>> import torch
+        >>> p = anderson_darling_pvalue(torch.randn(200, generator=torch.Generator().manual_seed(0)))
+        >>> 0.0 < p <= 1.0
+        True
+    """
+    n = as_float_tensor(values, "values", ndim=1).shape[0]
+    if n < 8:
+        raise ValueError(f"values must hold at least 8 numbers for the p-value, got {n}")
+    a = anderson_darling_normal(values) * (1 + 0.75 / n + 2.25 / n**2)
+    if a >= 0.6:
+        return math.exp(1.2937 - 5.709 * a + 0.0186 * a * a)
+    if a >= 0.34:
+        return math.exp(0.9177 - 4.279 * a - 1.38 * a * a)
+    if a >= 0.2:
+        return 1.0 - math.exp(-8.318 + 42.796 * a - 59.938 * a * a)
+    return 1.0 - math.exp(-13.436 + 101.14 * a - 223.73 * a * a)
+
+
+def _split_is_needed(points: np.ndarray, centre: np.ndarray, significance: float, seed: int):
     """``(True, children)`` when the points around ``centre`` fail the normality test."""
     cov = np.atleast_2d(np.cov(points, rowvar=False))
     eigval, eigvec = np.linalg.eigh(cov)
@@ -137,9 +170,7 @@ def _split_is_needed(points: np.ndarray, centre: np.ndarray, critical: float, se
     projected = points @ v / norm_sq
     if projected.std() == 0.0:
         return False, None
-    n = points.shape[0]
-    stat = anderson_darling_normal(projected) * (1 + 4 / n - 25 / n**2)
-    return stat > critical, children
+    return anderson_darling_pvalue(projected) < significance, children
 
 
 def gmeans(data, significance: float = 1e-4, max_clusters: int = 1000, min_cluster_size: int = 8,
@@ -149,18 +180,18 @@ def gmeans(data, significance: float = 1e-4, max_clusters: int = 1000, min_clust
 
     Args:
         data: ``(N, d)`` points.
-        significance: level of the Anderson-Darling test, one of the keys of
-            :data:`AD_CRITICAL_VALUES` (``0.15, 0.1, 0.05, 0.025, 0.01, 0.0001``).
+        significance: level of the Anderson-Darling test, in ``(0, 1)`` (Hamerly and
+            Elkan's 1e-4 by default); a centre splits when the p-value is below it.
         max_clusters: guard on ``K``: no split is accepted beyond it (a warning is logged).
         min_cluster_size: clusters with fewer points are never tested nor split (``>= 8``,
-            below which the test's small-sample correction is unreliable).
+            the smallest sample the p-value formula covers).
         seed: seed of the k-means runs.
 
     Returns:
         :class:`ClusteringResult`, after a final k-means over all points from the centres.
 
     Raises:
-        ValueError / TypeError: ``data`` not a finite 2-d array; an unknown ``significance``;
+        ValueError / TypeError: ``data`` not a finite 2-d array; ``significance`` not in (0, 1);
             ``max_clusters < 1``; ``min_cluster_size < 8``; a negative ``seed``.
 
     Example:
@@ -171,8 +202,9 @@ def gmeans(data, significance: float = 1e-4, max_clusters: int = 1000, min_clust
         2
     """
     x = _points(data)
-    check_in(significance, "significance", tuple(AD_CRITICAL_VALUES))
-    critical = AD_CRITICAL_VALUES[significance]
+    significance = check_probability(significance, "significance")
+    if significance in (0.0, 1.0):
+        raise ValueError(f"significance must lie in (0, 1), got {significance}")
     max_clusters = check_int(max_clusters, "max_clusters", minimum=1)
     min_size = check_int(min_cluster_size, "min_cluster_size", minimum=8)
     seed = check_int(seed, "seed", minimum=0)
@@ -185,7 +217,7 @@ def gmeans(data, significance: float = 1e-4, max_clusters: int = 1000, min_clust
             members = x[labels == k]
             room = len(new) + (centres.shape[0] - k) < max_clusters
             if members.shape[0] >= min_size and room:
-                needed, children = _split_is_needed(members, centre, critical, seed)
+                needed, children = _split_is_needed(members, centre, significance, seed)
                 if needed:
                     new.extend(children)
                     split = True
