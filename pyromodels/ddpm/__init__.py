@@ -5,6 +5,7 @@ G-means), the paper's metric row and the synthetic protocol.
 * :mod:`.prior`: :class:`DPMixturePrior`, :class:`PaperSchedule`, the Appendix B presets.
 * :mod:`.model`: the Pyro program :func:`dp_mixture_crp` and the model class :class:`DPMixture`.
 * :mod:`.joint`: the complete-data log joint (eqs. 16-19) and the new-cluster predictive (eq. 24).
+* :mod:`.exact`: the exact posterior over partitions of tiny data sets (a sampler's oracle).
 * :mod:`.baselines`: :func:`kmeans`, :func:`gmeans`.
 * :mod:`.scores`: :func:`paper_scores` (F score, V score, ARI, ACC*, K).
 * :mod:`.synthetic`: :func:`simulate_warped_clusters`.
@@ -12,6 +13,7 @@ G-means), the paper's metric row and the synthetic protocol.
 
 from .baselines import ClusteringResult, anderson_darling_normal, anderson_darling_pvalue, gmeans, kmeans
 from .crp import sample_crp_labels
+from .exact import exact_partition_posterior, partition_log_marginal, set_partitions
 from .joint import (
     cluster_log_prior,
     complete_log_joint,
@@ -40,6 +42,9 @@ __all__ = [
     "gaussian_log_likelihood",
     "complete_log_joint",
     "new_cluster_log_predictive",
+    "set_partitions",
+    "partition_log_marginal",
+    "exact_partition_posterior",
     "kmeans",
     "gmeans",
     "anderson_darling_normal",

@@ -10,6 +10,7 @@ MODULES = [
     "pyromodels.ddpm.model",
     "pyromodels.ddpm.joint",
     "pyromodels.ddpm.crp",
+    "pyromodels.ddpm.exact",
     "pyromodels.ddpm.baselines",
     "pyromodels.ddpm.scores",
     "pyromodels.ddpm.synthetic",
