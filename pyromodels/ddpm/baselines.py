@@ -15,7 +15,7 @@ The Anderson-Darling statistic for a normal with estimated mean and variance is
 ``A^2 = -n - (1/n) sum_i (2i - 1) [log Phi(w_(i)) + log(1 - Phi(w_(n+1-i)))]`` on the sorted
 standardised values ``w``; its p-value comes from the modified statistic
 ``A* = A^2 (1 + 0.75/n + 2.25/n^2)`` through the piecewise formula of D'Agostino and Stephens
-(1986, Goodness-of-Fit Techniques, Table 4.9), the correction behind the critical values of
+(1986, Goodness-of-Fit Techniques), the correction behind the critical values of
 ``scipy.stats.anderson``. A centre splits when that p-value is below ``significance``. (Hamerly
 and Elkan state their level 1e-4 as the critical value 1.8692 of ``A^2 (1 + 4/n - 25/n^2)``;
 the formula here puts the 1e-4 point of ``A*`` at 1.851.)
