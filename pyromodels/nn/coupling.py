@@ -175,10 +175,6 @@ class Permutation(TransformModule):
         """A uniformly random permutation of ``0 .. dim-1`` drawn from ``generator``."""
         return cls(torch.randperm(_check_dim(dim), generator=generator))
 
-    @property
-    def sign(self):
-        return 1  # |det| = 1; Transform.sign is only used for univariate transforms
-
     def _call(self, x):
         check_flow_input(x, self.dim, "x")
         return x[..., self.permutation]

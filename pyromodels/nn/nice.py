@@ -64,8 +64,9 @@ class NICE(ComposeTransformModule):
         init: ``"identity"`` (default: every coupling's output layer is zero, so a new flow is
             the identity map) or ``"random"`` (non-zero couplings and, with scaling, random
             log-scales: a known, non-trivial bijection, e.g. to warp synthetic data).
-        scale: the size of the output layers' initial weights (and half-width of the initial
-            log-scales) with ``init="random"``.
+        scale: with ``init="random"``, the size of the couplings' initial output weights
+            (uniform on ``(-scale, scale) / sqrt(fan_in)``); the initial log-scales are
+            uniform on ``(-scale / 2, scale / 2)``.
         activation: the coupling MLPs' hidden activation.
         dtype, device: of the parameters; the flow takes inputs of its parameters' dtype.
 

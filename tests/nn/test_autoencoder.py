@@ -104,10 +104,15 @@ def test_corruption_and_optimiser_settings_are_used(manifold_data):
     assert sgd.pretraining.finetune_losses[-1] < sgd.pretraining.finetune_losses[0]
 
 
-def test_float32_training_keeps_the_dtype(manifold_data):
+def test_training_runs_in_the_data_dtype_or_the_one_asked_for(manifold_data):
     ae = pretrain_autoencoder(manifold_data.float(), **TINY)
     assert next(ae.parameters()).dtype == torch.float32
     assert ae.encode(manifold_data.float()).dtype == torch.float32
+    cast = pretrain_autoencoder(manifold_data, dtype=torch.float32, **TINY)
+    assert cast.pretraining.settings["dtype"] == "torch.float32" and same_weights(ae, cast)
+    assert next(pretrain_autoencoder(manifold_data, **TINY).parameters()).dtype == torch.float64
+    with pytest.raises(TypeError, match="dtype must be a floating torch dtype"):
+        pretrain_autoencoder(manifold_data, dtype=torch.int64, **TINY)
 
 
 def test_bad_input_is_reported(manifold_data):
