@@ -51,7 +51,9 @@ def pretrain_autoencoder(x, dims: Sequence[int] = (500, 500, 2000, 10), *, layer
     Greedy layer-wise denoising pretraining (``layerwise_epochs`` passes over the data per
     layer, dropout corruption ``noise``), then ``finetune_epochs`` passes of end-to-end
     fine-tuning of the whole autoencoder (MSE), as in DEC and VaDE. With the defaults, 5,000
-    MNIST digits (784-500-500-2000-10) take about TIMING.
+    MNIST digits (784-500-500-2000-10, float32) take about 70 s on one CPU thread; a cache hit
+    takes well under a second. These epoch counts are modest (DEC trains far longer): raise
+    them for better features when time allows.
 
     With a cache (the default), the trained weights are stored under a key made of the data
     (its bytes, shape and dtype), every setting below except ``device`` and ``progress``, and
