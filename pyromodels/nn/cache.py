@@ -97,6 +97,9 @@ def cache_key(fingerprint: str, settings: Mapping) -> str:
     """The cache key: SHA-256 (hex) of the data fingerprint, the settings (as sorted JSON),
     the torch version and the file format.
 
+    The torch version is its public part (``2.13.0`` of ``2.13.0+cu121``), so CPU and CUDA
+    builds of one release share entries: weights trained on a GPU load on a CPU-only machine.
+
     Args:
         fingerprint: :func:`data_fingerprint` of the training data.
         settings: the training settings: JSON-serialisable values only.
@@ -108,8 +111,9 @@ def cache_key(fingerprint: str, settings: Mapping) -> str:
     if not isinstance(settings, Mapping):
         raise TypeError(f"settings must be a mapping, got {type(settings).__name__}")
     try:
-        text = json.dumps({"data": fingerprint, "settings": dict(settings), "torch": torch.__version__,
-                           "format": FORMAT}, sort_keys=True, allow_nan=False)
+        text = json.dumps({"data": fingerprint, "settings": dict(settings),
+                           "torch": torch.__version__.split("+")[0], "format": FORMAT},
+                          sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"settings must hold JSON-serialisable, finite values: {exc}") from exc
     return hashlib.sha256(text.encode()).hexdigest()

@@ -24,8 +24,9 @@ def cached_files(directory):
     return sorted(p.name for p in Path(directory).iterdir() if not p.name.endswith(".lock"))
 
 
-def test_the_key_changes_with_every_part_of_the_data_and_the_settings(manifold_data):
+def test_the_key_changes_with_every_part_of_the_data_and_the_settings(manifold_data, monkeypatch):
     x = manifold_data
+    torch_version = torch.__version__.split("+")[0]
     settings = {"dims": [8, 16, 2], "lr": 0.001, "seed": 0}
     key = cache_key(data_fingerprint(x), settings)
     assert key == cache_key(data_fingerprint(x.clone()), dict(settings))
@@ -36,6 +37,11 @@ def test_the_key_changes_with_every_part_of_the_data_and_the_settings(manifold_d
     for name, value in [("dims", [8, 16, 3]), ("lr", 0.002), ("seed", 1)]:
         assert cache_key(data_fingerprint(x), dict(settings, **{name: value})) != key
     assert cache_key(data_fingerprint(x), dict(settings, extra=None)) != key
+    with monkeypatch.context() as m:
+        m.setattr(torch, "__version__", "0.1.0")
+        assert cache_key(data_fingerprint(x), settings) != key
+        m.setattr(torch, "__version__", torch_version + "+cu999")  # the build tag is not in the key
+        assert cache_key(data_fingerprint(x), settings) == key
     with pytest.raises(TypeError, match="settings must hold JSON-serialisable, finite values"):
         cache_key("abc", {"lr": float("nan")})
 
