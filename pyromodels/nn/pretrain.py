@@ -16,7 +16,6 @@ version.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -33,8 +32,6 @@ from .cache import WeightCache, cache_key, data_fingerprint, resolve_cache_dir
 from .mlp import check_dims
 
 __all__ = ["pretrain_autoencoder", "DEFAULT_LR"]
-
-logger = logging.getLogger("pyromodels")
 
 DEFAULT_LR = {"adam": 1e-3, "sgd": 1e-2}
 _SGD_MOMENTUM = 0.9
@@ -57,7 +54,7 @@ def pretrain_autoencoder(x, dims: Sequence[int] = (500, 500, 2000, 10), *, layer
 
     With a cache (the default), the trained weights are stored under a key made of the data
     (its bytes, shape and dtype), every setting below except ``device`` and ``progress``, and
-    the torch version; a later call with the same key loads them instead of training, and two
+    the torch release; a later call with the same key loads them instead of training, and two
     processes asking at once train once (:class:`~pyromodels.nn.cache.WeightCache`). Weights
     trained on one device are loaded on any other.
 
@@ -131,8 +128,8 @@ def pretrain_autoencoder(x, dims: Sequence[int] = (500, 500, 2000, 10), *, layer
     else:
         store = WeightCache(directory)
         key = cache_key(data_fingerprint(x), settings)
-        path = str(store.path(key))
         record, hit = store.load_or_create(key, create, check=_state_check(model))
+        path = str(store.path(key)) if store.path(key).exists() else None  # None: not written
         if hit:
             model.load_state_dict(record["state_dict"])
     model.eval()

@@ -115,7 +115,7 @@ def test_an_unusable_directory_trains_without_the_cache(manifold_data, tmp_path)
     blocker.write_text("")
     with pytest.warns(CacheWarning, match="cannot be used"):
         ae = pretrain_autoencoder(manifold_data, cache=blocker / "sub", **TINY)
-    assert ae.pretraining.from_cache is False
+    assert ae.pretraining.from_cache is False and ae.pretraining.cache_path is None
     assert same_weights(ae, pretrain_autoencoder(manifold_data, cache=False, **TINY))
 
 
