@@ -56,7 +56,7 @@ class AdditiveCoupling(TransformModule):
     ``split`` coordinates and a second block of ``d - split``. Without ``swap`` the first block
     ``x1`` conditions and the second is shifted; with ``swap=True`` the roles are exchanged.
     The inverse is ``x2 = y2 - m(y1)``, and since ``dy/dx = [[I, 0], [dm/dx1, I]]`` is unit
-    triangular, ``log|det dy/dx| = 0`` (Dinh et al. 2015, eq. 6-7).
+    triangular, ``log|det dy/dx| = 0`` (Dinh et al. 2015, sec. 3.2).
 
     Args:
         dim: the event width ``d >= 2``.

@@ -1,9 +1,10 @@
 """NICE: a stack of additive couplings and permutations, optionally ending in a scaling layer.
 
-``f = [S o] C_L o P o C_{L-1} o ... o P o C_1`` maps ``y`` in ``R^d`` to ``z = f(y)``. With
-additive couplings ``C_l`` and permutations ``P`` only, ``|det df/dy| = 1`` everywhere (Dinh,
-Krueger and Bengio 2015, sec. 3.2-3.3); the optional diagonal scaling ``S`` adds ``sum_j s_j``
-to ``log|det df/dy|``. A density on ``y`` is built the usual Pyro way::
+``f = [S o] [R o] C_L o P o C_{L-1} o ... o P o C_1`` maps ``y`` in ``R^d`` to ``z = f(y)``
+(``R`` restores the input's coordinate order when the permutations ``P`` do not compose to
+the identity). With additive couplings ``C_l`` and permutations only, ``|det df/dy| = 1``
+everywhere (Dinh, Krueger and Bengio 2015, sec. 3.2-3.3); the optional diagonal scaling ``S``
+(sec. 3.4) adds ``sum_j s_j`` to ``log|det df/dy|``. A density on ``y`` is built the usual Pyro way::
 
     TransformedDistribution(base, [flow.inv])   # log p(y) = log base(f(y)) + log|det df/dy|
 """
