@@ -16,6 +16,14 @@ matplotlib.use("Agg")
 torch.set_num_threads(1)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _private_weight_cache(tmp_path_factory):
+    """Trained weights go to a directory of this test run, never to the user's cache."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYROMODELS_CACHE", str(tmp_path_factory.mktemp("weight-cache")))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _fresh_pyro_state():
     old = torch.get_default_dtype()
