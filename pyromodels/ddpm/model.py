@@ -40,7 +40,7 @@ import pyro.distributions as dist
 import torch
 from torch.distributions import Transform
 
-from ..checks import as_float_tensor, as_label_tensor, check_int
+from ..checks import as_float_tensor, as_label_tensor, check_in, check_int
 from ..core.model import Model
 from .crp import sample_crp_labels
 from .joint import complete_log_joint
@@ -236,7 +236,7 @@ class DPMixture(Model):
 
     discrete_sites: tuple[str, ...] = ()
     max_plate_nesting = 1
-    engines: tuple[str, ...] = ()
+    engines: tuple[str, ...] = ("mcem",)
 
     def __init__(self, prior: DPMixturePrior | None = None, flow=None):
         if prior is None:
@@ -304,3 +304,27 @@ class DPMixture(Model):
         z = mu[c] + torch.rsqrt(lam)[c].unsqueeze(-1) * noise
         y = None if self.flow is None else self.flow.inv(z)
         return DPMixtureSample(z=z, labels=c, mu=mu, lam=lam, y=y)
+
+    def fit(self, data, method: str = "mcem", **kwargs):
+        """Fit by Monte Carlo EM (:func:`~pyromodels.ddpm.mcem.fit_mcem`, the paper's
+        Algorithm 1): Gibbs sweeps of the DP mixture on ``z = f(y)`` and, with a trainable
+        flow, Adam steps on the flow between them; without one, the rounds are the Gibbs
+        sampler alone (DPM).
+
+        Args:
+            data: ``(N, d)`` observed points (``y`` with a flow, ``z`` without).
+            method: ``"mcem"``.
+            **kwargs: ``settings`` (:class:`~pyromodels.ddpm.mcem.MCEMSettings`), ``seed``,
+                ``progress``, ``checkpoint``, ``checkpoint_every``, ``resume``.
+
+        Returns:
+            A :class:`~pyromodels.core.Posterior` (``method="mcem"``; see
+            :func:`~pyromodels.ddpm.mcem.fit_mcem`).
+        """
+        from .mcem import fit_mcem
+
+        check_in(method, "method", self.engines)
+        x = self.prepare(data)
+        if x.shape[0] < 2:
+            raise ValueError(f"data must hold at least 2 points, got {x.shape[0]}")
+        return fit_mcem(self, x, self.prior, self.flow, **kwargs)

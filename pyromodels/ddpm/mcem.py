@@ -1,0 +1,327 @@
+r"""Monte Carlo EM for DDPM (the paper's Algorithm 1): a DP mixture on flow features.
+
+The flow ``z = f(y; theta)`` is a point estimate; the partition ``c`` and the cluster
+parameters ``H = {(mu_k, lambda_k)}`` are latent. One **round** is
+
+1. **E-step** (``gibbs_sweeps`` = the paper's ``E_dpm``): ``z = f(y)`` with the current flow,
+   then that many sweeps of a DP-mixture Gibbs sampler on ``z``, continuing the chain of the
+   previous round (a persistent chain: the partition carries over, the cluster statistics are
+   recomputed for the new ``z``). The state after the sweeps, with its parameters drawn, is
+   the round's one Monte Carlo sample (``G = 1``, eq. 13).
+2. **M-step** (``flow_epochs`` = ``E_flow``): that many passes of Adam over minibatches of
+   the negative complete-data log joint's part that depends on ``theta`` (eq. 17-21):
+
+   .. math::
+       L(\theta) = \frac{1}{B}\sum_{i \in \text{batch}} \Big[\frac{\lambda_{c_i}}{2}
+       \|f(y_i; \theta) - \mu_{c_i}\|^2 - \log\Big|\det \frac{\partial f}{\partial y_i}\Big|\Big],
+
+   whose gradient is eq. 21 (the log-determinant is zero for NICE without its scaling layer
+   and enters only with it; dividing by ``B`` rescales the step only).
+
+Each round records label-invariant statistics: the number of clusters ``K``, the size of the
+largest cluster and the complete-data log joint (eq. 16-19, the flow's log-determinant
+included). ``restarts`` independent runs (the paper's 10 random restarts) each start from a
+fresh copy of the initial flow and a k-means partition of ``f(y)`` into ``init_clusters``
+clusters, with their own seeds; the run with the highest final log joint is returned. Without
+a flow (``flow=None``) the rounds are Gibbs sweeps on ``y`` alone: the paper's DPM baseline.
+
+The sampler is :func:`pyromodels.bnp.sweep` (``algorithm="alg2"``: Neal's Algorithm 2 as in
+the paper; ``"alg3"``: collapsed, parameters drawn once per round for the M-step).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass, fields
+
+import torch
+
+from ..bnp import DPState, init_state, log_joint, resample_params, run_chain
+from ..checks import as_float_tensor, check_bool, check_in, check_int, check_positive
+from ..core.checkpoint import Checkpointer, clone_tree, read_checkpoint
+from ..core.posterior import Posterior, make_attrs
+from ..core.progress import progress_bar
+from ..core.seeding import derive_seed, make_generator, resolve_seed
+from .baselines import kmeans
+from .prior import DPMixturePrior
+
+__all__ = ["MCEMSettings", "fit_mcem", "flow_loss", "round_trace_names", "trainable_parameters"]
+
+ALGORITHMS = ("alg2", "alg3")
+
+
+@dataclass(frozen=True)
+class MCEMSettings:
+    """The schedule of a Monte Carlo EM run.
+
+    Args:
+        rounds: EM rounds (the paper's ``EPOCHS``; not stated in the paper).
+        gibbs_sweeps: Gibbs sweeps per round (``E_dpm``: 2 for MNIST in Appendix B).
+        flow_epochs: passes of the flow's optimiser over the data per round (``E_flow``).
+        batch_size: minibatch size of the M-step (``B``; not stated in the paper).
+        lr: Adam's learning rate (the paper's ``lambda_s``; its optimiser is not stated).
+        init_clusters: clusters of the k-means partition each restart starts from (the
+            paper does not say how it initialises ``c``; with a tiny ``alpha`` the final
+            ``K`` depends on it).
+        restarts: independent runs; the one with the highest final log joint is kept.
+        algorithm: ``"alg2"`` (Neal's Algorithm 2, the paper's sampler) or ``"alg3"``
+            (collapsed).
+        paper_literal: use eq. 24 as printed for a new cluster's weight (the (1/2) term).
+        backend: the sampler's backend, ``"auto"``, ``"numba"`` or ``"torch"``.
+    """
+
+    rounds: int = 20
+    gibbs_sweeps: int = 2
+    flow_epochs: int = 1
+    batch_size: int = 256
+    lr: float = 1e-3
+    init_clusters: int = 50
+    restarts: int = 1
+    algorithm: str = "alg2"
+    paper_literal: bool = False
+    backend: str = "auto"
+
+    def __post_init__(self):
+        for name in ("rounds", "gibbs_sweeps", "flow_epochs", "batch_size", "init_clusters",
+                     "restarts"):
+            check_int(getattr(self, name), name, minimum=1)
+        check_positive(self.lr, "lr")
+        check_in(self.algorithm, "algorithm", ALGORITHMS)
+        check_bool(self.paper_literal, "paper_literal")
+        check_in(self.backend, "backend", ("auto", "numba", "torch"))
+
+
+def round_trace_names() -> tuple[str, ...]:
+    """The per-round statistics every run records, in order."""
+    return ("num_clusters", "largest_cluster", "log_joint", "flow_loss")
+
+
+def _features(flow, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(z, log|det df/dy|)`` per point, without gradients, as float64."""
+    if flow is None:
+        return y.to(torch.float64), y.new_zeros(y.shape[0], dtype=torch.float64)
+    with torch.no_grad():
+        z = flow(y)
+        log_det = flow.log_abs_det_jacobian(y, z).expand(y.shape[0])
+    return z.to(torch.float64), log_det.to(torch.float64)
+
+
+def flow_loss(flow, y: torch.Tensor, mu: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
+    r"""The M-step's minibatch loss: the mean over the batch of
+    :math:`\frac{\lambda_i}{2}\|f(y_i) - \mu_i\|^2 - \log|\det \partial f / \partial y_i|`,
+    with ``mu`` ``(B, d)`` and ``lam`` ``(B,)`` the parameters of each point's cluster.
+
+    Its gradient is the paper's eq. 21 (divided by ``-B``).
+
+    Example:
+        >>> import torch
+        >>> loss = flow_loss(None, torch.zeros(2, 3), torch.ones(2, 3), torch.ones(2))
+        >>> float(loss)
+        1.5
+    """
+    if flow is None:
+        z, log_det = y, y.new_zeros(y.shape[0])
+    else:
+        z = flow(y)
+        log_det = flow.log_abs_det_jacobian(y, z).expand(y.shape[0])
+    squared = ((z - mu.to(z.dtype)) ** 2).sum(-1)
+    return (0.5 * lam.to(z.dtype) * squared - log_det).mean()
+
+
+def _m_step(flow, optimiser, y, state: DPState, settings: MCEMSettings,
+            generator: torch.Generator) -> float:
+    """``flow_epochs`` passes of Adam over shuffled minibatches; the mean minibatch loss."""
+    mu = state.mu[state.slot].to(y.dtype)
+    lam = state.lam[state.slot].to(y.dtype)
+    n, total, steps = y.shape[0], 0.0, 0
+    for _ in range(settings.flow_epochs):
+        order = torch.randperm(n, generator=generator)
+        for start in range(0, n, settings.batch_size):
+            idx = order[start:start + settings.batch_size].to(y.device)
+            optimiser.zero_grad()
+            loss = flow_loss(flow, y[idx], mu[idx], lam[idx])
+            loss.backward()
+            loss = loss.detach()
+            optimiser.step()
+            total += loss.item()
+            steps += 1
+    return total / steps
+
+
+def trainable_parameters(flow) -> list:
+    """The parameters of ``flow`` that the M-step fits (none for ``None`` or a fixed
+    transform)."""
+    if not isinstance(flow, torch.nn.Module):
+        return []
+    return [p for p in flow.parameters() if p.requires_grad]
+
+
+def _init_run(y, flow0, prior: DPMixturePrior, settings, seed: int):
+    """A restart's flow, optimiser, generator and starting state (k-means on ``f(y)``)."""
+    flow = None if flow0 is None else copy.deepcopy(flow0)
+    params = trainable_parameters(flow)
+    optimiser = torch.optim.Adam(params, lr=settings.lr) if params else None
+    generator = make_generator(seed)
+    z, _ = _features(flow, y)
+    k = min(settings.init_clusters, z.shape[0])
+    labels = kmeans(z, k, seed=derive_seed(seed, "kmeans") % 2**32, n_init=1).labels
+    base = prior.normal_gamma(z.shape[1], data=z)
+    state = init_state(z, labels, base, generator, algorithm=settings.algorithm)
+    return flow, optimiser, generator, state
+
+
+def _round(y, flow, optimiser, state, prior, settings, generator) -> dict:
+    """One E-step and one M-step; the round's label-invariant statistics."""
+    z, log_det = _features(flow, y)
+    base = prior.normal_gamma(z.shape[1], data=z)
+    run_chain(z, state, base, prior.alpha, generator, settings.gibbs_sweeps,
+              algorithm=settings.algorithm, backend=settings.backend,
+              paper_literal=settings.paper_literal)
+    if not state.has_params:  # the collapsed sampler draws the parameters once, for the M-step
+        resample_params(z, state, base, generator)
+    joint = float(log_joint(z, state, base, prior.alpha)) + float(log_det.sum())
+    loss = float("nan")
+    if optimiser is not None:
+        loss = _m_step(flow, optimiser, y, state, settings, generator)
+    sizes = state.cluster_sizes
+    return {"num_clusters": state.num_clusters, "largest_cluster": int(sizes.max()),
+            "log_joint": joint, "flow_loss": loss}
+
+
+def _state_dict(state: DPState) -> dict:
+    return {f.name: clone_tree(getattr(state, f.name)) for f in fields(state)}
+
+
+class _Run:
+    """One restart in progress: its flow, optimiser, chain, generator and traces."""
+
+    def __init__(self, y, flow0, prior, settings, seed: int, saved: dict | None = None):
+        self.flow, self.optimiser, self.generator, self.state = _init_run(
+            y, flow0, prior, settings, seed)
+        self.traces = {name: [] for name in round_trace_names()}
+        if saved is not None:
+            self.state = DPState(**saved["state"])
+            self.generator.set_state(saved["generator"])
+            self.traces = {k: list(v) for k, v in saved["traces"].items()}
+            if self.optimiser is not None:
+                self.flow.load_state_dict(saved["flow"])
+                self.optimiser.load_state_dict(saved["optimiser"])
+
+    @property
+    def rounds_done(self) -> int:
+        return len(self.traces["log_joint"])
+
+    def snapshot(self) -> dict:
+        return {"state": _state_dict(self.state), "generator": self.generator.get_state(),
+                "traces": copy.deepcopy(self.traces),
+                "flow": (None if self.optimiser is None
+                         else clone_tree(self.flow.state_dict())),
+                "optimiser": (None if self.optimiser is None
+                              else copy.deepcopy(self.optimiser.state_dict()))}
+
+
+def _outcome(run: _Run, y) -> dict:
+    """What is kept of a finished restart: its traces and, for the best one, its result."""
+    z, _ = _features(run.flow, y)
+    ids, mu, lam = run.state.cluster_params()
+    return {"traces": copy.deepcopy(run.traces), "log_joint": run.traces["log_joint"][-1],
+            "assignments": run.state.assignments.clone(), "ids": ids.clone(), "mu": mu.clone(),
+            "lam": lam.clone(), "z": z, "flow": run.flow}
+
+
+def fit_mcem(model, y, prior: DPMixturePrior, flow=None, settings: MCEMSettings | None = None,
+             *, seed: int | None = None, progress: bool = True, checkpoint=None,
+             checkpoint_every: int | None = None, resume=None) -> Posterior:
+    """Run Monte Carlo EM (see the module doc) and return the best restart as a Posterior.
+
+    Args:
+        model: the model object the run belongs to (named in checkpoints).
+        y: ``(N, d)`` features (float tensor, on the flow's device).
+        prior: the DP mixture's hyperparameters.
+        flow: a flow module ``z = f(y)`` with ``log_abs_det_jacobian`` (for example
+            :class:`~pyromodels.nn.NICE`), copied for every restart; ``None`` gives DPM.
+        settings: the schedule (default :class:`MCEMSettings()`).
+        seed: the run's seed (``None`` draws one; recorded in ``attrs``).
+        progress: show a progress bar over the rounds.
+        checkpoint, checkpoint_every, resume: write the run's state after every
+            ``checkpoint_every`` rounds (and at the end, and on ``KeyboardInterrupt``) to
+            ``checkpoint``; continue the run saved in ``resume`` (same model class, seed and
+            settings) to the result of the uninterrupted run.
+
+    Returns:
+        A :class:`~pyromodels.core.Posterior` with ``method="mcem"``: ``samples``
+        ``num_clusters`` and ``largest_cluster`` and ``sample_stats["lp"]`` (the complete-data
+        log joint) shaped ``(restart, round)``, ``losses`` the mean M-step loss per round
+        ``(restart, round)``, and ``params``: ``labels`` ``(N,)`` (canonical, ``0..K-1`` by
+        first appearance), ``cluster_ids``, ``mu`` ``(K, d)``, ``lam`` ``(K,)``, ``z`` (the
+        final features), ``flow`` (the best restart's flow) and ``best_restart``.
+    """
+    import time
+
+    from ..bnp import canonical_labels
+
+    start = time.perf_counter()
+    settings = MCEMSettings() if settings is None else settings
+    if not isinstance(settings, MCEMSettings):
+        raise TypeError(f"settings must be MCEMSettings, got {type(settings).__name__}")
+    if not isinstance(prior, DPMixturePrior):
+        raise TypeError(f"prior must be a DPMixturePrior, got {type(prior).__name__}")
+    y = as_float_tensor(y, "y", ndim=2)
+    params = trainable_parameters(flow)
+    if params:
+        y = y.to(dtype=params[0].dtype, device=params[0].device)
+    config = {**asdict(settings), "num_points": int(y.shape[0]), "dim": int(y.shape[1]),
+              "prior": repr(prior), "flow": None if flow is None else repr(flow)}
+    saved = None
+    if resume is not None:
+        seed, saved = read_checkpoint(resume, engine="mcem", model=model, seed=seed,
+                                      config=config)
+    seed = resolve_seed(seed)
+    done: list[dict] = [] if saved is None else saved["done"]
+    current: list = [None]
+    keeper = Checkpointer(checkpoint, checkpoint_every, engine="mcem", model=model, seed=seed,
+                          config=config, build=lambda snap: snap)
+    total = settings.restarts * settings.rounds
+    best = None if saved is None else saved["best"]
+    with keeper.guard(), progress_bar(total, "mcem rounds", progress) as bar:
+        bar.update(len(done) * settings.rounds)
+        for r in range(len(done), settings.restarts):
+            partial = saved["current"] if saved is not None and saved["current"] else None
+            run = _Run(y, flow, prior, settings, derive_seed(seed, "restart", r), partial)
+            saved = None
+            current[0] = run
+            bar.update(run.rounds_done)
+            for t in range(run.rounds_done, settings.rounds):
+                for name, value in _round(y, run.flow, run.optimiser, run.state, prior,
+                                          settings, run.generator).items():
+                    run.traces[name].append(value)
+                bar.update()
+                bar.set_postfix(K=run.traces["num_clusters"][-1])
+                keeper.commit(r * settings.rounds + t + 1,
+                              {"done": copy.deepcopy(done), "best": best,
+                               "current": run.snapshot()})
+            outcome = _outcome(run, y)
+            done.append(outcome["traces"])
+            if best is None or outcome["log_joint"] > best["log_joint"]:
+                best = {k: v for k, v in outcome.items() if k != "traces"}
+                best["restart"] = r
+            keeper.commit((r + 1) * settings.rounds,
+                          {"done": copy.deepcopy(done), "best": best, "current": None})
+        keeper.write()
+    labels = canonical_labels(best["assignments"])
+    traces = {name: torch.tensor([d[name] for d in done], dtype=torch.float64)
+              for name in round_trace_names()}
+    return Posterior(
+        samples={"num_clusters": traces["num_clusters"].long(),
+                 "largest_cluster": traces["largest_cluster"].long()},
+        method="mcem",
+        sample_stats={"lp": traces["log_joint"].double()},
+        losses=traces["flow_loss"].double(),
+        params={"labels": labels, "cluster_ids": best["ids"], "mu": best["mu"],
+                "lam": best["lam"], "z": best["z"], "flow": best["flow"],
+                "best_restart": best["restart"], "log_joint": best["log_joint"]},
+        diagnostics={"final_log_joint": [d["log_joint"][-1] for d in done],
+                     "best_restart": best["restart"]},
+        attrs=make_attrs("mcem", seed, y.device, start, settings=asdict(settings)),
+        model=model,
+    )
