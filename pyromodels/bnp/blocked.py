@@ -1,0 +1,312 @@
+"""Blocked Gibbs sampler (Ishwaran & James 2001) for the truncated DP mixture of isotropic
+Gaussians, vectorised in torch; the same code runs on CPU and CUDA.
+
+One sweep (:func:`blocked_sweep`) updates, in order, given the labels ``c``:
+
+1. per-component statistics ``n_k``, ``s_k = sum_{c_i=k} z_i``, ``q_k = sum_{c_i=k} ||z_i||^2``
+   (one ``index_add``, accumulated in float64);
+2. ``(mu_k, lambda_k) ~ NG(posterior)`` for every ``k`` (spec eq. 22; empty components draw
+   from the prior);
+3. ``v_k ~ Beta(1 + n_k, alpha + sum_{j>k} n_j)`` for ``k < T`` (drawn in log space);
+4. optionally ``alpha ~ Gamma(a + T - 1, b - sum_{k<T} log(1 - v_k))`` under a
+   ``Gamma(a, b)`` hyperprior (off by default);
+5. all labels at once: ``p(c_i = k) ∝ pi_k N(z_i | mu_k, lambda_k^{-1} I_d)`` by inverse-CDF
+   sampling with one uniform per point. The squared distances are expanded as
+   ``||z||^2 - 2 z.mu + ||mu||^2`` (one matmul, data centred first) in chunks of rows so that
+   memory stays bounded.
+
+The model, the state and the log joint live in :mod:`pyromodels.bnp.blocked_model`.
+
+Example:
+    >>> import torch
+    >>> from pyromodels.conjugate import NormalGamma
+    >>> gen = torch.Generator().manual_seed(0)
+    >>> z = torch.randn(50, 2, dtype=torch.float64, generator=gen)
+    >>> prior = NormalGamma(torch.zeros(2, dtype=torch.float64), 0.1, 2.0, 1.0)
+    >>> state = blocked_init(z, 3, prior, alpha=1.0, truncation=10, generator=gen)
+    >>> for _ in range(5):
+    ...     state = blocked_sweep(z, state, prior, gen)
+    >>> state.labels.shape, state.v.shape, state.mu.shape
+    (torch.Size([50]), torch.Size([10]), torch.Size([10, 2]))
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import torch
+
+from ..checks import as_label_tensor, check_int, check_positive
+from ..conjugate import NormalGamma, sample_gamma, sample_log_gamma
+from .blocked_model import (
+    BlockedState,
+    blocked_labels,
+    blocked_log_joint,
+    check_data,
+    check_prior,
+    stick_log_weights,
+    truncated_dp_mixture,
+)
+
+__all__ = [
+    "BlockedState",
+    "blocked_init",
+    "blocked_sweep",
+    "blocked_log_joint",
+    "blocked_labels",
+    "truncated_dp_mixture",
+    "stick_log_weights",
+    "component_posterior",
+    "stick_posterior",
+    "assignment_logits",
+]
+
+_LOG_2PI = math.log(2.0 * math.pi)
+# Rows of the (rows, T) assignment block: about 2^16 entries keeps it in cache on a CPU.
+_CHUNK_ENTRIES = 1 << 16
+
+
+def _as_float64_prior(prior: NormalGamma, device) -> NormalGamma:
+    f = torch.float64
+    if prior.loc.dtype == f and prior.loc.device == torch.device(device):
+        return prior
+    return NormalGamma(
+        prior.loc.to(device=device, dtype=f), prior.kappa.to(device=device, dtype=f),
+        prior.a.to(device=device, dtype=f), prior.b.to(device=device, dtype=f),
+    )
+
+
+def _stats(z: torch.Tensor, labels: torch.Tensor, T: int):
+    """``(n, s, q)`` of shapes ``(T,)``, ``(T, d)``, ``(T,)`` in float64."""
+    z64 = z.to(torch.float64)
+    n = torch.bincount(labels, minlength=T).to(torch.float64)
+    s = torch.zeros(T, z.shape[1], dtype=torch.float64, device=z.device).index_add_(0, labels, z64)
+    q = torch.zeros(T, dtype=torch.float64, device=z.device).index_add_(0, labels, (z64 * z64).sum(1))
+    return n, s, q
+
+
+def component_posterior(z, labels, prior, truncation) -> NormalGamma:
+    """Posterior of every component's ``(mu_k, lambda_k)`` given the labels (spec eq. 22).
+
+    Args:
+        z: ``(N, d)`` data.
+        labels: ``(N,)`` component indices in ``[0, T)``.
+        prior: the Normal-Gamma base measure.
+        truncation: ``T``.
+
+    Returns:
+        A float64 :class:`NormalGamma` with batch shape ``(T,)`` (the prior for empty ones).
+    """
+    z = check_data(z)
+    prior = check_prior(prior, z.shape[1])
+    T = check_int(truncation, "truncation", minimum=1)
+    labels = as_label_tensor(labels, "labels", num_classes=T, device=z.device)
+    return _as_float64_prior(prior, z.device).posterior(*_stats(z, labels, T))
+
+
+def _stick_params(n: torch.Tensor, alpha: torch.Tensor):
+    tail = n.sum() - torch.cumsum(n, 0)  # sum_{j>k} n_j
+    return 1.0 + n[:-1], alpha + tail[:-1]
+
+
+def stick_posterior(labels, alpha, truncation):
+    """Beta parameters of ``v_k | c`` for ``k < T``: ``(1 + n_k, alpha + sum_{j>k} n_j)``.
+
+    Args:
+        labels: ``(N,)`` component indices in ``[0, T)``.
+        alpha: concentration (> 0).
+        truncation: ``T``.
+
+    Returns:
+        Two float64 tensors of shape ``(T - 1,)``.
+
+    Example:
+        >>> stick_posterior(torch.tensor([0, 0, 2]), 1.0, 3)
+        (tensor([3., 1.], dtype=torch.float64), tensor([2., 2.], dtype=torch.float64))
+    """
+    T = check_int(truncation, "truncation", minimum=1)
+    alpha = check_positive(alpha, "alpha")
+    labels = as_label_tensor(labels, "labels", num_classes=T)
+    n = torch.bincount(labels, minlength=T).to(torch.float64)
+    return _stick_params(n, torch.tensor(alpha, dtype=torch.float64, device=n.device))
+
+
+def _logit_parts(z, log_pi, mu, lam):
+    """Centred data, squared norms and the per-component constants of the assignment logits:
+    ``logit_ik = const_k + z_i.W_k - lam_k ||z_i||^2 / 2`` with ``W_k = lam_k mu_k`` (centred)."""
+    centre = z.mean(0)
+    zc = z - centre
+    muc = mu - centre
+    d = z.shape[1]
+    const = (
+        log_pi
+        + 0.5 * d * (torch.log(lam) - _LOG_2PI)
+        - 0.5 * lam * (muc * muc).sum(1)
+    )
+    return zc, (zc * zc).sum(1), const, (lam.unsqueeze(1) * muc).T.contiguous()
+
+
+def _logits_block(zc, zsq, const, weight, lam, out=None):
+    block = torch.addmm(const, zc, weight, out=out) if out is not None else torch.addmm(const, zc, weight)
+    return block.addr_(zsq, lam, alpha=-0.5)
+
+
+def assignment_logits(z, state: BlockedState) -> torch.Tensor:
+    """``log pi_k + log N(z_i | mu_k, lambda_k^{-1} I_d)`` for every point and component.
+
+    Computed as the sampler computes it (centred data, expanded squared distances).
+
+    Returns:
+        ``(N, T)`` tensor in ``z``'s dtype.
+    """
+    z = check_data(z)
+    zc, zsq, const, weight = _logit_parts(z, stick_log_weights(state.v), state.mu, state.lam)
+    return _logits_block(zc, zsq, const, weight, state.lam)
+
+
+def _draw_labels(z, log_pi, mu, lam, u, chunk_rows: int) -> torch.Tensor:
+    """Inverse-CDF draw of every label from the uniforms ``u`` (``(N,)`` in ``[0, 1)``)."""
+    zc, zsq, const, weight = _logit_parts(z, log_pi, mu, lam)
+    n, T = z.shape[0], log_pi.shape[0]
+    labels = torch.empty(n, dtype=torch.long, device=z.device)
+    rows = min(n, chunk_rows)
+    buf = torch.empty(rows, T, dtype=z.dtype, device=z.device)
+    cdf = torch.empty_like(buf)
+    floor = 0.9 * math.log(torch.finfo(z.dtype).tiny)  # -78.6 (float32), -637.6 (float64)
+    for start in range(0, n, rows):
+        stop = min(n, start + rows)
+        m = stop - start
+        block = _logits_block(zc[start:stop], zsq[start:stop], const, weight, lam, out=buf[:m])
+        # Weights relative to the row's largest, floored near the smallest normal float: exp is
+        # many times slower on results that underflow, and a weight that small is never drawn
+        # (its step in the CDF is below the uniforms' resolution) with or without the floor.
+        block.sub_(block.amax(1, keepdim=True)).clamp_(min=floor).exp_()
+        c = torch.cumsum(block, 1, out=cdf[:m])
+        # first k with cdf_k >= (1 - u) * total: (1 - u) is in (0, 1], so a component with zero
+        # probability is never chosen and the index never passes T - 1
+        target = (1.0 - u[start:stop]).unsqueeze(1) * c[:, -1:]
+        labels[start:stop] = torch.searchsorted(c, target).squeeze(1)
+    return labels.clamp_(max=T - 1)
+
+
+def _check_state(z, state: BlockedState) -> int:
+    if not isinstance(state, BlockedState):
+        raise TypeError(f"state must be a BlockedState, got {type(state).__name__}")
+    T = state.v.shape[0] if state.v.dim() == 1 else -1
+    if T < 1 or tuple(state.mu.shape) != (T, z.shape[1]) or tuple(state.lam.shape) != (T,):
+        raise ValueError(
+            "state must hold v (T,), mu (T, d) and lam (T,) with d = z.shape[1]; got v "
+            f"{tuple(state.v.shape)}, mu {tuple(state.mu.shape)}, lam {tuple(state.lam.shape)}"
+        )
+    if state.labels.shape != (z.shape[0],):
+        raise ValueError(f"state.labels must have shape ({z.shape[0]},), got {tuple(state.labels.shape)}")
+    as_label_tensor(state.labels, "state.labels", num_classes=T)
+    return T
+
+
+def _check_hyperprior(resample_alpha):
+    if resample_alpha is None:
+        return None
+    if not isinstance(resample_alpha, tuple | list) or len(resample_alpha) != 2:
+        raise TypeError(
+            "resample_alpha must be None or a pair (shape, rate) of a Gamma hyperprior, "
+            f"got {resample_alpha!r}"
+        )
+    return check_positive(resample_alpha[0], "resample_alpha shape"), check_positive(
+        resample_alpha[1], "resample_alpha rate"
+    )
+
+
+def _parameter_update(z, labels, prior, alpha, T, generator, hyper):
+    """Steps 1-4: ``(mu, lam, log v, log(1 - v), alpha)`` given the labels."""
+    prior64 = _as_float64_prior(prior, z.device)
+    n, s, q = _stats(z, labels, T)
+    mu, lam = prior64.posterior(n, s, q).sample(generator)
+    alpha64 = alpha.to(torch.float64)
+    a, b = _stick_params(n, alpha64)
+    log_g = sample_log_gamma(torch.stack([a, b], -1), generator)
+    log_norm = torch.logaddexp(log_g[:, 0], log_g[:, 1])
+    log_v, log_1mv = log_g[:, 0] - log_norm, log_g[:, 1] - log_norm
+    if hyper is not None:
+        shape = torch.tensor(hyper[0] + T - 1, dtype=torch.float64, device=z.device)
+        alpha64 = sample_gamma(shape, generator) / (hyper[1] - log_1mv.sum())
+    return mu, lam, log_v, log_1mv, alpha64
+
+
+def _state_from(z, labels, mu, lam, log_v, alpha64) -> BlockedState:
+    one = torch.ones(1, dtype=z.dtype, device=z.device)
+    v = torch.cat([log_v.exp().to(z.dtype), one])
+    return BlockedState(labels, v, mu.to(z.dtype), lam.to(z.dtype), alpha64.to(z.dtype))
+
+
+def blocked_init(z, labels, prior, alpha, truncation, generator=None) -> BlockedState:
+    """A starting state: labels given (or uniform over the first ``num_components``), then the
+    parameters ``(mu, lam)``, the sticks ``v`` drawn from their conditionals given the labels.
+
+    Args:
+        z: ``(N, d)`` finite data; the state takes its dtype and device.
+        labels: ``(N,)`` initial component indices in ``[0, truncation)``, or an int
+            ``num_components`` (``1 <= num_components <= truncation``) for uniform random labels.
+        prior: the Normal-Gamma base measure (dimension ``d``, batch shape ``()``).
+        alpha: concentration (> 0).
+        truncation: number of sticks ``T >= 1``.
+        generator: ``torch.Generator`` on ``z``'s device.
+
+    Raises:
+        ValueError: for ``alpha <= 0``, ``truncation < 1``, non-finite ``z`` or labels out of
+            range (each message names the argument).
+    """
+    z = check_data(z)
+    prior = check_prior(prior, z.shape[1])
+    alpha = check_positive(alpha, "alpha")
+    T = check_int(truncation, "truncation", minimum=1)
+    if isinstance(labels, numbers.Integral) and not isinstance(labels, bool):
+        k = check_int(labels, "num_components", minimum=1, maximum=T)
+        labels = torch.randint(k, (z.shape[0],), generator=generator, device=z.device)
+    else:
+        labels = as_label_tensor(labels, "labels", num_classes=T, device=z.device)
+        if labels.shape != (z.shape[0],):
+            raise ValueError(f"labels must have shape ({z.shape[0]},), got {tuple(labels.shape)}")
+    alpha_t = torch.tensor(alpha, dtype=torch.float64, device=z.device)
+    mu, lam, log_v, _, alpha64 = _parameter_update(z, labels, prior, alpha_t, T, generator, None)
+    return _state_from(z, labels, mu, lam, log_v, alpha64)
+
+
+def blocked_sweep(
+    z, state: BlockedState, prior, generator=None, resample_alpha=None, chunk_rows=None
+) -> BlockedState:
+    """One blocked Gibbs sweep (steps 1-5 of the module docstring); returns a new state.
+
+    Args:
+        z: ``(N, d)`` finite data on the state's device.
+        state: the current :class:`BlockedState`.
+        prior: the Normal-Gamma base measure.
+        generator: ``torch.Generator`` on ``z``'s device.
+        resample_alpha: ``None`` (keep ``alpha``) or ``(a, b)``, the shape and rate of a Gamma
+            hyperprior on ``alpha``, for the update ``alpha | v``.
+        chunk_rows: rows per block of the ``(N, T)`` assignment computation (default: about
+            ``65536 / T``); memory is ``O(chunk_rows * T)`` beyond the data.
+
+    Returns:
+        The next :class:`BlockedState`, in ``z``'s dtype.
+    """
+    z = check_data(z)
+    prior = check_prior(prior, z.shape[1])
+    T = _check_state(z, state)
+    hyper = _check_hyperprior(resample_alpha)
+    alpha = check_positive(float(state.alpha), "state.alpha")
+    if chunk_rows is None:
+        chunk_rows = max(1, _CHUNK_ENTRIES // T)
+    chunk_rows = check_int(chunk_rows, "chunk_rows", minimum=1)
+    alpha_t = torch.tensor(alpha, dtype=torch.float64, device=z.device)
+    mu, lam, log_v, log_1mv, alpha64 = _parameter_update(
+        z, state.labels, prior, alpha_t, T, generator, hyper
+    )
+    new = _state_from(z, state.labels, mu, lam, log_v, alpha64)
+    # log pi from the log-space stick draws: exact even where v rounds to 1 in z's dtype
+    zero = log_v.new_zeros(1)
+    log_pi = torch.cat([log_v, zero]) + torch.cat([zero, torch.cumsum(log_1mv, 0)])
+    u = torch.rand(z.shape[0], dtype=z.dtype, device=z.device, generator=generator)
+    new.labels = _draw_labels(z, log_pi.to(z.dtype), new.mu, new.lam, u, chunk_rows)
+    return new
