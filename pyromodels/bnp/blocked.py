@@ -165,8 +165,9 @@ def assignment_logits(z, state: BlockedState) -> torch.Tensor:
     return _logits_block(zc, zsq, const, weight, state.lam)
 
 
-def _draw_labels(z, log_pi, mu, lam, u, chunk_rows: int) -> torch.Tensor:
-    """Inverse-CDF draw of every label from the uniforms ``u`` (``(N,)`` in ``[0, 1)``)."""
+def _draw_labels(z, log_pi, mu, lam, w, chunk_rows: int) -> torch.Tensor:
+    """Inverse-CDF draw of every label from the uniforms ``w`` (``(N,)`` in ``(0, 1]``): the
+    first ``k`` with ``cdf_k >= w total``."""
     zc, zsq, const, weight = _logit_parts(z, log_pi, mu, lam)
     n, T = z.shape[0], log_pi.shape[0]
     labels = torch.empty(n, dtype=torch.long, device=z.device)
@@ -183,9 +184,8 @@ def _draw_labels(z, log_pi, mu, lam, u, chunk_rows: int) -> torch.Tensor:
         # (its step in the CDF is below the uniforms' resolution) with or without the floor.
         block.sub_(block.amax(1, keepdim=True)).clamp_(min=floor).exp_()
         c = torch.cumsum(block, 1, out=cdf[:m])
-        # first k with cdf_k >= (1 - u) * total: (1 - u) is in (0, 1], so a component with zero
-        # probability is never chosen and the index never passes T - 1
-        target = (1.0 - u[start:stop]).unsqueeze(1) * c[:, -1:]
+        # w > 0, so a component with zero weight is never chosen; w <= 1 keeps the index < T
+        target = w[start:stop].unsqueeze(1) * c[:, -1:]
         labels[start:stop] = torch.searchsorted(c, target).squeeze(1)
     return labels.clamp_(max=T - 1)
 
@@ -224,10 +224,12 @@ def _parameter_update(z, labels, prior, alpha, T, generator, hyper):
     n, s, q = _stats(z, labels, T)
     mu, lam = prior64.posterior(n, s, q).sample(generator)
     alpha64 = alpha.to(torch.float64)
-    a, b = _stick_params(n, alpha64)
-    log_g = sample_log_gamma(torch.stack([a, b], -1), generator)
-    log_norm = torch.logaddexp(log_g[:, 0], log_g[:, 1])
-    log_v, log_1mv = log_g[:, 0] - log_norm, log_g[:, 1] - log_norm
+    log_v = log_1mv = n.new_zeros(0)
+    if T > 1:  # v = G_a / (G_a + G_b) with unit-rate Gamma draws, kept in log space
+        a, b = _stick_params(n, alpha64)
+        log_g = sample_log_gamma(torch.stack([a, b], -1), generator)
+        log_norm = torch.logaddexp(log_g[:, 0], log_g[:, 1])
+        log_v, log_1mv = log_g[:, 0] - log_norm, log_g[:, 1] - log_norm
     if hyper is not None:
         shape = torch.tensor(hyper[0] + T - 1, dtype=torch.float64, device=z.device)
         alpha64 = sample_gamma(shape, generator) / (hyper[1] - log_1mv.sum())
@@ -307,6 +309,9 @@ def blocked_sweep(
     # log pi from the log-space stick draws: exact even where v rounds to 1 in z's dtype
     zero = log_v.new_zeros(1)
     log_pi = torch.cat([log_v, zero]) + torch.cat([zero, torch.cumsum(log_1mv, 0)])
-    u = torch.rand(z.shape[0], dtype=z.dtype, device=z.device, generator=generator)
-    new.labels = _draw_labels(z, log_pi.to(z.dtype), new.mu, new.lam, u, chunk_rows)
+    # uniforms on (0, 1], drawn in float64 whatever z's dtype, so float32 and float64 runs from
+    # one seed see the same numbers
+    u = torch.rand(z.shape[0], dtype=torch.float64, device=z.device, generator=generator)
+    w = (1.0 - u).to(z.dtype)
+    new.labels = _draw_labels(z, log_pi.to(z.dtype), new.mu, new.lam, w, chunk_rows)
     return new
