@@ -138,6 +138,27 @@ def test_number_of_clusters_follows_the_dp_prior_without_likelihood():
     assert abs(float(ks.mean()) - other) > 4 * se
 
 
+def test_concentration_keeps_its_hyperprior_without_likelihood():
+    """The same prior-data chain with the update alpha | v under a Gamma(2, 2) hyperprior: the
+    truncated model's joint is the target, so alpha's marginal is exactly Gamma(2, 2) with mean
+    1 and variance 1/2. The chain's mean must lie within 4 batch-means standard errors of 1,
+    and not within 4 of 1.5 (power)."""
+    n, T, S = 10, 20, 5000
+    prior = NormalGamma(torch.zeros(1), 1.0, 3.0, 2.0)
+    gen = torch.Generator().manual_seed(7)
+    z = torch.randn(n, 1, generator=gen)
+    state = blocked_init(z, 1, prior, 1.0, T, gen)
+    alphas = torch.empty(S)
+    for t in range(S):
+        state = blocked_sweep(z, state, prior, gen, resample_alpha=(2.0, 2.0))
+        lam = state.lam[state.labels]
+        z = state.mu[state.labels] + torch.randn(n, 1, generator=gen) * lam.rsqrt().unsqueeze(1)
+        alphas[t] = state.alpha
+    se = float(batch_standard_errors(alphas.unsqueeze(1))[0])
+    assert abs(float(alphas.mean()) - 1.0) < 4 * se
+    assert abs(float(alphas.mean()) - 1.5) > 4 * se
+
+
 def make_problem(n=300, d=3, seed=0):
     gen = torch.Generator().manual_seed(seed)
     centres = 3 * torch.randn(4, d, generator=gen)
