@@ -162,7 +162,8 @@ def assignment_logits(z, state: BlockedState) -> torch.Tensor:
         ``(N, T)`` tensor in ``z``'s dtype.
     """
     z = check_data(z)
-    zc, zsq, const, weight = _logit_parts(z, stick_log_weights(state.v), state.mu, state.lam)
+    log_pi = stick_log_weights(state.v, state.stick_log1m())
+    zc, zsq, const, weight = _logit_parts(z, log_pi, state.mu, state.lam)
     return _logits_block(zc, zsq, const, weight, state.lam)
 
 
@@ -237,10 +238,11 @@ def _parameter_update(z, labels, prior, alpha, T, generator, hyper):
     return mu, lam, log_v, log_1mv, alpha64
 
 
-def _state_from(z, labels, mu, lam, log_v, alpha64) -> BlockedState:
+def _state_from(z, labels, mu, lam, log_v, log_1mv, alpha64) -> BlockedState:
     one = torch.ones(1, dtype=z.dtype, device=z.device)
     v = torch.cat([log_v.exp().to(z.dtype), one])
-    return BlockedState(labels, v, mu.to(z.dtype), lam.to(z.dtype), alpha64.to(z.dtype))
+    t = z.dtype
+    return BlockedState(labels, v, mu.to(t), lam.to(t), alpha64.to(t), log_1mv.to(t))
 
 
 def blocked_init(z, labels, prior, alpha, truncation, generator=None) -> BlockedState:
@@ -272,8 +274,10 @@ def blocked_init(z, labels, prior, alpha, truncation, generator=None) -> Blocked
         if labels.shape != (z.shape[0],):
             raise ValueError(f"labels must have shape ({z.shape[0]},), got {tuple(labels.shape)}")
     alpha_t = torch.tensor(alpha, dtype=torch.float64, device=z.device)
-    mu, lam, log_v, _, alpha64 = _parameter_update(z, labels, prior, alpha_t, T, generator, None)
-    return _state_from(z, labels, mu, lam, log_v, alpha64)
+    mu, lam, log_v, log_1mv, alpha64 = _parameter_update(
+        z, labels, prior, alpha_t, T, generator, None
+    )
+    return _state_from(z, labels, mu, lam, log_v, log_1mv, alpha64)
 
 
 def blocked_sweep(
@@ -307,7 +311,7 @@ def blocked_sweep(
     mu, lam, log_v, log_1mv, alpha64 = _parameter_update(
         z, state.labels, prior, alpha_t, T, generator, hyper
     )
-    new = _state_from(z, state.labels, mu, lam, log_v, alpha64)
+    new = _state_from(z, state.labels, mu, lam, log_v, log_1mv, alpha64)
     # log pi from the log-space stick draws: exact even where v rounds to 1 in z's dtype
     zero = log_v.new_zeros(1)
     log_pi = torch.cat([log_v, zero]) + torch.cat([zero, torch.cumsum(log_1mv, 0)])

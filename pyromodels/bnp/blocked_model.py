@@ -58,6 +58,10 @@ class BlockedState:
         mu: ``(T, d)`` component means.
         lam: ``(T,)`` component precisions (> 0).
         alpha: ``()`` DP concentration (> 0).
+        log_1mv: optional ``(T-1,)`` values of ``log(1 - v_k)``, kept by the sampler (which
+            draws the sticks in log space) because ``v_k`` rounds to 1 for tiny ``alpha``
+            (``1 - v_k`` can be ``e^-100000`` at ``alpha = 1e-5``). They are used only where
+            ``v_k`` is exactly 1, so a state whose ``v`` is edited stays consistent.
     """
 
     labels: torch.Tensor
@@ -65,6 +69,7 @@ class BlockedState:
     mu: torch.Tensor
     lam: torch.Tensor
     alpha: torch.Tensor
+    log_1mv: torch.Tensor | None = None
 
     @property
     def truncation(self) -> int:
@@ -76,12 +81,21 @@ class BlockedState:
         """Number of components holding at least one point."""
         return int(torch.unique(self.labels).numel())
 
+    def stick_log1m(self) -> torch.Tensor:
+        """``(T-1,)`` ``log(1 - v_k)``, from :attr:`log_1mv` where ``v_k`` rounded to 1."""
+        direct = torch.log1p(-self.v[:-1])
+        if self.log_1mv is None:
+            return direct
+        return torch.where(self.v[:-1] < 1, direct, self.log_1mv.to(direct.dtype))
 
-def stick_log_weights(v: torch.Tensor) -> torch.Tensor:
+
+def stick_log_weights(v: torch.Tensor, log_1mv: torch.Tensor | None = None) -> torch.Tensor:
     """``log pi_k = log v_k + sum_{j<k} log(1 - v_j)`` over the last axis.
 
     Args:
         v: ``(..., T)`` stick fractions with the last one equal to 1.
+        log_1mv: optional ``(..., T-1)`` values of ``log(1 - v_j)`` to use instead of
+            ``log1p(-v_j)`` (exact where ``v_j`` rounds to 1).
 
     Returns:
         ``(..., T)`` log weights; they sum (in probability) to 1 when ``v[..., -1] == 1``.
@@ -90,7 +104,9 @@ def stick_log_weights(v: torch.Tensor) -> torch.Tensor:
         >>> stick_log_weights(torch.tensor([0.5, 0.5, 1.0])).exp()
         tensor([0.5000, 0.2500, 0.2500])
     """
-    tail = torch.cumsum(torch.log1p(-v[..., :-1]), dim=-1)
+    if log_1mv is None:
+        log_1mv = torch.log1p(-v[..., :-1])
+    tail = torch.cumsum(log_1mv, dim=-1)
     prefix = torch.cat([torch.zeros_like(v[..., :1]), tail], dim=-1)
     return torch.log(v) + prefix
 
@@ -174,7 +190,9 @@ def blocked_log_joint(z, state: BlockedState, prior) -> torch.Tensor:
         + \\sum_k \\log NG(\\mu_k, \\lambda_k)
         + \\sum_i [\\log \\pi_{c_i} + \\log N(z_i | \\mu_{c_i}, \\lambda_{c_i}^{-1} I_d)]
 
-    It equals ``log_prob_sum()`` of :func:`truncated_dp_mixture` conditioned on the state.
+    It equals ``log_prob_sum()`` of :func:`truncated_dp_mixture` conditioned on the state
+    (where every ``v_k < 1`` in floating point; where one rounds to 1 the program scores
+    ``+inf`` while this uses the state's exact ``log(1 - v_k)``).
 
     Args:
         z: ``(N, d)`` data.
@@ -189,12 +207,13 @@ def blocked_log_joint(z, state: BlockedState, prior) -> torch.Tensor:
     v, lam, mu, c = state.v, state.lam, state.mu, state.labels
     alpha = torch.as_tensor(state.alpha, dtype=v.dtype, device=v.device)
     d = z.shape[1]
-    sticks = (torch.log(alpha) + (alpha - 1) * torch.log1p(-v[:-1])).sum()
+    log_1mv = state.stick_log1m()
+    sticks = (torch.log(alpha) + (alpha - 1) * log_1mv).sum()
     base = prior.log_prob(mu.to(prior.loc.dtype), lam.to(prior.loc.dtype)).sum().to(z.dtype)
     lam_c = lam[c]
     sq = ((z - mu[c]) ** 2).sum(-1)
     lik = 0.5 * d * (torch.log(lam_c) - _LOG_2PI) - 0.5 * lam_c * sq
-    return sticks + base + stick_log_weights(v)[c].sum() + lik.sum()
+    return sticks + base + stick_log_weights(v, log_1mv)[c].sum() + lik.sum()
 
 
 def blocked_labels(state_or_labels) -> torch.Tensor:

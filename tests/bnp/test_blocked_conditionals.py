@@ -168,3 +168,24 @@ def test_canonical_labels():
     state = BlockedState(torch.tensor([2, 0, 2]), torch.ones(3), torch.zeros(3, 1), torch.ones(3), 1.0)
     assert blocked_labels(state).tolist() == [0, 1, 0]
     assert state.num_occupied == 2 and state.truncation == 3
+
+
+def test_tiny_concentration_keeps_exact_stick_logs():
+    """At alpha = 1e-5 (the paper's value) the empty sticks' 1 - v underflows: v is stored as 1
+    and log(1 - v) (about -1e5) is kept; the log joint stays finite, and an edited v < 1 is
+    scored from v itself, not from the kept value."""
+    prior = NormalGamma(torch.zeros(2), 0.3, 3.0, 2.0)
+    gen = torch.Generator().manual_seed(0)
+    z = torch.randn(40, 2, generator=gen)
+    state = blocked_init(z, 2, prior, 1e-5, 8, gen)
+    rounded = state.v[:-1] == 1
+    assert bool(rounded.any())
+    assert bool((state.log_1mv[rounded] < -100).all())
+    lj = blocked_log_joint(z, state, prior)
+    assert torch.isfinite(lj)
+    assert torch.isfinite(assignment_logits(z, state)).all()
+    # v < 1 entries ignore log_1mv: corrupting them changes nothing
+    stale = state.log_1mv.clone()
+    stale[~rounded] = 7.0
+    edited = BlockedState(state.labels, state.v, state.mu, state.lam, state.alpha, stale)
+    assert float(blocked_log_joint(z, edited, prior)) == float(lj)
