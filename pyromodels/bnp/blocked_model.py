@@ -34,7 +34,7 @@ import pyro
 import pyro.distributions as dist
 import torch
 
-from ..checks import as_float_tensor, check_int, check_positive
+from ..checks import as_float_tensor, as_label_tensor, check_int, check_positive
 from ..conjugate import NormalGamma
 
 __all__ = [
@@ -131,6 +131,50 @@ def check_data(z, dtype=None) -> torch.Tensor:
     if z.shape[1] < 1:
         raise ValueError(f"z must have shape (N, d) with d >= 1, got shape {tuple(z.shape)}")
     return z
+
+
+def check_state(z, state: BlockedState) -> int:
+    """Raise unless ``state`` fits the ``(N, d)`` data ``z``; return the truncation ``T``."""
+    if not isinstance(state, BlockedState):
+        raise TypeError(f"state must be a BlockedState, got {type(state).__name__}")
+    T = state.v.shape[0] if state.v.dim() == 1 else -1
+    if T < 1 or tuple(state.mu.shape) != (T, z.shape[1]) or tuple(state.lam.shape) != (T,):
+        raise ValueError(
+            "state must hold v (T,), mu (T, d) and lam (T,) with d = z.shape[1]; got v "
+            f"{tuple(state.v.shape)}, mu {tuple(state.mu.shape)}, lam {tuple(state.lam.shape)}"
+        )
+    for name in ("labels", "v", "mu", "lam"):
+        if getattr(state, name).device != z.device:
+            raise ValueError(
+                f"state.{name} must live on z's device ({z.device}), got {getattr(state, name).device}"
+            )
+    if state.labels.shape != (z.shape[0],):
+        raise ValueError(f"state.labels must have shape ({z.shape[0]},), got {tuple(state.labels.shape)}")
+    as_label_tensor(state.labels, "state.labels", num_classes=T)
+    return T
+
+
+def check_hyperprior(resample_alpha):
+    """``None`` or the ``(shape, rate)`` of a Gamma hyperprior as two positive floats."""
+    if resample_alpha is None:
+        return None
+    if not isinstance(resample_alpha, tuple | list) or len(resample_alpha) != 2:
+        raise TypeError(
+            "resample_alpha must be None or a pair (shape, rate) of a Gamma hyperprior, "
+            f"got {resample_alpha!r}"
+        )
+    return check_positive(resample_alpha[0], "resample_alpha shape"), check_positive(
+        resample_alpha[1], "resample_alpha rate"
+    )
+
+
+def check_generator(generator, device: torch.device) -> torch.Generator:
+    """Raise unless ``generator`` is a ``torch.Generator`` on ``device``'s type."""
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    if torch.device(generator.device).type != device.type:
+        raise ValueError(f"generator must live on z's device ({device}), got {generator.device}")
+    return generator
 
 
 def truncated_dp_mixture(z, prior, alpha, truncation, num_points=None):

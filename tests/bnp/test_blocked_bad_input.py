@@ -103,3 +103,18 @@ def test_program_arguments(setup):
         truncated_dp_mixture(None, prior, 1.0, 3)
     with pytest.raises(ValueError, match=r"num_points must equal len\(z\) = 6, got 4"):
         truncated_dp_mixture(z, prior, 1.0, 3, num_points=4)
+
+
+def test_generator_is_required(setup):
+    z, prior, _, state = setup
+    with pytest.raises(TypeError, match="generator must be a torch.Generator, got NoneType"):
+        blocked_sweep(z, state, prior, None)
+    with pytest.raises(TypeError, match="generator must be a torch.Generator, got int"):
+        blocked_init(z, 2, prior, 1.0, 5, 0)
+
+
+def test_state_must_live_on_the_data_device(setup):
+    z, prior, gen, state = setup
+    meta = BlockedState(state.labels.to("meta"), state.v, state.mu, state.lam, state.alpha)
+    with pytest.raises(ValueError, match="state.labels must live on z's device"):
+        blocked_sweep(z, meta, prior, gen)

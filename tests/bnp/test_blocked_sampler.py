@@ -80,7 +80,6 @@ def test_partition_frequencies_match_the_exact_dp_posterior():
     alpha))^(T-1) = 5 * 2^-19. Reweighting by the likelihood L turns this into at most
     2 eps max L / E_DP[L] on the posterior, computed below (about 1e-4).
     """
-    torch.manual_seed(0)  # unused by the sampler; only its own generator draws
     z = torch.tensor([[0.0, 0.0], [0.4, 0.2], [2.0, 1.8], [2.3, 2.1], [-1.0, 2.0]])
     prior = NormalGamma(torch.zeros(2), 0.5, 2.0, 1.0)
     alpha, T, burn, S = 1.0, 20, 200, 16000
