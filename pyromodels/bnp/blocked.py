@@ -22,7 +22,8 @@ a logit (``eps`` the dtype's machine epsilon, ``zbar`` the data mean): negligibl
 in float32 about 1e-5 for unit-scale features, but it grows for tight clusters far from the
 data mean. Uniforms are drawn in float64, so float32 and float64 runs from one seed share them.
 
-The model, the state and the log joint live in :mod:`pyromodels.bnp.blocked_model`.
+The model, the state and the log joint live in :mod:`pyromodels.bnp.blocked_model`; the
+assignment kernel (step 5) in :mod:`pyromodels.bnp.blocked_assign`.
 
 Example:
     >>> import torch
@@ -39,13 +40,13 @@ Example:
 
 from __future__ import annotations
 
-import math
 import numbers
 
 import torch
 
 from ..checks import as_label_tensor, check_int, check_positive
 from ..conjugate import NormalGamma, sample_gamma, sample_log_gamma
+from .blocked_assign import CHUNK_ENTRIES, assignment_logits, draw_labels
 from .blocked_model import (
     BlockedState,
     blocked_labels,
@@ -71,11 +72,6 @@ __all__ = [
     "stick_posterior",
     "assignment_logits",
 ]
-
-_LOG_2PI = math.log(2.0 * math.pi)
-# Entries of one (rows, T) assignment block: about 2^16 keeps it in a CPU's cache; on a GPU,
-# large blocks (2^24 entries, 128 MiB in float64) keep the kernel launches few.
-_CHUNK_ENTRIES = {"cpu": 1 << 16, "cuda": 1 << 24}
 
 
 def _as_float64_prior(prior: NormalGamma, device) -> NormalGamma:
@@ -108,6 +104,15 @@ def component_posterior(z, labels, prior, truncation) -> NormalGamma:
 
     Returns:
         A float64 :class:`NormalGamma` with batch shape ``(T,)`` (the prior for empty ones).
+
+    Example:
+        >>> from pyromodels.conjugate import NormalGamma
+        >>> g = torch.Generator().manual_seed(0)
+        >>> z = torch.randn(20, 2, dtype=torch.float64, generator=g)
+        >>> prior = NormalGamma(torch.zeros(2, dtype=torch.float64), 0.5, 2.0, 1.0)
+        >>> post = component_posterior(z, torch.zeros(20, dtype=torch.long), prior, 3)
+        >>> post.a.tolist()  # a0 + n d / 2 for the occupied one, a0 for the empty ones
+        [22.0, 2.0, 2.0]
     """
     z = check_data(z)
     prior = check_prior(prior, z.shape[1])
@@ -141,65 +146,6 @@ def stick_posterior(labels, alpha, truncation):
     labels = as_label_tensor(labels, "labels", num_classes=T)
     n = torch.bincount(labels, minlength=T).to(torch.float64)
     return _stick_params(n, torch.tensor(alpha, dtype=torch.float64, device=n.device))
-
-
-def _logit_parts(z, log_pi, mu, lam):
-    """Centred data, squared norms and the per-component constants of the assignment logits:
-    ``logit_ik = const_k + z_i.W_k - lam_k ||z_i||^2 / 2`` with ``W_k = lam_k mu_k`` (centred)."""
-    centre = z.mean(0)
-    zc = z - centre
-    muc = mu - centre
-    d = z.shape[1]
-    const = (
-        log_pi
-        + 0.5 * d * (torch.log(lam) - _LOG_2PI)
-        - 0.5 * lam * (muc * muc).sum(1)
-    )
-    return zc, (zc * zc).sum(1), const, (lam.unsqueeze(1) * muc).T.contiguous()
-
-
-def _logits_block(zc, zsq, const, weight, lam, out=None):
-    block = torch.addmm(const, zc, weight, out=out) if out is not None else torch.addmm(const, zc, weight)
-    return block.addr_(zsq, lam, alpha=-0.5)
-
-
-def assignment_logits(z, state: BlockedState) -> torch.Tensor:
-    """``log pi_k + log N(z_i | mu_k, lambda_k^{-1} I_d)`` for every point and component.
-
-    Computed as the sampler computes it (centred data, expanded squared distances).
-
-    Returns:
-        ``(N, T)`` tensor in ``z``'s dtype.
-    """
-    z = check_data(z)
-    log_pi = stick_log_weights(state.v, state.stick_log1m())
-    zc, zsq, const, weight = _logit_parts(z, log_pi, state.mu, state.lam)
-    return _logits_block(zc, zsq, const, weight, state.lam)
-
-
-def _draw_labels(z, log_pi, mu, lam, w, chunk_rows: int) -> torch.Tensor:
-    """Inverse-CDF draw of every label from the uniforms ``w`` (``(N,)`` in ``(0, 1]``): the
-    first ``k`` with ``cdf_k >= w total``."""
-    zc, zsq, const, weight = _logit_parts(z, log_pi, mu, lam)
-    n, T = z.shape[0], log_pi.shape[0]
-    labels = torch.empty(n, dtype=torch.long, device=z.device)
-    rows = min(n, chunk_rows)
-    buf = torch.empty(rows, T, dtype=z.dtype, device=z.device)
-    cdf = torch.empty_like(buf)
-    floor = 0.9 * math.log(torch.finfo(z.dtype).tiny)  # -78.6 (float32), -637.6 (float64)
-    for start in range(0, n, rows):
-        stop = min(n, start + rows)
-        m = stop - start
-        block = _logits_block(zc[start:stop], zsq[start:stop], const, weight, lam, out=buf[:m])
-        # Weights relative to the row's largest, floored near the smallest normal float: exp is
-        # many times slower on results that underflow, and a weight that small is never drawn
-        # (its step in the CDF is below the uniforms' resolution) with or without the floor.
-        block.sub_(block.amax(1, keepdim=True)).clamp_(min=floor).exp_()
-        c = torch.cumsum(block, 1, out=cdf[:m])
-        # w > 0, so a component with zero weight is never chosen; w <= 1 keeps the index < T
-        target = w[start:stop].unsqueeze(1) * c[:, -1:]
-        labels[start:stop] = torch.searchsorted(c, target).squeeze(1)
-    return labels.clamp_(max=T - 1)
 
 
 def _parameter_update(z, labels, prior, alpha, T, generator, hyper):
@@ -243,6 +189,16 @@ def blocked_init(z, labels, prior, alpha, truncation, generator) -> BlockedState
     Raises:
         ValueError: for ``alpha <= 0``, ``truncation < 1``, non-finite ``z`` or labels out of
             range (each message names the argument).
+        TypeError: if ``generator`` is not a ``torch.Generator``.
+
+    Example:
+        >>> from pyromodels.conjugate import NormalGamma
+        >>> g = torch.Generator().manual_seed(0)
+        >>> z = torch.randn(20, 2, dtype=torch.float64, generator=g)
+        >>> prior = NormalGamma(torch.zeros(2, dtype=torch.float64), 0.5, 2.0, 1.0)
+        >>> state = blocked_init(z, 3, prior, alpha=1.0, truncation=8, generator=g)
+        >>> int(state.labels.max()) < 3, float(state.v[-1])
+        (True, 1.0)
     """
     z = check_data(z)
     prior = check_prior(prior, z.shape[1])
@@ -281,6 +237,16 @@ def blocked_sweep(
 
     Returns:
         The next :class:`BlockedState`, in ``z``'s dtype.
+
+    Example:
+        >>> from pyromodels.conjugate import NormalGamma
+        >>> g = torch.Generator().manual_seed(0)
+        >>> z = torch.randn(20, 2, dtype=torch.float64, generator=g)
+        >>> prior = NormalGamma(torch.zeros(2, dtype=torch.float64), 0.5, 2.0, 1.0)
+        >>> state = blocked_init(z, 1, prior, 1.0, 8, g)
+        >>> state = blocked_sweep(z, state, prior, g, resample_alpha=(1.0, 1.0))
+        >>> state.mu.shape, bool(state.alpha > 0)
+        (torch.Size([8, 2]), True)
     """
     z = check_data(z)
     prior = check_prior(prior, z.shape[1])
@@ -289,7 +255,7 @@ def blocked_sweep(
     check_generator(generator, z.device)
     alpha = check_positive(float(state.alpha), "state.alpha")
     if chunk_rows is None:
-        chunk_rows = max(1, _CHUNK_ENTRIES.get(z.device.type, 1 << 16) // T)
+        chunk_rows = max(1, CHUNK_ENTRIES.get(z.device.type, 1 << 16) // T)
     chunk_rows = check_int(chunk_rows, "chunk_rows", minimum=1)
     alpha_t = torch.tensor(alpha, dtype=torch.float64, device=z.device)
     mu, lam, log_v, log_1mv, alpha64 = _parameter_update(
@@ -303,5 +269,5 @@ def blocked_sweep(
     # one seed see the same numbers
     u = torch.rand(z.shape[0], dtype=torch.float64, device=z.device, generator=generator)
     w = (1.0 - u).to(z.dtype)
-    new.labels = _draw_labels(z, log_pi.to(z.dtype), new.mu, new.lam, w, chunk_rows)
+    new.labels = draw_labels(z, log_pi.to(z.dtype), new.mu, new.lam, w, chunk_rows)
     return new

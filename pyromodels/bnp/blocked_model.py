@@ -245,6 +245,16 @@ def blocked_log_joint(z, state: BlockedState, prior) -> torch.Tensor:
 
     Returns:
         ``()`` tensor in ``z``'s dtype.
+
+    Example:
+        >>> from pyromodels.conjugate import NormalGamma
+        >>> prior = NormalGamma(torch.zeros(1, dtype=torch.float64), 1.0, 2.0, 1.0)
+        >>> one = torch.ones(1, dtype=torch.float64)
+        >>> state = BlockedState(torch.tensor([0]), one, torch.zeros(1, 1, dtype=torch.float64),
+        ...                      one, torch.tensor(1.0, dtype=torch.float64))
+        >>> # log N(0 | 0, 1) + log Gamma(1 | 2, 1) + log N(0 | 0, 1) = -0.9189 - 1 - 0.9189
+        >>> round(float(blocked_log_joint(torch.zeros(1, 1, dtype=torch.float64), state, prior)), 4)
+        -2.8379
     """
     z = check_data(z)
     prior = check_prior(prior, z.shape[1])

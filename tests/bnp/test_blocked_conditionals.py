@@ -17,7 +17,8 @@ from pyromodels.bnp import (
     stick_posterior,
     truncated_dp_mixture,
 )
-from pyromodels.bnp.blocked import _draw_labels, _parameter_update
+from pyromodels.bnp.blocked import _parameter_update
+from pyromodels.bnp.blocked_assign import draw_labels
 from pyromodels.conjugate import NormalGamma
 
 D, T, N = 2, 6, 7
@@ -92,7 +93,7 @@ def test_inverse_cdf_draw_matches_program_cdf(problem, chunk_rows):
     want = (cdf < w.unsqueeze(1) * cdf[:, -1:]).sum(1)
     # no w lies within rounding of a CDF step, so the comparison is exact
     assert float((cdf - w.unsqueeze(1)).abs()[1:].min()) > 1e-9
-    got = _draw_labels(z, stick_log_weights(state.v), state.mu, state.lam, w, chunk_rows)
+    got = draw_labels(z, stick_log_weights(state.v), state.mu, state.lam, w, chunk_rows)
     assert got.tolist() == want.tolist()
 
 

@@ -13,7 +13,7 @@ from pyromodels.bnp import (
     blocked_sweep,
     component_posterior,
 )
-from pyromodels.bnp.blocked import _draw_labels
+from pyromodels.bnp.blocked_assign import draw_labels
 from pyromodels.conjugate import NormalGamma
 
 LOG_2PI = math.log(2 * math.pi)
@@ -198,8 +198,8 @@ def test_cuda_sweep_agrees_with_cpu():
     w = 1.0 - torch.rand(z.shape[0], generator=torch.Generator().manual_seed(2))
     log_pi = torch.log_softmax(torch.randn(30, generator=torch.Generator().manual_seed(3)), 0)
     cuda = torch.device("cuda")
-    cpu_labels = _draw_labels(z, log_pi, state.mu, state.lam, w, 1000)
-    gpu_labels = _draw_labels(
+    cpu_labels = draw_labels(z, log_pi, state.mu, state.lam, w, 1000)
+    gpu_labels = draw_labels(
         z.to(cuda), log_pi.to(cuda), state.mu.to(cuda), state.lam.to(cuda), w.to(cuda), 1000
     )
     assert (gpu_labels.cpu() == cpu_labels).float().mean() > 0.999
