@@ -1,6 +1,7 @@
 """Bayesian nonparametric parts: the Chinese restaurant process, set partitions, and Gibbs
 samplers for a Dirichlet-process mixture of isotropic Gaussians with a Normal-Gamma base
-measure (Neal's Algorithms 2 and 3), as used by the DDPM family.
+measure (Neal's Algorithms 2 and 3, and a blocked sampler of the truncated model), as used by
+the DDPM family.
 
 - :mod:`.crp`: CRP partition probability, expected number of clusters, sequential sampler,
   Escobar-West concentration update.
@@ -11,8 +12,22 @@ measure (Neal's Algorithms 2 and 3), as used by the DDPM family.
 - :mod:`.dp_kernels`: compiled (numba) assignment passes.
 - :mod:`.dp_sweep`: one dispatcher per sweep (``backend="auto" | "numba" | "torch"``).
 - :mod:`.dp_joint`: instantiated and collapsed log joints, label-invariant statistics.
+- :mod:`.blocked`, :mod:`.blocked_model`, :mod:`.blocked_assign`: the truncated stick-breaking
+  model and its blocked Gibbs sampler (Ishwaran and James), vectorised in torch for CPU and GPU.
 """
 
+from .blocked import (
+    BlockedState,
+    assignment_logits,
+    blocked_init,
+    blocked_labels,
+    blocked_log_joint,
+    blocked_sweep,
+    component_posterior,
+    stick_log_weights,
+    stick_posterior,
+    truncated_dp_mixture,
+)
 from .crp import crp_expected_clusters, crp_log_prob, resample_concentration, sample_crp
 from .dp_conditional import AssignmentConditional, assignment_log_probs
 from .dp_joint import StateStatistics, collapsed_log_joint, log_joint, state_statistics
@@ -50,4 +65,14 @@ __all__ = [
     "AssignmentConditional",
     "state_statistics",
     "StateStatistics",
+    "BlockedState",
+    "assignment_logits",
+    "blocked_init",
+    "blocked_labels",
+    "blocked_log_joint",
+    "blocked_sweep",
+    "component_posterior",
+    "stick_log_weights",
+    "stick_posterior",
+    "truncated_dp_mixture",
 ]
