@@ -7,4 +7,5 @@ import adds its :class:`~pyromodels.registry.ModelEntry` objects; a new paper ad
 
 from .experiments.crowd import fit_entries as _crowd_models  # noqa: F401 - the crowd models
 from .experiments.crowd import reproduction as _crowd  # noqa: F401 - registers "crowd"
+from .experiments.ddpm import reproduction as _ddpm  # noqa: F401 - registers "ddpm"
 from .experiments.reference_mixture import reproduction as _mixture  # noqa: F401 - "gaussian-mixture"

@@ -13,6 +13,7 @@ G-means), the paper's metric row and the synthetic protocol.
 
 from .baselines import ClusteringResult, anderson_darling_normal, anderson_darling_pvalue, gmeans, kmeans
 from .crp import sample_crp_labels
+from .ddpm import DDPM
 from .exact import exact_partition_posterior, partition_log_marginal, set_partitions
 from .joint import (
     cluster_log_prior,
@@ -21,12 +22,16 @@ from .joint import (
     gaussian_log_likelihood,
     new_cluster_log_predictive,
 )
+from .mcem import MCEMSettings, fit_mcem
 from .model import DPMixture, DPMixtureSample, canonical_labels, dp_mixture_crp, state_values
 from .prior import EMPIRICAL, PAPER_PRESETS, PAPER_SCHEDULES, DPMixturePrior, PaperSchedule
 from .scores import PAPER_METRICS, paper_scores
 from .synthetic import SyntheticClusters, simulate_warped_clusters
 
 __all__ = [
+    "DDPM",
+    "MCEMSettings",
+    "fit_mcem",
     "DPMixturePrior",
     "PaperSchedule",
     "PAPER_PRESETS",
