@@ -11,6 +11,7 @@ measure (Neal's Algorithms 2 and 3), as used by the DDPM family.
 - :mod:`.dp_kernels`: compiled (numba) assignment passes.
 - :mod:`.dp_sweep`: one dispatcher per sweep (``backend="auto" | "numba" | "torch"``).
 - :mod:`.dp_joint`: instantiated and collapsed log joints, label-invariant statistics.
+- :mod:`.exact`: the exact posterior over the partitions of a tiny data set (a sampler's oracle).
 """
 
 from .crp import crp_expected_clusters, crp_log_prob, resample_concentration, sample_crp
@@ -18,6 +19,7 @@ from .dp_conditional import AssignmentConditional, assignment_log_probs
 from .dp_joint import StateStatistics, collapsed_log_joint, log_joint, state_statistics
 from .dp_state import DPState, init_state, resample_params
 from .dp_sweep import ChainResult, run_chain, sweep
+from .exact import exact_partition_posterior
 from .ng_predictive import new_cluster_log_predictive
 from .partitions import (
     canonical_labels,
@@ -46,6 +48,7 @@ __all__ = [
     "ChainResult",
     "log_joint",
     "collapsed_log_joint",
+    "exact_partition_posterior",
     "assignment_log_probs",
     "AssignmentConditional",
     "state_statistics",
