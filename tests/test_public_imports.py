@@ -17,6 +17,14 @@ PUBLIC = {
                         "simulate_annotations", "simulate_gaussian_mixture"],
     "pyromodels.diagnostics": ["to_inference_data", "relabel", "summary"],
     "pyromodels.metrics": ["ari", "nmi", "clustering_accuracy", "macro_f1"],
+    "pyromodels.bnp": ["crp_log_prob", "sample_crp", "canonical_labels", "set_partitions",
+                       "new_cluster_log_predictive", "collapsed_log_joint", "log_joint",
+                       "exact_partition_posterior", "init_state", "sweep", "run_chain", "DPState"],
+    "pyromodels.nn": ["NICE", "AdditiveCoupling", "StackedAutoencoder", "pretrain_autoencoder",
+                      "WeightCache"],
+    "pyromodels.ddpm": ["DPMixture", "DPMixturePrior", "dp_mixture_crp", "state_values",
+                        "complete_log_joint", "kmeans", "gmeans", "paper_scores",
+                        "simulate_warped_clusters", "PAPER_PRESETS"],
 }
 
 

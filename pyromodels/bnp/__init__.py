@@ -14,6 +14,7 @@ the DDPM family.
 - :mod:`.dp_joint`: instantiated and collapsed log joints, label-invariant statistics.
 - :mod:`.blocked`, :mod:`.blocked_model`, :mod:`.blocked_assign`: the truncated stick-breaking
   model and its blocked Gibbs sampler (Ishwaran and James), vectorised in torch for CPU and GPU.
+- :mod:`.exact`: the exact posterior over the partitions of a tiny data set (a sampler's oracle).
 """
 
 from .blocked import (
@@ -33,6 +34,7 @@ from .dp_conditional import AssignmentConditional, assignment_log_probs
 from .dp_joint import StateStatistics, collapsed_log_joint, log_joint, state_statistics
 from .dp_state import DPState, init_state, resample_params
 from .dp_sweep import ChainResult, run_chain, sweep
+from .exact import exact_partition_posterior
 from .ng_predictive import new_cluster_log_predictive
 from .partitions import (
     canonical_labels,
@@ -61,6 +63,7 @@ __all__ = [
     "ChainResult",
     "log_joint",
     "collapsed_log_joint",
+    "exact_partition_posterior",
     "assignment_log_probs",
     "AssignmentConditional",
     "state_statistics",

@@ -9,8 +9,12 @@ These are the terms of the complete-data log joint of the paper (eqs. 16-19)::
                            + sum_i log |det df/dy_i|
 
 with the CRP's exchangeable partition probability function
-``p(c) = alpha^K Gamma(alpha) / Gamma(alpha + N) prod_k Gamma(n_k)``. The Pyro program of
-:mod:`pyromodels.ddpm.model` defines the same joint; its tests check these against it.
+``p(c) = alpha^K Gamma(alpha) / Gamma(alpha + N) prod_k Gamma(n_k)``
+(:func:`pyromodels.bnp.crp_log_prob` of the cluster sizes). The Pyro program of
+:mod:`pyromodels.ddpm.model` defines the same joint; its tests check these against it. The
+new-cluster predictive of eq. 24 and the collapsed joint are the DP-mixture part's
+(:func:`pyromodels.bnp.new_cluster_log_predictive`, :func:`pyromodels.bnp.collapsed_log_joint`,
+with the base measure :meth:`DPMixturePrior.normal_gamma`).
 
 A state's labels ``c`` take the values ``0..K-1``, each at least once, and ``mu[k]``,
 ``lam[k]`` belong to label ``k`` (any order of the labels: the joint is invariant).
@@ -18,9 +22,15 @@ A state's labels ``c`` take the values ``0..K-1``, each at least once, and ``mu[
 Example:
     >>> import torch
     >>> from pyromodels.ddpm import DPMixturePrior
+    >>> z = torch.tensor([[0.0], [0.5], [3.0]], dtype=torch.float64)
     >>> c = torch.tensor([0, 0, 1])
-    >>> round(float(crp_log_eppf(c, 1.0)), 6)  # 1 * Gamma(1)/Gamma(4) * Gamma(2) Gamma(1) = 1/6
-    -1.791759
+    >>> mu = torch.tensor([[0.2], [3.1]], dtype=torch.float64)
+    >>> lam = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    >>> prior = DPMixturePrior(alpha=1.0)
+    >>> parts = (gaussian_log_likelihood(z, c, mu, lam) + cluster_log_prior(mu, lam, prior)
+    ...          + math.log(1 / 6))  # the EPPF: 1 * Gamma(1)/Gamma(4) * Gamma(2) Gamma(1)
+    >>> bool(torch.isclose(complete_log_joint(z, c, mu, lam, prior), parts))
+    True
 """
 
 from __future__ import annotations
@@ -29,16 +39,11 @@ import math
 
 import torch
 
-from ..checks import as_float_tensor, as_label_tensor, check_bool, check_positive
+from ..bnp import crp_log_prob
+from ..checks import as_float_tensor, as_label_tensor
 from .prior import DPMixturePrior
 
-__all__ = [
-    "crp_log_eppf",
-    "cluster_log_prior",
-    "gaussian_log_likelihood",
-    "complete_log_joint",
-    "new_cluster_log_predictive",
-]
+__all__ = ["cluster_log_prior", "gaussian_log_likelihood", "complete_log_joint"]
 
 _LOG_2PI = math.log(2 * math.pi)
 
@@ -52,26 +57,6 @@ def _occupied_labels(labels, num_clusters: int | None = None) -> torch.Tensor:
     if int((torch.bincount(c, minlength=k) == 0).sum()):
         raise ValueError(f"labels must use every value in 0..{k - 1} (no empty cluster)")
     return c
-
-
-def crp_log_eppf(labels, alpha: float) -> torch.Tensor:
-    """Log probability of the partition induced by ``labels`` under CRP(alpha) (eq. 8).
-
-    ``log p(c) = K log alpha + lgamma(alpha) - lgamma(alpha + N) + sum_k lgamma(n_k)``.
-
-    Args:
-        labels: ``(N,)`` integer labels ``0..K-1``, every value used.
-        alpha: concentration ``> 0``.
-
-    Returns:
-        0-d float64 tensor.
-    """
-    c = _occupied_labels(labels)
-    alpha = check_positive(alpha, "alpha")
-    n_k = torch.bincount(c).to(torch.float64)
-    num = c.shape[0]
-    return (n_k.shape[0] * math.log(alpha) + math.lgamma(alpha) - math.lgamma(alpha + num)
-            + torch.lgamma(n_k).sum())
 
 
 def _state(z, labels, mu, lam):
@@ -136,7 +121,7 @@ def complete_log_joint(z, labels, mu, lam, prior: DPMixturePrior, log_abs_det=No
     """
     z, c, mu, lam = _state(z, labels, mu, lam)
     total = (gaussian_log_likelihood(z, c, mu, lam) + cluster_log_prior(mu, lam, prior, z)
-             + crp_log_eppf(c, prior.alpha).to(z.dtype))
+             + crp_log_prob(torch.bincount(c), prior.alpha).to(z.dtype))
     if log_abs_det is not None:
         det = as_float_tensor(log_abs_det, "log_abs_det", ndim=1, dtype=z.dtype)
         if det.shape[0] != z.shape[0]:
@@ -144,41 +129,3 @@ def complete_log_joint(z, labels, mu, lam, prior: DPMixturePrior, log_abs_det=No
                              f"got {det.shape[0]}")
         total = total + det.sum()
     return total
-
-
-def new_cluster_log_predictive(z, prior: DPMixturePrior, data=None,
-                               paper_literal: bool = False) -> torch.Tensor:
-    """``log m(z_i)``: the density of a point under the base measure, integrated (eq. 24).
-
-    With ``kappa' = kappa0 + 1``, ``alpha' = alpha0 + d/2`` and
-    ``beta' = beta0 + kappa0 ||z - mu0||^2 / (2 (kappa0 + 1))``::
-
-        log m(z) = lgamma(alpha') - lgamma(alpha0) + alpha0 log beta0 - alpha' log beta'
-                   + (d/2) (log kappa0 - log kappa') - (d/2) log(2 pi),
-
-    the isotropic Student-t with ``2 alpha0`` degrees of freedom, location ``mu0`` and scale
-    ``sqrt(beta0 (kappa0 + 1) / (alpha0 kappa0))``. The paper prints ``(1/2)`` in place of
-    ``(d/2)`` in the ``kappa`` term, which is right only for ``d = 1``; ``paper_literal=True``
-    reproduces that version, which adds ``((d - 1)/2) log((kappa0 + 1)/kappa0)`` nats.
-
-    Args:
-        z: ``(..., d)`` points.
-        prior: the hyperparameters.
-        data: ``(N, d)`` points, used only to resolve ``mu0 = "empirical"``.
-        paper_literal: use the paper's ``(1/2)`` term.
-
-    Returns:
-        ``(...)`` log densities.
-    """
-    check_bool(paper_literal, "paper_literal")
-    z = as_float_tensor(z, "z")
-    if z.dim() < 1:
-        raise ValueError("z must have a last axis of length d, got a 0-d value")
-    d = z.shape[-1]
-    loc = prior.loc(d, data, dtype=z.dtype, device=z.device)
-    k0, a0, b0 = prior.kappa0, prior.alpha0, prior.beta0
-    a1, k1 = a0 + 0.5 * d, k0 + 1.0
-    b1 = b0 + k0 * ((z - loc) ** 2).sum(-1) / (2.0 * k1)
-    factor = 0.5 if paper_literal else 0.5 * d
-    return (math.lgamma(a1) - math.lgamma(a0) + a0 * math.log(b0) - a1 * torch.log(b1)
-            + factor * (math.log(k0) - math.log(k1)) - 0.5 * d * _LOG_2PI)

@@ -40,13 +40,13 @@ import pyro.distributions as dist
 import torch
 from torch.distributions import Transform
 
+from ..bnp import canonical_labels, sample_crp
 from ..checks import as_float_tensor, as_label_tensor, check_in, check_int
 from ..core.model import Model
-from .crp import sample_crp_labels
 from .joint import complete_log_joint
 from .prior import EMPIRICAL, DPMixturePrior
 
-__all__ = ["dp_mixture_crp", "state_values", "canonical_labels", "DPMixture", "DPMixtureSample"]
+__all__ = ["dp_mixture_crp", "state_values", "DPMixture", "DPMixtureSample"]
 
 
 def _check_flow(flow):
@@ -135,29 +135,13 @@ def dp_mixture_crp(num_points: int, dim: int, prior: DPMixturePrior, z=None, *, 
         return pyro.sample(name, _observation(mu[c], scale, flow), obs=obs)
 
 
-def canonical_labels(labels) -> tuple[torch.Tensor, torch.Tensor]:
-    """Relabel clusters in order of first appearance.
-
-    Args:
-        labels: ``(N,)`` non-negative integer labels.
-
-    Returns:
-        ``(new_labels, order)``: ``new_labels[i] = j`` where ``order[j]`` is the ``j``-th
-        distinct old label met, so ``old_param[order]`` reorders per-cluster parameters.
-
-    Example:
-        >>> canonical_labels([2, 2, 0, 5])[0].tolist()
-        [0, 0, 1, 2]
-    """
-    c = as_label_tensor(labels, "labels")
-    order, seen = [], {}
-    new = []
-    for v in c.tolist():
-        if v not in seen:
-            seen[v] = len(order)
-            order.append(v)
-        new.append(seen[v])
-    return torch.tensor(new, dtype=torch.long), torch.tensor(order, dtype=torch.long)
+def _canonical_labels_and_order(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`pyromodels.bnp.canonical_labels` of ``labels`` and ``order``, the old label of
+    each new one (``order[j]`` is the ``j``-th distinct old label met), so that
+    ``old_param[order]`` reorders per-cluster parameters."""
+    new = canonical_labels(labels)
+    order = torch.empty(int(new.max()) + 1, dtype=torch.long).scatter_(0, new, labels.cpu())
+    return new, order
 
 
 def state_values(labels, mu, lam) -> dict:
@@ -177,7 +161,7 @@ def state_values(labels, mu, lam) -> dict:
     c = as_label_tensor(labels, "labels", num_classes=mu.shape[0])
     if lam.shape[0] != mu.shape[0]:
         raise ValueError(f"lam must have one entry per row of mu ({mu.shape[0]}), got {lam.shape[0]}")
-    new, order = canonical_labels(c)
+    new, order = _canonical_labels_and_order(c)
     if order.shape[0] != mu.shape[0]:
         raise ValueError(f"labels must use every value in 0..{mu.shape[0] - 1} (no empty cluster)")
     values = {f"c_{i}": new[i] for i in range(new.shape[0])}
@@ -298,7 +282,7 @@ class DPMixture(Model):
                 raise ValueError("dim is needed unless mu0 is a vector")
             dim = len(self.prior.mu0)
         ng = self.prior.normal_gamma(dim, dtype=dtype)
-        c = sample_crp_labels(num, self.prior.alpha, generator)
+        c = sample_crp(num, self.prior.alpha, generator)
         mu, lam = ng.sample(generator, (int(c.max()) + 1,))
         noise = torch.randn(num, ng.dim, dtype=dtype, generator=generator)
         z = mu[c] + torch.rsqrt(lam)[c].unsqueeze(-1) * noise

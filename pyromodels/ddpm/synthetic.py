@@ -29,9 +29,9 @@ from dataclasses import dataclass
 import torch
 from torch.distributions import Transform
 
+from ..bnp import sample_crp
 from ..checks import check_int, check_positive, check_stochastic
 from ..core.seeding import make_generator
-from .crp import sample_crp_labels
 
 __all__ = ["SyntheticClusters", "simulate_warped_clusters"]
 
@@ -125,7 +125,7 @@ def simulate_warped_clusters(
         if num_clusters is not None or proportions is not None:
             raise ValueError("crp_alpha draws the labels from a CRP: leave num_clusters and "
                              "proportions as None")
-        labels = sample_crp_labels(num, check_positive(crp_alpha, "crp_alpha"), gen)
+        labels = sample_crp(num, check_positive(crp_alpha, "crp_alpha"), gen)
         k = int(labels.max()) + 1
     else:
         if num_clusters is None:

@@ -9,12 +9,11 @@ MODULES = [
     "pyromodels.ddpm.prior",
     "pyromodels.ddpm.model",
     "pyromodels.ddpm.joint",
-    "pyromodels.ddpm.crp",
-    "pyromodels.ddpm.exact",
     "pyromodels.ddpm.baselines",
     "pyromodels.ddpm.scores",
     "pyromodels.ddpm.synthetic",
     "pyromodels.experiments.ddpm.paper_numbers",
+    "pyromodels.bnp.exact",  # the partition-posterior oracle these tests build on
 ]
 
 

@@ -9,17 +9,9 @@ import torch
 from pyro import poutine
 from torch.distributions.transforms import AffineTransform, ExpTransform, identity_transform
 
+from pyromodels.bnp import canonical_labels, crp_log_prob
 from pyromodels.core.seeding import seeded
-from pyromodels.ddpm import (
-    DPMixture,
-    DPMixturePrior,
-    canonical_labels,
-    complete_log_joint,
-    crp_log_eppf,
-    dp_mixture_crp,
-    sample_crp_labels,
-    state_values,
-)
+from pyromodels.ddpm import DPMixture, DPMixturePrior, complete_log_joint, dp_mixture_crp, state_values
 
 PRIOR = DPMixturePrior(mu0=(0.5, -1.0, 0.25), kappa0=0.7, alpha0=3.0, beta0=2.0, alpha=1.3)
 
@@ -72,7 +64,7 @@ def test_the_sequential_seating_probabilities_multiply_to_the_eppf():
     # by hand: 1 * 1/1.4 * .4/2.4 * 2/3.4 * .4/4.4 * 1/5.4 * 2/6.4 * .4/7.4
     by_hand = math.log(1 / 1.4 * 0.4 / 2.4 * 2 / 3.4 * 0.4 / 4.4 * 1 / 5.4 * 2 / 6.4 * 0.4 / 7.4)
     assert seating == pytest.approx(by_hand, rel=1e-13)
-    assert float(crp_log_eppf(labels, 0.4)) == pytest.approx(by_hand, rel=1e-13)
+    assert float(crp_log_prob(torch.bincount(labels), 0.4)) == pytest.approx(by_hand, rel=1e-13)
 
 
 @pytest.mark.parametrize("event_dim", [0, 1])
@@ -133,10 +125,10 @@ def _crp_k_moments(num, alpha):
 def test_simulated_number_of_clusters_follows_the_crp():
     # E[K] = sum_i alpha/(alpha+i-1), Var[K] = sum_i p_i(1-p_i) (independent indicators of a new
     # table); the mean of R draws has sd sqrt(Var/R): 4 sd bounds a false alarm by 6e-5.
-    num, alpha, reps = 15, 1.3, 3000
-    gen = torch.Generator().manual_seed(11)
-    ks = np.array([int(sample_crp_labels(num, alpha, gen).max()) + 1 for _ in range(reps)])
-    mean, var = _crp_k_moments(num, alpha)
+    num, reps = 15, 3000
+    model, gen = DPMixture(PRIOR), torch.Generator().manual_seed(11)
+    ks = np.array([model.simulate(num, gen).num_clusters for _ in range(reps)])
+    mean, var = _crp_k_moments(num, PRIOR.alpha)
     assert abs(ks.mean() - mean) < 4 * math.sqrt(var / reps)
 
 
@@ -166,15 +158,19 @@ def test_simulate_is_reproducible_and_uses_only_its_generator():
     assert torch.equal(a.z, b.z) and torch.equal(a.labels, b.labels)
     assert a.y is None
     assert int(a.labels[0]) == 0
-    new, _ = canonical_labels(a.labels)
-    assert torch.equal(new, a.labels)
+    assert torch.equal(canonical_labels(a.labels), a.labels)
 
 
-def test_canonical_labels_and_state_values():
-    new, order = canonical_labels(torch.tensor([2, 2, 0, 5, 0]))
-    assert new.tolist() == [0, 0, 1, 2, 1] and order.tolist() == [2, 0, 5]
+def test_state_values_renumber_clusters_in_order_of_first_appearance():
+    # labels [2, 2, 0, 1, 0] become [0, 0, 1, 2, 1]: new cluster k is old cluster [2, 0, 1][k]
     mu = torch.arange(6.0).reshape(3, 2)
-    values = state_values(torch.tensor([1, 0, 2]), mu, torch.tensor([1.0, 2.0, 3.0]))
+    lam = torch.tensor([1.0, 2.0, 3.0])
+    values = state_values(torch.tensor([2, 2, 0, 1, 0]), mu, lam)
+    assert [values[f"c_{i}"].item() for i in range(5)] == [0, 0, 1, 2, 1]
+    for k, old in enumerate([2, 0, 1]):
+        assert values[f"mu_{k}"].tolist() == mu[old].tolist()
+        assert float(values[f"lam_{k}"]) == float(lam[old])
+    values = state_values(torch.tensor([1, 0, 2]), mu, lam)
     assert values["c_0"].item() == 0 and values["c_2"].item() == 2
     assert values["mu_0"].tolist() == [2.0, 3.0] and float(values["lam_0"]) == 2.0
 
