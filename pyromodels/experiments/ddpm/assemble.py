@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, replace
+
 import pandas as pd
 
 from ...ddpm import PAPER_METRICS
 from .paper_numbers import TABLE_1
-from .table1 import METHOD_ORDER
+from .table1 import METHOD_ORDER, ProtocolSettings
 
-__all__ = ["assemble", "ours_table", "paper_rows", "difference_table", "REASONS"]
+__all__ = ["assemble", "settings_record", "ours_table", "paper_rows", "difference_table", "REASONS"]
 
 #: why our numbers and the paper's differ, said once for the table
 REASONS = (
@@ -112,8 +114,6 @@ def _figures(runs: dict, features: dict, seed: int) -> dict:
 def assemble(name: str, plan, runs: dict, features: dict, prior, seconds: float):
     """The :class:`~pyromodels.report.DemoResult` of a run."""
     from ...report import DemoResult
-    from .reproduction import settings_record
-
     sensitivity = [row for run in runs.values() for row in run.sensitivity]
     tables = {
         "Table 1 (ours): F, V, ARI, ACC* and K per data set": ours_table(runs),
@@ -137,3 +137,15 @@ def assemble(name: str, plan, runs: dict, features: dict, prior, seconds: float)
                       for n, run in runs.items() for m, post in run.fits.items()}
     return DemoResult(name=name, summary=_summary(runs, plan), metrics=metrics, tables=tables,
                       figures=_figures(runs, features, 0), inference_data=inference_data)
+
+
+def settings_record(plan) -> dict:
+    """A run's plan (:class:`~.reproduction.Plan`) as JSON-ready values (for ``metrics.json``)."""
+    return {"images": list(plan.images), "autoencoder": asdict(plan.autoencoder),
+            "images_protocol": _protocol_record(plan.images_protocol),
+            "synthetic_points": plan.synthetic_points,
+            "synthetic_protocol": _protocol_record(plan.synthetic_protocol)}
+
+
+def _protocol_record(p: ProtocolSettings) -> dict:
+    return {**asdict(replace(p, mcem=None)), "mcem": asdict(p.mcem)}

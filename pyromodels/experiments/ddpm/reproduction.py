@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...core.device import num_threads
@@ -181,18 +181,6 @@ def loader(path: str | None):
 def default_model() -> DDPM:
     """The registered model: :class:`~pyromodels.ddpm.DDPM` with the synthetic set's prior."""
     return DDPM(SYNTHETIC_PRIOR, hidden=(64,))
-
-
-def settings_record(plan: Plan) -> dict:
-    """The plan as JSON-ready values (for ``metrics.json``)."""
-    return {"images": list(plan.images), "autoencoder": asdict(plan.autoencoder),
-            "images_protocol": _protocol_record(plan.images_protocol),
-            "synthetic_points": plan.synthetic_points,
-            "synthetic_protocol": _protocol_record(plan.synthetic_protocol)}
-
-
-def _protocol_record(p: ProtocolSettings) -> dict:
-    return {**asdict(replace(p, mcem=None)), "mcem": asdict(p.mcem)}
 
 
 ENTRY = register(
