@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, fields
 
 import torch
 
-from ..bnp import DPState, init_state, log_joint, resample_params, run_chain
+from ..bnp import DPState, canonical_labels, init_state, log_joint, resample_params, run_chain
 from ..checks import as_float_tensor, check_bool, check_in, check_int, check_positive
 from ..core.checkpoint import Checkpointer, clone_tree, read_checkpoint
 from ..core.posterior import Posterior, make_attrs
@@ -229,6 +229,17 @@ def _outcome(run: _Run, y) -> dict:
             "lam": lam.clone(), "z": z, "flow": run.flow}
 
 
+def _label_order(assignments: torch.Tensor, ids: torch.Tensor):
+    """``(labels, order)``: the canonical labels ``0..K-1`` (by first appearance) of the
+    cluster ids ``assignments``, and the rows of ``ids`` (the clusters' ids in the sampler's
+    order) that put label ``k``'s cluster in row ``k``."""
+    labels = canonical_labels(assignments)
+    id_of_label = torch.empty(int(labels.max()) + 1, dtype=assignments.dtype)
+    id_of_label[labels] = assignments
+    row = {int(i): r for r, i in enumerate(ids.tolist())}
+    return labels, torch.tensor([row[int(i)] for i in id_of_label.tolist()], dtype=torch.long)
+
+
 def fit_mcem(model, y, prior: DPMixturePrior, flow=None, settings: MCEMSettings | None = None,
              *, seed: int | None = None, progress: bool = True, checkpoint=None,
              checkpoint_every: int | None = None, resume=None) -> Posterior:
@@ -253,12 +264,11 @@ def fit_mcem(model, y, prior: DPMixturePrior, flow=None, settings: MCEMSettings 
         ``num_clusters`` and ``largest_cluster`` and ``sample_stats["lp"]`` (the complete-data
         log joint) shaped ``(restart, round)``, ``losses`` the mean M-step loss per round
         ``(restart, round)``, and ``params``: ``labels`` ``(N,)`` (canonical, ``0..K-1`` by
-        first appearance), ``cluster_ids``, ``mu`` ``(K, d)``, ``lam`` ``(K,)``, ``z`` (the
-        final features), ``flow`` (the best restart's flow) and ``best_restart``.
+        first appearance) and, row ``k`` for label ``k``, ``cluster_ids`` (the sampler's
+        stable ids), ``mu`` ``(K, d)`` and ``lam`` ``(K,)``; ``z`` (the final features),
+        ``flow`` (the best restart's flow) and ``best_restart``.
     """
     import time
-
-    from ..bnp import canonical_labels
 
     start = time.perf_counter()
     settings = MCEMSettings() if settings is None else settings
@@ -308,7 +318,7 @@ def fit_mcem(model, y, prior: DPMixturePrior, flow=None, settings: MCEMSettings 
             keeper.commit((r + 1) * settings.rounds,
                           {"done": copy.deepcopy(done), "best": best, "current": None})
         keeper.write()
-    labels = canonical_labels(best["assignments"])
+    labels, order = _label_order(best["assignments"], best["ids"])
     traces = {name: torch.tensor([d[name] for d in done], dtype=torch.float64)
               for name in round_trace_names()}
     return Posterior(
@@ -317,8 +327,8 @@ def fit_mcem(model, y, prior: DPMixturePrior, flow=None, settings: MCEMSettings 
         method="mcem",
         sample_stats={"lp": traces["log_joint"].double()},
         losses=traces["flow_loss"].double(),
-        params={"labels": labels, "cluster_ids": best["ids"], "mu": best["mu"],
-                "lam": best["lam"], "z": best["z"], "flow": best["flow"],
+        params={"labels": labels, "cluster_ids": best["ids"][order], "mu": best["mu"][order],
+                "lam": best["lam"][order], "z": best["z"], "flow": best["flow"],
                 "best_restart": best["restart"], "log_joint": best["log_joint"]},
         diagnostics={"final_log_joint": [d["log_joint"][-1] for d in done],
                      "best_restart": best["restart"]},
