@@ -68,6 +68,13 @@ class MCEMSettings:
             (collapsed).
         paper_literal: use eq. 24 as printed for a new cluster's weight (the (1/2) term).
         backend: the sampler's backend, ``"auto"``, ``"numba"`` or ``"torch"``.
+        alpha_prior: ``(shape, rate)`` of a Gamma hyperprior on the concentration, which is
+            then redrawn after every sweep (Escobar and West 1995) and carried across rounds;
+            ``None`` (default) keeps the prior's ``alpha`` fixed, as the paper does.
+        feature_snapshots: keep ``z = f(y)`` of the first ``snapshot_points`` points at this
+            many rounds spread evenly from the first to the last (0: none), for views of the
+            features over the rounds.
+        snapshot_points: how many points a snapshot keeps.
     """
 
     rounds: int = 20
@@ -80,6 +87,9 @@ class MCEMSettings:
     algorithm: str = "alg2"
     paper_literal: bool = False
     backend: str = "auto"
+    alpha_prior: tuple[float, float] | None = None
+    feature_snapshots: int = 0
+    snapshot_points: int = 2000
 
     def __post_init__(self):
         for name in ("rounds", "gibbs_sweeps", "flow_epochs", "batch_size", "init_clusters",
@@ -89,11 +99,26 @@ class MCEMSettings:
         check_in(self.algorithm, "algorithm", ALGORITHMS)
         check_bool(self.paper_literal, "paper_literal")
         check_in(self.backend, "backend", ("auto", "numba", "torch"))
+        check_int(self.feature_snapshots, "feature_snapshots", minimum=0)
+        check_int(self.snapshot_points, "snapshot_points", minimum=1)
+        if self.alpha_prior is not None:
+            if not isinstance(self.alpha_prior, tuple) or len(self.alpha_prior) != 2:
+                raise TypeError(f"alpha_prior must be a (shape, rate) tuple or None, got "
+                                f"{self.alpha_prior!r}")
+            for value, name in zip(self.alpha_prior, ("alpha_prior[0]", "alpha_prior[1]")):
+                check_positive(value, name)
+
+    def snapshot_rounds(self) -> tuple[int, ...]:
+        """The rounds (from 0) whose features are kept (see ``feature_snapshots``)."""
+        if self.feature_snapshots == 0:
+            return ()
+        steps = torch.linspace(0, self.rounds - 1, self.feature_snapshots)
+        return tuple(sorted({int(round(float(v))) for v in steps}))
 
 
 def round_trace_names() -> tuple[str, ...]:
     """The per-round statistics every run records, in order."""
-    return ("num_clusters", "largest_cluster", "log_joint", "flow_loss")
+    return ("num_clusters", "largest_cluster", "log_joint", "flow_loss", "alpha")
 
 
 def _features(flow, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -170,22 +195,27 @@ def _init_run(y, flow0, prior: DPMixturePrior, settings, seed: int):
     return flow, optimiser, generator, state
 
 
-def _round(y, flow, optimiser, state, prior, settings, generator) -> dict:
-    """One E-step and one M-step; the round's label-invariant statistics."""
-    z, log_det = _features(flow, y)
+def _round(y, run, prior, settings, index: int) -> dict:
+    """Round ``index`` of ``run``: one E-step and one M-step; the round's label-invariant
+    statistics (``run``'s chain, flow, concentration and snapshots move on)."""
+    z, log_det = _features(run.flow, y)
+    if index in settings.snapshot_rounds():
+        run.snapshots[index] = z[:settings.snapshot_points].to(torch.float32).clone()
     base = prior.normal_gamma(z.shape[1], data=z)
-    run_chain(z, state, base, prior.alpha, generator, settings.gibbs_sweeps,
-              algorithm=settings.algorithm, backend=settings.backend,
-              paper_literal=settings.paper_literal)
+    state = run.state
+    chain = run_chain(z, state, base, run.alpha, run.generator, settings.gibbs_sweeps,
+                      algorithm=settings.algorithm, backend=settings.backend,
+                      paper_literal=settings.paper_literal, alpha_prior=settings.alpha_prior)
+    run.alpha = chain.alpha
     if not state.has_params:  # the collapsed sampler draws the parameters once, for the M-step
-        resample_params(z, state, base, generator)
-    joint = float(log_joint(z, state, base, prior.alpha)) + float(log_det.sum())
+        resample_params(z, state, base, run.generator)
+    joint = float(log_joint(z, state, base, run.alpha)) + float(log_det.sum())
     loss = float("nan")
-    if optimiser is not None:
-        loss = _m_step(flow, optimiser, y, state, settings, generator)
+    if run.optimiser is not None:
+        loss = _m_step(run.flow, run.optimiser, y, state, settings, run.generator)
     sizes = state.cluster_sizes
     return {"num_clusters": state.num_clusters, "largest_cluster": int(sizes.max()),
-            "log_joint": joint, "flow_loss": loss}
+            "log_joint": joint, "flow_loss": loss, "alpha": run.alpha}
 
 
 def _state_dict(state: DPState) -> dict:
@@ -199,7 +229,9 @@ class _Run:
         self.flow, self.optimiser, self.generator, self.state = _init_run(
             y, flow0, prior, settings, seed)
         self.traces = {name: [] for name in round_trace_names()}
+        self.alpha, self.snapshots = prior.alpha, {}
         if saved is not None:
+            self.alpha, self.snapshots = saved["alpha"], dict(saved["snapshots"])
             self.state = DPState(**saved["state"])
             self.generator.set_state(saved["generator"])
             self.traces = {k: list(v) for k, v in saved["traces"].items()}
@@ -213,6 +245,7 @@ class _Run:
 
     def snapshot(self) -> dict:
         return {"state": _state_dict(self.state), "generator": self.generator.get_state(),
+                "alpha": self.alpha, "snapshots": dict(self.snapshots),
                 "traces": copy.deepcopy(self.traces),
                 "flow": (None if self.optimiser is None
                          else clone_tree(self.flow.state_dict())),
@@ -226,7 +259,7 @@ def _outcome(run: _Run, y) -> dict:
     ids, mu, lam = run.state.cluster_params()
     return {"traces": copy.deepcopy(run.traces), "log_joint": run.traces["log_joint"][-1],
             "assignments": run.state.assignments.clone(), "ids": ids.clone(), "mu": mu.clone(),
-            "lam": lam.clone(), "z": z, "flow": run.flow}
+            "lam": lam.clone(), "z": z, "flow": run.flow, "snapshots": dict(run.snapshots)}
 
 
 def _label_order(assignments: torch.Tensor, ids: torch.Tensor):
@@ -261,12 +294,13 @@ def fit_mcem(model, y, prior: DPMixturePrior, flow=None, settings: MCEMSettings 
 
     Returns:
         A :class:`~pyromodels.core.Posterior` with ``method="mcem"``: ``samples``
-        ``num_clusters`` and ``largest_cluster`` and ``sample_stats["lp"]`` (the complete-data
-        log joint) shaped ``(restart, round)``, ``losses`` the mean M-step loss per round
+        ``num_clusters``, ``largest_cluster`` and ``alpha`` and ``sample_stats["lp"]`` (the
+        complete-data log joint) shaped ``(restart, round)``, ``losses`` the mean M-step loss per round
         ``(restart, round)``, and ``params``: ``labels`` ``(N,)`` (canonical, ``0..K-1`` by
         first appearance) and, row ``k`` for label ``k``, ``cluster_ids`` (the sampler's
         stable ids), ``mu`` ``(K, d)`` and ``lam`` ``(K,)``; ``z`` (the final features),
-        ``flow`` (the best restart's flow) and ``best_restart``.
+        ``flow`` (the best restart's flow), ``best_restart`` and ``feature_snapshots``
+        (``{round: z of the first snapshot_points points}``, rounds counted from 1).
     """
     import time
 
@@ -302,8 +336,7 @@ def fit_mcem(model, y, prior: DPMixturePrior, flow=None, settings: MCEMSettings 
             current[0] = run
             bar.update(run.rounds_done)
             for t in range(run.rounds_done, settings.rounds):
-                for name, value in _round(y, run.flow, run.optimiser, run.state, prior,
-                                          settings, run.generator).items():
+                for name, value in _round(y, run, prior, settings, t).items():
                     run.traces[name].append(value)
                 bar.update()
                 bar.set_postfix(K=run.traces["num_clusters"][-1])
@@ -323,13 +356,15 @@ def fit_mcem(model, y, prior: DPMixturePrior, flow=None, settings: MCEMSettings 
               for name in round_trace_names()}
     return Posterior(
         samples={"num_clusters": traces["num_clusters"].long(),
-                 "largest_cluster": traces["largest_cluster"].long()},
+                 "largest_cluster": traces["largest_cluster"].long(),
+                 "alpha": traces["alpha"]},
         method="mcem",
         sample_stats={"lp": traces["log_joint"].double()},
         losses=traces["flow_loss"].double(),
         params={"labels": labels, "cluster_ids": best["ids"][order], "mu": best["mu"][order],
                 "lam": best["lam"][order], "z": best["z"], "flow": best["flow"],
-                "best_restart": best["restart"], "log_joint": best["log_joint"]},
+                "best_restart": best["restart"], "log_joint": best["log_joint"],
+                "feature_snapshots": {t + 1: v for t, v in best["snapshots"].items()}},
         diagnostics={"final_log_joint": [d["log_joint"][-1] for d in done],
                      "best_restart": best["restart"]},
         attrs=make_attrs("mcem", seed, y.device, start, settings=asdict(settings)),

@@ -120,7 +120,8 @@ def test_a_run_interrupted_between_rounds_resumes_to_the_uninterrupted_result(tm
                                                                                monkeypatch):
     y, _ = _blobs(n_per=15)
     settings = MCEMSettings(rounds=3, gibbs_sweeps=2, flow_epochs=1, batch_size=16,
-                            init_clusters=4, restarts=2)
+                            init_clusters=4, restarts=2, alpha_prior=(2.0, 1.0),
+                            feature_snapshots=2, snapshot_points=10)
     whole = DPMixture(PRIOR, _flow()).fit(y, settings=settings, seed=7, progress=False)
 
     calls = {"n": 0}
@@ -144,6 +145,27 @@ def test_a_run_interrupted_between_rounds_resumes_to_the_uninterrupted_result(tm
     assert torch.equal(resumed.sample_stats["lp"], whole.sample_stats["lp"])
     assert torch.equal(resumed.samples["num_clusters"], whole.samples["num_clusters"])
     assert torch.allclose(resumed.params["z"], whole.params["z"], rtol=0, atol=0)
+    assert torch.equal(resumed.samples["alpha"], whole.samples["alpha"])
+    snaps = resumed.params["feature_snapshots"]
+    assert sorted(snaps) == [1, 3] and snaps[3].shape == (10, 2)
+    assert all(torch.equal(snaps[t], whole.params["feature_snapshots"][t]) for t in snaps)
+
+
+def test_concentration_is_redrawn_only_with_a_hyperprior():
+    y, _ = _blobs(n_per=10)
+    fixed = DPMixture(PRIOR).fit(y, settings=MCEMSettings(rounds=3, init_clusters=3), seed=0,
+                                 progress=False)
+    assert bool((fixed.samples["alpha"] == PRIOR.alpha).all())
+    drawn = DPMixture(PRIOR).fit(y, settings=MCEMSettings(rounds=3, init_clusters=3,
+                                                          alpha_prior=(2.0, 1.0)),
+                                 seed=0, progress=False)
+    assert len(set(drawn.samples["alpha"][0].tolist())) == 3
+
+
+def test_snapshot_rounds_spread_from_first_to_last():
+    assert MCEMSettings(rounds=10, feature_snapshots=4).snapshot_rounds() == (0, 3, 6, 9)
+    assert MCEMSettings(rounds=2, feature_snapshots=5).snapshot_rounds() == (0, 1)
+    assert MCEMSettings(rounds=5).snapshot_rounds() == ()
 
 
 def test_resume_refuses_other_settings(tmp_path):
@@ -180,6 +202,7 @@ def test_bad_fit_arguments(kwargs, error, match):
     ("lr", 0.0, "lr must be > 0"),
     ("algorithm", "alg8", "algorithm must be one of"),
     ("backend", "cuda", "backend must be one of"),
+    ("alpha_prior", (1.0, -1.0), "alpha_prior\\[1\\] must be > 0"),
 ])
 def test_bad_settings(field, value, match):
     with pytest.raises(ValueError, match=match):

@@ -94,7 +94,7 @@ def _summary(runs: dict, plan) -> str:
 
 def _figures(runs: dict, features: dict, seed: int) -> dict:
     from .features import Features
-    from .figures import plot_decoded_centres, plot_features, plot_rounds
+    from .figures import plot_decoded_centres, plot_feature_rounds, plot_features, plot_rounds
 
     out = {}
     for name, run in runs.items():
@@ -104,6 +104,10 @@ def _figures(runs: dict, features: dict, seed: int) -> dict:
         ddpm = run.fits["DDPM"]
         out[f"{name}: features before and after the flow"] = plot_features(
             feats.y, ddpm.params["z"], feats.labels, f"{name}: the flow's effect", seed=seed)
+        snapshots = ddpm.params["feature_snapshots"]
+        if len(snapshots) > 1:
+            out[f"{name}: DDPM's z over the rounds"] = plot_feature_rounds(
+                snapshots, feats.labels, f"{name}: DDPM's z = f(y) over the rounds (PCA of the last)")
         if isinstance(feats, Features):
             side = int(round(feats.autoencoder.input_dim ** 0.5))
             out[f"{name}: images decoded from DDPM cluster centres"] = plot_decoded_centres(

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-__all__ = ["plot_rounds", "plot_features", "plot_decoded_centres"]
+__all__ = ["plot_rounds", "plot_features", "plot_feature_rounds", "plot_decoded_centres"]
 
 _COLOURS = {"DPM": "tab:blue", "DDPM": "tab:red"}
 
@@ -51,6 +51,26 @@ def plot_features(y: torch.Tensor, z: torch.Tensor, labels: np.ndarray, title: s
                             vmin=0, vmax=9)
         ax.set(xlabel="PC 1", ylabel="PC 2", title=name)
     fig.colorbar(points, ax=fig.axes, label="true class", shrink=0.8)
+    fig.suptitle(title)
+    return fig
+
+
+def plot_feature_rounds(snapshots: dict, labels: np.ndarray, title: str) -> Figure:
+    """DDPM's ``z`` at the rounds of ``snapshots`` (``{round: (n, d) tensor}``, the first
+    ``n`` points), all on the first two principal components of the last one, coloured by
+    the true class."""
+    rounds = sorted(snapshots)
+    last = snapshots[rounds[-1]].double().numpy()
+    mean = last.mean(0)
+    _, _, vt = np.linalg.svd(last - mean, full_matrices=False)
+    fig = Figure(figsize=(3.2 * len(rounds), 3.4), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(rounds)))
+    for ax, r in zip(axes, rounds):
+        z = snapshots[r].double().numpy()
+        xy = (z - mean) @ vt[:2].T
+        ax.scatter(xy[:, 0], xy[:, 1], c=labels[: z.shape[0]], cmap="tab10", s=3, vmin=0,
+                   vmax=9)
+        ax.set(title=f"round {r}", xlabel="PC 1", ylabel="PC 2")
     fig.suptitle(title)
     return fig
 

@@ -81,13 +81,14 @@ class Plan:
 def _images(rounds: int, restarts: int, init: int, grid=(), **flow) -> ProtocolSettings:
     return ProtocolSettings(MCEMSettings(rounds=rounds, gibbs_sweeps=2, flow_epochs=1,
                                          batch_size=256, lr=1e-3, init_clusters=init,
-                                         restarts=restarts), init_grid=grid, **flow)
+                                         restarts=restarts, feature_snapshots=4),
+                            init_grid=grid, **flow)
 
 
 def _synthetic(rounds: int, restarts: int, grid=()) -> ProtocolSettings:
     return ProtocolSettings(MCEMSettings(rounds=rounds, gibbs_sweeps=2, flow_epochs=3,
                                          batch_size=128, lr=1e-2, init_clusters=12,
-                                         restarts=restarts),
+                                         restarts=restarts, feature_snapshots=4),
                             flow_hidden=(64,), init_grid=grid)
 
 

@@ -52,6 +52,7 @@ def test_smoke_tables_put_ours_beside_the_papers(smoke):
 def test_smoke_figures_and_traces(smoke):
     assert all(isinstance(f, Figure) for f in smoke.figures.values())
     assert "digits: images decoded from DDPM cluster centres" in smoke.figures
+    assert "synthetic: DDPM's z over the rounds" in smoke.figures
     idata = smoke.inference_data["synthetic-DDPM"]
     plan = rep.PLANS["smoke"].synthetic_protocol.mcem
     assert idata.posterior["num_clusters"].shape == (plan.restarts, plan.rounds)
