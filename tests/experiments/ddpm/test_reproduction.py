@@ -105,8 +105,23 @@ def test_load_images_refuses_unknown_sets():
 def test_registered_with_its_scales():
     registry.load_builtin()
     entry = registry.get("ddpm")
-    assert entry.engines == ("mcem",) and entry.scales == ("small", "paper")
+    assert entry.engines == ("mcem",) and entry.scales == ("small", "medium", "paper")
     with pytest.raises(ValueError, match="scale"):
-        rep.reproduce(scale="medium", progress=False)
+        rep.reproduce(scale="huge", progress=False)
     y = rep.loader(None)
     assert y.shape == (rep.PLANS["demo"].synthetic_points, 4)
+
+
+def test_fit_from_the_command_line_writes_a_report_with_traces(tmp_path):
+    from pyromodels.cli import main
+
+    rng = np.random.default_rng(0)
+    points = np.concatenate([rng.normal(0, 1, (30, 2)), rng.normal(8, 1, (30, 2))])
+    data = tmp_path / "points.csv"
+    np.savetxt(data, points, delimiter=",")
+    out = tmp_path / "report"
+    assert main(["fit", "ddpm", "--method", "mcem", "--data", str(data), "--out", str(out),
+                 "--no-progress"]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert any(key.startswith("ddpm") for key in metrics)
+    assert (out / "index.html").is_file()
