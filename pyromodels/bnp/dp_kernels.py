@@ -50,6 +50,16 @@ __all__ = ["HAVE_NUMBA", "alg2_pass", "alg3_pass"]
 LOG_2PI = math.log(2.0 * math.pi)
 
 
+@njit(cache=True, inline="always")
+def _squared_distance(z, i, loc, c):  # pragma: no cover - compiled
+    """``||z[i] - loc[c]||^2``."""
+    out = 0.0
+    for t in range(z.shape[1]):
+        diff = z[i, t] - loc[c, t]
+        out += diff * diff
+    return out
+
+
 @njit(cache=True)
 def _remove(i, z, slot, cluster_id, counts, sums, sumsq, active, position, free, counters):
     """Take point ``i`` out of its slot; delete the cluster if it empties. Returns the slot
@@ -150,10 +160,7 @@ def alg2_pass(z, slot, cluster_id, counts, sums, sumsq, mu, lam, active, positio
         num = counters[0]
         for j in range(num):
             c = active[j]
-            dist = 0.0
-            for t in range(d):
-                diff = z[i, t] - mu[c, t]
-                dist += diff * diff
+            dist = _squared_distance(z, i, mu, c)
             lw[j] = np.log(counts[c]) + lconst[c] - 0.5 * lam[c] * dist
         lw[num] = log_new[i]
         choice = _choose(lw, num + 1, u[i])
@@ -230,10 +237,7 @@ def alg3_pass(z, slot, cluster_id, counts, sums, sumsq, active, position, free, 
         num = counters[0]
         for j in range(num):
             c = active[j]
-            dist = 0.0
-            for t in range(d):
-                diff = z[i, t] - ploc[c, t]
-                dist += diff * diff
+            dist = _squared_distance(z, i, ploc, c)
             lw[j] = np.log(counts[c]) + pconst[c] - pshape[c] * np.log(prate[c] + pcoef[c] * dist)
         lw[num] = log_new[i]
         choice = _choose(lw, num + 1, u[i])

@@ -16,12 +16,10 @@ Where the files go (:func:`resolve_cache_dir`): an explicit directory if one is 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import os
-import tempfile
 import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -29,6 +27,8 @@ from pathlib import Path
 import filelock
 import platformdirs
 import torch
+
+from ..core.checkpoint import write_checkpoint
 
 __all__ = ["CacheWarning", "WeightCache", "cache_key", "cache_root", "data_fingerprint",
            "resolve_cache_dir", "ENV_VAR"]
@@ -175,17 +175,7 @@ class WeightCache:
         path = self.path(key)
         self.directory.mkdir(parents=True, exist_ok=True)
         payload = dict(record, format=FORMAT, key=key)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=self.directory)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                torch.save(payload, f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write_checkpoint(path, payload)  # a temporary file, then os.replace
         return path
 
     def load_or_create(self, key: str, create: Callable[[], Mapping],

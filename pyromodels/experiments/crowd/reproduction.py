@@ -28,7 +28,6 @@ Example:
 
 from __future__ import annotations
 
-import sys
 import time
 import warnings
 from dataclasses import asdict, dataclass
@@ -42,6 +41,7 @@ from ...core.errors import ConvergenceWarning
 from ...crowd.ds.model import DawidSkene
 from ...registry import ModelEntry, register
 from ..arguments import demo_arguments, reproduction_arguments
+from ..stages import stage_reporter
 from . import iid as crowd_iid
 from .fit_entries import ANSWERS_FORMAT, crowd_table, describe_fit
 from .synthetic import SyntheticSettings
@@ -119,14 +119,6 @@ PLANS = {
 }
 
 
-def _reporter(progress: bool):
-    if not progress:
-        return None
-    start = time.perf_counter()
-
-    def report(message: str) -> None:
-        print(f"[crowd {time.perf_counter() - start:7.1f} s] {message}", file=sys.stderr)
-    return report
 
 
 def _panel(panel: str, settings: SyntheticSettings, seed: int, report):
@@ -202,7 +194,7 @@ def run(plan: Plan, name: str, *, progress: bool, seed: int) -> DemoResult:
     from .synthetic import summarize
     from .tables import paper_table
 
-    report = _reporter(progress)
+    report = stage_reporter("crowd", progress)
     start, seconds = time.perf_counter(), {}
     with default_dtype(torch.float64), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

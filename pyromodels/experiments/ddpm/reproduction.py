@@ -24,7 +24,6 @@ to how it is made (cluster sd 1, centres sd 5).
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -35,6 +34,7 @@ from ...ddpm import DDPM, DPMixturePrior
 from ...ddpm.mcem import MCEMSettings
 from ...registry import ModelEntry, register
 from ..arguments import demo_arguments, reproduction_arguments
+from ..stages import stage_reporter
 from .table1 import ProtocolSettings
 
 if TYPE_CHECKING:  # the report package loads ArviZ: registering the entry stays light
@@ -107,15 +107,6 @@ PLANS = {
 }
 
 
-def _reporter(progress: bool):
-    if not progress:
-        return None
-    start = time.perf_counter()
-
-    def report(message: str) -> None:
-        print(f"[ddpm {time.perf_counter() - start:7.1f} s] {message}", file=sys.stderr)
-
-    return report
 
 
 def run(plan: Plan, name: str, *, progress: bool, seed: int) -> DemoResult:
@@ -128,7 +119,7 @@ def run(plan: Plan, name: str, *, progress: bool, seed: int) -> DemoResult:
     from .features import autoencoder_features, load_images, warped_clusters
     from .table1 import run_dataset
 
-    report = _reporter(progress)
+    report = stage_reporter("ddpm", progress)
     prior = DPMixturePrior.paper_preset("mnist")
     runs, features = {}, {}
     start = time.perf_counter()
