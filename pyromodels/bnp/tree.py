@@ -120,14 +120,14 @@ class Tree:
         if a.ndim != 2 or a.shape[0] < 1 or a.shape[1] < 2:
             raise ValueError(f"paths must be a 2-D array of shape (num_points, depth + 1) with "
                              f"num_points >= 1 and depth >= 1, got shape {tuple(a.shape)}")
+        if (a < NEW).any():
+            n = int(np.flatnonzero((a < NEW).any(1))[0])
+            raise ValueError(f"paths must hold node ids >= 0 (or rows of -1 for unseated "
+                             f"data), got {a[n].tolist()} in row {n}")
         seated = (a != NEW).all(1)
-        unseated = (a == NEW).all(1)
-        bad = np.flatnonzero(~seated & ~unseated)
+        bad = np.flatnonzero(~seated & ~(a == NEW).all(1))
         if bad.size:
             n = int(bad[0])
-            if (a[n] < NEW).any():
-                raise ValueError(f"paths must hold node ids >= 0 (or rows of -1 for unseated "
-                                 f"data), got {a[n].tolist()} in row {n}")
             raise ValueError(f"paths row {n} mixes node ids and -1: {a[n].tolist()} (a row is "
                              f"either a full path or all -1 for an unseated datum)")
         roots = np.unique(a[seated, 0])
@@ -367,7 +367,7 @@ class Tree:
             self._count[z] -= 1
             if self._count[z] == 0 and z != self._root:
                 died.append(z)
-        for z in died:
+        for z in reversed(died):  # bottom-up: a child leaves before its parent
             self._children[self._parent[z]].remove(z)
             del self._parent[z], self._level[z], self._count[z], self._children[z]
         self._paths[n] = NEW
