@@ -15,8 +15,9 @@ the DDPM family.
 - :mod:`.blocked`, :mod:`.blocked_model`, :mod:`.blocked_assign`: the truncated stick-breaking
   model and its blocked Gibbs sampler (Ishwaran and James), vectorised in torch for CPU and GPU.
 - :mod:`.exact`: the exact posterior over the partitions of a tiny data set (a sampler's oracle).
-- :mod:`.tree`, :mod:`.tree_collapse`: a fixed-depth tree with stable node ids and per-datum
-  paths (BHMC's hierarchy); its display form with sibling-less nodes merged.
+- :mod:`.tree`, :mod:`.tree_paths`, :mod:`.tree_collapse`: a fixed-depth tree with stable node
+  ids and per-datum paths (BHMC's hierarchy), the checks of its path arrays, and its display
+  form with sibling-less nodes merged.
 - :mod:`.ncrp`: the nested CRP: path probability, sampler, the per-datum path proposal and
   its exact conditional.
 - :mod:`.tree_plot`: a dendrogram-like figure of a tree with the data's names at the leaves.

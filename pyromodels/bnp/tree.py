@@ -31,10 +31,11 @@ import torch
 
 from ..checks import check_int
 from .tree_collapse import CollapsedTree, collapse
+from .tree_paths import UNSEATED, as_node_ids, check_paths
 
 __all__ = ["NEW", "Tree", "PathEdit", "CollapsedTree"]
 
-NEW = -1
+NEW = UNSEATED
 """Marker for a node that does not exist yet in a path (and the row of an unseated datum)."""
 
 
@@ -56,15 +57,6 @@ class PathEdit(NamedTuple):
     died: tuple[int, ...]
 
 
-def _int_array(x, name: str) -> np.ndarray:
-    if isinstance(x, torch.Tensor):
-        x = x.detach().cpu().numpy()
-    a = np.asarray(x)
-    if a.dtype == bool or not np.issubdtype(a.dtype, np.integer):
-        raise TypeError(f"{name} must hold integer node ids, got dtype {a.dtype}")
-    return a.astype(np.int64)
-
-
 class Tree:
     """Fixed-depth tree with stable node ids, per-node counts and per-datum paths.
 
@@ -72,6 +64,7 @@ class Tree:
         depth: ``L >= 1``, the level of the leaves.
         num_points: ``N >= 1``, the number of data (all start unseated; seat them with
             :meth:`add_path`).
+        root: the root's id (``>= 0``); new nodes get ids from ``root + 1`` on.
 
     Raises:
         ValueError: ``'depth must be an integer >= 1'``, ``'num_points must be ...'``.
@@ -116,49 +109,16 @@ class Tree:
             >>> Tree.from_paths([[0, 1, 2], [0, 1, 2]]).nodes
             (0, 1, 2)
         """
-        a = _int_array(paths, "paths")
-        if a.ndim != 2 or a.shape[0] < 1 or a.shape[1] < 2:
-            raise ValueError(f"paths must be a 2-D array of shape (num_points, depth + 1) with "
-                             f"num_points >= 1 and depth >= 1, got shape {tuple(a.shape)}")
-        if (a < NEW).any():
-            n = int(np.flatnonzero((a < NEW).any(1))[0])
-            raise ValueError(f"paths must hold node ids >= 0 (or rows of -1 for unseated "
-                             f"data), got {a[n].tolist()} in row {n}")
-        seated = (a != NEW).all(1)
-        bad = np.flatnonzero(~seated & ~(a == NEW).all(1))
-        if bad.size:
-            n = int(bad[0])
-            raise ValueError(f"paths row {n} mixes node ids and -1: {a[n].tolist()} (a row is "
-                             f"either a full path or all -1 for an unseated datum)")
-        roots = np.unique(a[seated, 0])
-        if roots.size > 1:
-            raise ValueError(f"paths must all start at the same root node, got roots "
-                             f"{roots.tolist()}")
-        if roots.size:
-            if root is not None and int(root) != int(roots[0]):
-                raise ValueError(f"root is {root} but the paths start at node {int(roots[0])}")
-            root = int(roots[0])
-        tree = cls(a.shape[1] - 1, a.shape[0], 0 if root is None else root)
-        level: dict[int, int] = {tree._root: 0}
-        parent: dict[int, int] = {tree._root: NEW}
-        for n in np.flatnonzero(seated).tolist():
-            row = a[n].tolist()
-            for lv in range(1, len(row)):
-                z, p = row[lv], row[lv - 1]
-                if level.setdefault(z, lv) != lv:
-                    raise ValueError(f"paths put node {z} at levels {level[z]} and {lv} (row {n}); "
-                                     f"a node lives at one level")
-                if parent.setdefault(z, p) != p:
-                    raise ValueError(f"paths give node {z} the parents {parent[z]} and {p} (row "
-                                     f"{n}); inconsistent parents")
-        top = max(level)
+        a, root = check_paths(paths, root)
+        tree = cls(a.shape[1] - 1, a.shape[0], root)
+        top = int(a.max(initial=root))
         if next_id is None:
             next_id = top + 1
         next_id = check_int(next_id, "next_id")
         if next_id <= top:
             raise ValueError(f"next_id must be > every node id in paths (max {top}), got {next_id}")
         tree._next_id = next_id
-        for n in np.flatnonzero(seated).tolist():
+        for n in np.flatnonzero(a[:, 0] != NEW).tolist():
             tree._seat(n, a[n].tolist())
         return tree
 
@@ -316,7 +276,7 @@ class Tree:
     # ----------------------------------------------------------------- edits
     def _resolve(self, path) -> list[int]:
         """Check ``path`` for datum ``n`` and return it as a list (NEW markers kept)."""
-        a = _int_array(path, "path")
+        a = as_node_ids(path, "path")
         if a.shape != (self._depth + 1,):
             raise ValueError(f"path must have shape ({self._depth + 1},) (root first), got "
                              f"{tuple(a.shape)}")

@@ -5,8 +5,8 @@ import importlib
 
 import pytest
 
-MODULES = ["pyromodels.bnp.tree", "pyromodels.bnp.tree_collapse", "pyromodels.bnp.ncrp",
-           "pyromodels.bnp.tree_plot"]
+MODULES = ["pyromodels.bnp.tree", "pyromodels.bnp.tree_collapse", "pyromodels.bnp.tree_paths",
+           "pyromodels.bnp.ncrp", "pyromodels.bnp.tree_plot"]
 
 
 @pytest.mark.parametrize("name", MODULES)
