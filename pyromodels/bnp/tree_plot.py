@@ -5,7 +5,8 @@ Each seated datum gets one slot along the breadth axis and one text label; a lea
 the middle of its data, an internal node over the middle of its children, and each node at
 its level along the depth axis (leaves at level ``L``). Edges are elbows, as in a dendrogram.
 With ``collapse=True`` sibling-less nodes are merged into their parents first
-(:meth:`Tree.collapsed`). The figure is a ``matplotlib.figure.Figure`` (no pyplot state).
+(:meth:`Tree.collapsed`). The figure is a ``matplotlib.figure.Figure`` (no pyplot state;
+matplotlib is imported on the first call).
 
 Example:
     >>> from pyromodels.bnp import Tree
@@ -17,10 +18,13 @@ Example:
 
 from __future__ import annotations
 
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from ..checks import check_bool, check_in
 from .tree import Tree
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["plot_tree"]
 
@@ -93,6 +97,8 @@ def plot_tree(tree: Tree, names=None, collapse: bool = True, orientation: str = 
     if figsize is None:
         long_side = max(3.0, 0.28 * size)
         figsize = (2.0 + 1.2 * depth, long_side) if horizontal else (long_side, 2.0 + 1.2 * depth)
+    from matplotlib.figure import Figure  # imported here: importing bnp stays light
+
     fig = Figure(figsize=figsize)
     ax = fig.add_subplot()
     line = {"color": "0.25", "linewidth": 1.0}
