@@ -204,6 +204,26 @@ def test_proposal_log_prob_and_frequencies_match_the_conditional():
     assert tree == _example_tree()  # the proposal leaves the tree alone
 
 
+def test_a_sweep_of_proposals_leaves_the_ncrp_invariant():
+    # Geweke-style with independent replicates: each replicate starts from an exact prior draw
+    # and moves every datum once to its proposal (with the likelihood switched off the proposal
+    # is the exact conditional, so every move is accepted). The end states are independent
+    # draws that must again follow p(V); their frequencies get the multinomial TV bound.
+    alpha, draws = 0.9, 8000
+    trees = nested_partitions(3, 2)
+    keys = [nested_key(t) for t in trees]
+    p = np.exp([float(ncrp_log_prob(Tree.from_paths(t), alpha)) for t in trees])
+    gen = torch.Generator().manual_seed(17)
+    seen = dict.fromkeys(keys, 0)
+    for _ in range(draws):
+        tree = Tree.from_paths(sample_ncrp_paths(3, 2, alpha, gen))
+        for n in (2, 0, 1):
+            tree.move_path(n, path_proposal(tree, n, alpha, gen).path)
+        seen[nested_key(tree.paths)] += 1
+    freq = np.array([seen[k] for k in keys]) / draws
+    assert 0.5 * np.abs(freq - p).sum() < tv_bound(p, draws, seed=1)
+
+
 def test_proposal_applies_with_move_path_and_undo():
     tree, gen = _example_tree(), torch.Generator().manual_seed(0)
     for n in (0, 5, 3):
