@@ -1,8 +1,8 @@
 r"""A mutable tree of fixed depth whose root-to-leaf paths hold the data (the BHMC hierarchy).
 
 The tree has depth :math:`L \ge 1`: the root :math:`z_0` is at level 0 and every datum ``n``
-follows a path :math:`v_n = (z_0, v_{n1}, \dots, v_{nL})` to a leaf at level ``L`` (BHMC paper,
-Sec. 3, "Notation"). :math:`N_z` counts the data whose path passes through ``z``; a node lives
+follows a path :math:`v_n = (z_0, v_{n1}, \dots, v_{nL})` to a leaf at level ``L`` (RBHMC paper,
+Sec. 2 and Fig. 2). :math:`N_z` counts the data whose path passes through ``z``; a node lives
 exactly while :math:`N_z \ge 1` (the root always lives). Node ids are stable integers, handed
 out in increasing order and never given to another node, so per-node parameters can be kept in
 dictionaries keyed by id across births and deaths.

@@ -1,4 +1,4 @@
-"""A tree with its sibling-less nodes merged into their parents (BHMC paper, Sec. 4.5).
+"""A tree with its sibling-less nodes merged into their parents (RBHMC paper, Sec. 4.5).
 
 The nested CRP often opens chains of single children; for display, and for the AID/AOD
 metrics, the paper merges "any node with no siblings" into its parent. The merged tree keeps

@@ -1,5 +1,5 @@
 """A dendrogram-like drawing of a :class:`~pyromodels.bnp.Tree` with the data named at its
-leaves (as in the BHMC paper's hierarchy figures).
+leaves (as in the RBHMC paper's hierarchy figures).
 
 Each seated datum gets one slot along the breadth axis and one text label; a leaf sits over
 the middle of its data, an internal node over the middle of its children, and each node at
