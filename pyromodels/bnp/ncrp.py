@@ -5,8 +5,9 @@ data it enters an existing child :math:`z'` with probability :math:`N_{z'} / (N_
 and opens a new child with probability :math:`\alpha / (N_z + \alpha)` (RBHMC paper, Alg. 1;
 the paper's :math:`n + \alpha` denominator for the ``n``-th datum is off by one: taken
 literally its probabilities do not sum to one, so there is no paper-literal variant). Once a
-new node opens, every deeper node on the path is new. The probability of all paths is a product of CRP partition
-probabilities, one per internal node (Fig. 2's :math:`p(V \mid \alpha)`):
+new node opens, every deeper node on the path is new. The probability of all paths is a
+product of CRP partition probabilities, one per internal node (Fig. 2's
+:math:`p(V \mid \alpha)`):
 
 .. math::
 
