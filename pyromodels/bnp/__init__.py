@@ -15,6 +15,12 @@ the DDPM family.
 - :mod:`.blocked`, :mod:`.blocked_model`, :mod:`.blocked_assign`: the truncated stick-breaking
   model and its blocked Gibbs sampler (Ishwaran and James), vectorised in torch for CPU and GPU.
 - :mod:`.exact`: the exact posterior over the partitions of a tiny data set (a sampler's oracle).
+- :mod:`.tree`, :mod:`.tree_paths`, :mod:`.tree_collapse`: a fixed-depth tree with stable node
+  ids and per-datum paths (BHMC's hierarchy), the checks of its path arrays, and its display
+  form with sibling-less nodes merged.
+- :mod:`.ncrp`: the nested CRP: path probability, sampler, the per-datum path proposal and
+  its exact conditional.
+- :mod:`.tree_plot`: a dendrogram-like figure of a tree with the data's names at the leaves.
 """
 
 from .blocked import (
@@ -35,6 +41,13 @@ from .dp_joint import StateStatistics, collapsed_log_joint, log_joint, state_sta
 from .dp_state import DPState, init_state, resample_params
 from .dp_sweep import ChainResult, run_chain, sweep
 from .exact import exact_partition_posterior
+from .ncrp import (
+    PathProposal,
+    ncrp_log_prob,
+    path_conditional_log_probs,
+    path_proposal,
+    sample_ncrp_paths,
+)
 from .ng_predictive import new_cluster_log_predictive
 from .partitions import (
     canonical_labels,
@@ -43,6 +56,8 @@ from .partitions import (
     set_partitions,
     total_variation,
 )
+from .tree import NEW, CollapsedTree, PathEdit, Tree
+from .tree_plot import plot_tree
 
 __all__ = [
     "crp_log_prob",
@@ -78,4 +93,14 @@ __all__ = [
     "stick_log_weights",
     "stick_posterior",
     "truncated_dp_mixture",
+    "NEW",
+    "Tree",
+    "PathEdit",
+    "CollapsedTree",
+    "ncrp_log_prob",
+    "sample_ncrp_paths",
+    "path_proposal",
+    "path_conditional_log_probs",
+    "PathProposal",
+    "plot_tree",
 ]
