@@ -67,6 +67,7 @@ from pyromodels.bnp import (
     collapsed_log_joint,
     crp_expected_clusters,
     crp_log_prob,
+    exact_partition_posterior,
     init_state,
     new_cluster_log_predictive,
     partition_frequencies,
@@ -80,7 +81,6 @@ from pyromodels.ddpm import (
     DPMixture,
     DPMixturePrior,
     dp_mixture_crp,
-    exact_partition_posterior,
     state_values,
 )
 
@@ -570,10 +570,10 @@ ng5 = prior5.normal_gamma(2)
 parts = set_partitions(5)
 log_post = torch.stack([collapsed_log_joint(z5, p, ng5, prior5.alpha) for p in parts])
 exact = dict(zip(parts, torch.softmax(log_post, 0).tolist()))
-# the DDPM family has the same oracle, written independently: they must agree
-labels_ddpm, probs_ddpm = exact_partition_posterior(z5, prior5)
+# the library packages these lines as bnp.exact_partition_posterior
+labels_all, probs_all = exact_partition_posterior(z5, ng5, prior5.alpha)
 assert all(abs(exact[tuple(row)] - float(p)) < 1e-12
-           for row, p in zip(labels_ddpm.tolist(), probs_ddpm))
+           for row, p in zip(labels_all.tolist(), probs_all))
 top = sorted(exact, key=exact.get, reverse=True)
 print("most probable partitions:", [(p, round(exact[p], 3)) for p in top[:4]])
 
