@@ -15,8 +15,18 @@ the DDPM family.
 - :mod:`.blocked`, :mod:`.blocked_model`, :mod:`.blocked_assign`: the truncated stick-breaking
   model and its blocked Gibbs sampler (Ishwaran and James), vectorised in torch for CPU and GPU.
 - :mod:`.exact`: the exact posterior over the partitions of a tiny data set (a sampler's oracle).
+- :mod:`.antoniak`: the number of tables of a CRP (Antoniak): log pmf, sampler, moments.
+- :mod:`.hdp`: finite HDP weight diffusion down a tree: prior draw, log density, Gibbs update
+  by auxiliary table counts.
 """
 
+from .antoniak import (
+    antoniak_log_prob,
+    antoniak_mean,
+    antoniak_variance,
+    log_stirling1_table,
+    sample_tables,
+)
 from .blocked import (
     BlockedState,
     assignment_logits,
@@ -35,6 +45,14 @@ from .dp_joint import StateStatistics, collapsed_log_joint, log_joint, state_sta
 from .dp_state import DPState, init_state, resample_params
 from .dp_sweep import ChainResult, run_chain, sweep
 from .exact import exact_partition_posterior
+from .hdp import (
+    resample_tree_weights,
+    sample_table_counts,
+    sample_tree_weights,
+    sample_weights_given_tables,
+    tree_levels,
+    tree_weights_log_prob,
+)
 from .ng_predictive import new_cluster_log_predictive
 from .partitions import (
     canonical_labels,
@@ -78,4 +96,15 @@ __all__ = [
     "stick_log_weights",
     "stick_posterior",
     "truncated_dp_mixture",
+    "log_stirling1_table",
+    "antoniak_log_prob",
+    "sample_tables",
+    "antoniak_mean",
+    "antoniak_variance",
+    "tree_levels",
+    "sample_tree_weights",
+    "tree_weights_log_prob",
+    "sample_table_counts",
+    "sample_weights_given_tables",
+    "resample_tree_weights",
 ]
