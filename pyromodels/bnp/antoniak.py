@@ -19,6 +19,9 @@ sampler and the moments
     \mathrm{Var}[t] = \sum_{i=0}^{n-1} \frac{a\, i}{(a + i)^2}
                     = E[t] - a^2 (\psi'(a) - \psi'(a + n)).
 
+(The variance is evaluated by direct summation of its first terms, the closed form only for
+the tail, because the closed form cancels badly at small ``n``.)
+
 In the HDP (BHMC paper, Sec. 2; spec sections 2.3 and 3.6) these are the auxiliary table
 counts that make a node's weights conjugate given its children.
 
@@ -54,6 +57,7 @@ __all__ = [
 
 _TABLE = torch.zeros(1, 1, dtype=torch.float64)  # log s(0, 0) = 0
 _CHUNK = 256  # customers handled per vectorised step of the sampler
+_DIRECT = 1024  # terms of the variance summed directly before the closed-form tail
 
 
 def log_stirling1_table(n_max: int) -> torch.Tensor:
@@ -204,7 +208,12 @@ def antoniak_mean(n, a) -> torch.Tensor:
 
 
 def antoniak_variance(n, a) -> torch.Tensor:
-    r"""Variance of the number of tables, :math:`E[t] - a^2(\psi'(a) - \psi'(a + n))`.
+    r"""Variance of the number of tables, :math:`\sum_{i<n} a i / (a + i)^2`.
+
+    The first 1024 terms are summed directly; the rest (if any) by the closed form
+    :math:`a(\psi(a + n) - \psi(a + n_0)) - a^2(\psi'(a + n_0) - \psi'(a + n))`, so that
+    the cancellation of the all-closed-form :math:`E[t] - a^2(\psi'(a) - \psi'(a + n))` at
+    small ``n`` is avoided.
 
     Args:
         n: integer customer counts (>= 0), any shape.
@@ -219,5 +228,12 @@ def antoniak_variance(n, a) -> torch.Tensor:
     """
     n = _as_counts(n, "n")
     a = _as_concentration(a)
-    trigamma = torch.polygamma(1, a) - torch.polygamma(1, a + n)
-    return antoniak_mean(n, a) - a * a * trigamma
+    n, a = torch.broadcast_tensors(n.to(a.device), a)
+    head = n.clamp(max=_DIRECT)
+    i = torch.arange(int(head.max()) if head.numel() else 0, dtype=torch.float64, device=a.device)
+    terms = a.unsqueeze(-1) * i / (a.unsqueeze(-1) + i) ** 2
+    direct = torch.where(i < head.unsqueeze(-1), terms, torch.zeros_like(terms)).sum(-1)
+    a0 = a + head
+    tail = a * (torch.digamma(a + n) - torch.digamma(a0)) - a * a * (
+        torch.polygamma(1, a0) - torch.polygamma(1, a + n))
+    return direct + torch.where(n > head, tail, torch.zeros_like(tail))
