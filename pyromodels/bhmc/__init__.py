@@ -2,7 +2,7 @@
 (max-margin) variant.
 
 - :mod:`.augmentation`: the hinge factor, the Polson-Scott kernel and its lambda sampler, and
-  the Gaussian conditional of a node's discriminant eta.
+  the Gaussian conditional of a node's discriminant eta and a sampler for it.
 
 The tree parts (nested CRP, HDP weight diffusion, Antoniak table counts) live in
 :mod:`pyromodels.bnp`.
@@ -15,6 +15,7 @@ from .augmentation import (
     lambda_mean,
     lambda_variance,
     polson_scott_log_kernel,
+    sample_gaussian_precision,
     sample_lambda,
 )
 
@@ -25,5 +26,6 @@ __all__ = [
     "lambda_mean",
     "lambda_variance",
     "eta_conditional",
+    "sample_gaussian_precision",
     "DEFAULT_SWITCH",
 ]

@@ -43,6 +43,7 @@ __all__ = [
     "lambda_mean",
     "lambda_variance",
     "eta_conditional",
+    "sample_gaussian_precision",
     "DEFAULT_SWITCH",
 ]
 
@@ -282,3 +283,37 @@ def eta_conditional(x_A, lam_A, eta_partner_A, x_B, lam_B, eta_partner_B, C, eps
     h = C * C * ((coef_A.unsqueeze(-1) * scaled_A).sum(0) - (coef_B.unsqueeze(-1) * scaled_B).sum(0))
     mean = torch.cholesky_solve(h.unsqueeze(-1), torch.linalg.cholesky(precision)).squeeze(-1)
     return mean, precision
+
+
+@torch.no_grad()
+def sample_gaussian_precision(mean, precision, generator: torch.Generator) -> torch.Tensor:
+    r"""Draw :math:`N(\mu, \Lambda^{-1})` given the precision: :math:`\mu + L^{-\top} z` with
+    :math:`\Lambda = L L^\top` and :math:`z \sim N(0, I)` (no matrix inverse is formed).
+
+    Args:
+        mean: ``(..., D)`` means, e.g. from :func:`eta_conditional`.
+        precision: ``(..., D, D)`` symmetric positive definite precisions.
+        generator: ``torch.Generator`` on ``mean``'s device.
+
+    Returns:
+        ``(..., D)`` draws.
+
+    Example:
+        >>> draw = sample_gaussian_precision(torch.zeros(2, dtype=torch.float64),
+        ...     torch.eye(2, dtype=torch.float64) * 4, torch.Generator().manual_seed(0))
+        >>> draw.shape
+        torch.Size([2])
+    """
+    mean = _as_float(mean, "mean")
+    precision = _as_float(precision, "precision")
+    if mean.dim() < 1 or precision.shape != mean.shape + mean.shape[-1:]:
+        raise ValueError(f"precision must have shape {tuple(mean.shape) + tuple(mean.shape[-1:])} "
+                         f"for mean of shape {tuple(mean.shape)}, got {tuple(precision.shape)}")
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    factor, info = torch.linalg.cholesky_ex(precision)
+    if bool((info != 0).any()):
+        raise ValueError("precision must be symmetric positive definite: Cholesky failed")
+    z = torch.randn(mean.shape, dtype=mean.dtype, device=mean.device, generator=generator)
+    offset = torch.linalg.solve_triangular(factor.mT, z.unsqueeze(-1), upper=True).squeeze(-1)
+    return mean + offset

@@ -16,6 +16,7 @@ from pyromodels.bhmc.augmentation import (
     lambda_mean,
     lambda_variance,
     polson_scott_log_kernel,
+    sample_gaussian_precision,
     sample_lambda,
 )
 
@@ -148,6 +149,27 @@ def test_eta_conditional_with_one_empty_side_and_with_no_data():
                                                   C=C, eps0=eps0, nu0=nu0)
     assert torch.equal(prior_mean, torch.zeros(3, dtype=F64))
     assert torch.allclose(prior_precision, torch.eye(3, dtype=F64) / nu0 ** 2)
+
+
+def test_gaussian_draws_given_precision_have_the_inverse_covariance():
+    """20000 draws: each mean coordinate within a Bonferroni z bound (3 + 6 statistics at level
+    1e-3: 3.87) using the exact covariance; covariance entries by their normal-theory standard
+    error sqrt((S_ii S_jj + S_ij^2) / n)."""
+    mean, precision = eta_conditional(*_random_data(5), C=0.9, eps0=1.0, nu0=0.8)
+    size = 20000
+    draws = sample_gaussian_precision(mean.expand(size, 3), precision.expand(size, 3, 3),
+                                      torch.Generator().manual_seed(2))
+    cov = torch.linalg.inv(precision)
+    bound = float(stats.norm.ppf(1 - 1e-3 / 18))
+    z_mean = (draws.mean(0) - mean) / torch.sqrt(cov.diagonal() / size)
+    emp = torch.cov(draws.T)
+    se = torch.sqrt((cov.diagonal()[:, None] * cov.diagonal()[None, :] + cov ** 2) / size)
+    assert float(z_mean.abs().max()) < bound
+    assert float(((emp - cov) / se).abs().max()) < bound
+    with pytest.raises(ValueError, match="precision must be symmetric positive definite"):
+        sample_gaussian_precision(mean, -precision, torch.Generator())
+    with pytest.raises(ValueError, match=r"precision must have shape \(3, 3\)"):
+        sample_gaussian_precision(mean, precision[:2], torch.Generator())
 
 
 def test_bad_input_messages():
