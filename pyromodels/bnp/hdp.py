@@ -231,7 +231,8 @@ def tree_weights_log_prob(parent, weights, gamma0, gamma, root: str = "gem") -> 
 
     Args:
         parent: ``(M,)`` int64 parent indices, ``-1`` for the root.
-        weights: ``(M, K)`` rows on the simplex with entries > 0 (else the result is ``-inf``).
+        weights: ``(M, K)`` rows on the simplex; a zero entry makes the density infinite
+            (``+inf`` or ``-inf``) unless its concentration is exactly 1.
         gamma0: root concentration (> 0).
         gamma: child concentration (> 0).
         root: ``"gem"`` or ``"dirichlet"``.
@@ -267,7 +268,7 @@ def tree_weights_log_prob(parent, weights, gamma0, gamma, root: str = "gem") -> 
 
 def _dirichlet_log_density(x: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
     return (torch.lgamma(alpha.sum(-1)) - torch.lgamma(alpha).sum(-1)
-            + ((alpha - 1.0) * torch.log(x)).sum(-1))
+            + torch.xlogy(alpha - 1.0, x).sum(-1))
 
 
 @torch.no_grad()
