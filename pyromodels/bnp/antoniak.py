@@ -27,7 +27,10 @@ counts that make a node's weights conjugate given its children.
 
 The log Stirling numbers come from the recursion :math:`s(n + 1, k) = n\, s(n, k) +
 s(n, k - 1)` carried out in log space (``logaddexp``), so they never overflow; the table is
-computed once per process and grown on demand (memory :math:`O(n_{max}^2)`).
+computed once per process and grown on demand (memory :math:`O(n_{max}^2)`) up to
+:math:`n = 2048`; beyond that :func:`antoniak_log_prob` recomputes only the rows it needs
+(time :math:`O(n_{max}^2)`, memory :math:`O(n_{max})` per distinct ``n``). The sampler needs no
+Stirling numbers.
 
 Example:
     >>> import torch
@@ -40,6 +43,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import torch
@@ -57,6 +61,7 @@ __all__ = [
 
 _TABLE = torch.zeros(1, 1, dtype=torch.float64)  # log s(0, 0) = 0
 _CHUNK = 256  # customers handled per vectorised step of the sampler
+_CACHED_MAX = 2048  # log pmf beyond this n streams the needed Stirling rows instead of caching
 _DIRECT = 1024  # terms of the variance summed directly before the closed-form tail
 
 
@@ -89,6 +94,23 @@ def log_stirling1_table(n_max: int) -> torch.Tensor:
             table[n + 1, 1 : n + 2] = torch.logaddexp(table[n + 1, 1 : n + 2], row)
         _TABLE = table
     return _TABLE[: n_max + 1, : n_max + 1]
+
+
+def _log_stirling_rows(ns: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows ``log s(n, .)`` for the sorted unique ``ns`` only, by the same recursion keeping one
+    row at a time: ``O(max(ns)^2)`` time, ``O(len(ns) max(ns))`` memory."""
+    n_max = int(ns.max())
+    rows = torch.full((ns.numel(), n_max + 1), -torch.inf, dtype=torch.float64)
+    row = torch.full((n_max + 2,), -torch.inf, dtype=torch.float64)
+    row[0] = 0.0
+    wanted = dict(zip(ns.tolist(), range(ns.numel())))
+    for n in range(n_max + 1):
+        if n in wanted:
+            rows[wanted[n]] = row[: n_max + 1]
+        shifted = torch.logaddexp(math.log(n) + row[1:] if n else torch.full_like(row[1:], -torch.inf),
+                                  row[:-1])
+        row = torch.cat([row[:1] + (math.log(n) if n else -torch.inf), shifted])
+    return rows, ns
 
 
 def _as_counts(n, name: str, nonnegative: bool = True) -> torch.Tensor:
@@ -140,9 +162,12 @@ def antoniak_log_prob(t, n, a) -> torch.Tensor:
     a = _as_concentration(a)
     t, n, a = torch.broadcast_tensors(t, n, a)
     n_max = int(n.max()) if n.numel() else 0
-    table = log_stirling1_table(n_max)
     inside = (t >= 0) & (t <= n)
-    log_s = table[n, t.clamp(0, n_max)]
+    if n_max <= _CACHED_MAX:
+        log_s = log_stirling1_table(n_max)[n, t.clamp(0, n_max)]
+    else:
+        rows, where = _log_stirling_rows(n.unique())
+        log_s = rows[torch.searchsorted(where, n.contiguous()), t.clamp(0, n_max)]
     log_s = torch.where(inside, log_s, torch.full_like(log_s, -torch.inf))
     log_a_t = torch.where(t == 0, torch.zeros_like(a), t * torch.log(a))
     return log_s + log_a_t + torch.lgamma(a) - torch.lgamma(a + n)

@@ -187,3 +187,15 @@ def test_variance_tail_closed_form_matches_direct_sum_beyond_the_split():
         terms = a * i / (a + i) ** 2
         direct = torch.stack([terms[: int(k)].sum() for k in n])
         assert torch.allclose(antoniak_variance(n, a), direct, rtol=1e-11)
+
+
+def test_streamed_stirling_rows_for_large_n_match_the_cached_table(monkeypatch):
+    n = torch.tensor([0, 1, 7, 300, 300, 2999])
+    t = torch.tensor([0, 1, 3, 1, 40, 12])
+    cached = antoniak_log_prob(t, n, 1.3)
+    monkeypatch.setattr(antoniak, "_CACHED_MAX", 5)
+    streamed = antoniak_log_prob(t, n, 1.3)
+    assert torch.allclose(streamed, cached, rtol=1e-12)
+    monkeypatch.setattr(antoniak, "_CACHED_MAX", 2048)
+    big = antoniak_log_prob(torch.arange(0, 3001), 3000, 0.7)
+    assert math.isclose(float(torch.logsumexp(big, 0)), 0.0, abs_tol=1e-9)
