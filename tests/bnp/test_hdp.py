@@ -274,3 +274,19 @@ def test_bad_input_messages():
         resample_tree_weights(TREE, counts[:, :2], w, 1.0, 1.0, g)
     with pytest.raises(TypeError, match="generator must be a torch.Generator"):
         resample_tree_weights(TREE, counts, w, 1.0, 1.0, None)
+
+
+def test_update_on_a_tree_numbered_children_first():
+    """Node order is free: on a tree whose children carry smaller indices than their parents
+    the tables still flow to the right parents and the weights stay on the simplex."""
+    parent = torch.tensor([3, 3, 4, 5, 5, -1])  # leaves 0, 1, 2; internal 3, 4; root 5
+    g = torch.Generator().manual_seed(1)
+    w = sample_tree_weights(parent, 3, 1.0, 2.0, g)
+    counts = torch.zeros(6, 3, dtype=torch.int64)
+    counts[:3] = torch.tensor([[4, 0, 1], [1, 1, 1], [0, 6, 0]])
+    t, m = sample_table_counts(parent, counts, w, 2.0, g)
+    assert torch.equal(m[3], t[0] + t[1]) and torch.equal(m[4], t[2]) and torch.equal(m[5], t[3] + t[4])
+    assert int(t[5].abs().sum()) == 0
+    new = resample_tree_weights(parent, counts, w, 1.0, 2.0, g)
+    assert bool((new > 0).all()) and torch.allclose(new.sum(-1), torch.ones(6, dtype=torch.float64))
+    assert torch.isfinite(tree_weights_log_prob(parent, new, 1.0, 2.0))
