@@ -38,20 +38,21 @@ invariant:
    :math:`\pi`, :math:`t_{zk} \mid \beta, n \sim \mathrm{Antoniak}(m_{zk}, \gamma
    \beta_{\mathrm{pa}(z) k})` independently over :math:`k`, and :math:`m_z` needs only the
    tables of :math:`z`'s children, so deepest nodes go first.
-2. **Weights given tables, top-down** (:func:`sample_weights_given_tables`). In
-   :math:`\pi`, :math:`\beta_z` appears in :math:`\mathrm{Dir}(\beta_z; \gamma
-   \beta_{\mathrm{pa}(z)})`, in the data term :math:`\prod_k \beta_{zk}^{n_{zk}}`, in its
-   children's priors :math:`\mathrm{Dir}(\beta_{z'}; \gamma \beta_z)` and through
-   :math:`\gamma\beta_z` in its children's Antoniak factors. Using
-   :math:`\Gamma(a + m)/\Gamma(a) = \sum_t s(m, t) a^t`, integrating :math:`\beta_{z'}` out of
-   :math:`\mathrm{Dir}(\beta_{z'}; \gamma \beta_z) \prod_k \beta_{z'k}^{m_{z'k}}` cancels the
-   Antoniak normaliser and leaves :math:`\prod_k s(m_{z'k}, t_{z'k}) (\gamma
-   \beta_{zk})^{t_{z'k}}`, so :math:`\beta_z \mid \beta_{\mathrm{pa}(z)}, t, n \sim
-   \mathrm{Dir}(\gamma \beta_{\mathrm{pa}(z)} + m_z)` and the root's conditional is its prior
+2. **Weights given tables, top-down** (:func:`sample_weights_given_tables`). By the chain
+   rule, :math:`\pi(\beta \mid t, n)` is drawn exactly by drawing the root, then each node given
+   its ancestors, each with its descendants integrated out. Integrate a subtree out from the
+   bottom: for a child :math:`z'` of :math:`z`, using :math:`\Gamma(a + m)/\Gamma(a) =
+   \sum_t s(m, t) a^t`, the integral of :math:`\mathrm{Dir}(\beta_{z'}; \gamma \beta_z)
+   \prod_k \beta_{z'k}^{m_{z'k}}` times :math:`z'`'s Antoniak factor is
+   :math:`\Gamma(\gamma)/\Gamma(\gamma + |m_{z'}|) \prod_k s(m_{z'k}, t_{z'k}) (\gamma
+   \beta_{zk})^{t_{z'k}}` (the Antoniak normaliser cancels), i.e. :math:`\propto \prod_k
+   \beta_{zk}^{t_{z'k}}`; with :math:`z`'s own data this gives :math:`\prod_k
+   \beta_{zk}^{m_{zk}}`, and by induction every subtree reduces so. Hence :math:`\beta_z \mid
+   \text{ancestors}, t, n \sim \mathrm{Dir}(\gamma \beta_{\mathrm{pa}(z)} + m_z)` (its own
+   Antoniak factor does not involve :math:`\beta_z`), and the root's conditional is its prior
    times :math:`\prod_k \beta_{z_0 k}^{m_{z_0 k}}`: :math:`\mathrm{Dir}(\gamma_0 / K +
    m_{z_0})`, or for the GEM root :math:`o_k \sim \mathrm{Beta}(1 + m_{z_0 k}, \gamma_0 +
-   \sum_{j > k} m_{z_0 j})`. Drawing the root, then each level given the one above, is an
-   exact draw of all weights from :math:`\pi(\beta \mid t, n)`.
+   \sum_{j > k} m_{z_0 j})` (the truncated stick prior is conjugate to these counts).
 
 Numerics. Dirichlet and Beta draws are normalised Gamma draws made in log space
 (:mod:`pyromodels.conjugate.random`); a weight below the smallest normal float64
