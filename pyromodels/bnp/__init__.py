@@ -21,8 +21,18 @@ the DDPM family.
 - :mod:`.ncrp`: the nested CRP: path probability, sampler, the per-datum path proposal and
   its exact conditional.
 - :mod:`.tree_plot`: a dendrogram-like figure of a tree with the data's names at the leaves.
+- :mod:`.antoniak`: the number of tables of a CRP (Antoniak): log pmf, sampler, moments.
+- :mod:`.hdp`: finite HDP weight diffusion down a tree: prior draw, log density, Gibbs update
+  by auxiliary table counts.
 """
 
+from .antoniak import (
+    antoniak_log_prob,
+    antoniak_mean,
+    antoniak_variance,
+    log_stirling1_table,
+    sample_tables,
+)
 from .blocked import (
     BlockedState,
     assignment_logits,
@@ -47,6 +57,13 @@ from .ncrp import (
     path_conditional_log_probs,
     path_proposal,
     sample_ncrp_paths,
+from .hdp import (
+    resample_tree_weights,
+    sample_table_counts,
+    sample_tree_weights,
+    sample_weights_given_tables,
+    tree_levels,
+    tree_weights_log_prob,
 )
 from .ng_predictive import new_cluster_log_predictive
 from .partitions import (
@@ -103,4 +120,15 @@ __all__ = [
     "path_conditional_log_probs",
     "PathProposal",
     "plot_tree",
+    "log_stirling1_table",
+    "antoniak_log_prob",
+    "sample_tables",
+    "antoniak_mean",
+    "antoniak_variance",
+    "tree_levels",
+    "sample_tree_weights",
+    "tree_weights_log_prob",
+    "sample_table_counts",
+    "sample_weights_given_tables",
+    "resample_tree_weights",
 ]
