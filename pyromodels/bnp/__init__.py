@@ -51,12 +51,6 @@ from .dp_joint import StateStatistics, collapsed_log_joint, log_joint, state_sta
 from .dp_state import DPState, init_state, resample_params
 from .dp_sweep import ChainResult, run_chain, sweep
 from .exact import exact_partition_posterior
-from .ncrp import (
-    PathProposal,
-    ncrp_log_prob,
-    path_conditional_log_probs,
-    path_proposal,
-    sample_ncrp_paths,
 from .hdp import (
     resample_tree_weights,
     sample_table_counts,
@@ -64,6 +58,13 @@ from .hdp import (
     sample_weights_given_tables,
     tree_levels,
     tree_weights_log_prob,
+)
+from .ncrp import (
+    PathProposal,
+    ncrp_log_prob,
+    path_conditional_log_probs,
+    path_proposal,
+    sample_ncrp_paths,
 )
 from .ng_predictive import new_cluster_log_predictive
 from .partitions import (
