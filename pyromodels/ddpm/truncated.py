@@ -76,6 +76,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import pyro
@@ -98,6 +99,9 @@ from .baselines import kmeans
 from .prior import DPMixturePrior
 
 __all__ = ["TruncatedDPMixture", "TruncatedAssignment"]
+
+_LOG_2PI = math.log(2.0 * math.pi)
+_BLOCK_ENTRIES = 1 << 22  # entries of one (draws, N, T, d) block of the pointwise likelihood
 
 
 class TruncatedAssignment(NamedTuple):
@@ -132,7 +136,24 @@ class TruncatedDPMixture(Model):
         ValueError: ``truncation < 1``.
 
     ``fit(z, method="svi" | "gibbs", ...)`` passes its keywords to
-    :func:`~pyromodels.core.run_svi` or :func:`~pyromodels.core.run_gibbs`.
+    :func:`~pyromodels.core.run_svi` or :func:`~pyromodels.core.run_gibbs`. SVI starts from
+    an over-split k-means partition and merges it; a learning rate that decays to about 1e-3
+    lets the means settle (with ``run_svi``'s constant ``lr = 0.01`` they stay about half a
+    posterior sd away after 2000 steps on three 2-d blobs): pass, for example,
+    ``optim=pyro.optim.ClippedAdam({"lr": 0.1, "lrd": 0.01 ** (1 / num_steps)})``.
+
+    Example:
+        >>> import pyro
+        >>> g = torch.Generator().manual_seed(0)
+        >>> z = torch.randn(30, 2, dtype=torch.float64, generator=g) * 0.3
+        >>> z[15:] += 4.0
+        >>> model = TruncatedDPMixture(DPMixturePrior(kappa0=0.1, alpha0=2.0, beta0=1.0), truncation=3)
+        >>> optim = pyro.optim.ClippedAdam({"lr": 0.1, "lrd": 0.01 ** (1 / 200)})
+        >>> post = model.fit(z, method="svi", num_steps=200, optim=optim, num_samples=50, seed=0,
+        ...                  progress=False)
+        >>> resp, labels = model.predict(post, z)
+        >>> resp.shape, len(set(labels[:15].tolist())), len(set(labels.tolist()))
+        (torch.Size([30, 3]), 1, 2)
     """
 
     discrete_sites = ("c",)
@@ -287,17 +308,22 @@ class TruncatedDPMixture(Model):
         return x
 
     def _log_weights_and_components(self, z, v, lam, mu) -> torch.Tensor:
-        """``log pi_k + log N(z_i | mu_k, lam_k^-1 I)``, shaped ``(..., N, T)``."""
+        """``log pi_k + log N(z_i | mu_k, lam_k^-1 I)``, shaped ``(..., N, T)``; the
+        intermediate ``(..., N, T, d)`` block is built for all draws at once."""
         log_pi = stick_log_weights(_full_sticks(v)) if v is not None else lam.new_zeros(lam.shape)
-        comp = dist.Normal(mu.unsqueeze(-3), torch.rsqrt(lam)[..., None, :, None]).log_prob(z.unsqueeze(-2))
-        return comp.sum(-1) + log_pi.unsqueeze(-2)
+        sq = ((z.unsqueeze(-2) - mu.unsqueeze(-3)) ** 2).sum(-1)
+        log_lam = torch.log(lam).unsqueeze(-2)
+        comp = 0.5 * z.shape[-1] * (log_lam - _LOG_2PI) - 0.5 * lam.unsqueeze(-2) * sq
+        return comp + log_pi.unsqueeze(-2)
 
     def predict(self, posterior, z) -> TruncatedAssignment:
         """Responsibilities and hard labels of the points ``z`` at the posterior means.
 
         ``p(c_i = k) ∝ pi_k(E[v]) N(z_i | E[mu_k], E[lam_k]^-1 I_d)``: the plug-in rule at the
         posterior means (one chain of guide draws for SVI). For Gibbs draws the means are
-        meaningful only without label switching among the components.
+        meaningful only without label switching among the components. Components that hold
+        no points keep near-prior parameters, broad and with small weight: they can take a
+        share of points in the tails of a cluster.
 
         Args:
             posterior: a fit of this model.
@@ -314,8 +340,19 @@ class TruncatedDPMixture(Model):
 
     def log_likelihood_pointwise(self, data, samples) -> dict:
         """Marginal ``log p(z_i | v, lam, mu)`` per draw with ``c`` summed out:
-        ``{"z": (chain, draw, N)}``."""
+        ``{"z": (chain, draw, N)}`` (draws taken in blocks of about 2^22 ``(i, k, j)`` entries)."""
         z = self.prepare(data)
+        lam, mu = samples["lam"], samples["mu"]
         v = samples.get("v") if self.truncation > 1 else None
-        logits = self._log_weights_and_components(z, v, samples["lam"], samples["mu"])
-        return {"z": torch.logsumexp(logits, dim=-1)}
+        lead = lam.shape[:-1]
+        flat = lam.reshape(-1, lam.shape[-1]), mu.reshape((-1,) + tuple(mu.shape[-2:]))
+        flat_v = None if v is None else v.reshape(-1, v.shape[-1])
+        step = max(1, _BLOCK_ENTRIES // (z.shape[0] * mu.shape[-2] * mu.shape[-1]))
+        out = []
+        for start in range(0, flat[0].shape[0], step):
+            part = slice(start, start + step)
+            logits = self._log_weights_and_components(
+                z, None if flat_v is None else flat_v[part], flat[0][part], flat[1][part]
+            )
+            out.append(torch.logsumexp(logits, dim=-1))
+        return {"z": torch.cat(out).reshape(lead + (z.shape[0],))}

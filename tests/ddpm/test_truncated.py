@@ -91,17 +91,28 @@ def test_enumerated_elbo_is_the_exact_marginal_over_c(particles):
     state, z = _state(3, 4, 2, seed=11)
     elbo = TraceEnum_ELBO(max_plate_nesting=1, num_particles=particles, vectorize_particles=True)
     loss = elbo.loss(model.model, _delta_guide(state), z)
-    exact, pointwise = _hand_marginal(z, state, PRIOR, 3)
+    exact = _hand_marginal(z, state, PRIOR, 3)[0]
     assert math.isclose(-loss, exact, rel_tol=0, abs_tol=1e-9)
     # the same marginal by brute force over every labelling
     labels = torch.cartesian_prod(*[torch.arange(3)] * 4)
     joints = torch.stack([model.log_joint(z, {**state, "c": c}) for c in labels])
     assert math.isclose(float(torch.logsumexp(joints, 0)), exact, rel_tol=0, abs_tol=1e-9)
-    # the pointwise log-likelihood ArviZ gets (c summed out per point)
-    samples = {k: v[None, None] for k, v in state.items() if k != "c"}
+
+
+@pytest.mark.parametrize("block", [1, 1 << 22])
+def test_pointwise_log_likelihood_sums_out_c(block, monkeypatch):
+    # the pointwise log-likelihood ArviZ gets, for (chain, draw) = (2, 3) draws, taken one draw
+    # at a time or all at once, against the scipy marginal of each draw
+    monkeypatch.setattr(truncated_module, "_BLOCK_ENTRIES", block)
+    model = TruncatedDPMixture(PRIOR, truncation=3)
+    z = _state(3, 4, 2, seed=0)[1]
+    draws = [_state(3, 4, 2, seed=s)[0] for s in range(6)]
+    samples = {k: torch.stack([d[k] for d in draws]).reshape((2, 3) + draws[0][k].shape)
+               for k in ("v", "lam", "mu")}
     ll = model.log_likelihood_pointwise(z, samples)["z"]
-    assert ll.shape == (1, 1, 4)
-    assert np.allclose(ll[0, 0].numpy(), pointwise, rtol=0, atol=1e-12)
+    assert ll.shape == (2, 3, 4)
+    for s, d in enumerate(draws):
+        assert np.allclose(ll[s // 3, s % 3].numpy(), _hand_marginal(z, d, PRIOR, 3)[1], rtol=0, atol=1e-12)
 
 
 def test_sample_discrete_broadcasts_over_draws(caplog):
@@ -159,6 +170,16 @@ def test_svi_recovers_the_partition_and_agrees_with_gibbs(blobs):
     assert torch.isfinite(svi.losses).all()
     labels = model.predict(svi, z).labels
     assert adjusted_rand_score(truth.numpy(), labels.numpy()) == 1.0
+    # the labels run_svi restores per guide draw (infer_discrete): given draw s, c_i equals the
+    # hard label with probability p_si = softmax(log pi + log N)[label_i], independently over
+    # (s, i), so the fraction of agreements has mean mean(p) and sd sqrt(sum p(1-p)) / (S N)
+    c = svi.samples["c"]
+    assert c.dtype == torch.long and c.shape == (1, 1000, 150)
+    logits = model._log_weights_and_components(z, svi.samples["v"][0], svi.samples["lam"][0],
+                                               svi.samples["mu"][0])
+    p = torch.softmax(logits, -1).gather(-1, labels.expand(1000, 150).unsqueeze(-1)).squeeze(-1)
+    sd = float((p * (1 - p)).sum().sqrt()) / p.numel()
+    assert abs(float((c[0] == labels).double().mean()) - float(p.mean())) < 5 * sd
     comp = torch.stack([labels[truth == j][0] for j in range(3)])
     svi_means = svi.params["AutoNormal.locs.mu"][comp]
     # Given the partition, E[mu_k | z] is the NG posterior mean m_n, and the mean-field optimum
