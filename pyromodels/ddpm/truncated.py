@@ -39,8 +39,8 @@ Engines (spec section 3.6, the variational alternative the paper leaves to futur
   mean-field ``AutoNormal`` over ``v``, ``lam`` and ``mu`` (``c`` hidden), one independent
   Normal per coordinate in unconstrained space (logit of ``v``, log of ``lam``). The start
   (:meth:`TruncatedDPMixture.init_values`) is the conjugate posterior mean given k-means
-  labels with ``min(T, N)`` clusters; surplus components empty out during the fit because
-  the sticks favour few clusters.
+  labels with ``min(T, N)`` clusters; surplus components empty out during the fit (each
+  occupied component pays the KL of its parameters, the Occam factor of the ELBO).
 * ``"gibbs"``: the blocked Gibbs sampler as two blocks, ``(v, mu, lam) | c`` (spec eq. 22 and
   ``v_k | c ~ Beta(1 + n_k, alpha + sum_{j>k} n_j)``) and ``c | v, mu, lam``, the same
   conditionals as :func:`pyromodels.bnp.blocked_sweep`.
