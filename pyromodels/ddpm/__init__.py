@@ -10,6 +10,8 @@ G-means), the paper's metric row and the synthetic protocol.
 * :mod:`.synthetic`: :func:`simulate_warped_clusters`.
 * :mod:`.mcem`: Monte Carlo EM (Algorithm 1); :mod:`.ddpm`: :class:`DDPM`, the model with its NICE
   flow built for the data.
+* :mod:`.truncated`: :class:`TruncatedDPMixture`, the truncated stick-breaking form fitted by SVI
+  (``c`` enumerated) or blocked Gibbs.
 """
 
 from .baselines import ClusteringResult, anderson_darling_normal, anderson_darling_pvalue, gmeans, kmeans
@@ -20,6 +22,7 @@ from .model import DPMixture, DPMixtureSample, dp_mixture_crp, state_values
 from .prior import EMPIRICAL, PAPER_PRESETS, PAPER_SCHEDULES, DPMixturePrior, PaperSchedule
 from .scores import PAPER_METRICS, paper_scores
 from .synthetic import SyntheticClusters, simulate_warped_clusters
+from .truncated import TruncatedAssignment, TruncatedDPMixture
 
 __all__ = [
     "DDPM",
@@ -46,4 +49,6 @@ __all__ = [
     "PAPER_METRICS",
     "simulate_warped_clusters",
     "SyntheticClusters",
+    "TruncatedDPMixture",
+    "TruncatedAssignment",
 ]
