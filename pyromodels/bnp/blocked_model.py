@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import pyro
 import pyro.distributions as dist
 import torch
+from pyro.ops.indexing import Vindex
 
 from ..checks import as_float_tensor, as_label_tensor, check_int, check_positive
 from ..conjugate import NormalGamma
@@ -210,19 +211,21 @@ def truncated_dp_mixture(z, prior, alpha, truncation, num_points=None):
             raise ValueError(f"num_points must equal len(z) = {n}, got {num_points}")
     one = torch.ones((), dtype=dtype, device=loc.device)
     if T > 1:
-        with pyro.plate("sticks", T - 1):
+        with pyro.plate("sticks", T - 1, dim=-1):
             v = pyro.sample("v", dist.Beta(one, alpha * one))
-        v = torch.cat([v, one.reshape(1)])
+        v = torch.cat([v, v.new_ones(v.shape[:-1] + (1,))], dim=-1)  # v_T = 1
     else:
         v = one.reshape(1)
-    with pyro.plate("components", T):
+    with pyro.plate("components", T, dim=-1):
         lam = pyro.sample("lam", dist.Gamma(prior.a, prior.b))
         scale = torch.rsqrt(prior.kappa * lam).unsqueeze(-1)
         mu = pyro.sample("mu", dist.Normal(loc, scale).to_event(1))
-    with pyro.plate("data", n):
-        c = pyro.sample("c", dist.Categorical(logits=stick_log_weights(v)))
-        point_scale = torch.rsqrt(lam[c]).unsqueeze(-1).expand(-1, prior.dim)
-        return pyro.sample("z", dist.Normal(mu[c], point_scale).to_event(1), obs=z)
+    with pyro.plate("data", n, dim=-1):
+        # broadcasts over an enumeration dimension of c and a batch of (v, lam, mu) draws
+        c = pyro.sample("c", dist.Categorical(logits=stick_log_weights(v).unsqueeze(-2)))
+        point_loc = Vindex(mu.unsqueeze(-3))[..., c, :]
+        point_scale = torch.rsqrt(Vindex(lam.unsqueeze(-2))[..., c]).unsqueeze(-1)
+        return pyro.sample("z", dist.Normal(point_loc, point_scale).to_event(1), obs=z)
 
 
 def blocked_log_joint(z, state: BlockedState, prior) -> torch.Tensor:

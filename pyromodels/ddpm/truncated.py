@@ -28,10 +28,10 @@ site    support         shape       plate
 ``z``   real, observed  ``(N, d)``  ``"data"``
 ======  ==============  ==========  ===================================================
 
-The program is :func:`pyromodels.bnp.truncated_dp_mixture` written so that it broadcasts over
-an enumeration dimension of ``c`` and a batch dimension of draws (components are indexed with
-``Vindex``); conditioned on a full state its ``log_prob_sum()`` is
-:func:`pyromodels.bnp.blocked_log_joint`.
+The program is :func:`pyromodels.bnp.truncated_dp_mixture` with ``c`` marked for parallel
+enumeration; it broadcasts over an enumeration dimension of ``c`` and a batch dimension of
+draws (components are indexed with ``Vindex``), and conditioned on a full state its
+``log_prob_sum()`` is :func:`pyromodels.bnp.blocked_log_joint`.
 
 Engines (spec section 3.6, the variational alternative the paper leaves to future work):
 
@@ -79,10 +79,9 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import pyro
 import pyro.distributions as dist
 import torch
-from pyro.ops.indexing import Vindex
+from pyro.infer import config_enumerate
 
 from ..bnp import (
     BlockedState,
@@ -90,6 +89,7 @@ from ..bnp import (
     component_posterior,
     stick_log_weights,
     stick_posterior,
+    truncated_dp_mixture,
 )
 from ..checks import as_float_tensor, check_int
 from ..conjugate import NormalGamma, sample_log_gamma
@@ -199,26 +199,8 @@ class TruncatedDPMixture(Model):
         and over a batch of draws of ``v``, ``lam``, ``mu`` left of their plates.
         """
         z = self.prepare(data)
-        base = self.base_measure(z)
-        T = self.truncation
-        one = torch.ones((), dtype=z.dtype, device=z.device)
-        if T > 1:
-            with pyro.plate("sticks", T - 1, dim=-1):
-                v = pyro.sample("v", dist.Beta(one, self.prior.alpha * one))
-            log_pi = stick_log_weights(_full_sticks(v))
-        else:
-            log_pi = torch.zeros(1, dtype=z.dtype, device=z.device)
-        with pyro.plate("components", T, dim=-1):
-            lam = pyro.sample("lam", dist.Gamma(base.a, base.b))
-            scale = torch.rsqrt(base.kappa * lam).unsqueeze(-1)
-            mu = pyro.sample("mu", dist.Normal(base.loc, scale).to_event(1))
-        with pyro.plate("data", z.shape[0], dim=-1):
-            c = pyro.sample(
-                "c", dist.Categorical(logits=log_pi.unsqueeze(-2)), infer={"enumerate": "parallel"}
-            )
-            loc = Vindex(mu.unsqueeze(-3))[..., c, :]
-            point_scale = torch.rsqrt(Vindex(lam.unsqueeze(-2))[..., c]).unsqueeze(-1)
-            return pyro.sample("z", dist.Normal(loc, point_scale).to_event(1), obs=z)
+        program = config_enumerate(truncated_dp_mixture, default="parallel")
+        return program(z, self.base_measure(z), self.prior.alpha, self.truncation)
 
     # --------------------------------------------------------- starting points
     def init_labels(self, data, generator: torch.Generator) -> torch.Tensor:
