@@ -2,6 +2,8 @@
 built on :meth:`pyromodels.bnp.Tree.collapsed`, invariances and pinned errors."""
 
 import contextlib
+import doctest
+import importlib
 import itertools
 import math
 import warnings
@@ -215,3 +217,8 @@ def test_bad_switches():
         aod(X5, P5, paper_literal="yes")
     with pytest.raises(TypeError, match="collapse must be a bool"):
         aod(X5, P5, collapse=None)
+
+
+def test_docstring_examples():
+    result = doctest.testmod(importlib.import_module("pyromodels.metrics.hierarchy"))
+    assert result.attempted > 0 and result.failed == 0
