@@ -7,6 +7,8 @@ returns plain Python floats (or numpy / pandas containers where stated).
   matching, :func:`hungarian_mapping`), :func:`majority_accuracy` / :func:`purity`
   (many-to-one), :func:`nmi`, :func:`ami`, :func:`ari`, :func:`v_measure`, :func:`pair_f1`,
   :func:`f_measure` and :func:`f_measure_per_level`, :func:`contingency_matrix`.
+* Hierarchies over data points: :func:`aid` and :func:`aod` (average inner and outer squared
+  distances of a tree's nodes), :func:`f_measure_by_level`, :func:`node_statistics`.
 * Classification: :func:`macro_f1`, :func:`precision_recall_per_class`.
 * Annotator models: :func:`confusion_matrix_error`.
 * Matching: :func:`optimal_assignment`, the Hungarian step behind the accuracies and the
@@ -21,6 +23,14 @@ of this project but :mod:`pyromodels.checks`.
 
 from .classification import confusion_matrix_error, macro_f1, precision_recall_per_class
 from .clustering import PairScores, ari, contingency_matrix, f_measure, f_measure_per_level, pair_f1
+from .hierarchy import (
+    HierarchyMetricWarning,
+    NodeStatistics,
+    aid,
+    aod,
+    f_measure_by_level,
+    node_statistics,
+)
 from .information import ami, nmi, v_measure
 from .matching import (
     clustering_accuracy,
@@ -31,17 +41,23 @@ from .matching import (
 )
 
 __all__ = [
+    "aid",
     "ami",
+    "aod",
     "ari",
     "clustering_accuracy",
     "confusion_matrix_error",
     "contingency_matrix",
     "f_measure",
+    "f_measure_by_level",
     "f_measure_per_level",
+    "HierarchyMetricWarning",
     "hungarian_mapping",
     "macro_f1",
     "majority_accuracy",
     "nmi",
+    "node_statistics",
+    "NodeStatistics",
     "optimal_assignment",
     "pair_f1",
     "PairScores",
