@@ -16,7 +16,7 @@ FIT = "bnp.dp_fit_to_ari[N={n},d={d},K=8,sampler={v},dtype=float64]"
 VARIANTS = ("alg3,start=one", "blocked,start=random,T=50")
 QUICK_FITS = {FIT.format(n=n, d=d, v=v) for n, d in ((1000, 10), (2000, 2)) for v in VARIANTS}
 MCEM = ("ddpm.mcem_round[N={n},d=10,features=mnist5k_random_projection,flow=nice_4x256-256,"
-        "prior=mnist,gibbs_sweeps=2,flow_epochs=1,batch_size=256,start={start},"
+        "prior=mnist,e_dpm=2,e_flow=1,batch_size=256,start={start},"
         "iterations_per_call={r}]")
 
 
