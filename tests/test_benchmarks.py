@@ -164,8 +164,11 @@ def test_discovery_and_duplicate_labels(bench):
     h = bench.harness
     mods = h.discover()
     assert [m.__name__ for m in mods] == [
+        "benchmarks.bench_bnp_dp",
+        "benchmarks.bench_bnp_fit",
         "benchmarks.bench_crowd_ds",
         "benchmarks.bench_crowd_hmm",
+        "benchmarks.bench_ddpm_mcem",
         "benchmarks.bench_reference_mixture",
     ]
     case = h.Case("demo", {"n": 1}, ours=print)
