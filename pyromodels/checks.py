@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 __all__ = [
+    "broadcast_shapes",
     "check_bool",
     "check_int",
     "check_positive",
@@ -387,3 +388,20 @@ def check_memory(parts: Sequence[tuple[str, float]], device=None, hint: str = ""
         f"this fit would need about {format_bytes(total)} of memory ({listed}), more than the "
         f"{format_bytes(limit)} of {where}{'; ' + hint if hint else ''}"
     )
+
+
+def broadcast_shapes(*shapes) -> torch.Size:
+    """The broadcast of ``shapes`` (NumPy's rules), as a ``torch.Size``.
+
+    ``torch.broadcast_shapes`` gives the same answer, but its first call in a process imports
+    torch's symbolic-shape machinery (about a quarter of a second); NumPy's does not.
+
+    Raises:
+        ValueError: shapes that do not broadcast.
+
+    Example:
+        >>> broadcast_shapes((3, 1), (4,))
+        torch.Size([3, 4])
+    """
+    return torch.Size(np.broadcast_shapes(*(tuple(shape) for shape in shapes)))
+

@@ -21,7 +21,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from ..checks import as_float_tensor, as_label_tensor
+from ..checks import as_float_tensor, as_label_tensor, broadcast_shapes
 
 __all__ = [
     "LOG_2PI",
@@ -265,7 +265,7 @@ class ConjugateFamily:
         as they are; the leading axes of every field are expanded to the common batch shape.
         """
         split = {k: t.dim() - event_ndims.get(k, 0) for k, t in params.items()}
-        batch = torch.broadcast_shapes(*(t.shape[: split[k]] for k, t in params.items()))
+        batch = broadcast_shapes(*(t.shape[: split[k]] for k, t in params.items()))
         for k, t in params.items():
             object.__setattr__(self, k, t.expand(batch + t.shape[split[k] :]))
 

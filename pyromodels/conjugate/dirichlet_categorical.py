@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..checks import check_stochastic
+from ..checks import broadcast_shapes, check_stochastic
 from ._base import (
     ConjugateFamily,
     as_data_tensor,
@@ -149,7 +149,7 @@ class DirichletCategorical(ConjugateFamily):
         """Log predictive probability of ``labels`` (any shape broadcastable with the batch)."""
         z = as_labels(labels, "labels", self.num_categories, self.device)
         log_p = self.predictive_log_probs()
-        shape = torch.broadcast_shapes(log_p.shape[:-1], z.shape)
+        shape = broadcast_shapes(log_p.shape[:-1], z.shape)
         log_p = log_p.expand(shape + (self.num_categories,))
         return torch.gather(log_p, -1, z.expand(shape).unsqueeze(-1)).squeeze(-1)
 

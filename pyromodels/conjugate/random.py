@@ -20,6 +20,7 @@ import math
 
 import torch
 
+from ..checks import broadcast_shapes
 from ._base import check_generator, check_positive_tensor, coerce_params
 
 __all__ = [
@@ -232,7 +233,7 @@ def _bartlett_factor(df: torch.Tensor, scale_tril: torch.Tensor, generator) -> t
     standard normal entries below the diagonal; ``chi2(k) = 2 Gamma(k / 2)``.
     """
     d = scale_tril.shape[-1]
-    batch = torch.broadcast_shapes(df.shape, scale_tril.shape[:-2])
+    batch = broadcast_shapes(df.shape, scale_tril.shape[:-2])
     offsets = torch.arange(d, dtype=df.dtype, device=df.device)
     half_dof = (df.expand(batch).unsqueeze(-1) - offsets) / 2
     diag = torch.exp(0.5 * (_log_gamma(half_dof, generator) + math.log(2.0)))

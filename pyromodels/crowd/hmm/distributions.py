@@ -15,6 +15,8 @@ import torch
 from pyro.distributions import Categorical, TorchDistribution, constraints
 from pyro.ops.indexing import Vindex
 
+from ...checks import broadcast_shapes
+
 __all__ = ["MarkovChain", "CrowdResponses", "chain_log_prob"]
 
 
@@ -66,7 +68,7 @@ class MarkovChain(TorchDistribution):
         self.offsets = torch.cumsum(self.lengths, 0) - self.lengths
         self.starts = torch.zeros(int(self.lengths.sum()), dtype=torch.bool, device=initial.device)
         self.starts[self.offsets] = True
-        batch_shape = torch.broadcast_shapes(initial.shape[:-1], transition.shape[:-2])
+        batch_shape = broadcast_shapes(initial.shape[:-1], transition.shape[:-2])
         super().__init__(batch_shape, self.starts.shape, validate_args=validate_args)
 
     @constraints.dependent_property(is_discrete=True, event_dim=1)
@@ -139,7 +141,7 @@ class CrowdResponses(TorchDistribution):
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        shape = torch.broadcast_shapes(value.shape[:-1], self.batch_shape)
+        shape = broadcast_shapes(value.shape[:-1], self.batch_shape)
         logits = self.logits.expand(shape + self.logits.shape[-2:])
         value = value.expand(shape + value.shape[-1:])
         picked = logits.gather(-1, value.clamp(min=0).unsqueeze(-1)).squeeze(-1)

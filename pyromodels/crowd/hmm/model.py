@@ -52,7 +52,7 @@ from pyro import poutine
 from pyro.ops.indexing import Vindex
 from torch.distributions import Dirichlet
 
-from ...checks import check_in
+from ...checks import broadcast_shapes, check_in
 from ...core.model import Model
 from ..emissions import log_emissions, normalize_rows
 from ..majority import majority_vote
@@ -98,7 +98,7 @@ def _first_step_logits(initial: torch.Tensor, transition: torch.Tensor, num_step
     K = initial.shape[-1]
     first = initial.log().unsqueeze(-2).expand(initial.shape[:-1] + (K, K))
     later = transition.log().unsqueeze(-3).expand(transition.shape[:-2] + (num_steps - 1, K, K))
-    batch = torch.broadcast_shapes(first.shape[:-2], later.shape[:-3])
+    batch = broadcast_shapes(first.shape[:-2], later.shape[:-3])
     return torch.cat([first.expand(batch + (1, K, K)), later.expand(batch + (num_steps - 1, K, K))], -3)
 
 
