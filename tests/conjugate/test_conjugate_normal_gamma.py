@@ -169,3 +169,36 @@ def test_normal_gamma_errors_are_pinned():
         p.log_prob(torch.zeros(2), 0.0)
     with pytest.raises(ValueError, match="mode requires a > 1 - d/2"):
         NormalGamma(torch.zeros(1), 1.0, 0.4, 1.0).mode()
+
+
+def test_posterior_equals_sequential_one_point_updates():
+    batch = prior().posterior(*stats(X))
+    seq = prior()
+    for row in X:
+        seq = seq.posterior(*stats(row[None]))
+    for name in ("loc", "kappa", "a", "b"):
+        assert torch.allclose(getattr(seq, name), getattr(batch, name), rtol=1e-12, atol=0)
+
+
+def test_one_dimensional_posterior_matches_a_grid_posterior():
+    # prior x likelihood normalised on a (mu, tau) grid fine enough that the trapezoid rule's
+    # error (step^2 x curvature) is far below the 1e-4 tolerance on the moments
+    x = X[:, :1]
+    post = NormalGamma(torch.tensor([0.5], dtype=F64), KAPPA, A, B).posterior(*stats(x))
+    mu = np.linspace(-3.0, 4.0, 1401)
+    tau = np.linspace(1e-4, 6.0, 1200)
+    mm, tt = np.meshgrid(mu, tau, indexing="ij")
+    log_p = (st.norm.logpdf(mm, 0.5, 1 / np.sqrt(KAPPA * tt)) + st.gamma.logpdf(tt, A, scale=1 / B)
+             + st.norm.logpdf(x[:, 0][:, None, None], mm, 1 / np.sqrt(tt)).sum(0))
+    w = np.exp(log_p - log_p.max())
+    w /= w.sum()
+    mean_mu, mean_tau = float((w * mm).sum()), float((w * tt).sum())
+    expected_mu, expected_tau = post.mean()
+    assert mean_mu == pytest.approx(float(expected_mu[0]), abs=1e-4)
+    assert mean_tau == pytest.approx(float(expected_tau), abs=1e-4)
+    # and the grid's log density differences equal the closed form's
+    i, j = (700, 300), (800, 500)
+    grid_diff = log_p[i] - log_p[j]
+    closed = (post.log_prob(torch.tensor([mu[i[0]]]), torch.tensor(tau[i[1]]))
+              - post.log_prob(torch.tensor([mu[j[0]]]), torch.tensor(tau[j[1]])))
+    assert float(closed) == pytest.approx(grid_diff, abs=1e-9)
