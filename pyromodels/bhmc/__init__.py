@@ -26,11 +26,12 @@ from .augmentation import (
     sample_lambda,
 )
 from .joint import (
+    cdl,
     complete_log_joint,
     component_log_likelihoods,
     margin_violations,
     marginal_log_joint,
-    regularised_log_joint,
+    rcdl,
     structure_log_prior,
 )
 from .model import BHMC, BHMCSample, bhmc_program, program_values, stick_fractions, stick_weights
@@ -57,7 +58,8 @@ __all__ = [
     "complete_log_joint",
     "marginal_log_joint",
     "margin_violations",
-    "regularised_log_joint",
+    "cdl",
+    "rcdl",
     "bhmc_program",
     "program_values",
     "stick_weights",

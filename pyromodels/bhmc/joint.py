@@ -1,20 +1,21 @@
 r"""Closed-form log joints of a BHMC state: CDL, its marginal over the labels, and RCDL.
 
-With the labels instantiated (RBHMC paper, Fig. 2; spec 2.4), the complete-data log likelihood
-of a state :math:`(V, B, \Theta, c)` is
+With the labels instantiated (RBHMC paper, Fig. 2; spec 2.4), the log joint of a state
+:math:`(V, B, \Theta, c)` and the data is
 
 .. math::
 
-    \mathrm{CDL} = \sum_n \big[\log N(x_n; \theta_{c_n}, I) + \log \beta_{v_{nL} c_n}\big]
+    \log p(X, c, V, B, \Theta) = \sum_n \big[\log N(x_n; \theta_{c_n}, I) + \log \beta_{v_{nL} c_n}\big]
         + \log p(V \mid \alpha) + \log p(o \mid \gamma_0) + \log p(B^- \mid \gamma)
         + \sum_k \log N(\theta_k; 0, I),
 
-the log density of the Pyro program of :mod:`pyromodels.bhmc.model` at that state (the paper
-leaves open whether its CDL holds the prior terms of :math:`B` and :math:`\Theta`; here it
-does, so that it is exactly the program's joint). The marginal over ``c`` replaces the first
+the log density of the Pyro program of :mod:`pyromodels.bhmc.model` at that state
+(:func:`complete_log_joint`). The marginal over ``c`` replaces the first
 sum by :math:`\sum_n \log \sum_k \beta_{v_{nL} k} N(x_n; \theta_k, I)` (Fig. 2's
-:math:`p(X \mid V, \Theta, B)`). RCDL (Sec. 4.5, eq. 5) adds the hinge of every datum's worst
-margin violation, :math:`-2C \max(0, \zeta_n)`, given the discriminants :math:`\eta`.
+:math:`p(X \mid V, \Theta, B)`). The paper's traced CDL, :math:`\log p(X, c, V \mid B,
+\Theta)` (:func:`cdl`), leaves out the prior densities of :math:`B` and :math:`\Theta`; its
+RCDL (:func:`rcdl`; Sec. 4.5, eq. 5) adds the hinge of every datum's worst margin violation,
+:math:`-2C \max(0, \zeta_n)`, given the discriminants :math:`\eta`.
 
 Margin violations (eq. 2; spec 2.6, 3.2 c): for datum ``n``, level ``l`` and each sibling
 ``z`` of its node :math:`v_{nl}`, :math:`\zeta_{nlz} = \varepsilon_0 - (\eta_{v_{nl}} -
@@ -46,7 +47,7 @@ from .prior import BHMCPrior
 from .state import BHMCState, check_state, node_arrays
 
 __all__ = ["component_log_likelihoods", "structure_log_prior", "complete_log_joint",
-           "marginal_log_joint", "margin_violations", "regularised_log_joint"]
+           "marginal_log_joint", "cdl", "margin_violations", "rcdl"]
 
 _LOG_2PI = math.log(2 * math.pi)
 
@@ -176,9 +177,29 @@ def margin_violations(x, tree: Tree, eta: dict, eps0) -> tuple[torch.Tensor, tor
     return zeta, level, node
 
 
-def regularised_log_joint(x, state: BHMCState, prior: BHMCPrior, eta: dict, C, eps0) -> torch.Tensor:
-    r"""RCDL: :func:`complete_log_joint` plus :math:`\sum_n -2C\max(0, \zeta_n)` over the data
-    with a constraint (Sec. 4.5, eq. 5; spec 3.7).
+def cdl(x, state: BHMCState, prior: BHMCPrior) -> torch.Tensor:
+    r"""The paper's CDL, :math:`\log p(X, c, V \mid B, \Theta)` (Sec. 4.5, spec 3.7):
+    :func:`complete_log_joint` without the prior densities of :math:`B` and :math:`\Theta`.
+
+    It is the statistic the chain traces and the best tree is picked by. The full joint is not
+    used there because the weight densities dominate it: a child's Dirichlet
+    :math:`\mathrm{Dir}(\gamma \beta_z)` with the tiny concentrations of the unused
+    components has a density of order :math:`\beta^{\gamma\beta_{zk} - 1}`, hundreds of nats
+    per near-empty cell, which says nothing about the clustering.
+
+    Arguments and returns as :func:`complete_log_joint`.
+    """
+    x, state, prior = _inputs(x, state, prior)
+    ll = component_log_likelihoods(x, state.theta.to(torch.float64))
+    n = torch.arange(x.shape[0])
+    lw = torch.log(state.leaf_weights().to(torch.float64))
+    return (ll[n, state.c] + lw[n, state.c]).sum() + ncrp_log_prob(state.tree, prior.alpha)
+
+
+def rcdl(x, state: BHMCState, prior: BHMCPrior, eta: dict, C, eps0) -> torch.Tensor:
+    r"""RCDL (also PCDL): :func:`cdl` plus :math:`\sum_n -2C\max(0, \zeta_n)` over the data
+    with a constraint (Sec. 4.5, eq. 5; spec 3.7), :math:`\zeta_n` from
+    :func:`margin_violations`.
 
     Args:
         x, state, prior: as in :func:`complete_log_joint`.
@@ -189,7 +210,6 @@ def regularised_log_joint(x, state: BHMCState, prior: BHMCPrior, eta: dict, C, e
     Returns:
         0-dim float64 tensor.
     """
-    cdl = complete_log_joint(x, state, prior)
     zeta, level, _ = margin_violations(x, state.tree, eta, eps0)
     active = level >= 0
-    return cdl + hinge_log_factor(zeta[active], C).sum()
+    return cdl(x, state, prior) + hinge_log_factor(zeta[active], C).sum()

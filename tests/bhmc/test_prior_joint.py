@@ -13,12 +13,13 @@ from pyromodels.bhmc import (
     BHMC,
     BHMCPrior,
     BHMCState,
+    cdl,
     complete_log_joint,
     hinge_log_factor,
     margin_violations,
     marginal_log_joint,
     program_values,
-    regularised_log_joint,
+    rcdl,
     stick_fractions,
     stick_weights,
 )
@@ -140,15 +141,29 @@ def test_no_siblings_means_no_constraint():
     assert zeta.tolist() == [-math.inf, -math.inf] and level.tolist() == node.tolist() == [-1, -1]
 
 
-def test_regularised_log_joint_adds_the_hinges():
+def test_cdl_is_the_program_given_weights_and_components():
+    """The paper's CDL is log p(X, c, V | B, Theta): the program's joint less the sites o,
+    beta_* and theta (their log densities read off the same trace)."""
+    from pyro import poutine
+
+    model, draw = _draw(13, N=8, L=2, alpha=2.0)
+    cond = poutine.condition(model.model, data=program_values(draw.state))
+    tr = poutine.trace(cond).get_trace(draw.x)
+    tr.compute_log_prob()
+    parts = [site["log_prob_sum"] for name, site in tr.nodes.items() if site["type"] == "sample"
+             and not (name in ("o", "theta") or name.startswith("beta_"))]
+    assert torch.isclose(cdl(draw.x, draw.state, model.prior), sum(parts), rtol=1e-12)
+
+
+def test_rcdl_adds_the_hinges():
     model, draw = _draw(11, N=9, L=2, alpha=3.0)
     g = torch.Generator().manual_seed(0)
     eta = {z: torch.randn(2, dtype=F64, generator=g) for z in draw.state.tree.nodes if z}
     zeta, level, _ = margin_violations(draw.x, draw.state.tree, eta, 1.0)
-    assert bool((level >= 0).any())
-    expected = complete_log_joint(draw.x, draw.state, model.prior) + sum(
+    assert bool((level >= 0).any()) and bool((zeta[level >= 0] > 0).any())
+    expected = cdl(draw.x, draw.state, model.prior) + sum(
         -2 * 0.3 * max(0.0, float(z)) for z, lv in zip(zeta, level) if lv >= 0)
-    got = regularised_log_joint(draw.x, draw.state, model.prior, eta, 0.3, 1.0)
+    got = rcdl(draw.x, draw.state, model.prior, eta, 0.3, 1.0)
     assert math.isclose(float(got), float(expected), rel_tol=1e-12)
     assert hinge_log_factor(torch.tensor(1.0), 0.3) == -0.6
 
