@@ -223,7 +223,7 @@ def init_state(x, prior: BHMCPrior, generator: torch.Generator) -> BHMCState:
 
 @dataclass
 class BHMCChain:
-    """The record of :func:`run_bhmc` (label-invariant statistics per sweep).
+    r"""The record of :func:`run_bhmc` (label-invariant statistics per sweep).
 
     Attributes:
         cdl: ``(S,)`` float64 the paper's CDL :math:`\log p(X, c, V \mid B, \Theta)`
