@@ -137,7 +137,9 @@ def bhmc_program(num_points: int, dim: int, prior: BHMCPrior, x=None, dtype=torc
         leaves.append(z)
     leaf_w = torch.stack([weights[z] for z in leaves])
     with pyro.plate("data", N, dim=-1):
-        c = pyro.sample("c", dist.Categorical(leaf_w))
+        # logits, not probs: torch clamps probs at machine epsilon when it takes their log,
+        # which would misstate the log density of a label with a tiny weight
+        c = pyro.sample("c", dist.Categorical(logits=torch.log(leaf_w)))
         return pyro.sample("x", dist.Normal(theta[c], 1.0).to_event(1), obs=x)
 
 
