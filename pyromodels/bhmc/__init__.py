@@ -8,6 +8,8 @@
 - :mod:`.joint`: closed-form CDL, its marginal over the labels, margin violations and RCDL.
 - :mod:`.sampler`: the BHMC Metropolis-within-Gibbs sampler (paths by MH, labels, components,
   weights) and :func:`run_bhmc`.
+- :mod:`.regularised`: RBHMC, the sampler with the max-margin pseudo-likelihood (eta by
+  MH-corrected Gaussian proposals, lambda by GIG) and :func:`run_rbhmc`.
 - :mod:`.augmentation`: the hinge factor, the Polson-Scott kernel and its lambda sampler, and
   the Gaussian conditional of a node's discriminant eta and a sampler for it.
 
@@ -36,6 +38,31 @@ from .joint import (
 )
 from .model import BHMC, BHMCSample, bhmc_program, program_values, stick_fractions, stick_weights
 from .prior import DEFAULT_NUM_COMPONENTS, PAPER_PRESETS, BHMCPrior
+from .regularised import (
+    RBHMCChain,
+    RBHMCState,
+    init_rbhmc_state,
+    log_kernels,
+    rbhmc_path_step,
+    rbhmc_sweep,
+    run_rbhmc,
+    sample_eta,
+    sample_lambdas,
+)
+from .sampler import (
+    BHMCChain,
+    child_weights,
+    component_conditional,
+    init_state,
+    label_log_probs,
+    path_step,
+    run_bhmc,
+    sample_components,
+    sample_labels,
+    sample_paths,
+    sample_weights,
+    sweep,
+)
 from .state import BHMCState, check_state, node_arrays
 
 __all__ = [
@@ -66,4 +93,25 @@ __all__ = [
     "stick_fractions",
     "BHMC",
     "BHMCSample",
+    "init_state",
+    "child_weights",
+    "path_step",
+    "sample_paths",
+    "label_log_probs",
+    "sample_labels",
+    "component_conditional",
+    "sample_components",
+    "sample_weights",
+    "sweep",
+    "run_bhmc",
+    "BHMCChain",
+    "RBHMCState",
+    "log_kernels",
+    "rbhmc_path_step",
+    "sample_eta",
+    "sample_lambdas",
+    "rbhmc_sweep",
+    "init_rbhmc_state",
+    "run_rbhmc",
+    "RBHMCChain",
 ]

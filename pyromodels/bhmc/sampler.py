@@ -58,7 +58,7 @@ from .joint import cdl, component_log_likelihoods
 from .prior import BHMCPrior
 from .state import BHMCState, check_state, node_arrays
 
-__all__ = ["init_state", "path_step", "sample_paths", "label_log_probs", "sample_labels",
+__all__ = ["init_state", "child_weights", "path_step", "sample_paths", "label_log_probs", "sample_labels",
            "component_conditional", "sample_components", "sample_weights", "sweep",
            "run_bhmc", "BHMCChain"]
 
@@ -90,6 +90,11 @@ def _dirichlet(concentration: torch.Tensor, generator) -> torch.Tensor:
     return torch.softmax(log_g, -1).clamp_min(_TINY)
 
 
+def child_weights(prior: BHMCPrior, parent_weights: torch.Tensor, generator) -> torch.Tensor:
+    r"""A new node's weights from their prior :math:`\mathrm{Dir}(\gamma \beta_{\mathrm{parent}})`."""
+    return _dirichlet(prior.gamma * parent_weights, generator)
+
+
 def _loglik(x, state, likelihood: bool) -> torch.Tensor:
     if not likelihood:
         return torch.zeros(x.shape[0], state.num_components, dtype=torch.float64)
@@ -115,7 +120,7 @@ def path_step(loglik_n: torch.Tensor, state: BHMCState, n: int, prior: BHMCPrior
     proposal = path_proposal(tree, n, prior.alpha, generator)
     edit = tree.move_path(n, proposal.path)
     for z in edit.born:  # top-down: each parent's weights exist before its child's draw
-        weights[z] = _dirichlet(prior.gamma * weights[tree.parent(z)], generator)
+        weights[z] = child_weights(prior, weights[tree.parent(z)], generator)
     new_leaf = edit.new_path[-1]
     log_ratio = (torch.logsumexp(torch.log(weights[new_leaf]) + loglik_n, 0)
                  - torch.logsumexp(torch.log(weights[old_leaf]) + loglik_n, 0))
