@@ -41,6 +41,7 @@ from .prior import DEFAULT_NUM_COMPONENTS, PAPER_PRESETS, BHMCPrior
 from .regularised import (
     RBHMCChain,
     RBHMCState,
+    check_rbhmc_state,
     init_rbhmc_state,
     log_kernels,
     rbhmc_path_step,
@@ -106,6 +107,7 @@ __all__ = [
     "run_bhmc",
     "BHMCChain",
     "RBHMCState",
+    "check_rbhmc_state",
     "log_kernels",
     "rbhmc_path_step",
     "sample_eta",

@@ -169,7 +169,8 @@ def margin_violations(x, tree: Tree, eta: dict, eps0) -> tuple[torch.Tensor, tor
         sib = (parent.unsqueeze(0) == parent[v].unsqueeze(1)) & (torch.arange(len(ids)) != v.unsqueeze(1))
         z_all = eps0 - (score[n_idx, v].unsqueeze(1) - score)
         z_all = torch.where(sib, z_all, torch.full_like(z_all, -math.inf))
-        best, arg = z_all.max(1)  # first maximum: smallest position, i.e. smallest id
+        arg = z_all.argmax(1)  # the first maximum: the smallest position, i.e. the smallest id
+        best = z_all.gather(1, arg.unsqueeze(1)).squeeze(1)
         better = best > zeta
         zeta = torch.where(better, best, zeta)
         level = torch.where(better, torch.full_like(level, lv), level)

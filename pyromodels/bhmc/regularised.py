@@ -70,11 +70,18 @@ from .augmentation import (
 )
 from .joint import cdl, component_log_likelihoods, margin_violations
 from .prior import BHMCPrior
-from .sampler import child_weights, init_state, sample_components, sample_labels, sample_weights
+from .sampler import (
+    _check_inputs,
+    child_weights,
+    init_state,
+    sample_components,
+    sample_labels,
+    sample_weights,
+)
 from .state import BHMCState
 
-__all__ = ["RBHMCState", "log_kernels", "rbhmc_path_step", "sample_eta", "sample_lambdas",
-           "rbhmc_sweep", "init_rbhmc_state", "run_rbhmc", "RBHMCChain"]
+__all__ = ["RBHMCState", "check_rbhmc_state", "log_kernels", "rbhmc_path_step", "sample_eta",
+           "sample_lambdas", "rbhmc_sweep", "init_rbhmc_state", "run_rbhmc", "RBHMCChain"]
 
 
 @dataclass
@@ -95,6 +102,33 @@ def _check_settings(C, eps0, paper_literal):
     C = check_positive(C, "C")
     eps0 = check_positive(eps0, "eps0", strict=False)
     return C, eps0, check_bool(paper_literal, "paper_literal")
+
+
+def check_rbhmc_state(x, state, prior: BHMCPrior) -> RBHMCState:
+    """Check ``state`` as :func:`~pyromodels.bhmc.state.check_state` does, plus its ``eta``
+    (a ``(D,)`` tensor for exactly the living non-root nodes) and ``lam`` (``(N,)``, > 0).
+
+    Raises:
+        TypeError: ``state`` is not an ``RBHMCState``.
+        ValueError: missing or extra eta, eta or lam of the wrong shape, lam not > 0, and the
+            errors of ``check_state``.
+    """
+    if not isinstance(state, RBHMCState):
+        raise TypeError(f"state must be an RBHMCState, got {type(state).__name__}")
+    x, state = _check_inputs(x, state, prior)
+    nodes = set(state.tree.nodes) - {state.tree.root}
+    D = x.shape[1]
+    if not isinstance(state.eta, dict) or set(state.eta) != nodes:
+        raise ValueError(f"state.eta must map exactly the living non-root nodes {sorted(nodes)} "
+                         f"to (D,) tensors")
+    if any(not isinstance(e, torch.Tensor) or tuple(e.shape) != (D,) for e in state.eta.values()):
+        raise ValueError(f"state.eta values must be ({D},) tensors")
+    lam = state.lam
+    if not isinstance(lam, torch.Tensor) or tuple(lam.shape) != (x.shape[0],):
+        raise ValueError(f"state.lam must be a ({x.shape[0]},) tensor")
+    if not bool((lam > 0).all()):
+        raise ValueError("state.lam must be > 0")
+    return x, state
 
 
 def log_kernels(x, state: RBHMCState, C: float, eps0: float):
@@ -197,8 +231,8 @@ def sample_lambdas(x, state: RBHMCState, C: float, eps0: float, generator: torch
 def rbhmc_sweep(x, state: RBHMCState, prior: BHMCPrior, C, eps0, generator: torch.Generator,
                 paper_literal: bool = False) -> tuple[float, float]:
     """One RBHMC sweep (a)-(f), in place; returns the acceptance rates of paths and eta."""
-    x = as_float_tensor(x, "x", ndim=2, dtype=torch.float64)
     C, eps0, paper_literal = _check_settings(C, eps0, paper_literal)
+    x, state = check_rbhmc_state(x, state, prior)
     loglik = component_log_likelihoods(x, state.theta)
     acc = sum(rbhmc_path_step(loglik[n], x, state, n, prior, C, eps0, generator, paper_literal)
               for n in range(x.shape[0])) / x.shape[0]
@@ -245,6 +279,7 @@ def run_rbhmc(x, prior: BHMCPrior, num_sweeps: int, C, eps0, generator: torch.Ge
     burn_in = check_int(burn_in, "burn_in", minimum=0, maximum=S - 1)
     C, eps0, paper_literal = _check_settings(C, eps0, paper_literal)
     state = init_rbhmc_state(x, prior, generator) if init is None else init.copy()
+    x, state = check_rbhmc_state(x, state, prior)
     trace = torch.empty(S, 2, dtype=torch.float64)
     levels = torch.empty(S, prior.depth, dtype=torch.int64)
     acc = torch.empty(S, 2, dtype=torch.float64)

@@ -10,7 +10,7 @@ import pytest
 import torch
 from scipy import stats
 
-from pyromodels.bhmc import BHMC, BHMCPrior, cdl, margin_violations
+from pyromodels.bhmc import BHMC, BHMCPrior, BHMCState, cdl, margin_violations
 from pyromodels.bhmc import regularised as regularised_module
 from pyromodels.bhmc.regularised import (
     RBHMCState,
@@ -127,6 +127,17 @@ def test_bad_settings():
         run_rbhmc(x, prior, 2, 1.0, -1.0, g)
     with pytest.raises(TypeError, match="paper_literal must be a bool"):
         run_rbhmc(x, prior, 2, 1.0, 1.0, g, paper_literal="yes")
+    state = init_rbhmc_state(x, prior, g)
+    with pytest.raises(TypeError, match="state must be an RBHMCState"):
+        rbhmc_sweep(x, BHMCState(state.tree, state.weights, state.theta, state.c), prior, 1.0, 1.0, g)
+    bad = state.copy()
+    bad.eta = {}
+    with pytest.raises(ValueError, match="state.eta must map exactly the living non-root nodes"):
+        rbhmc_sweep(x, bad, prior, 1.0, 1.0, g)
+    bad = state.copy()
+    bad.lam = -bad.lam
+    with pytest.raises(ValueError, match="state.lam must be > 0"):
+        run_rbhmc(x, prior, 1, 1.0, 1.0, g, init=bad)
 
 
 def _candidate(tree, n):
