@@ -1,0 +1,296 @@
+r"""RBHMC: the BHMC sampler with the max-margin pseudo-likelihood (posterior regularisation).
+
+The target (Lemma 1, eq. 5) is the BHMC posterior times :math:`\prod_n \exp\{-2C\max(0,
+\zeta_n)\}` with discriminants :math:`\eta_z \sim N(0, \nu_0^2 I)` per non-root node, and
+:math:`\zeta_n` the worst margin violation (:func:`~pyromodels.bhmc.joint.margin_violations`).
+With Polson and Scott's augmentation (eq. 6-9) the chain runs on :math:`(V, B, \Theta, c, \eta,
+\lambda)` with target
+
+.. math::
+
+    \pi \propto p(V, B, \Theta, c, X)\, \prod_z N(\eta_z; 0, \nu_0^2 I) \prod_n
+        K(\lambda_n; \tilde\zeta_n), \qquad
+    K(\lambda; \zeta) = (2\pi\lambda)^{-1/2} e^{-(C\zeta + \lambda)^2 / (2\lambda)},
+
+whose :math:`\lambda`-marginal is the regularised posterior because :math:`\int K(\lambda;
+\zeta)\, d\lambda = e^{-2C\max(0, \zeta)}`. :math:`s_n` is the deterministic argmax, so it is
+not a separate variable. A datum without any sibling on its path has no constraint (spec 3.2
+c); it gets :math:`\tilde\zeta_n = 0`, for which :math:`K` is a normalised density (the
+chi-square with one degree of freedom), so its :math:`\lambda_n` is a pseudo-variable that
+integrates out to 1. Otherwise :math:`\tilde\zeta_n = \zeta_n`.
+
+One sweep (:func:`rbhmc_sweep`):
+
+(a) **Paths** by Metropolis-Hastings as in :mod:`pyromodels.bhmc.sampler` (label marginalised,
+    new nodes' :math:`\beta` from :math:`\mathrm{Dir}(\gamma\beta_{\mathrm{parent}})`), and new
+    nodes' :math:`\eta` from their prior :math:`N(0, \nu_0^2 I)` as part of the proposal, so
+    both cancel (spec 3.2 a). Moving datum ``n`` changes sibling sets and so the
+    :math:`\zeta_m` of *other* data (spec 3.2 b): the ratio multiplies the likelihood ratio of
+    ``x_n`` by :math:`\prod_m K(\lambda_m; \tilde\zeta'_m) / K(\lambda_m; \tilde\zeta_m)` over
+    **every** datum, which makes the step exact. ``paper_literal=True`` keeps only
+    :math:`m = n` (the paper's App. A.1 ratio).
+(b)-(d) Labels, components and weights: the BHMC blocks (the hinge does not involve them).
+(e) **Discriminants**, one node at a time (:func:`sample_eta`). Propose :math:`\eta'_z` from
+    the Gaussian conditional given the current argmax :math:`s` (:func:`eta_conditional`,
+    spec 3.4) and accept with the Metropolis-Hastings ratio of :math:`\pi` (with :math:`s`
+    recomputed at :math:`\eta'`) and of the forward and reverse proposal densities (the
+    reverse one uses the :math:`s` of :math:`\eta'`). When the argmax does not change, the
+    proposal is :math:`\pi`'s exact conditional on that region and the ratio is 1. The paper's
+    literal step (``paper_literal=True``: recompute :math:`s`, draw from the untruncated
+    Gaussian, always accept, and the printed prior precision :math:`+\nu_0^2 I`) is not
+    invariant (spec 8, 9.13).
+(f) **Augmentation variables**: :math:`\lambda_n \sim \mathrm{GIG}(1/2, 1, C^2\tilde\zeta_n^2)`
+    exactly (:func:`~pyromodels.bhmc.augmentation.sample_lambda`).
+
+Example:
+    >>> import torch
+    >>> from pyromodels.bhmc import BHMC, BHMCPrior
+    >>> prior = BHMCPrior(alpha=1.0, gamma=1.0, gamma0=1.0, depth=2, num_components=3)
+    >>> x = BHMC(prior).simulate(8, 2, torch.Generator().manual_seed(0)).x
+    >>> chain = run_rbhmc(x, prior, 3, C=0.1, eps0=1.0, generator=torch.Generator().manual_seed(1))
+    >>> chain.rcdl.shape, bool((chain.rcdl <= chain.cdl).all())
+    (torch.Size([3]), True)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from ..bnp import path_proposal
+from ..checks import as_float_tensor, check_bool, check_int, check_positive
+from .augmentation import (
+    eta_conditional,
+    hinge_log_factor,
+    polson_scott_log_kernel,
+    sample_gaussian_precision,
+    sample_lambda,
+)
+from .joint import cdl, component_log_likelihoods, margin_violations
+from .prior import BHMCPrior
+from .sampler import (
+    _check_inputs,
+    child_weights,
+    init_state,
+    sample_components,
+    sample_labels,
+    sample_weights,
+)
+from .state import BHMCState
+
+__all__ = ["RBHMCState", "check_rbhmc_state", "log_kernels", "rbhmc_path_step", "sample_eta",
+           "sample_lambdas", "rbhmc_sweep", "init_rbhmc_state", "run_rbhmc", "RBHMCChain"]
+
+
+@dataclass
+class RBHMCState(BHMCState):
+    """A :class:`~pyromodels.bhmc.BHMCState` with ``eta`` (``{node id: (D,)}`` for every living
+    non-root node) and ``lam`` (``(N,)`` augmentation variables, > 0)."""
+
+    eta: dict = None
+    lam: torch.Tensor = None
+
+    def copy(self) -> RBHMCState:
+        base = super().copy()
+        return RBHMCState(base.tree, base.weights, base.theta, base.c,
+                          {z: e.clone() for z, e in self.eta.items()}, self.lam.clone())
+
+
+def _check_settings(C, eps0, paper_literal):
+    C = check_positive(C, "C")
+    eps0 = check_positive(eps0, "eps0", strict=False)
+    return C, eps0, check_bool(paper_literal, "paper_literal")
+
+
+def check_rbhmc_state(x, state, prior: BHMCPrior) -> RBHMCState:
+    """Check ``state`` as :func:`~pyromodels.bhmc.state.check_state` does, plus its ``eta``
+    (a ``(D,)`` tensor for exactly the living non-root nodes) and ``lam`` (``(N,)``, > 0).
+
+    Raises:
+        TypeError: ``state`` is not an ``RBHMCState``.
+        ValueError: missing or extra eta, eta or lam of the wrong shape, lam not > 0, and the
+            errors of ``check_state``.
+    """
+    if not isinstance(state, RBHMCState):
+        raise TypeError(f"state must be an RBHMCState, got {type(state).__name__}")
+    x, state = _check_inputs(x, state, prior)
+    nodes = set(state.tree.nodes) - {state.tree.root}
+    D = x.shape[1]
+    if not isinstance(state.eta, dict) or set(state.eta) != nodes:
+        raise ValueError(f"state.eta must map exactly the living non-root nodes {sorted(nodes)} "
+                         f"to (D,) tensors")
+    if any(not isinstance(e, torch.Tensor) or tuple(e.shape) != (D,) for e in state.eta.values()):
+        raise ValueError(f"state.eta values must be ({D},) tensors")
+    lam = state.lam
+    if not isinstance(lam, torch.Tensor) or tuple(lam.shape) != (x.shape[0],):
+        raise ValueError(f"state.lam must be a ({x.shape[0]},) tensor")
+    if not bool((lam > 0).all()):
+        raise ValueError("state.lam must be > 0")
+    return x, state
+
+
+def log_kernels(x, state: RBHMCState, C: float, eps0: float):
+    r"""``(log K, zeta, level, node)``: :math:`\log K(\lambda_n; \tilde\zeta_n)` ``(N,)`` and
+    :func:`~pyromodels.bhmc.joint.margin_violations`'s outputs."""
+    zeta, level, node = margin_violations(x, state.tree, state.eta, eps0)
+    eff = torch.where(level >= 0, zeta, torch.zeros_like(zeta))
+    return polson_scott_log_kernel(state.lam, eff, C), zeta, level, node
+
+
+def rbhmc_path_step(loglik_n, x, state: RBHMCState, n: int, prior: BHMCPrior, C: float,
+                    eps0: float, generator: torch.Generator, paper_literal: bool = False) -> bool:
+    """Block (a) for datum ``n``, in place; returns whether the move was accepted."""
+    tree, weights, eta = state.tree, state.weights, state.eta
+    old_leaf = tree.path(n)[-1]
+    old_k, *_ = log_kernels(x, state, C, eps0)
+    edit = tree.move_path(n, path_proposal(tree, n, prior.alpha, generator).path)
+    for z in edit.born:
+        weights[z] = child_weights(prior, weights[tree.parent(z)], generator)
+        eta[z] = prior.nu0 * torch.randn(x.shape[1], dtype=torch.float64, generator=generator)
+    new_k, *_ = log_kernels(x, state, C, eps0)
+    log_ratio = (torch.logsumexp(torch.log(weights[edit.new_path[-1]]) + loglik_n, 0)
+                 - torch.logsumexp(torch.log(weights[old_leaf]) + loglik_n, 0))
+    log_ratio = log_ratio + ((new_k[n] - old_k[n]) if paper_literal else (new_k - old_k).sum())
+    u = float(torch.rand((), dtype=torch.float64, generator=generator))
+    accept = u == 0 or math.log(u) < float(log_ratio)
+    dropped = edit.died if accept else edit.born
+    if not accept:
+        tree.undo(edit)
+    for z in dropped:
+        del weights[z], eta[z]
+    return accept
+
+
+def _blocks(x, state, z, level, node, paths):
+    """Sets A (z is the correct node at the active level) and B (z is the worst sibling)."""
+    on_level = level >= 0
+    lv = level.clamp_min(0)
+    correct = paths[torch.arange(x.shape[0]), lv]
+    in_a = on_level & (correct == z)
+    in_b = on_level & (node == z)
+    stack = {}
+    for name, mask, partner in (("A", in_a, node), ("B", in_b, correct)):
+        idx = torch.nonzero(mask).flatten()
+        partners = [state.eta[int(p)] for p in partner[idx].tolist()]
+        p = torch.stack(partners) if partners else torch.zeros(0, x.shape[1], dtype=torch.float64)
+        stack[name] = (x[idx], state.lam[idx], p)
+    return stack["A"], stack["B"]
+
+
+def _gauss_log_density(value, mean, precision):
+    diff = value - mean
+    chol = torch.linalg.cholesky(precision)
+    return -0.5 * diff @ precision @ diff + torch.log(torch.diagonal(chol)).sum()
+
+
+def sample_eta(x, state: RBHMCState, prior: BHMCPrior, C: float, eps0: float,
+               generator: torch.Generator, paper_literal: bool = False) -> float:
+    """Block (e): update every node's :math:`\\eta_z` in place (module docstring); returns the
+    acceptance rate (1 with ``paper_literal=True``)."""
+    x = as_float_tensor(x, "x", ndim=2, dtype=torch.float64)
+    C, eps0, paper_literal = _check_settings(C, eps0, paper_literal)
+    paths = state.tree.paths
+    nodes = [z for z in state.tree.nodes if z != state.tree.root]
+    accepted = 0
+    logk, _, level, node = log_kernels(x, state, C, eps0)
+    for z in nodes:
+        A, B = _blocks(x, state, z, level, node, paths)
+        mean, prec = eta_conditional(*A, *B, C=C, eps0=eps0, nu0=prior.nu0,
+                                     paper_literal=paper_literal)
+        old = state.eta[z]
+        new = sample_gaussian_precision(mean, prec, generator)
+        state.eta[z] = new
+        if paper_literal:
+            accepted += 1
+            _, _, level, node = log_kernels(x, state, C, eps0)
+            continue
+        new_logk, _, new_level, new_node = log_kernels(x, state, C, eps0)
+        A2, B2 = _blocks(x, state, z, new_level, new_node, paths)
+        mean2, prec2 = eta_conditional(*A2, *B2, C=C, eps0=eps0, nu0=prior.nu0)
+        log_ratio = (-0.5 * (new.pow(2).sum() - old.pow(2).sum()) / prior.nu0 ** 2
+                     + (new_logk - logk).sum()
+                     + _gauss_log_density(old, mean2, prec2) - _gauss_log_density(new, mean, prec))
+        u = float(torch.rand((), dtype=torch.float64, generator=generator))
+        if u == 0 or math.log(u) < float(log_ratio):
+            accepted += 1
+            logk, level, node = new_logk, new_level, new_node
+        else:
+            state.eta[z] = old
+    return accepted / max(len(nodes), 1)
+
+
+def sample_lambdas(x, state: RBHMCState, C: float, eps0: float, generator: torch.Generator) -> None:
+    """Block (f): every :math:`\\lambda_n \\sim \\mathrm{GIG}(1/2, 1, C^2\\tilde\\zeta_n^2)`, in place."""
+    zeta, level, _ = margin_violations(x, state.tree, state.eta, eps0)
+    eff = torch.where(level >= 0, zeta, torch.zeros_like(zeta))
+    state.lam = sample_lambda(eff, C, generator)
+
+
+def rbhmc_sweep(x, state: RBHMCState, prior: BHMCPrior, C, eps0, generator: torch.Generator,
+                paper_literal: bool = False) -> tuple[float, float]:
+    """One RBHMC sweep (a)-(f), in place; returns the acceptance rates of paths and eta."""
+    C, eps0, paper_literal = _check_settings(C, eps0, paper_literal)
+    x, state = check_rbhmc_state(x, state, prior)
+    loglik = component_log_likelihoods(x, state.theta)
+    acc = sum(rbhmc_path_step(loglik[n], x, state, n, prior, C, eps0, generator, paper_literal)
+              for n in range(x.shape[0])) / x.shape[0]
+    sample_labels(x, state, generator)
+    sample_components(x, state, generator)
+    sample_weights(state, prior, generator)
+    eta_acc = sample_eta(x, state, prior, C, eps0, generator, paper_literal)
+    sample_lambdas(x, state, C, eps0, generator)
+    return acc, eta_acc
+
+
+def init_rbhmc_state(x, prior: BHMCPrior, generator: torch.Generator) -> RBHMCState:
+    """:func:`~pyromodels.bhmc.sampler.init_state`, then eta from its prior and lam = 1."""
+    base = init_state(x, prior, generator)
+    D = base.theta.shape[1]
+    eta = {z: prior.nu0 * torch.randn(D, dtype=torch.float64, generator=generator)
+           for z in base.tree.nodes if z != base.tree.root}
+    return RBHMCState(base.tree, base.weights, base.theta, base.c, eta,
+                      torch.ones(base.tree.num_points, dtype=torch.float64))
+
+
+@dataclass
+class RBHMCChain:
+    """The record of :func:`run_rbhmc`: ``cdl`` and ``rcdl`` ``(S,)``, ``nodes_per_level``
+    ``(S, L)``, ``acceptance`` ``(S, 2)`` (paths, eta), the best state by RCDL after burn-in
+    (Sec. 4.5), its RCDL, and the final state."""
+
+    cdl: torch.Tensor
+    rcdl: torch.Tensor
+    nodes_per_level: torch.Tensor
+    acceptance: torch.Tensor
+    best_state: RBHMCState
+    best_rcdl: float
+    state: RBHMCState
+
+
+def run_rbhmc(x, prior: BHMCPrior, num_sweeps: int, C, eps0, generator: torch.Generator,
+              init: RBHMCState | None = None, burn_in: int = 0,
+              paper_literal: bool = False) -> RBHMCChain:
+    """Run the RBHMC sampler for ``num_sweeps`` sweeps (arguments as
+    :func:`~pyromodels.bhmc.sampler.run_bhmc`, plus ``C``, ``eps0`` and ``paper_literal``)."""
+    x = as_float_tensor(x, "x", ndim=2, dtype=torch.float64)
+    S = check_int(num_sweeps, "num_sweeps", minimum=1)
+    burn_in = check_int(burn_in, "burn_in", minimum=0, maximum=S - 1)
+    C, eps0, paper_literal = _check_settings(C, eps0, paper_literal)
+    state = init_rbhmc_state(x, prior, generator) if init is None else init.copy()
+    x, state = check_rbhmc_state(x, state, prior)
+    trace = torch.empty(S, 2, dtype=torch.float64)
+    levels = torch.empty(S, prior.depth, dtype=torch.int64)
+    acc = torch.empty(S, 2, dtype=torch.float64)
+    best, best_rcdl = None, -math.inf
+    for s in range(S):
+        acc[s] = torch.tensor(rbhmc_sweep(x, state, prior, C, eps0, generator, paper_literal))
+        zeta, level, _ = margin_violations(x, state.tree, state.eta, eps0)
+        trace[s, 0] = cdl(x, state, prior)
+        trace[s, 1] = trace[s, 0] + hinge_log_factor(zeta[level >= 0], C).sum()
+        levels[s] = torch.tensor([len(state.tree.nodes_at_level(lv))
+                                  for lv in range(1, prior.depth + 1)])
+        if s >= burn_in and float(trace[s, 1]) > best_rcdl:
+            best, best_rcdl = state.copy(), float(trace[s, 1])
+    return RBHMCChain(trace[:, 0], trace[:, 1], levels, acc, best, best_rcdl, state)
