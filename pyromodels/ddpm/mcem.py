@@ -118,7 +118,11 @@ class MCEMSettings:
 
 def round_trace_names() -> tuple[str, ...]:
     """The per-round statistics every run records, in order."""
-    return ("num_clusters", "largest_cluster", "log_joint", "flow_loss", "alpha")
+    return ("num_clusters", "largest_cluster", "sorted_sizes", "log_joint", "flow_loss", "alpha")
+
+
+#: how many of the largest cluster sizes each round records (zeros when fewer clusters)
+SIZES_RECORDED = 5
 
 
 def _features(flow, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -213,8 +217,9 @@ def _round(y, run, prior, settings, index: int) -> dict:
     loss = float("nan")
     if run.optimiser is not None:
         loss = _m_step(run.flow, run.optimiser, y, state, settings, run.generator)
-    sizes = state.cluster_sizes
-    return {"num_clusters": state.num_clusters, "largest_cluster": int(sizes.max()),
+    sizes = torch.sort(state.cluster_sizes, descending=True).values[:SIZES_RECORDED]
+    top = sizes.tolist() + [0] * (SIZES_RECORDED - sizes.shape[0])
+    return {"num_clusters": state.num_clusters, "largest_cluster": top[0], "sorted_sizes": top,
             "log_joint": joint, "flow_loss": loss, "alpha": run.alpha}
 
 
@@ -294,7 +299,9 @@ def fit_mcem(model, y, prior: DPMixturePrior, flow=None, settings: MCEMSettings 
 
     Returns:
         A :class:`~pyromodels.core.Posterior` with ``method="mcem"``: ``samples``
-        ``num_clusters``, ``largest_cluster`` and ``alpha`` and ``sample_stats["lp"]`` (the
+        ``num_clusters``, ``largest_cluster``, ``sorted_sizes`` (the
+        :data:`SIZES_RECORDED` largest cluster sizes, zero-padded: a third axis) and ``alpha``
+        and ``sample_stats["lp"]`` (the
         complete-data log joint) shaped ``(restart, round)``, ``losses`` the mean M-step loss per round
         ``(restart, round)``, and ``params``: ``labels`` ``(N,)`` (canonical, ``0..K-1`` by
         first appearance) and, row ``k`` for label ``k``, ``cluster_ids`` (the sampler's
@@ -357,6 +364,7 @@ def fit_mcem(model, y, prior: DPMixturePrior, flow=None, settings: MCEMSettings 
     return Posterior(
         samples={"num_clusters": traces["num_clusters"].long(),
                  "largest_cluster": traces["largest_cluster"].long(),
+                 "sorted_sizes": traces["sorted_sizes"].long(),
                  "alpha": traces["alpha"]},
         method="mcem",
         sample_stats={"lp": traces["log_joint"].double()},
@@ -367,6 +375,8 @@ def fit_mcem(model, y, prior: DPMixturePrior, flow=None, settings: MCEMSettings 
                 "feature_snapshots": {t + 1: v for t, v in best["snapshots"].items()}},
         diagnostics={"final_log_joint": [d["log_joint"][-1] for d in done],
                      "best_restart": best["restart"]},
-        attrs=make_attrs("mcem", seed, y.device, start, settings=asdict(settings)),
+        attrs=make_attrs("mcem", seed, y.device, start, settings=asdict(settings),
+                         label_invariant_sites=["num_clusters", "largest_cluster",
+                                                "sorted_sizes", "alpha"]),
         model=model,
     )

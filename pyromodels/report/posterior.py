@@ -131,21 +131,27 @@ def mcmc_figures(posterior) -> dict:
     Hamiltonian (NUTS/HMC).
 
     The traces and ranks are of the label-invariant statistics of the first integer site of
-    per-point labels and the log joint, or else of the sites with one number per draw (for
+    per-point labels (a site named in ``posterior.attrs["label_invariant_sites"]`` is a
+    statistic already, never labels) and the log joint, or else of the sites with one number per draw (for
     example the number of clusters of a DP mixture's Monte Carlo EM), or else of the continuous
     sites.
 
     Returns:
         ``{caption: Figure}``; empty when the posterior has nothing to plot.
     """
-    labels = [k for k, v in posterior.samples.items()
-              if not v.is_floating_point() and v.dim() == 3]  # (chain, draw, point) labels
+    summaries = set(posterior.attrs.get("label_invariant_sites", ()))
+    labels = [k for k, v in posterior.samples.items()  # (chain, draw, point) labels
+              if not v.is_floating_point() and v.dim() == 3 and k not in summaries]
     site = labels[0] if labels else "z"
     figures, var_names = {}, None
+    statistics = [k for k in _scalar_sites(posterior)  # constant ones have nothing to show
+                  if k in summaries and not _constant(posterior.samples[k])]
     try:
+        if statistics:  # the draws are label-invariant statistics: trace them
+            raise ValueError("no label site")
         trace = plot_trace(posterior, site=site)
     except ValueError:  # no label site, no log joint, or constant statistics only
-        var_names = (_scalar_sites(posterior) or _continuous_sites(posterior))[:4]
+        var_names = (statistics or _scalar_sites(posterior) or _continuous_sites(posterior))[:4]
         trace = plot_trace(posterior, var_names, site=site) if var_names else None
     if trace is not None:
         figures["trace plot (one line per chain)"] = trace
@@ -181,6 +187,10 @@ def _tables(posterior) -> dict:
             label = f"{site}[{', '.join(map(str, index))}]" if index else site
             rows[label] = float(value[index])
     return {"point estimate": pd.DataFrame({"estimate": rows})}
+
+
+def _constant(values) -> bool:
+    return bool((values == values.flatten()[0]).all())
 
 
 def _scalar_sites(posterior) -> list[str]:

@@ -65,6 +65,10 @@ def test_without_a_flow_the_rounds_are_the_dp_sampler_and_find_separated_cluster
     post = DPMixture(PRIOR).fit(y, settings=settings, seed=0, progress=False)
     assert post.method == "mcem"
     assert post.samples["num_clusters"].shape == (1, 10)
+    sizes = post.samples["sorted_sizes"]
+    assert sizes.shape == (1, 10, 5) and bool((sizes[..., :-1] >= sizes[..., 1:]).all())
+    assert torch.equal(sizes[..., 0], post.samples["largest_cluster"])
+    assert sizes[0, -1].tolist() == [40, 40, 40, 0, 0]  # three clusters of 40, padded
     assert math.isnan(float(post.losses[0, 0]))  # no M-step
     assert ari(truth, post.params["labels"]) == 1.0
     # the recorded log joint is the sampler's log joint of the kept state (zero log-det)
@@ -219,3 +223,14 @@ def test_bad_data():
                               dtype=torch.float64)).fit(torch.zeros(5, 3), progress=False)
     with pytest.raises(ValueError, match="method"):
         DPMixture(PRIOR).fit(torch.zeros(5, 2), method="nuts", progress=False)
+
+
+def test_fit_report_traces_the_statistics_not_per_point_labels():
+    from pyromodels.report.posterior import mcmc_figures
+
+    y, _ = _blobs(n_per=10)
+    settings = MCEMSettings(rounds=4, init_clusters=6, restarts=2)
+    post = DPMixture(PRIOR).fit(y, settings=settings, seed=0, progress=False)
+    titles = {ax.get_title() for ax in mcmc_figures(post)["trace plot (one line per chain)"].axes}
+    assert "num_clusters" in titles and "occupied_clusters" not in titles
+    assert "alpha" not in titles  # fixed, so constant
