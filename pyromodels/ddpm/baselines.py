@@ -121,6 +121,10 @@ def anderson_darling_normal(values) -> float:
     return float(-n - ((2 * i - 1) * (log_ndtr(w) + log_ndtr(-w[::-1]))).sum() / n)
 
 
+#: where the large-statistic fit of :func:`anderson_darling_pvalue` stops decreasing
+_AD_FIT_MINIMUM = 5.709 / (2 * 0.0186)
+
+
 def anderson_darling_pvalue(values) -> float:
     """p-value of the Anderson-Darling test of normality (mean and variance estimated).
 
@@ -130,6 +134,10 @@ def anderson_darling_pvalue(values) -> float:
         0.34 <= A* < 0.6:  p = exp(0.9177 - 4.279 A* - 1.38 A*^2)
         0.2 <= A* < 0.34:  p = 1 - exp(-8.318 + 42.796 A* - 59.938 A*^2)
         A* < 0.2:          p = 1 - exp(-13.436 + 101.14 A* - 223.73 A*^2)
+
+    The first fit's quadratic turns upwards beyond its minimum at ``A* = 5.709 / (2 x 0.0186)
+    = 153.5`` (where ``p`` is about ``1e-190``), so larger statistics get ``p = 0`` instead of
+    a p-value that grows again and overflows.
 
     Args:
         values: ``(n,)`` real values, ``n >= 8`` (the formula's range), not all equal.
@@ -144,6 +152,8 @@ def anderson_darling_pvalue(values) -> float:
     if n < 8:
         raise ValueError(f"values must hold at least 8 numbers for the p-value, got {n}")
     a = anderson_darling_normal(values) * (1 + 0.75 / n + 2.25 / n**2)
+    if a >= _AD_FIT_MINIMUM:
+        return 0.0
     if a >= 0.6:
         return math.exp(1.2937 - 5.709 * a + 0.0186 * a * a)
     if a >= 0.34:

@@ -117,3 +117,12 @@ def test_bad_input():
         anderson_darling_normal(torch.ones(5))
     with pytest.raises(ValueError, match="values must hold at least 2 numbers"):
         anderson_darling_normal(torch.ones(1))
+
+
+def test_pvalue_of_a_far_from_normal_sample_is_zero_not_an_overflow():
+    # two tight clumps far apart: A* in the thousands, beyond where the fit turns upwards
+    x = np.concatenate([np.zeros(500) + 1e-3 * np.arange(500), 1e6 + 1e-3 * np.arange(500)])
+    assert anderson_darling_pvalue(torch.as_tensor(x)) == 0.0
+    # just below the turning point the fit still gives its (tiny, positive) value
+    y = np.concatenate([np.arange(30.0), 40.0 + np.arange(30.0)])
+    assert 0.0 < anderson_darling_pvalue(torch.as_tensor(y)) < 1e-3
