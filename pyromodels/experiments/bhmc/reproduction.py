@@ -88,8 +88,8 @@ _DEMO_SETTINGS = ((1.0, 1.0), (0.01, 1.0))
 PLANS = {
     "smoke": Plan((DatasetPlan("animals", shared_runs(((1.0, 1.0),), 1, 2, 3)),
                    DatasetPlan("planted", shared_runs(((1.0, 1.0),), 1, 2, 3), 2))),
-    "demo": Plan((DatasetPlan("animals", shared_runs(_DEMO_SETTINGS, 1, 8, 16)),
-                  DatasetPlan("planted", shared_runs(((1.0, 1.0),), 1, 8, 16), 3))),
+    "demo": Plan((DatasetPlan("animals", shared_runs(_DEMO_SETTINGS, 2, 10, 30)),
+                  DatasetPlan("planted", shared_runs(((1.0, 1.0),), 2, 10, 30), 3))),
     "small": Plan((_scaled("animals", "small"), _scaled("planted", "small"))),
     "medium": Plan(tuple(_scaled(d, "medium") for d in ("animals", "fashion_mnist", "planted"))),
     "paper": Plan(tuple(_scaled(d, "paper") for d in ("animals", "fashion_mnist", "planted"))),
