@@ -14,14 +14,16 @@ BHMC and RBHMC (:func:`pyromodels.bhmc.fit_bhmc`) on the animals, on 100 Fashion
   the planted set against the true clusters of each level.
 
 The paper prints no numbers (its figures are lost), so the tables put our settings beside the
-paper's and report what we measured. Chains run one after another (two cores: a process pool
-would not pay); a run that serves several protocols with the same seed and length is run once
-(:class:`ChainSampler`), which the ``demo`` and ``smoke`` plans use to keep to one set of
-chains per setting.
+paper's and report what we measured. Every chain a plan needs is listed first and run once
+(:class:`~.chains.ChainSampler`; a chain that serves several protocols with the same seed and
+length is shared, which the ``demo`` and ``smoke`` plans use to keep to one set of chains per
+setting): one after another for ``smoke`` and ``demo``, in a process pool with one worker per
+core for ``small``, ``medium`` and ``paper``.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -30,14 +32,15 @@ from ...bhmc import BHMC, BHMCPrior
 from ...registry import ModelEntry, register
 from ..arguments import demo_arguments, reproduction_arguments
 from ..stages import stage_reporter
+from .chains import ChainSampler, planned_requests
 from .paper_numbers import HYPERPARAMETERS
-from .protocol import ChainOutput, ChainRequest
+from .protocol import ChainRequest
 from .settings import PROTOCOLS, ProtocolRun, protocol_settings
 
 if TYPE_CHECKING:  # the report package loads ArviZ: registering the entry stays light
     from ...report import DemoResult
 
-__all__ = ["NAME", "SCALES", "DatasetPlan", "Plan", "PLANS", "ChainSampler", "prior_for",
+__all__ = ["NAME", "SCALES", "DatasetPlan", "Plan", "PLANS", "prior_for",
            "load_dataset", "ENTRY", "run", "demo", "reproduce", "loader", "default_model"]
 
 NAME = "bhmc"
@@ -61,9 +64,11 @@ class DatasetPlan:
 
 @dataclass(frozen=True)
 class Plan:
-    """What one run computes: one :class:`DatasetPlan` per data set."""
+    """What one run computes: one :class:`DatasetPlan` per data set; ``workers`` processes run
+    the chains (``None``: one per CPU core; 1: one after another in this process)."""
 
     datasets: tuple[DatasetPlan, ...]
+    workers: int | None = 1
 
 
 def shared_runs(settings, chains: int, burn_in: int, draws: int) -> dict:
@@ -88,11 +93,13 @@ _DEMO_SETTINGS = ((1.0, 1.0), (0.01, 1.0))
 PLANS = {
     "smoke": Plan((DatasetPlan("animals", shared_runs(((1.0, 1.0),), 1, 2, 3)),
                    DatasetPlan("planted", shared_runs(((1.0, 1.0),), 1, 2, 3), 2))),
-    "demo": Plan((DatasetPlan("animals", shared_runs(_DEMO_SETTINGS, 2, 10, 30)),
-                  DatasetPlan("planted", shared_runs(((1.0, 1.0),), 2, 10, 30), 3))),
-    "small": Plan((_scaled("animals", "small"), _scaled("planted", "small"))),
-    "medium": Plan(tuple(_scaled(d, "medium") for d in ("animals", "fashion_mnist", "planted"))),
-    "paper": Plan(tuple(_scaled(d, "paper") for d in ("animals", "fashion_mnist", "planted"))),
+    "demo": Plan((DatasetPlan("animals", shared_runs(_DEMO_SETTINGS, 2, 6, 18)),
+                  DatasetPlan("planted", shared_runs(((1.0, 1.0),), 2, 6, 18), 3))),
+    "small": Plan((_scaled("animals", "small"), _scaled("planted", "small")), None),
+    "medium": Plan(tuple(_scaled(d, "medium") for d in ("animals", "fashion_mnist", "planted")),
+                   None),
+    "paper": Plan(tuple(_scaled(d, "paper") for d in ("animals", "fashion_mnist", "planted")),
+                  None),
 }
 
 
@@ -114,40 +121,6 @@ def load_dataset(plan: DatasetPlan, seed: int = 0):
     return planted_hierarchy(n_per_leaf=plan.planted_per_leaf, seed=seed)
 
 
-class ChainSampler:
-    """The protocols' sampler (``sampler(request) -> ChainOutput``): one chain of
-    :meth:`BHMC.fit <pyromodels.bhmc.BHMC.fit>` per request, remembered by ``(data set, C,
-    eps0, burn_in, draws, seed)`` so that protocols asking for the same chain share it.
-
-    Attributes:
-        fits: ``{key: Posterior}`` of every chain run.
-        seconds: sampling time spent per data set name.
-    """
-
-    def __init__(self, name: str, prior: BHMCPrior):
-        self.name, self.model = name, BHMC(prior)
-        self.fits: dict = {}
-        self.seconds = 0.0
-
-    def key(self, request: ChainRequest) -> tuple:
-        eps0 = None if request.C is None else float(request.eps0)
-        return (self.name, request.C, eps0, request.burn_in, request.draws, request.seed)
-
-    def __call__(self, request: ChainRequest) -> ChainOutput:
-        key = self.key(request)
-        if key not in self.fits:
-            start = time.perf_counter()
-            self.fits[key] = self.model.fit(
-                request.data.x, C=request.C, eps0=1.0 if request.C is None else request.eps0,
-                num_warmup=request.burn_in, num_samples=request.draws, num_chains=1,
-                seed=request.seed, progress=False)
-            self.seconds += time.perf_counter() - start
-        params = self.fits[key].params
-        paths = params["paths"] if request.selection == "best" else params["last_paths"][0]
-        rcdl = params["rcdl_trace"][0] if "rcdl_trace" in params else None
-        return ChainOutput(paths, params["cdl_trace"][0], rcdl)
-
-
 def run(plan: Plan, name: str, *, progress: bool, seed: int) -> DemoResult:
     """Run every protocol of ``plan`` and assemble the report entry ``name``."""
     from .assemble import assemble
@@ -166,6 +139,11 @@ def run(plan: Plan, name: str, *, progress: bool, seed: int) -> DemoResult:
         hyper = HYPERPARAMETERS["fashion_mnist" if dplan.dataset == "fashion_mnist" else "animals"]
         sampler = ChainSampler(dplan.dataset, prior)
         out = {"data": data, "prior": prior, "plan": dplan, "sampler": sampler}
+        requests = planned_requests(data, hyper, dplan.runs, seed)
+        if report:
+            report(f"{dplan.dataset}: {len(sampler.missing(requests))} chains, "
+                   f"{plan.workers or os.cpu_count()} process(es)")
+        sampler.prefetch(requests, plan.workers)
         for protocol, fn in (("convergence", run_convergence), ("sensitivity", run_sensitivity),
                              ("f_measure", run_f_measure)):
             if report:

@@ -14,9 +14,17 @@ from matplotlib.figure import Figure
 from pyromodels import registry
 from pyromodels.experiments.bhmc import reproduction as rep
 from pyromodels.experiments.bhmc.assemble import f_summary, json_ready
+from pyromodels.experiments.bhmc.chains import ChainSampler, planned_requests
 from pyromodels.experiments.bhmc.data import planted_hierarchy
 from pyromodels.experiments.bhmc.paper_numbers import HYPERPARAMETERS
-from pyromodels.experiments.bhmc.protocol import ChainRequest, run_seed
+from pyromodels.experiments.bhmc.protocol import (
+    ChainRequest,
+    run_convergence,
+    run_f_measure,
+    run_seed,
+    run_sensitivity,
+)
+from pyromodels.experiments.bhmc.settings import PROTOCOLS, protocol_settings
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +74,7 @@ def test_smoke_inference_data(smoke):
 
 def test_sampler_shares_a_chain_between_selections():
     data = planted_hierarchy(n_per_leaf=2)
-    sampler = rep.ChainSampler("planted", rep.prior_for("planted"))
+    sampler = ChainSampler("planted", rep.prior_for("planted"))
     hyper = HYPERPARAMETERS["animals"]
     best = sampler(ChainRequest(data, hyper, 1.0, 1.0, 1, 2, "best", run_seed(0, 1, 0)))
     last = sampler(ChainRequest(data, hyper, 1.0, 1.0, 1, 2, "last", run_seed(0, 1, 0)))
@@ -79,6 +87,41 @@ def test_sampler_shares_a_chain_between_selections():
     assert len(sampler.fits) == 2
 
 
+def test_planned_requests_are_the_chains_the_protocols_ask_for():
+    # the protocols run against a recording sampler; the planned keys must be exactly theirs
+    data = planted_hierarchy(n_per_leaf=2)
+    hyper = HYPERPARAMETERS["animals"]
+    runs = {p: protocol_settings("planted", p, "smoke") for p in PROTOCOLS}
+    sampler = ChainSampler("planted", rep.prior_for("planted"))
+    asked = set()
+
+    def recording(request):
+        asked.add(sampler.key(request))
+        return sampler(request)
+
+    for fn in (run_convergence, run_sensitivity, run_f_measure):
+        fn(data, hyper, recording, runs[fn.__name__.removeprefix("run_")], seed=3)
+    case = runs["case_study"]
+    for index, c, e in [(0, None, float("nan")), (1, *case.settings[0])]:
+        for chain in range(2):
+            recording(ChainRequest(data, hyper, c, e, case.burn_in, case.draws, "best",
+                                   run_seed(3, index, chain)))
+    planned = {sampler.key(r) for r in planned_requests(data, hyper, runs, seed=3)}
+    assert planned == asked == set(sampler.fits)
+
+
+def test_a_process_pool_gives_the_chains_of_a_sequential_run():
+    data = planted_hierarchy(n_per_leaf=2)
+    runs = {"f_measure": protocol_settings("planted", "f_measure", "smoke")}
+    requests = planned_requests(data, HYPERPARAMETERS["animals"], runs, seed=0)[:3]
+    one, two = (ChainSampler("planted", rep.prior_for("planted")) for _ in range(2))
+    one.prefetch(requests, 1)
+    two.prefetch(requests, 2)
+    assert set(one.fits) == set(two.fits) and len(one.fits) == 3
+    for key, post in one.fits.items():
+        assert torch.equal(post.samples["cdl"], two.fits[key].samples["cdl"])
+
+
 def test_plans_follow_the_brief_and_the_paper():
     demo = rep.PLANS["demo"].datasets[0]
     assert demo.dataset == "animals"
@@ -87,6 +130,7 @@ def test_plans_follow_the_brief_and_the_paper():
     assert paper["animals"].runs["f_measure"].draws == 10000
     assert paper["fashion_mnist"].runs["convergence"].chains == 5
     assert rep.prior_for("fashion_mnist").depth == 4 and rep.prior_for("planted").alpha == 0.4
+    assert rep.PLANS["demo"].workers == 1 and rep.PLANS["paper"].workers is None
 
 
 def test_json_ready_and_f_summary():
@@ -122,7 +166,8 @@ def test_fit_from_the_command_line(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["pyromodels.experiments.bhmc.assemble",
-                                  "pyromodels.experiments.bhmc.figures"])
+                                  "pyromodels.experiments.bhmc.figures",
+                                  "pyromodels.experiments.bhmc.chains"])
 def test_doctests(name):
     result = doctest.testmod(importlib.import_module(name))
     assert result.attempted > 0 and result.failed == 0
