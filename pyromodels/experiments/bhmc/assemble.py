@@ -181,7 +181,8 @@ def assemble(name: str, plan, results: dict, skipped: dict, seconds: float):
         "settings beside the paper's and report what we measured.",
         "What we found: " + ("; ".join(findings) if findings else "no data set ran") + ".",
         EXACTNESS,
-        "Chains run one after another (no process pool). "
+        ("Chains ran one after another in one process. " if plan.workers == 1 else
+         "Chains ran in a process pool, one worker per core. ")
         + (f"Skipped: {', '.join(skipped)} (files not installed)." if skipped else "")])
     return DemoResult(name=name, summary=summary, metrics=json_ready(metrics), tables=tables,
                       figures=_figures(results), inference_data=inference_data)
