@@ -65,6 +65,17 @@ def test_smoke_figures_and_trees_with_names(smoke):
     assert "Whale" in texts and len(texts) >= 33
 
 
+def test_trees_of_images_are_labelled_by_class():
+    from pyromodels.experiments.bhmc.assemble import _tree_figures
+
+    data = planted_hierarchy(n_per_leaf=2)
+    figs = _tree_figures("fashion_mnist", {"data": data,
+                                           "case_study": {("BHMC", None, 1.0, 0): data.true_paths}})
+    fig = figs["fashion_mnist: tree, BHMC, chain 1"]
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert sorted(texts) == sorted(data.class_names[int(k)] for k in data.labels)
+
+
 def test_smoke_inference_data(smoke):
     idata = smoke.inference_data["animals-RBHMC-C1-eps01"]
     run = rep.PLANS["smoke"].datasets[0].runs["f_measure"]
