@@ -4,6 +4,7 @@ F-measure tables, figures, JSON-ready metrics, ArviZ data and the summary."""
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import asdict
 
 import pandas as pd
@@ -182,7 +183,7 @@ def assemble(name: str, plan, results: dict, skipped: dict, seconds: float):
         "What we found: " + ("; ".join(findings) if findings else "no data set ran") + ".",
         EXACTNESS,
         ("Chains ran one after another in one process. " if plan.workers == 1 else
-         "Chains ran in a process pool, one worker per core. ")
+         f"Chains ran in a pool of {plan.workers or os.cpu_count()} processes. ")
         + (f"Skipped: {', '.join(skipped)} (files not installed)." if skipped else "")])
     return DemoResult(name=name, summary=summary, metrics=json_ready(metrics), tables=tables,
                       figures=_figures(results), inference_data=inference_data)
