@@ -97,7 +97,8 @@ def fit_bhmc(model, data, method: str = "gibbs", C=None, eps0: float = 1.0,
     Returns:
         :class:`~pyromodels.core.Posterior` (``method="gibbs"``; see the module doc). ``params``:
         ``paths`` ``(N, L + 1)``, ``weights`` (``{node id: (K,)}``), ``theta`` ``(K, D)``, ``c``
-        ``(N,)`` (and ``eta`` for RBHMC) of the best state over chains; ``best_chain``;
+        ``(N,)`` (and ``eta`` for RBHMC) of the best state over chains; ``num_samples``;
+        ``best_chain``;
         ``criterion`` (``"cdl"`` or ``"rcdl"``); ``best_score``; ``aid`` and ``aod`` of the best
         tree; per chain ``chain_paths``, ``chain_best_scores`` and ``last_paths``;
         ``cdl_trace`` (and ``rcdl_trace``) ``(chain, warmup + samples)``.
@@ -141,7 +142,8 @@ def fit_bhmc(model, data, method: str = "gibbs", C=None, eps0: float = 1.0,
     best = records[best_chain].best_state
     paths = best.tree.paths.clone()
     best_aid, best_aod = _tree_scores(x, paths)
-    params = {"paths": paths, "weights": {z: w.clone() for z, w in best.weights.items()},
+    params = {"paths": paths, "num_samples": draws,
+              "weights": {z: w.clone() for z, w in best.weights.items()},
               "theta": best.theta.clone(), "c": best.c.clone(), "best_chain": best_chain,
               "criterion": criterion, "best_score": scores[best_chain],
               "aid": best_aid, "aod": best_aod,

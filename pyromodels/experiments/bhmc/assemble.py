@@ -16,7 +16,8 @@ from .paper_numbers import HYPERPARAMETERS, NO_NUMBERS
 from .protocol import summarise_sensitivity
 from .settings import PROTOCOLS, protocol_settings
 
-__all__ = ["assemble", "settings_table", "f_summary", "json_ready", "merge_chains", "EXACTNESS"]
+__all__ = ["assemble", "describe_fit", "settings_table", "f_summary", "json_ready", "merge_chains",
+           "EXACTNESS"]
 
 #: what our sampler does where the paper's is inexact
 EXACTNESS = (
@@ -187,3 +188,30 @@ def assemble(name: str, plan, results: dict, skipped: dict, seconds: float):
         + (f"Skipped: {', '.join(skipped)} (files not installed)." if skipped else "")])
     return DemoResult(name=name, summary=summary, metrics=json_ready(metrics), tables=tables,
                       figures=_figures(results), inference_data=inference_data)
+
+
+def describe_fit(posterior, data, *, name: str):
+    """The report of ``pyromodels fit bhmc``: the generic one, plus the best tree (drawn, and
+    its paths as ``paths.csv``, one row per datum), its score, AID and AOD, and the CDL (and
+    RCDL) trace of every chain, warm-up included."""
+    from ...bnp import Tree, plot_tree
+    from ...registry import FitOutput
+    from ...report import result_from_posterior
+    from .figures import plot_chain_traces
+
+    result = result_from_posterior(posterior, name)
+    p = posterior.params
+    best = {"criterion": p["criterion"], "best_score": p["best_score"],
+            "best_chain": p["best_chain"], "aid": p["aid"], "aod": p["aod"],
+            "leaves": int(len(torch.unique(p["paths"][:, -1])))}
+    result.metrics.setdefault(posterior.method, {}).update(json_ready(best))
+    result.figures["best tree"] = plot_tree(Tree.from_paths(p["paths"]))
+    result.figures["CDL / RCDL per sweep"] = plot_chain_traces(p)
+    paths = pd.DataFrame(p["paths"].numpy(),
+                         columns=[f"level_{lv}" for lv in range(p["paths"].shape[1])])
+    paths.index.name = "datum"
+    result.tables["best tree: nodes per level"] = pd.DataFrame(
+        {"nodes": [int(len(torch.unique(p["paths"][:, lv])))
+                   for lv in range(1, p["paths"].shape[1])]},
+        index=pd.Index(range(1, p["paths"].shape[1]), name="level"))
+    return FitOutput(result, {"paths.csv": paths})

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-__all__ = ["plot_traces", "plot_sensitivity", "plot_f_measure", "setting_label"]
+__all__ = ["plot_traces", "plot_sensitivity", "plot_f_measure", "plot_chain_traces",
+           "setting_label"]
 
 
 def setting_label(method: str, C, eps0) -> str:
@@ -93,4 +94,23 @@ def plot_f_measure(frame: pd.DataFrame, column: str, title: str) -> Figure:
     ax.set(ylabel="F-measure", ylim=(0, 1.05))
     ax.legend(loc="best", fontsize=8)
     fig.suptitle(title)
+    return fig
+
+
+def plot_chain_traces(params: dict) -> Figure:
+    """CDL (and RCDL) per sweep of every chain of one fit, warm-up included (``params`` of
+    :func:`pyromodels.bhmc.fit_bhmc`), warm-up shaded."""
+    fig = Figure(figsize=(7, 3.6), layout="constrained")
+    ax = fig.subplots()
+    for name, colour in (("cdl_trace", "tab:blue"), ("rcdl_trace", "tab:red")):
+        if name not in params:
+            continue
+        for chain, trace in enumerate(params[name].numpy()):
+            ax.plot(np.arange(1, len(trace) + 1), trace, color=colour, lw=1, alpha=0.8,
+                    label=name.split("_")[0].upper() if chain == 0 else None)
+    warm = params["cdl_trace"].shape[1] - params.get("num_samples", 0)
+    if 0 < warm < params["cdl_trace"].shape[1]:
+        ax.axvspan(0.5, warm + 0.5, color="0.9", label="warm-up")
+    ax.set(xlabel="sweep", ylabel="log density")
+    ax.legend(loc="best", fontsize=8)
     return fig

@@ -41,7 +41,8 @@ if TYPE_CHECKING:  # the report package loads ArviZ: registering the entry stays
     from ...report import DemoResult
 
 __all__ = ["NAME", "SCALES", "DatasetPlan", "Plan", "PLANS", "prior_for",
-           "load_dataset", "ENTRY", "run", "demo", "reproduce", "loader", "default_model"]
+           "load_dataset", "ENTRY", "run", "demo", "reproduce", "loader", "describe",
+           "default_model"]
 
 NAME = "bhmc"
 SCALES = ("small", "medium", "paper")
@@ -185,6 +186,13 @@ def loader(path: str | None):
     return read_numeric_csv(path)
 
 
+def describe(posterior, data, *, name: str):
+    """The report of ``pyromodels fit bhmc`` (:func:`~.assemble.describe_fit`)."""
+    from .assemble import describe_fit
+
+    return describe_fit(posterior, data, name=name)
+
+
 def default_model() -> BHMC:
     """The registered model: BHMC with the paper's animals hyperparameters."""
     return BHMC(prior_for("animals"))
@@ -203,5 +211,6 @@ ENTRY = register(
         scales=SCALES,
         data_format=("a CSV of numbers, one row per point, with or without a header line; "
                      "default: the 33 animals' 7 principal components"),
+        describe=describe,
     )
 )

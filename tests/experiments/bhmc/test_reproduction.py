@@ -174,6 +174,10 @@ def test_fit_from_the_command_line(tmp_path):
     metrics = json.loads((out / "metrics.json").read_text())
     assert any(key.startswith("bhmc") for key in metrics)
     assert (out / "index.html").is_file()
+    fit = metrics[next(key for key in metrics if key.startswith("bhmc"))]["gibbs"]
+    assert fit["criterion"] == "cdl" and fit["leaves"] >= 1
+    paths = pd.read_csv(out / "paths.csv")
+    assert len(paths) == 12 and list(paths.columns)[-1] == "level_3"
 
 
 @pytest.mark.parametrize("name", ["pyromodels.experiments.bhmc.assemble",
