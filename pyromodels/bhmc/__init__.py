@@ -10,6 +10,8 @@
   weights) and :func:`run_bhmc`.
 - :mod:`.regularised`: RBHMC, the sampler with the max-margin pseudo-likelihood (eta by
   MH-corrected Gaussian proposals, lambda by GIG) and :func:`run_rbhmc`.
+- :mod:`.fit`: :func:`fit_bhmc` (``BHMC.fit``), chains gathered into a Posterior of
+  label-invariant draws with the best tree.
 - :mod:`.augmentation`: the hinge factor, the Polson-Scott kernel and its lambda sampler, and
   the Gaussian conditional of a node's discriminant eta and a sampler for it.
 
@@ -27,6 +29,7 @@ from .augmentation import (
     sample_gaussian_precision,
     sample_lambda,
 )
+from .fit import fit_bhmc, run_chain
 from .joint import (
     cdl,
     complete_log_joint,
@@ -116,4 +119,6 @@ __all__ = [
     "init_rbhmc_state",
     "run_rbhmc",
     "RBHMCChain",
+    "fit_bhmc",
+    "run_chain",
 ]

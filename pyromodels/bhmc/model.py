@@ -54,7 +54,7 @@ import pyro.distributions as dist
 import torch
 
 from ..bnp import Tree, sample_ncrp_paths, sample_tree_weights
-from ..checks import as_float_tensor, check_int
+from ..checks import as_float_tensor, check_in, check_int
 from ..conjugate.random import sample_categorical
 from ..core.model import Model
 from .joint import complete_log_joint
@@ -178,7 +178,8 @@ class BHMC(Model):
         prior: the :class:`~pyromodels.bhmc.BHMCPrior`.
 
     The tree of unbounded size is out of reach of SVI, NUTS and enumeration; the model's
-    engine is the Metropolis-within-Gibbs sampler of :mod:`pyromodels.bhmc.sampler`.
+    engine is the Metropolis-within-Gibbs sampler of :mod:`pyromodels.bhmc.sampler` (and of
+    :mod:`pyromodels.bhmc.regularised` for RBHMC): :meth:`fit` with ``method="gibbs"``.
 
     Example:
         >>> model = BHMC(BHMCPrior.paper_preset("animals"))
@@ -188,7 +189,9 @@ class BHMC(Model):
 
     discrete_sites: tuple[str, ...] = ()
     max_plate_nesting = 1
-    engines: tuple[str, ...] = ()
+    engines: tuple[str, ...] = ("gibbs",)
+    #: names of the axes of the fit's draws after ``(chain, draw)``
+    site_dims = {"nodes_per_level": ["level"]}
 
     def __init__(self, prior: BHMCPrior):
         if not isinstance(prior, BHMCPrior):
@@ -203,6 +206,16 @@ class BHMC(Model):
         """The generative story with ``data`` ``(N, D)`` observed."""
         x = self.prepare(data)
         return bhmc_program(x.shape[0], x.shape[1], self.prior, x)
+
+    def fit(self, data, method: str = "gibbs", **kwargs):
+        """Fit BHMC, or RBHMC with ``C=...``, by :func:`~pyromodels.bhmc.fit.fit_bhmc`
+        (``C``, ``eps0``, ``num_warmup``, ``num_samples``, ``num_chains``, ``seed``,
+        ``progress``, ``paper_literal``, ``device``); returns a
+        :class:`~pyromodels.core.Posterior` of label-invariant draws and the best tree."""
+        from .fit import fit_bhmc
+
+        check_in(method, "method", self.engines)
+        return fit_bhmc(self, self.prepare(data), method, **kwargs)
 
     def complete_log_joint(self, data, state: BHMCState) -> torch.Tensor:
         """Closed-form CDL (:func:`~pyromodels.bhmc.joint.complete_log_joint`)."""

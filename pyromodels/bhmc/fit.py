@@ -1,0 +1,164 @@
+r"""Fitting BHMC and RBHMC: chains of the samplers gathered into a
+:class:`~pyromodels.core.Posterior` with label-invariant draws.
+
+Node ids, component labels and the order of children are not identifiable, so the draws that
+go to ArviZ are statistics that do not depend on them (spec 3.8), recorded after every sweep
+past warm-up:
+
+==================  ====================  ===============================================
+site                shape                 meaning
+==================  ====================  ===============================================
+``cdl``             ``(chain, draw)``     :math:`\log p(X, c, V \mid B, \Theta)` (Fig. 2)
+``rcdl``            ``(chain, draw)``     CDL plus :math:`\sum_n -2C\max(0, \zeta_{n s_n})`
+                                          (Sec. 4.5; RBHMC only)
+``num_leaves``      ``(chain, draw)``     living leaves (level ``L``)
+``nodes_per_level`` ``(chain, draw, L)``  living nodes at levels ``1..L``
+==================  ====================  ===============================================
+
+``sample_stats`` holds ``lp`` (the selection criterion: CDL for BHMC, RCDL for RBHMC) and
+``acceptance_rate`` (of the path moves). The output hierarchy is the tree of highest criterion
+after warm-up (Sec. 4.5), per chain and over all chains; ``params`` holds it with its weights,
+components, labels (and RBHMC's ``eta``), plus the full traces including warm-up.
+
+Chains run one after another, chain ``i`` from the seed ``derive_seed(seed, "chain", i)``.
+
+Example:
+    >>> import torch
+    >>> from pyromodels.bhmc import BHMC, BHMCPrior
+    >>> model = BHMC(BHMCPrior(alpha=1.0, gamma=1.0, gamma0=1.0, depth=2, num_components=4))
+    >>> x = model.simulate(12, 2, torch.Generator().manual_seed(0)).x
+    >>> post = model.fit(x, num_warmup=2, num_samples=3, num_chains=2, seed=0, progress=False)
+    >>> post.samples["nodes_per_level"].shape, post.params["paths"].shape
+    (torch.Size([2, 3, 2]), torch.Size([12, 3]))
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import torch
+
+from ..checks import as_float_tensor, check_bool, check_in, check_int, check_positive
+from ..core.posterior import Posterior, make_attrs
+from ..core.progress import progress_bar
+from ..core.seeding import derive_seed, make_generator, resolve_seed
+from ..metrics import HierarchyMetricWarning, aid, aod
+from .regularised import run_rbhmc
+from .sampler import run_bhmc
+
+__all__ = ["fit_bhmc", "run_chain"]
+
+
+def run_chain(x: torch.Tensor, prior, num_warmup: int, num_samples: int, seed: int, C=None,
+              eps0: float = 1.0, paper_literal: bool = False):
+    """One chain of BHMC (``C is None``) or RBHMC of ``num_warmup + num_samples`` sweeps from
+    ``make_generator(seed)``, the best state selected after ``num_warmup`` sweeps.
+
+    Returns:
+        The sampler's record (:class:`~pyromodels.bhmc.BHMCChain` or
+        :class:`~pyromodels.bhmc.RBHMCChain`).
+    """
+    gen = make_generator(seed)
+    total = num_warmup + num_samples
+    if C is None:
+        return run_bhmc(x, prior, total, gen, burn_in=num_warmup)
+    return run_rbhmc(x, prior, total, C, eps0, gen, burn_in=num_warmup,
+                     paper_literal=paper_literal)
+
+
+def _tree_scores(x, paths) -> tuple[float, float]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HierarchyMetricWarning)
+        return aid(x, paths), aod(x, paths)
+
+
+def fit_bhmc(model, data, method: str = "gibbs", C=None, eps0: float = 1.0,
+             num_warmup: int = 200, num_samples: int = 500, num_chains: int = 2,
+             seed: int | None = None, progress: bool = True, paper_literal: bool = False,
+             device=None) -> Posterior:
+    r"""Run ``num_chains`` chains of BHMC, or of RBHMC when ``C`` is given.
+
+    Args:
+        model: the :class:`~pyromodels.bhmc.BHMC` (its ``prior``).
+        data: ``(N, D)`` observations.
+        method: ``"gibbs"`` (the Metropolis-within-Gibbs samplers).
+        C: regularisation constant ``> 0`` of RBHMC, or ``None`` for BHMC.
+        eps0: margin :math:`\varepsilon_0 \ge 0` (RBHMC only).
+        num_warmup: sweeps before the recorded draws (``>= 0``).
+        num_samples: recorded sweeps per chain (``>= 1``).
+        num_chains: chains (``>= 1``), run one after another.
+        seed: the fit's seed (``None`` draws one; recorded in ``attrs``).
+        progress: show a progress bar over the chains.
+        paper_literal: RBHMC's path ratio as printed (datum ``n``'s kernel only) instead of
+            the exact one (see :mod:`pyromodels.bhmc.regularised`).
+        device: ``None`` or ``"cpu"`` (the samplers are sequential CPU code).
+
+    Returns:
+        :class:`~pyromodels.core.Posterior` (``method="gibbs"``; see the module doc). ``params``:
+        ``paths`` ``(N, L + 1)``, ``weights`` (``{node id: (K,)}``), ``theta`` ``(K, D)``, ``c``
+        ``(N,)`` (and ``eta`` for RBHMC) of the best state over chains; ``num_samples``;
+        ``best_chain``;
+        ``criterion`` (``"cdl"`` or ``"rcdl"``); ``best_score``; ``aid`` and ``aod`` of the best
+        tree; per chain ``chain_paths``, ``chain_best_scores`` and ``last_paths``;
+        ``cdl_trace`` (and ``rcdl_trace``) ``(chain, warmup + samples)``.
+
+    Raises:
+        ValueError: a bad count, ``C <= 0``, ``eps0 < 0`` or a device other than the CPU.
+    """
+    start = time.perf_counter()
+    check_in(method, "method", ("gibbs",))
+    x = as_float_tensor(data, "data", ndim=2, dtype=torch.float64)
+    warm = check_int(num_warmup, "num_warmup", minimum=0)
+    draws = check_int(num_samples, "num_samples", minimum=1)
+    chains = check_int(num_chains, "num_chains", minimum=1)
+    if C is not None:
+        C = check_positive(C, "C")
+    eps0 = check_positive(eps0, "eps0", strict=False)
+    paper_literal = check_bool(paper_literal, "paper_literal")
+    progress = check_bool(progress, "progress")
+    if device is not None and torch.device(device).type != "cpu":
+        raise ValueError(f"device must be the CPU (the samplers are sequential), got {device}")
+    seed = resolve_seed(seed)
+    prior = model.prior
+    records = []
+    with progress_bar(chains, "BHMC chains" if C is None else "RBHMC chains", progress) as bar:
+        for i in range(chains):
+            records.append(run_chain(x, prior, warm, draws, derive_seed(seed, "chain", i), C,
+                                     eps0, paper_literal))
+            bar.update()
+    criterion = "cdl" if C is None else "rcdl"
+    keep = slice(warm, warm + draws)
+    samples = {"cdl": torch.stack([r.cdl[keep] for r in records])}
+    if C is not None:
+        samples["rcdl"] = torch.stack([r.rcdl[keep] for r in records])
+    levels = torch.stack([r.nodes_per_level[keep] for r in records])
+    samples["num_leaves"] = levels[..., -1].clone()
+    samples["nodes_per_level"] = levels
+    accept = torch.stack([r.acceptance[keep] if r.acceptance.dim() == 1
+                          else r.acceptance[keep, 0] for r in records])
+    scores = [r.best_cdl if C is None else r.best_rcdl for r in records]
+    best_chain = max(range(chains), key=lambda i: scores[i])
+    best = records[best_chain].best_state
+    paths = best.tree.paths.clone()
+    best_aid, best_aod = _tree_scores(x, paths)
+    params = {"paths": paths, "num_samples": draws,
+              "weights": {z: w.clone() for z, w in best.weights.items()},
+              "theta": best.theta.clone(), "c": best.c.clone(), "best_chain": best_chain,
+              "criterion": criterion, "best_score": scores[best_chain],
+              "aid": best_aid, "aod": best_aod,
+              "chain_paths": [r.best_state.tree.paths.clone() for r in records],
+              "chain_best_scores": scores,
+              "last_paths": [r.state.tree.paths.clone() for r in records],
+              "cdl_trace": torch.stack([r.cdl for r in records])}
+    if C is not None:
+        params["eta"] = {z: e.clone() for z, e in best.eta.items()}
+        params["rcdl_trace"] = torch.stack([r.rcdl for r in records])
+    diagnostics = {"path_acceptance": float(accept.mean()), "chains": "sequential",
+                   "num_warmup": warm}
+    attrs = make_attrs("gibbs", seed, "cpu", start, model="RBHMC" if C is not None else "BHMC",
+                       C=float("nan") if C is None else C, eps0=eps0,
+                       paper_literal=int(paper_literal), num_warmup=warm)
+    return Posterior(samples=samples, method="gibbs",
+                     sample_stats={"lp": samples[criterion].clone(), "acceptance_rate": accept},
+                     params=params, diagnostics=diagnostics, attrs=attrs, model=model, data=x)
