@@ -96,10 +96,14 @@ class MarginCache:
         self.eps0 = float(eps0)
         self.zeta, self.level, self.node = self.compute(tree, eta, None)
 
-    def compute(self, tree: Tree, eta: dict, rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def compute(self, tree: Tree, eta: dict, rows, paths: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(zeta, level, node)`` of the data ``rows`` (all when ``None``) under ``tree`` and
-        ``eta``, without changing the cache."""
-        paths = tree.paths.numpy()
+        ``eta``, without changing the cache (``paths``: ``tree.paths`` as numpy, if at hand)."""
+        if rows is not None and len(rows) == 1:
+            return self._one(tree, eta, int(rows[0]))
+        if paths is None:
+            paths = tree.paths.numpy()
         if rows is None:
             rows = np.arange(paths.shape[0])
         P, X = paths[rows], self.x[rows]
@@ -128,6 +132,26 @@ class MarginCache:
                 level[hit] = lv
                 node[hit] = np.asarray(kids)[arg[better]]
         return zeta, level, node
+
+    def _one(self, tree: Tree, eta: dict, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`compute` for the single datum ``n`` (the common case of a path move that
+        opens and closes no node), walking its path without copying the tree's paths."""
+        path = tree.path(n)
+        xn = self.x[n]
+        best, best_lv, best_node = -math.inf, -1, -1
+        for lv in range(1, len(path)):
+            kids = tree.children(path[lv - 1])
+            if len(kids) < 2:
+                continue
+            score = np.stack([_as_np(eta[k]) for k in kids]) @ xn
+            j = kids.index(path[lv])
+            cand = self.eps0 - (score[j] - score)
+            cand[j] = -math.inf
+            a = int(cand.argmax())
+            if cand[a] > best:
+                best, best_lv, best_node = float(cand[a]), lv, kids[a]
+        return (np.array([best]), np.array([best_lv], dtype=np.int64),
+                np.array([best_node], dtype=np.int64))
 
     def update(self, rows: np.ndarray, values) -> None:
         """Write ``values = (zeta, level, node)`` of :meth:`compute` for ``rows`` into the cache."""

@@ -141,6 +141,16 @@ def log_kernels(x, state: RBHMCState, C: float, eps0: float):
     return polson_scott_log_kernel(state.lam, eff, C), zeta, level, node
 
 
+def _move_rows(tree, edit, only_datum: bool):
+    """``(rows, paths)``: the data a path move can change (:func:`path_move_rows`; the moved
+    datum alone if ``only_datum``) and the tree's paths as numpy, copied (O(N)) only when a
+    node was born or died."""
+    if only_datum or not (edit.born or edit.died):
+        return np.array([edit.datum]), None
+    paths = tree.paths.numpy()
+    return path_move_rows(paths, edit), paths
+
+
 def rbhmc_path_step(loglik_n, x, state: RBHMCState, n: int, prior: BHMCPrior, C: float,
                     eps0: float, generator: torch.Generator, paper_literal: bool = False,
                     margins: MarginCache | None = None) -> bool:
@@ -159,8 +169,8 @@ def rbhmc_path_step(loglik_n, x, state: RBHMCState, n: int, prior: BHMCPrior, C:
     for z in edit.born:
         weights[z] = child_weights(prior, weights[tree.parent(z)], generator)
         eta[z] = prior.nu0 * torch.randn(x.shape[1], dtype=torch.float64, generator=generator)
-    rows = np.array([n]) if paper_literal else path_move_rows(tree.paths.numpy(), edit)
-    new = margins.compute(tree, eta, rows)
+    rows, paths = _move_rows(tree, edit, paper_literal)
+    new = margins.compute(tree, eta, rows, paths)
     lam = state.lam.numpy()[rows]
     log_k = (log_kernel(lam, new[0], new[1], C)
              - log_kernel(lam, margins.zeta[rows], margins.level[rows], C)).sum()
@@ -172,8 +182,8 @@ def rbhmc_path_step(loglik_n, x, state: RBHMCState, n: int, prior: BHMCPrior, C:
     dropped = edit.died if accept else edit.born
     if accept:
         if paper_literal:  # the ratio read datum n only; the cache needs every changed datum
-            rows = path_move_rows(tree.paths.numpy(), edit)
-            new = margins.compute(tree, eta, rows)
+            rows, paths = _move_rows(tree, edit, False)
+            new = margins.compute(tree, eta, rows, paths)
         margins.update(rows, new)
     else:
         tree.undo(edit)
