@@ -76,9 +76,11 @@ from .sampler import (
     _check_inputs,
     child_weights,
     init_state,
+    leaf_log_ratio,
     sample_components,
     sample_labels,
     sample_weights,
+    shifted_likelihoods,
 )
 from .state import BHMCState
 
@@ -156,6 +158,10 @@ def rbhmc_path_step(loglik_n, x, state: RBHMCState, n: int, prior: BHMCPrior, C:
                     margins: MarginCache | None = None) -> bool:
     """Block (a) for datum ``n``, in place; returns whether the move was accepted.
 
+    ``loglik_n``: ``(K,)`` :math:`\\log N(x_n; \\theta_k, I)` as a tensor, or datum ``n``'s row
+    of :func:`~pyromodels.bhmc.sampler.shifted_likelihoods` as a numpy array (what
+    :func:`rbhmc_sweep` passes).
+
     ``margins``: a :class:`~pyromodels.bhmc.margins.MarginCache` in step with ``state`` (kept
     in step on return); ``None`` builds one. Only the data whose sibling sets the move changes
     are recomputed (:func:`~pyromodels.bhmc.margins.path_move_rows`): the others' kernel ratios
@@ -174,9 +180,9 @@ def rbhmc_path_step(loglik_n, x, state: RBHMCState, n: int, prior: BHMCPrior, C:
     lam = state.lam.numpy()[rows]
     log_k = (log_kernel(lam, new[0], new[1], C)
              - log_kernel(lam, margins.zeta[rows], margins.level[rows], C)).sum()
-    log_ratio = (torch.logsumexp(torch.log(weights[edit.new_path[-1]]) + loglik_n, 0)
-                 - torch.logsumexp(torch.log(weights[old_leaf]) + loglik_n, 0))
-    log_ratio = float(log_ratio) + float(log_k)
+    if not isinstance(loglik_n, np.ndarray):
+        loglik_n = shifted_likelihoods(loglik_n)
+    log_ratio = leaf_log_ratio(loglik_n, weights[edit.new_path[-1]], weights[old_leaf]) + float(log_k)
     u = float(torch.rand((), dtype=torch.float64, generator=generator))
     accept = u == 0 or math.log(u) < log_ratio
     dropped = edit.died if accept else edit.born
@@ -276,9 +282,9 @@ def rbhmc_sweep(x, state: RBHMCState, prior: BHMCPrior, C, eps0, generator: torc
     """One RBHMC sweep (a)-(f), in place; returns the acceptance rates of paths and eta."""
     C, eps0, paper_literal = _check_settings(C, eps0, paper_literal)
     x, state = check_rbhmc_state(x, state, prior)
-    loglik = component_log_likelihoods(x, state.theta)
+    lik = shifted_likelihoods(component_log_likelihoods(x, state.theta))
     margins = MarginCache(x, state.tree, state.eta, eps0)  # kept in step by blocks (a), (e)
-    acc = sum(rbhmc_path_step(loglik[n], x, state, n, prior, C, eps0, generator, paper_literal,
+    acc = sum(rbhmc_path_step(lik[n], x, state, n, prior, C, eps0, generator, paper_literal,
                               margins) for n in range(x.shape[0])) / x.shape[0]
     sample_labels(x, state, generator)
     sample_components(x, state, generator)

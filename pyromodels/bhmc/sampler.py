@@ -49,6 +49,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ..bnp import Tree, path_proposal, resample_tree_weights, sample_ncrp_paths, sample_tree_weights
@@ -58,7 +59,8 @@ from .joint import cdl, component_log_likelihoods
 from .prior import BHMCPrior
 from .state import BHMCState, check_state, node_arrays
 
-__all__ = ["init_state", "child_weights", "path_step", "sample_paths", "label_log_probs", "sample_labels",
+__all__ = ["init_state", "child_weights", "shifted_likelihoods", "leaf_log_ratio", "path_step",
+           "sample_paths", "label_log_probs", "sample_labels",
            "component_conditional", "sample_components", "sample_weights", "sweep",
            "run_bhmc", "BHMCChain"]
 
@@ -101,6 +103,24 @@ def _loglik(x, state, likelihood: bool) -> torch.Tensor:
     return component_log_likelihoods(x, state.theta.to(torch.float64))
 
 
+def shifted_likelihoods(loglik: torch.Tensor) -> np.ndarray:
+    r"""``(..., K)`` numpy :math:`N(x_n; \theta_k, I) / \max_k N(x_n; \theta_k, I)` from the log
+    likelihoods: the path step's likelihood ratio is a ratio of two dot products with it."""
+    ll = loglik.detach().to(torch.float64).cpu().numpy()
+    return np.exp(ll - ll.max(-1, keepdims=True))
+
+
+def leaf_log_ratio(lik_n: np.ndarray, new_weights: torch.Tensor, old_weights: torch.Tensor
+                   ) -> float:
+    r""":math:`\log p(x_n \mid \beta', \Theta) - \log p(x_n \mid \beta, \Theta)` with
+    :math:`p(x_n \mid \beta, \Theta) = \sum_k \beta_k N(x_n; \theta_k, I)`, given datum
+    ``n``'s row of :func:`shifted_likelihoods` (the shift cancels; the largest term of each
+    sum is at least the weights' floor, so neither logarithm sees 0)."""
+    new = float(np.dot(new_weights.detach().numpy(), lik_n))
+    old = float(np.dot(old_weights.detach().numpy(), lik_n))
+    return math.log(new) - math.log(old)
+
+
 def path_step(loglik_n: torch.Tensor, state: BHMCState, n: int, prior: BHMCPrior,
               generator: torch.Generator) -> bool:
     r"""One Metropolis-Hastings move of datum ``n``'s path (block (a)), in place.
@@ -115,17 +135,20 @@ def path_step(loglik_n: torch.Tensor, state: BHMCState, n: int, prior: BHMCPrior
     Returns:
         whether the proposal was accepted.
     """
+    return _path_step(shifted_likelihoods(loglik_n), state, n, prior, generator)
+
+
+def _path_step(lik_n: np.ndarray, state: BHMCState, n: int, prior: BHMCPrior,
+               generator: torch.Generator) -> bool:
     tree, weights = state.tree, state.weights
     old_leaf = tree.path(n)[-1]
     proposal = path_proposal(tree, n, prior.alpha, generator)
     edit = tree.move_path(n, proposal.path)
     for z in edit.born:  # top-down: each parent's weights exist before its child's draw
         weights[z] = child_weights(prior, weights[tree.parent(z)], generator)
-    new_leaf = edit.new_path[-1]
-    log_ratio = (torch.logsumexp(torch.log(weights[new_leaf]) + loglik_n, 0)
-                 - torch.logsumexp(torch.log(weights[old_leaf]) + loglik_n, 0))
+    log_ratio = leaf_log_ratio(lik_n, weights[edit.new_path[-1]], weights[old_leaf])
     u = float(torch.rand((), dtype=torch.float64, generator=generator))
-    accept = math.log(u) < float(log_ratio) if u > 0 else True
+    accept = math.log(u) < log_ratio if u > 0 else True
     if accept:
         for z in edit.died:
             del weights[z]
@@ -141,8 +164,8 @@ def sample_paths(x, state: BHMCState, prior: BHMCPrior, generator: torch.Generat
     """Block (a): :func:`path_step` for every datum in index order; returns the acceptance rate."""
     x, state = _check_inputs(x, state, prior)
     _check_generator(generator)
-    loglik = _loglik(x, state, check_bool(likelihood, "likelihood"))
-    accepted = sum(path_step(loglik[n], state, n, prior, generator) for n in range(x.shape[0]))
+    lik = shifted_likelihoods(_loglik(x, state, check_bool(likelihood, "likelihood")))
+    accepted = sum(_path_step(lik[n], state, n, prior, generator) for n in range(x.shape[0]))
     return accepted / x.shape[0]
 
 

@@ -1,5 +1,6 @@
-"""The incremental margin violations (pyromodels.bhmc.margins) against the full recomputation
-of joint.margin_violations after random path, eta and whole-sweep moves."""
+"""The sweeps' fast paths against their oracles: the incremental margin violations
+(pyromodels.bhmc.margins) against the full recomputation of joint.margin_violations after
+random path, eta and whole-sweep moves; the path step's likelihood ratio against log-sum-exp."""
 
 import doctest
 
@@ -18,6 +19,7 @@ from pyromodels.bhmc.regularised import (
     rbhmc_sweep,
     sample_eta,
 )
+from pyromodels.bhmc.sampler import leaf_log_ratio, shifted_likelihoods
 from pyromodels.bnp import path_proposal
 
 F64 = torch.float64
@@ -119,3 +121,20 @@ def test_rows_cover_every_changed_datum_and_subsets_compute_alike():
     sub = cache.compute(tree, eta, rows)
     np.testing.assert_array_equal(sub[1], cache.level[rows])
     np.testing.assert_allclose(sub[0], cache.zeta[rows], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1000.0])
+def test_leaf_log_ratio_equals_the_logsumexp_ratio(scale):
+    """The path step's likelihood ratio from shifted likelihoods against the direct
+    log-sum-exp of log beta + log N, with weights floored at the smallest normal float and
+    log likelihoods up to 1000 nats apart (exp without the shift underflows below -745)."""
+    g = torch.Generator().manual_seed(7)
+    loglik = -scale * torch.rand(6, 5, dtype=F64, generator=g)
+    lik = shifted_likelihoods(loglik)
+    for n in range(6):
+        w = torch.softmax(3 * torch.randn(2, 5, dtype=F64, generator=g), -1)
+        w[0, n % 5] = torch.finfo(F64).tiny
+        w = w / w.sum(-1, keepdim=True)
+        exact = (torch.logsumexp(torch.log(w[1]) + loglik[n], 0)
+                 - torch.logsumexp(torch.log(w[0]) + loglik[n], 0))
+        assert abs(leaf_log_ratio(lik[n], w[1], w[0]) - float(exact)) < 1e-12 * (1 + abs(float(exact)))
