@@ -37,7 +37,7 @@ import torch
 
 from ..bnp import Tree
 
-__all__ = ["MarginCache", "path_move_rows", "node_rows", "log_kernel"]
+__all__ = ["MarginCache", "path_move_rows", "node_rows", "log_kernel", "kernel_log_ratio"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -54,6 +54,20 @@ def log_kernel(lam: np.ndarray, zeta: np.ndarray, level: np.ndarray, C: float) -
     :func:`~pyromodels.bhmc.augmentation.polson_scott_log_kernel`)."""
     eff = np.where(level >= 0, zeta, 0.0)
     return -0.5 * (np.log(lam) + _LOG_2PI) - (C * eff + lam) ** 2 / (2.0 * lam)
+
+
+def kernel_log_ratio(lam: np.ndarray, new: tuple, old: tuple, C: float) -> float:
+    r""":math:`\sum_n \log K(\lambda_n; \tilde\zeta'_n) - \log K(\lambda_n; \tilde\zeta_n)`
+    for ``new = (zeta', level')`` and ``old = (zeta, level)`` (the :math:`\log(2\pi\lambda)`
+    terms cancel; one datum is summed in plain floats)."""
+    if lam.shape[0] == 1:
+        lam0 = float(lam[0])
+        e_new = float(new[0][0]) if new[1][0] >= 0 else 0.0
+        e_old = float(old[0][0]) if old[1][0] >= 0 else 0.0
+        return ((C * e_old + lam0) ** 2 - (C * e_new + lam0) ** 2) / (2.0 * lam0)
+    e_new = np.where(new[1] >= 0, new[0], 0.0)
+    e_old = np.where(old[1] >= 0, old[0], 0.0)
+    return float((((C * e_old + lam) ** 2 - (C * e_new + lam) ** 2) / (2.0 * lam)).sum())
 
 
 def node_rows(paths: np.ndarray, tree: Tree, z: int) -> np.ndarray:
@@ -85,6 +99,9 @@ class MarginCache:
         eta: ``{node id: (D,)}`` for every living non-root node.
         eps0: the margin :math:`\varepsilon_0`.
 
+    The cache assumes that an :math:`\eta` is replaced (``eta[z] = new``), never changed in
+    place, as the samplers do.
+
     Attributes:
         zeta: ``(N,)`` float64 :math:`\zeta_n` (``-inf`` without a constraint).
         level: ``(N,)`` int64 :math:`s_{n1}` (-1 without a constraint).
@@ -94,7 +111,23 @@ class MarginCache:
     def __init__(self, x, tree: Tree, eta: dict, eps0: float):
         self.x = np.ascontiguousarray(_as_np(x))
         self.eps0 = float(eps0)
+        self._stacks: dict = {}
         self.zeta, self.level, self.node = self.compute(tree, eta, None)
+
+    def _siblings(self, tree: Tree, eta: dict, p: int) -> tuple[tuple[int, ...], np.ndarray]:
+        """``p``'s children (ascending) and their :math:`\\eta` stacked ``(m, D)`` (``None`` for
+        fewer than two children), reused while the children and their :math:`\\eta` tensors
+        are the same objects."""
+        kids = tree.children(p)
+        if len(kids) < 2:
+            return kids, None
+        hit = self._stacks.get(p)
+        if hit is not None and hit[0] == kids and all(a is eta[k] for a, k in zip(hit[1], kids)):
+            return kids, hit[2]
+        tensors = tuple(eta[k] for k in kids)
+        stacked = np.stack([_as_np(t) for t in tensors])
+        self._stacks[p] = (kids, tensors, stacked)
+        return kids, stacked
 
     def compute(self, tree: Tree, eta: dict, rows, paths: np.ndarray | None = None
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -114,11 +147,10 @@ class MarginCache:
         for lv in range(1, tree.depth + 1):
             par, own = P[:, lv - 1], P[:, lv]
             for p in np.unique(par).tolist():
-                kids = tree.children(p)
-                if len(kids) < 2:
+                kids, E = self._siblings(tree, eta, p)
+                if E is None:
                     continue
                 g = np.flatnonzero(par == p)
-                E = np.stack([_as_np(eta[k]) for k in kids])
                 score = X[g] @ E.T  # (|g|, m): eta_k^T x_n over the siblings k
                 j = np.searchsorted(np.asarray(kids), own[g])
                 ar = np.arange(g.shape[0])
@@ -140,10 +172,10 @@ class MarginCache:
         xn = self.x[n]
         best, best_lv, best_node = -math.inf, -1, -1
         for lv in range(1, len(path)):
-            kids = tree.children(path[lv - 1])
-            if len(kids) < 2:
+            kids, E = self._siblings(tree, eta, path[lv - 1])
+            if E is None:
                 continue
-            score = np.stack([_as_np(eta[k]) for k in kids]) @ xn
+            score = E @ xn
             j = kids.index(path[lv])
             cand = self.eps0 - (score[j] - score)
             cand[j] = -math.inf

@@ -70,7 +70,7 @@ from .augmentation import (
     sample_lambda,
 )
 from .joint import cdl, component_log_likelihoods, margin_violations
-from .margins import MarginCache, log_kernel, node_rows, path_move_rows
+from .margins import MarginCache, kernel_log_ratio, node_rows, path_move_rows
 from .prior import BHMCPrior
 from .sampler import (
     _check_inputs,
@@ -177,9 +177,8 @@ def rbhmc_path_step(loglik_n, x, state: RBHMCState, n: int, prior: BHMCPrior, C:
         eta[z] = prior.nu0 * torch.randn(x.shape[1], dtype=torch.float64, generator=generator)
     rows, paths = _move_rows(tree, edit, paper_literal)
     new = margins.compute(tree, eta, rows, paths)
-    lam = state.lam.numpy()[rows]
-    log_k = (log_kernel(lam, new[0], new[1], C)
-             - log_kernel(lam, margins.zeta[rows], margins.level[rows], C)).sum()
+    log_k = kernel_log_ratio(state.lam.numpy()[rows], new,
+                             (margins.zeta[rows], margins.level[rows]), C)
     if not isinstance(loglik_n, np.ndarray):
         loglik_n = shifted_likelihoods(loglik_n)
     log_ratio = leaf_log_ratio(loglik_n, weights[edit.new_path[-1]], weights[old_leaf]) + float(log_k)
@@ -254,8 +253,7 @@ def sample_eta(x, state: RBHMCState, prior: BHMCPrior, C: float, eps0: float,
             continue
         A2, B2 = _blocks(x, lam, state.eta, z, paths, rows, moved[1], moved[2])
         mean2, prec2 = eta_conditional(*A2, *B2, C=C, eps0=eps0, nu0=prior.nu0)
-        log_k = (log_kernel(lam_np[rows], moved[0], moved[1], C)
-                 - log_kernel(lam_np[rows], margins.zeta[rows], level, C)).sum()
+        log_k = kernel_log_ratio(lam_np[rows], moved, (margins.zeta[rows], level), C)
         log_ratio = (float(-0.5 * (new.pow(2).sum() - old.pow(2).sum()) / prior.nu0 ** 2)
                      + float(log_k)
                      + float(_gauss_log_density(old, mean2, prec2) - _gauss_log_density(new, mean, prec)))

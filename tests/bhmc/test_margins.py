@@ -10,8 +10,15 @@ import torch
 
 from pyromodels.bhmc import BHMC, BHMCPrior, margin_violations
 from pyromodels.bhmc import margins as margins_module
+from pyromodels.bhmc.augmentation import polson_scott_log_kernel
 from pyromodels.bhmc.joint import component_log_likelihoods
-from pyromodels.bhmc.margins import MarginCache, log_kernel, node_rows, path_move_rows
+from pyromodels.bhmc.margins import (
+    MarginCache,
+    kernel_log_ratio,
+    log_kernel,
+    node_rows,
+    path_move_rows,
+)
 from pyromodels.bhmc.regularised import (
     init_rbhmc_state,
     log_kernels,
@@ -138,3 +145,22 @@ def test_leaf_log_ratio_equals_the_logsumexp_ratio(scale):
         exact = (torch.logsumexp(torch.log(w[1]) + loglik[n], 0)
                  - torch.logsumexp(torch.log(w[0]) + loglik[n], 0))
         assert abs(leaf_log_ratio(lik[n], w[1], w[0]) - float(exact)) < 1e-12 * (1 + abs(float(exact)))
+
+
+@pytest.mark.parametrize("rows", [1, 9])
+def test_kernel_log_ratio_equals_the_polson_scott_kernel_difference(rows):
+    """Against augmentation.polson_scott_log_kernel at the effective violations (0 where the
+    level is -1), for one datum (the plain-float branch) and several."""
+    g = torch.Generator().manual_seed(11)
+    lam = 0.1 + 2 * torch.rand(rows, dtype=F64, generator=g)
+    new = (3 * torch.randn(rows, dtype=F64, generator=g), torch.randint(-1, 3, (rows,), generator=g))
+    old = (3 * torch.randn(rows, dtype=F64, generator=g), torch.randint(-1, 3, (rows,), generator=g))
+    if rows == 1:
+        old = (old[0], torch.tensor([-1]))  # the unconstrained branch on one side
+    for C in (0.01, 1.0):
+        exact = sum(
+            (polson_scott_log_kernel(lam, torch.where(level >= 0, zeta, torch.zeros_like(zeta)), C)
+             * sign).sum() for (zeta, level), sign in ((new, 1), (old, -1)))
+        fast = kernel_log_ratio(lam.numpy(), tuple(t.numpy() for t in new),
+                                tuple(t.numpy() for t in old), C)
+        assert abs(fast - float(exact)) < 1e-12 * (1 + abs(float(exact)))
