@@ -183,9 +183,9 @@ def _margins_after_moves(x, state, prior, C, seed) -> dict:
     the full recomputation."""
     state, gen = state.copy(), torch.Generator().manual_seed(seed)
     cache = MarginCache(x, state.tree, state.eta, EPS0)
-    lik = shifted_likelihoods(component_log_likelihoods(x, state.theta))
+    loglik = component_log_likelihoods(x, state.theta)
     for n in range(x.shape[0]):
-        rbhmc_path_step(lik[n], x, state, n, prior, C, EPS0, gen, margins=cache)
+        rbhmc_path_step(loglik[n], x, state, n, prior, C, EPS0, gen, margins=cache)
     sample_eta(x, state, prior, C, EPS0, gen, margins=cache)
     zeta, level, _ = margin_violations(x, state.tree, state.eta, EPS0)
     eff = torch.where(level >= 0, zeta, torch.zeros_like(zeta))

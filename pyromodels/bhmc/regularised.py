@@ -158,18 +158,22 @@ def rbhmc_path_step(loglik_n, x, state: RBHMCState, n: int, prior: BHMCPrior, C:
                     margins: MarginCache | None = None) -> bool:
     """Block (a) for datum ``n``, in place; returns whether the move was accepted.
 
-    ``loglik_n``: ``(K,)`` :math:`\\log N(x_n; \\theta_k, I)` as a tensor, or datum ``n``'s row
-    of :func:`~pyromodels.bhmc.sampler.shifted_likelihoods` as a numpy array (what
-    :func:`rbhmc_sweep` passes).
-
-    ``margins``: a :class:`~pyromodels.bhmc.margins.MarginCache` in step with ``state`` (kept
-    in step on return); ``None`` builds one. Only the data whose sibling sets the move changes
-    are recomputed (:func:`~pyromodels.bhmc.margins.path_move_rows`): the others' kernel ratios
+    ``loglik_n``: ``(K,)`` :math:`\\log N(x_n; \\theta_k, I)`. ``margins``: a
+    :class:`~pyromodels.bhmc.margins.MarginCache` in step with ``state`` (kept in step on
+    return); ``None`` builds one. Only the data whose sibling sets the move changes are
+    recomputed (:func:`~pyromodels.bhmc.margins.path_move_rows`): the others' kernel ratios
     are 1.
     """
-    tree, weights, eta = state.tree, state.weights, state.eta
     if margins is None:
-        margins = MarginCache(x, tree, eta, eps0)
+        margins = MarginCache(x, state.tree, state.eta, eps0)
+    return _rbhmc_path_step(shifted_likelihoods(loglik_n), x, state, n, prior, C, generator,
+                            paper_literal, margins)
+
+
+def _rbhmc_path_step(lik_n, x, state, n, prior, C, generator, paper_literal, margins) -> bool:
+    """:func:`rbhmc_path_step` given datum ``n``'s row of
+    :func:`~pyromodels.bhmc.sampler.shifted_likelihoods` and the cache."""
+    tree, weights, eta = state.tree, state.weights, state.eta
     old_leaf = tree.path(n)[-1]
     edit = tree.move_path(n, path_proposal(tree, n, prior.alpha, generator).path)
     for z in edit.born:
@@ -179,9 +183,7 @@ def rbhmc_path_step(loglik_n, x, state: RBHMCState, n: int, prior: BHMCPrior, C:
     new = margins.compute(tree, eta, rows, paths)
     log_k = kernel_log_ratio(state.lam.numpy()[rows], new,
                              (margins.zeta[rows], margins.level[rows]), C)
-    if not isinstance(loglik_n, np.ndarray):
-        loglik_n = shifted_likelihoods(loglik_n)
-    log_ratio = leaf_log_ratio(loglik_n, weights[edit.new_path[-1]], weights[old_leaf]) + float(log_k)
+    log_ratio = leaf_log_ratio(lik_n, weights[edit.new_path[-1]], weights[old_leaf]) + log_k
     u = float(torch.rand((), dtype=torch.float64, generator=generator))
     accept = u == 0 or math.log(u) < log_ratio
     dropped = edit.died if accept else edit.born
@@ -282,8 +284,8 @@ def rbhmc_sweep(x, state: RBHMCState, prior: BHMCPrior, C, eps0, generator: torc
     x, state = check_rbhmc_state(x, state, prior)
     lik = shifted_likelihoods(component_log_likelihoods(x, state.theta))
     margins = MarginCache(x, state.tree, state.eta, eps0)  # kept in step by blocks (a), (e)
-    acc = sum(rbhmc_path_step(lik[n], x, state, n, prior, C, eps0, generator, paper_literal,
-                              margins) for n in range(x.shape[0])) / x.shape[0]
+    acc = sum(_rbhmc_path_step(lik[n], x, state, n, prior, C, generator, paper_literal, margins)
+              for n in range(x.shape[0])) / x.shape[0]
     sample_labels(x, state, generator)
     sample_components(x, state, generator)
     sample_weights(state, prior, generator)
