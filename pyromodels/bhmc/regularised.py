@@ -62,6 +62,7 @@ import torch
 
 from ..bnp import path_proposal
 from ..checks import as_float_tensor, check_bool, check_int, check_positive
+from ..core.device import num_threads
 from .augmentation import (
     eta_conditional,
     hinge_log_factor,
@@ -282,15 +283,16 @@ def rbhmc_sweep(x, state: RBHMCState, prior: BHMCPrior, C, eps0, generator: torc
     """One RBHMC sweep (a)-(f), in place; returns the acceptance rates of paths and eta."""
     C, eps0, paper_literal = _check_settings(C, eps0, paper_literal)
     x, state = check_rbhmc_state(x, state, prior)
-    lik = shifted_likelihoods(component_log_likelihoods(x, state.theta))
-    margins = MarginCache(x, state.tree, state.eta, eps0)  # kept in step by blocks (a), (e)
-    acc = sum(_rbhmc_path_step(lik[n], x, state, n, prior, C, generator, paper_literal, margins)
-              for n in range(x.shape[0])) / x.shape[0]
-    sample_labels(x, state, generator)
-    sample_components(x, state, generator)
-    sample_weights(state, prior, generator)
-    eta_acc = sample_eta(x, state, prior, C, eps0, generator, paper_literal, margins)
-    sample_lambdas(x, state, C, eps0, generator, margins)
+    with num_threads(1):  # tiny tensors: see pyromodels.bhmc.sampler's docstring
+        lik = shifted_likelihoods(component_log_likelihoods(x, state.theta))
+        margins = MarginCache(x, state.tree, state.eta, eps0)  # kept in step by blocks (a), (e)
+        acc = sum(_rbhmc_path_step(lik[n], x, state, n, prior, C, generator, paper_literal,
+                                   margins) for n in range(x.shape[0])) / x.shape[0]
+        sample_labels(x, state, generator)
+        sample_components(x, state, generator)
+        sample_weights(state, prior, generator)
+        eta_acc = sample_eta(x, state, prior, C, eps0, generator, paper_literal, margins)
+        sample_lambdas(x, state, C, eps0, generator, margins)
     return acc, eta_acc
 
 
@@ -334,13 +336,14 @@ def run_rbhmc(x, prior: BHMCPrior, num_sweeps: int, C, eps0, generator: torch.Ge
     levels = torch.empty(S, prior.depth, dtype=torch.int64)
     acc = torch.empty(S, 2, dtype=torch.float64)
     best, best_rcdl = None, -math.inf
-    for s in range(S):
-        acc[s] = torch.tensor(rbhmc_sweep(x, state, prior, C, eps0, generator, paper_literal))
-        zeta, level, _ = margin_violations(x, state.tree, state.eta, eps0)
-        trace[s, 0] = cdl(x, state, prior)
-        trace[s, 1] = trace[s, 0] + hinge_log_factor(zeta[level >= 0], C).sum()
-        levels[s] = torch.tensor([len(state.tree.nodes_at_level(lv))
-                                  for lv in range(1, prior.depth + 1)])
-        if s >= burn_in and float(trace[s, 1]) > best_rcdl:
-            best, best_rcdl = state.copy(), float(trace[s, 1])
+    with num_threads(1):
+        for s in range(S):
+            acc[s] = torch.tensor(rbhmc_sweep(x, state, prior, C, eps0, generator, paper_literal))
+            zeta, level, _ = margin_violations(x, state.tree, state.eta, eps0)
+            trace[s, 0] = cdl(x, state, prior)
+            trace[s, 1] = trace[s, 0] + hinge_log_factor(zeta[level >= 0], C).sum()
+            levels[s] = torch.tensor([len(state.tree.nodes_at_level(lv))
+                                      for lv in range(1, prior.depth + 1)])
+            if s >= burn_in and float(trace[s, 1]) > best_rcdl:
+                best, best_rcdl = state.copy(), float(trace[s, 1])
     return RBHMCChain(trace[:, 0], trace[:, 1], levels, acc, best, best_rcdl, state)

@@ -164,3 +164,30 @@ def test_kernel_log_ratio_equals_the_polson_scott_kernel_difference(rows):
         fast = kernel_log_ratio(lam.numpy(), tuple(t.numpy() for t in new),
                                 tuple(t.numpy() for t in old), C)
         assert abs(fast - float(exact)) < 1e-12 * (1 + abs(float(exact)))
+
+
+@pytest.mark.parametrize("which", ["bhmc", "rbhmc"])
+def test_sweeps_run_on_one_torch_thread_and_restore_the_callers_count(which, monkeypatch):
+    from pyromodels.bhmc import regularised, sampler
+
+    x, prior, state, g = _problem(8, N=6)
+    seen = []
+    original = sampler.sample_weights
+
+    def spy(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(sampler, "sample_weights", spy)
+    monkeypatch.setattr(regularised, "sample_weights", spy)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        if which == "bhmc":
+            sampler.sweep(x, state, prior, g)
+        else:
+            regularised.rbhmc_sweep(x, state, prior, 0.1, 1.0, g)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [1]
