@@ -57,10 +57,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ..bnp import path_proposal
 from ..checks import as_float_tensor, check_bool, check_int, check_positive
+from ..core.device import num_threads
 from .augmentation import (
     eta_conditional,
     hinge_log_factor,
@@ -69,14 +71,17 @@ from .augmentation import (
     sample_lambda,
 )
 from .joint import cdl, component_log_likelihoods, margin_violations
+from .margins import MarginCache, kernel_log_ratio, node_rows, path_move_rows
 from .prior import BHMCPrior
 from .sampler import (
     _check_inputs,
     child_weights,
     init_state,
+    leaf_log_ratio,
     sample_components,
     sample_labels,
     sample_weights,
+    shifted_likelihoods,
 )
 from .state import BHMCState
 
@@ -139,44 +144,75 @@ def log_kernels(x, state: RBHMCState, C: float, eps0: float):
     return polson_scott_log_kernel(state.lam, eff, C), zeta, level, node
 
 
+def _move_rows(tree, edit, only_datum: bool):
+    """``(rows, paths)``: the data a path move can change (:func:`path_move_rows`; the moved
+    datum alone if ``only_datum``) and the tree's paths as numpy, copied (O(N)) only when a
+    node was born or died."""
+    if only_datum or not (edit.born or edit.died):
+        return np.array([edit.datum]), None
+    paths = tree.paths.numpy()
+    return path_move_rows(paths, edit), paths
+
+
 def rbhmc_path_step(loglik_n, x, state: RBHMCState, n: int, prior: BHMCPrior, C: float,
-                    eps0: float, generator: torch.Generator, paper_literal: bool = False) -> bool:
-    """Block (a) for datum ``n``, in place; returns whether the move was accepted."""
+                    eps0: float, generator: torch.Generator, paper_literal: bool = False,
+                    margins: MarginCache | None = None) -> bool:
+    """Block (a) for datum ``n``, in place; returns whether the move was accepted.
+
+    ``loglik_n``: ``(K,)`` :math:`\\log N(x_n; \\theta_k, I)`. ``margins``: a
+    :class:`~pyromodels.bhmc.margins.MarginCache` in step with ``state`` (kept in step on
+    return); ``None`` builds one. Only the data whose sibling sets the move changes are
+    recomputed (:func:`~pyromodels.bhmc.margins.path_move_rows`): the others' kernel ratios
+    are 1.
+    """
+    if margins is None:
+        margins = MarginCache(x, state.tree, state.eta, eps0)
+    return _rbhmc_path_step(shifted_likelihoods(loglik_n), x, state, n, prior, C, generator,
+                            paper_literal, margins)
+
+
+def _rbhmc_path_step(lik_n, x, state, n, prior, C, generator, paper_literal, margins) -> bool:
+    """:func:`rbhmc_path_step` given datum ``n``'s row of
+    :func:`~pyromodels.bhmc.sampler.shifted_likelihoods` and the cache."""
     tree, weights, eta = state.tree, state.weights, state.eta
     old_leaf = tree.path(n)[-1]
-    old_k, *_ = log_kernels(x, state, C, eps0)
     edit = tree.move_path(n, path_proposal(tree, n, prior.alpha, generator).path)
     for z in edit.born:
         weights[z] = child_weights(prior, weights[tree.parent(z)], generator)
         eta[z] = prior.nu0 * torch.randn(x.shape[1], dtype=torch.float64, generator=generator)
-    new_k, *_ = log_kernels(x, state, C, eps0)
-    log_ratio = (torch.logsumexp(torch.log(weights[edit.new_path[-1]]) + loglik_n, 0)
-                 - torch.logsumexp(torch.log(weights[old_leaf]) + loglik_n, 0))
-    log_ratio = log_ratio + ((new_k[n] - old_k[n]) if paper_literal else (new_k - old_k).sum())
+    rows, paths = _move_rows(tree, edit, paper_literal)
+    new = margins.compute(tree, eta, rows, paths)
+    log_k = kernel_log_ratio(state.lam.numpy()[rows], new,
+                             (margins.zeta[rows], margins.level[rows]), C)
+    log_ratio = leaf_log_ratio(lik_n, weights[edit.new_path[-1]], weights[old_leaf]) + log_k
     u = float(torch.rand((), dtype=torch.float64, generator=generator))
-    accept = u == 0 or math.log(u) < float(log_ratio)
+    accept = u == 0 or math.log(u) < log_ratio
     dropped = edit.died if accept else edit.born
-    if not accept:
+    if accept:
+        if paper_literal:  # the ratio read datum n only; the cache needs every changed datum
+            rows, paths = _move_rows(tree, edit, False)
+            new = margins.compute(tree, eta, rows, paths)
+        margins.update(rows, new)
+    else:
         tree.undo(edit)
     for z in dropped:
         del weights[z], eta[z]
     return accept
 
 
-def _blocks(x, state, z, level, node, paths):
-    """Sets A (z is the correct node at the active level) and B (z is the worst sibling)."""
+def _blocks(x, lam, eta, z, paths, rows, level, node):
+    """Sets A (z is the correct node at the active level) and B (z is the worst sibling),
+    among the data ``rows`` (which hold both), in ascending order."""
     on_level = level >= 0
-    lv = level.clamp_min(0)
-    correct = paths[torch.arange(x.shape[0]), lv]
-    in_a = on_level & (correct == z)
-    in_b = on_level & (node == z)
-    stack = {}
-    for name, mask, partner in (("A", in_a, node), ("B", in_b, correct)):
-        idx = torch.nonzero(mask).flatten()
-        partners = [state.eta[int(p)] for p in partner[idx].tolist()]
+    correct = paths[rows, np.maximum(level, 0)]
+    out = []
+    for mask, partner in ((on_level & (correct == z), node), (on_level & (node == z), correct)):
+        idx = rows[mask]
+        partners = [eta[p] for p in partner[mask].tolist()]
         p = torch.stack(partners) if partners else torch.zeros(0, x.shape[1], dtype=torch.float64)
-        stack[name] = (x[idx], state.lam[idx], p)
-    return stack["A"], stack["B"]
+        idx = torch.from_numpy(idx)
+        out.append((x[idx], lam[idx], p))
+    return out
 
 
 def _gauss_log_density(value, mean, precision):
@@ -186,46 +222,60 @@ def _gauss_log_density(value, mean, precision):
 
 
 def sample_eta(x, state: RBHMCState, prior: BHMCPrior, C: float, eps0: float,
-               generator: torch.Generator, paper_literal: bool = False) -> float:
+               generator: torch.Generator, paper_literal: bool = False,
+               margins: MarginCache | None = None) -> float:
     """Block (e): update every node's :math:`\\eta_z` in place (module docstring); returns the
-    acceptance rate (1 with ``paper_literal=True``)."""
+    acceptance rate (1 with ``paper_literal=True``).
+
+    ``margins``: as in :func:`rbhmc_path_step`. A move of :math:`\\eta_z` recomputes only the
+    data through ``z``'s parent (:func:`~pyromodels.bhmc.margins.node_rows`).
+    """
     x = as_float_tensor(x, "x", ndim=2, dtype=torch.float64)
     C, eps0, paper_literal = _check_settings(C, eps0, paper_literal)
-    paths = state.tree.paths
-    nodes = [z for z in state.tree.nodes if z != state.tree.root]
+    tree = state.tree
+    if margins is None:
+        margins = MarginCache(x, tree, state.eta, eps0)
+    paths = tree.paths.numpy()
+    lam = state.lam
+    lam_np = lam.numpy()
+    nodes = [z for z in tree.nodes if z != tree.root]
     accepted = 0
-    logk, _, level, node = log_kernels(x, state, C, eps0)
     for z in nodes:
-        A, B = _blocks(x, state, z, level, node, paths)
+        rows = node_rows(paths, tree, z)
+        level, node = margins.level[rows], margins.node[rows]
+        A, B = _blocks(x, lam, state.eta, z, paths, rows, level, node)
         mean, prec = eta_conditional(*A, *B, C=C, eps0=eps0, nu0=prior.nu0,
                                      paper_literal=paper_literal)
         old = state.eta[z]
         new = sample_gaussian_precision(mean, prec, generator)
         state.eta[z] = new
+        moved = margins.compute(tree, state.eta, rows)
         if paper_literal:
             accepted += 1
-            _, _, level, node = log_kernels(x, state, C, eps0)
+            margins.update(rows, moved)
             continue
-        new_logk, _, new_level, new_node = log_kernels(x, state, C, eps0)
-        A2, B2 = _blocks(x, state, z, new_level, new_node, paths)
+        A2, B2 = _blocks(x, lam, state.eta, z, paths, rows, moved[1], moved[2])
         mean2, prec2 = eta_conditional(*A2, *B2, C=C, eps0=eps0, nu0=prior.nu0)
-        log_ratio = (-0.5 * (new.pow(2).sum() - old.pow(2).sum()) / prior.nu0 ** 2
-                     + (new_logk - logk).sum()
-                     + _gauss_log_density(old, mean2, prec2) - _gauss_log_density(new, mean, prec))
+        log_k = kernel_log_ratio(lam_np[rows], moved, (margins.zeta[rows], level), C)
+        log_ratio = (float(-0.5 * (new.pow(2).sum() - old.pow(2).sum()) / prior.nu0 ** 2)
+                     + float(log_k)
+                     + float(_gauss_log_density(old, mean2, prec2) - _gauss_log_density(new, mean, prec)))
         u = float(torch.rand((), dtype=torch.float64, generator=generator))
-        if u == 0 or math.log(u) < float(log_ratio):
+        if u == 0 or math.log(u) < log_ratio:
             accepted += 1
-            logk, level, node = new_logk, new_level, new_node
+            margins.update(rows, moved)
         else:
             state.eta[z] = old
     return accepted / max(len(nodes), 1)
 
 
-def sample_lambdas(x, state: RBHMCState, C: float, eps0: float, generator: torch.Generator) -> None:
-    """Block (f): every :math:`\\lambda_n \\sim \\mathrm{GIG}(1/2, 1, C^2\\tilde\\zeta_n^2)`, in place."""
-    zeta, level, _ = margin_violations(x, state.tree, state.eta, eps0)
-    eff = torch.where(level >= 0, zeta, torch.zeros_like(zeta))
-    state.lam = sample_lambda(eff, C, generator)
+def sample_lambdas(x, state: RBHMCState, C: float, eps0: float, generator: torch.Generator,
+                   margins: MarginCache | None = None) -> None:
+    """Block (f): every :math:`\\lambda_n \\sim \\mathrm{GIG}(1/2, 1, C^2\\tilde\\zeta_n^2)`, in place
+    (``margins`` as in :func:`rbhmc_path_step`)."""
+    if margins is None:
+        margins = MarginCache(x, state.tree, state.eta, eps0)
+    state.lam = sample_lambda(margins.effective(), C, generator)
 
 
 def rbhmc_sweep(x, state: RBHMCState, prior: BHMCPrior, C, eps0, generator: torch.Generator,
@@ -233,14 +283,16 @@ def rbhmc_sweep(x, state: RBHMCState, prior: BHMCPrior, C, eps0, generator: torc
     """One RBHMC sweep (a)-(f), in place; returns the acceptance rates of paths and eta."""
     C, eps0, paper_literal = _check_settings(C, eps0, paper_literal)
     x, state = check_rbhmc_state(x, state, prior)
-    loglik = component_log_likelihoods(x, state.theta)
-    acc = sum(rbhmc_path_step(loglik[n], x, state, n, prior, C, eps0, generator, paper_literal)
-              for n in range(x.shape[0])) / x.shape[0]
-    sample_labels(x, state, generator)
-    sample_components(x, state, generator)
-    sample_weights(state, prior, generator)
-    eta_acc = sample_eta(x, state, prior, C, eps0, generator, paper_literal)
-    sample_lambdas(x, state, C, eps0, generator)
+    with num_threads(1):  # tiny tensors: see pyromodels.bhmc.sampler's docstring
+        lik = shifted_likelihoods(component_log_likelihoods(x, state.theta))
+        margins = MarginCache(x, state.tree, state.eta, eps0)  # kept in step by blocks (a), (e)
+        acc = sum(_rbhmc_path_step(lik[n], x, state, n, prior, C, generator, paper_literal,
+                                   margins) for n in range(x.shape[0])) / x.shape[0]
+        sample_labels(x, state, generator)
+        sample_components(x, state, generator)
+        sample_weights(state, prior, generator)
+        eta_acc = sample_eta(x, state, prior, C, eps0, generator, paper_literal, margins)
+        sample_lambdas(x, state, C, eps0, generator, margins)
     return acc, eta_acc
 
 
@@ -284,13 +336,14 @@ def run_rbhmc(x, prior: BHMCPrior, num_sweeps: int, C, eps0, generator: torch.Ge
     levels = torch.empty(S, prior.depth, dtype=torch.int64)
     acc = torch.empty(S, 2, dtype=torch.float64)
     best, best_rcdl = None, -math.inf
-    for s in range(S):
-        acc[s] = torch.tensor(rbhmc_sweep(x, state, prior, C, eps0, generator, paper_literal))
-        zeta, level, _ = margin_violations(x, state.tree, state.eta, eps0)
-        trace[s, 0] = cdl(x, state, prior)
-        trace[s, 1] = trace[s, 0] + hinge_log_factor(zeta[level >= 0], C).sum()
-        levels[s] = torch.tensor([len(state.tree.nodes_at_level(lv))
-                                  for lv in range(1, prior.depth + 1)])
-        if s >= burn_in and float(trace[s, 1]) > best_rcdl:
-            best, best_rcdl = state.copy(), float(trace[s, 1])
+    with num_threads(1):
+        for s in range(S):
+            acc[s] = torch.tensor(rbhmc_sweep(x, state, prior, C, eps0, generator, paper_literal))
+            zeta, level, _ = margin_violations(x, state.tree, state.eta, eps0)
+            trace[s, 0] = cdl(x, state, prior)
+            trace[s, 1] = trace[s, 0] + hinge_log_factor(zeta[level >= 0], C).sum()
+            levels[s] = torch.tensor([len(state.tree.nodes_at_level(lv))
+                                      for lv in range(1, prior.depth + 1)])
+            if s >= burn_in and float(trace[s, 1]) > best_rcdl:
+                best, best_rcdl = state.copy(), float(trace[s, 1])
     return RBHMCChain(trace[:, 0], trace[:, 1], levels, acc, best, best_rcdl, state)

@@ -30,6 +30,11 @@ One sweep (:func:`sweep`) runs four blocks; each leaves the posterior
     two-block auxiliary-table Gibbs update of :math:`B` given the leaf label counts (its
     module documents its invariance).
 
+Speed: a sweep is a sequence of operations on tensors of a few dozen numbers, which more
+than one torch thread only slows down (the idle threads spin; on a busy two-core machine a
+sweep ran six times slower on two threads than on one), so :func:`sweep` and
+:func:`run_bhmc` run on one torch thread and restore the caller's count after.
+
 With ``likelihood=False`` every block ignores ``x`` (the acceptance ratio is 1, the labels
 are drawn from the leaf weights and the components from their prior): the sweep then leaves
 the prior invariant, which the tests check against exact nested-CRP values.
@@ -49,16 +54,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ..bnp import Tree, path_proposal, resample_tree_weights, sample_ncrp_paths, sample_tree_weights
 from ..checks import as_float_tensor, check_bool, check_int
 from ..conjugate.random import sample_categorical, sample_log_gamma
+from ..core.device import num_threads
 from .joint import cdl, component_log_likelihoods
 from .prior import BHMCPrior
 from .state import BHMCState, check_state, node_arrays
 
-__all__ = ["init_state", "child_weights", "path_step", "sample_paths", "label_log_probs", "sample_labels",
+__all__ = ["init_state", "child_weights", "shifted_likelihoods", "leaf_log_ratio", "path_step",
+           "sample_paths", "label_log_probs", "sample_labels",
            "component_conditional", "sample_components", "sample_weights", "sweep",
            "run_bhmc", "BHMCChain"]
 
@@ -101,6 +109,24 @@ def _loglik(x, state, likelihood: bool) -> torch.Tensor:
     return component_log_likelihoods(x, state.theta.to(torch.float64))
 
 
+def shifted_likelihoods(loglik: torch.Tensor) -> np.ndarray:
+    r"""``(..., K)`` numpy :math:`N(x_n; \theta_k, I) / \max_k N(x_n; \theta_k, I)` from the log
+    likelihoods: the path step's likelihood ratio is a ratio of two dot products with it."""
+    ll = loglik.detach().to(torch.float64).cpu().numpy()
+    return np.exp(ll - ll.max(-1, keepdims=True))
+
+
+def leaf_log_ratio(lik_n: np.ndarray, new_weights: torch.Tensor, old_weights: torch.Tensor
+                   ) -> float:
+    r""":math:`\log p(x_n \mid \beta', \Theta) - \log p(x_n \mid \beta, \Theta)` with
+    :math:`p(x_n \mid \beta, \Theta) = \sum_k \beta_k N(x_n; \theta_k, I)`, given datum
+    ``n``'s row of :func:`shifted_likelihoods` (the shift cancels; the largest term of each
+    sum is at least the weights' floor, so neither logarithm sees 0)."""
+    new = float(np.dot(new_weights.detach().numpy(), lik_n))
+    old = float(np.dot(old_weights.detach().numpy(), lik_n))
+    return math.log(new) - math.log(old)
+
+
 def path_step(loglik_n: torch.Tensor, state: BHMCState, n: int, prior: BHMCPrior,
               generator: torch.Generator) -> bool:
     r"""One Metropolis-Hastings move of datum ``n``'s path (block (a)), in place.
@@ -115,17 +141,20 @@ def path_step(loglik_n: torch.Tensor, state: BHMCState, n: int, prior: BHMCPrior
     Returns:
         whether the proposal was accepted.
     """
+    return _path_step(shifted_likelihoods(loglik_n), state, n, prior, generator)
+
+
+def _path_step(lik_n: np.ndarray, state: BHMCState, n: int, prior: BHMCPrior,
+               generator: torch.Generator) -> bool:
     tree, weights = state.tree, state.weights
     old_leaf = tree.path(n)[-1]
     proposal = path_proposal(tree, n, prior.alpha, generator)
     edit = tree.move_path(n, proposal.path)
     for z in edit.born:  # top-down: each parent's weights exist before its child's draw
         weights[z] = child_weights(prior, weights[tree.parent(z)], generator)
-    new_leaf = edit.new_path[-1]
-    log_ratio = (torch.logsumexp(torch.log(weights[new_leaf]) + loglik_n, 0)
-                 - torch.logsumexp(torch.log(weights[old_leaf]) + loglik_n, 0))
+    log_ratio = leaf_log_ratio(lik_n, weights[edit.new_path[-1]], weights[old_leaf])
     u = float(torch.rand((), dtype=torch.float64, generator=generator))
-    accept = math.log(u) < float(log_ratio) if u > 0 else True
+    accept = math.log(u) < log_ratio if u > 0 else True
     if accept:
         for z in edit.died:
             del weights[z]
@@ -141,8 +170,8 @@ def sample_paths(x, state: BHMCState, prior: BHMCPrior, generator: torch.Generat
     """Block (a): :func:`path_step` for every datum in index order; returns the acceptance rate."""
     x, state = _check_inputs(x, state, prior)
     _check_generator(generator)
-    loglik = _loglik(x, state, check_bool(likelihood, "likelihood"))
-    accepted = sum(path_step(loglik[n], state, n, prior, generator) for n in range(x.shape[0]))
+    lik = shifted_likelihoods(_loglik(x, state, check_bool(likelihood, "likelihood")))
+    accepted = sum(_path_step(lik[n], state, n, prior, generator) for n in range(x.shape[0]))
     return accepted / x.shape[0]
 
 
@@ -201,10 +230,11 @@ def sweep(x, state: BHMCState, prior: BHMCPrior, generator: torch.Generator,
         >>> 0.0 <= sweep(draw.x, draw.state, prior, torch.Generator().manual_seed(1)) <= 1.0
         True
     """
-    rate = sample_paths(x, state, prior, generator, likelihood)
-    sample_labels(x, state, generator, likelihood)
-    sample_components(x, state, generator, likelihood)
-    sample_weights(state, prior, generator)
+    with num_threads(1):  # tiny tensors: more threads only spin (module docstring)
+        rate = sample_paths(x, state, prior, generator, likelihood)
+        sample_labels(x, state, generator, likelihood)
+        sample_components(x, state, generator, likelihood)
+        sample_weights(state, prior, generator)
     return rate
 
 
@@ -281,12 +311,13 @@ def run_bhmc(x, prior: BHMCPrior, num_sweeps: int, generator: torch.Generator,
     used = torch.empty(S, dtype=torch.int64)
     acc = torch.empty(S, dtype=torch.float64)
     best, best_cdl = None, -math.inf
-    for s in range(S):
-        acc[s] = sweep(x, state, prior, generator)
-        trace[s] = cdl(x, state, prior)
-        levels[s] = torch.tensor([len(state.tree.nodes_at_level(lv))
-                                  for lv in range(1, prior.depth + 1)])
-        used[s] = int(torch.unique(state.c).numel())
-        if s >= burn_in and float(trace[s]) > best_cdl:
-            best, best_cdl = state.copy(), float(trace[s])
+    with num_threads(1):
+        for s in range(S):
+            acc[s] = sweep(x, state, prior, generator)
+            trace[s] = cdl(x, state, prior)
+            levels[s] = torch.tensor([len(state.tree.nodes_at_level(lv))
+                                      for lv in range(1, prior.depth + 1)])
+            used[s] = int(torch.unique(state.c).numel())
+            if s >= burn_in and float(trace[s]) > best_cdl:
+                best, best_cdl = state.copy(), float(trace[s])
     return BHMCChain(trace, levels, used, acc, best, best_cdl, state)

@@ -79,15 +79,20 @@ class BHMCState:
 
     def leaf_weights(self) -> torch.Tensor:
         """``(N, K)``: each datum's leaf weights :math:`\\beta_{v_{nL}}`."""
-        leaves = self.tree.paths[:, -1].tolist()
-        return torch.stack([self.weights[z] for z in leaves])
+        ids, _ = node_arrays(self.tree)
+        return torch.stack([self.weights[z] for z in ids])[self._leaf_positions(ids)]
+
+    def _leaf_positions(self, ids) -> torch.Tensor:
+        """``(N,)`` each datum's leaf as a position in ``ids``."""
+        pos = {z: i for i, z in enumerate(ids)}
+        return torch.tensor([pos[z] for z in self.tree.paths[:, -1].tolist()], dtype=torch.int64)
 
     def leaf_counts(self) -> tuple[tuple[int, ...], torch.Tensor, torch.Tensor]:
         """``(ids, parent, counts)``: ``counts[i, k]`` data at node ``ids[i]`` with label ``k``
         (non-zero at leaves only; the ``counts`` argument of
         :func:`~pyromodels.bnp.resample_tree_weights`)."""
         ids, parent = node_arrays(self.tree)
-        pos = torch.tensor([ids.index(z) for z in self.tree.paths[:, -1].tolist()])
+        pos = self._leaf_positions(ids)
         counts = torch.zeros(len(ids), self.num_components, dtype=torch.int64)
         counts.index_put_((pos, self.c), torch.ones_like(self.c), accumulate=True)
         return ids, parent, counts
