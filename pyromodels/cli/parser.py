@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from pathlib import Path
 
 from .. import registry
@@ -31,8 +32,27 @@ ENGINE_OPTIONS: dict[str, tuple[str, ...]] = {
 }
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help layout, wrapping lines at spaces only: a model name such as
+    ``networked-dawid-skene`` is never split at its hyphens."""
+
+    def _split_lines(self, text, width):
+        return textwrap.wrap(self._whitespace_matcher.sub(" ", text).strip(), width,
+                             break_on_hyphens=False)
+
+    def _fill_text(self, text, width, indent):
+        return textwrap.fill(self._whitespace_matcher.sub(" ", text).strip(), width,
+                             initial_indent=indent, subsequent_indent=indent,
+                             break_on_hyphens=False)
+
+
 class Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line and exit status 2."""
+    """An argument parser whose errors are one line and exit status 2, and whose help never
+    splits a word at a hyphen."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         print(f"pyromodels: error: {message}", file=sys.stderr)
