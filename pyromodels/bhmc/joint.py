@@ -44,7 +44,7 @@ from ..bnp import Tree, ncrp_log_prob, tree_weights_log_prob
 from ..checks import as_float_tensor
 from .augmentation import hinge_log_factor
 from .prior import BHMCPrior
-from .state import BHMCState, check_state, node_arrays
+from .state import BHMCState, check_inputs, node_arrays
 
 __all__ = ["component_log_likelihoods", "structure_log_prior", "complete_log_joint",
            "marginal_log_joint", "cdl", "margin_violations", "rcdl"]
@@ -58,15 +58,6 @@ def _check_prior(prior) -> BHMCPrior:
     return prior
 
 
-def _inputs(x, state, prior):
-    prior = _check_prior(prior)
-    x = as_float_tensor(x, "x", ndim=2, dtype=torch.float64)
-    state = check_state(state, x)
-    if state.tree.depth != prior.depth or state.num_components != prior.num_components:
-        raise ValueError(f"state must have depth {prior.depth} and {prior.num_components} "
-                         f"components like the prior, got depth {state.tree.depth} and "
-                         f"{state.num_components}")
-    return x, state, prior
 
 
 def component_log_likelihoods(x: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
@@ -103,7 +94,7 @@ def complete_log_joint(x, state: BHMCState, prior: BHMCPrior) -> torch.Tensor:
     Returns:
         0-dim float64 tensor.
     """
-    x, state, prior = _inputs(x, state, prior)
+    x, state, prior = check_inputs(x, state, prior)
     ll = component_log_likelihoods(x, state.theta.to(torch.float64))
     n = torch.arange(x.shape[0])
     lw = torch.log(state.leaf_weights().to(torch.float64))
@@ -115,7 +106,7 @@ def marginal_log_joint(x, state: BHMCState, prior: BHMCPrior) -> torch.Tensor:
 
     Arguments and returns as :func:`complete_log_joint`.
     """
-    x, state, prior = _inputs(x, state, prior)
+    x, state, prior = check_inputs(x, state, prior)
     ll = component_log_likelihoods(x, state.theta.to(torch.float64))
     lw = torch.log(state.leaf_weights().to(torch.float64))
     return torch.logsumexp(ll + lw, -1).sum() + structure_log_prior(state, prior)
@@ -190,7 +181,7 @@ def cdl(x, state: BHMCState, prior: BHMCPrior) -> torch.Tensor:
 
     Arguments and returns as :func:`complete_log_joint`.
     """
-    x, state, prior = _inputs(x, state, prior)
+    x, state, prior = check_inputs(x, state, prior)
     ll = component_log_likelihoods(x, state.theta.to(torch.float64))
     n = torch.arange(x.shape[0])
     lw = torch.log(state.leaf_weights().to(torch.float64))

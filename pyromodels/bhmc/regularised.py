@@ -74,7 +74,6 @@ from .joint import cdl, component_log_likelihoods, margin_violations
 from .margins import MarginCache, kernel_log_ratio, node_rows, path_move_rows
 from .prior import BHMCPrior
 from .sampler import (
-    _check_inputs,
     child_weights,
     init_state,
     leaf_log_ratio,
@@ -83,7 +82,7 @@ from .sampler import (
     sample_weights,
     shifted_likelihoods,
 )
-from .state import BHMCState
+from .state import BHMCState, check_inputs
 
 __all__ = ["RBHMCState", "check_rbhmc_state", "log_kernels", "rbhmc_path_step", "sample_eta",
            "sample_lambdas", "rbhmc_sweep", "init_rbhmc_state", "run_rbhmc", "RBHMCChain"]
@@ -120,7 +119,7 @@ def check_rbhmc_state(x, state, prior: BHMCPrior) -> RBHMCState:
     """
     if not isinstance(state, RBHMCState):
         raise TypeError(f"state must be an RBHMCState, got {type(state).__name__}")
-    x, state = _check_inputs(x, state, prior)
+    x, state, _ = check_inputs(x, state, prior)
     nodes = set(state.tree.nodes) - {state.tree.root}
     D = x.shape[1]
     if not isinstance(state.eta, dict) or set(state.eta) != nodes:

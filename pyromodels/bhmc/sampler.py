@@ -63,7 +63,7 @@ from ..conjugate.random import sample_categorical, sample_log_gamma
 from ..core.device import num_threads
 from .joint import cdl, component_log_likelihoods
 from .prior import BHMCPrior
-from .state import BHMCState, check_state, node_arrays
+from .state import BHMCState, check_inputs, check_state, node_arrays
 
 __all__ = ["init_state", "child_weights", "shifted_likelihoods", "leaf_log_ratio", "path_step",
            "sample_paths", "label_log_probs", "sample_labels",
@@ -79,16 +79,6 @@ def _check_generator(generator) -> torch.Generator:
     return generator
 
 
-def _check_inputs(x, state, prior):
-    if not isinstance(prior, BHMCPrior):
-        raise TypeError(f"prior must be a BHMCPrior, got {type(prior).__name__}")
-    x = as_float_tensor(x, "x", ndim=2, dtype=torch.float64)
-    state = check_state(state, x)
-    if state.tree.depth != prior.depth or state.num_components != prior.num_components:
-        raise ValueError(f"state must have depth {prior.depth} and {prior.num_components} "
-                         f"components like the prior, got depth {state.tree.depth} and "
-                         f"{state.num_components}")
-    return x, state
 
 
 def _dirichlet(concentration: torch.Tensor, generator) -> torch.Tensor:
@@ -168,7 +158,7 @@ def _path_step(lik_n: np.ndarray, state: BHMCState, n: int, prior: BHMCPrior,
 def sample_paths(x, state: BHMCState, prior: BHMCPrior, generator: torch.Generator,
                  likelihood: bool = True) -> float:
     """Block (a): :func:`path_step` for every datum in index order; returns the acceptance rate."""
-    x, state = _check_inputs(x, state, prior)
+    x, state, _ = check_inputs(x, state, prior)
     _check_generator(generator)
     lik = shifted_likelihoods(_loglik(x, state, check_bool(likelihood, "likelihood")))
     accepted = sum(_path_step(lik[n], state, n, prior, generator) for n in range(x.shape[0]))
@@ -305,7 +295,7 @@ def run_bhmc(x, prior: BHMCPrior, num_sweeps: int, generator: torch.Generator,
     burn_in = check_int(burn_in, "burn_in", minimum=0, maximum=S - 1)
     _check_generator(generator)
     state = init_state(x, prior, generator) if init is None else init.copy()
-    x, state = _check_inputs(x, state, prior)
+    x, state, _ = check_inputs(x, state, prior)
     trace = torch.empty(S, dtype=torch.float64)
     levels = torch.empty(S, prior.depth, dtype=torch.int64)
     used = torch.empty(S, dtype=torch.int64)

@@ -30,6 +30,7 @@ import torch
 
 from ..bnp import Tree
 from ..checks import as_float_tensor, as_label_tensor
+from .prior import BHMCPrior
 
 __all__ = ["BHMCState", "node_arrays", "check_state"]
 
@@ -135,3 +136,18 @@ def check_state(state, x: torch.Tensor | None = None) -> BHMCState:
         raise ValueError(f"x must have shape ({tree.num_points}, {theta.shape[1]}) to match the "
                          f"state, got {tuple(x.shape)}")
     return state
+
+
+def check_inputs(x, state, prior) -> tuple[torch.Tensor, BHMCState, BHMCPrior]:
+    """``(x, state, prior)`` checked together: ``x`` as an ``(N, D)`` float64 tensor, a state
+    for these data with the prior's depth and number of components, a :class:`BHMCPrior`."""
+    if not isinstance(prior, BHMCPrior):
+        raise TypeError(f"prior must be a BHMCPrior, got {type(prior).__name__}")
+    x = as_float_tensor(x, "x", ndim=2, dtype=torch.float64)
+    state = check_state(state, x)
+    if state.tree.depth != prior.depth or state.num_components != prior.num_components:
+        raise ValueError(f"state must have depth {prior.depth} and {prior.num_components} "
+                         f"components like the prior, got depth {state.tree.depth} and "
+                         f"{state.num_components}")
+    return x, state, prior
+
