@@ -52,12 +52,6 @@ __all__ = ["component_log_likelihoods", "structure_log_prior", "complete_log_joi
 _LOG_2PI = math.log(2 * math.pi)
 
 
-def _check_prior(prior) -> BHMCPrior:
-    if not isinstance(prior, BHMCPrior):
-        raise TypeError(f"prior must be a BHMCPrior, got {type(prior).__name__}")
-    return prior
-
-
 
 
 def component_log_likelihoods(x: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
