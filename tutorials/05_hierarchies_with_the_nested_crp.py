@@ -64,9 +64,9 @@ from pyromodels.bhmc import (
     BHMCPrior,
     bhmc_program,
     complete_log_joint,
+    node_arrays,
     program_values,
 )
-from pyromodels.bhmc.state import node_arrays
 from pyromodels.bnp import Tree, ncrp_log_prob, plot_tree, sample_tree_weights
 from pyromodels.experiments.bhmc.data import animals, planted_hierarchy
 from pyromodels.metrics import aid, aod, f_measure, f_measure_per_level
