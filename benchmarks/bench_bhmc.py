@@ -56,7 +56,7 @@ from pyromodels.bhmc.margins import MarginCache
 from pyromodels.bhmc.sampler import leaf_log_ratio, shifted_likelihoods
 from pyromodels.core.seeding import derive_seed, make_generator
 
-from .bench_bnp_dp import median_phases, run_script, write_arrays
+from .bench_bnp_dp import cold_record, run_script, write_arrays
 from .bench_reference_mixture import _lazy
 from .harness import Case, agreement
 
@@ -243,11 +243,8 @@ def _cold_check(key):
     def check():
         warm = first_sweep(*key)
         runs = [cold_sweep(*key) for _ in range(COLD_PHASE_RUNS)]
-        differ = (runs[0][1] != warm).astype(np.float64)
-        rec = agreement(differ, np.zeros_like(differ), 0.0,
-                        "the same seed's first sweep in this process (1 = an entry differs)")
-        rec["phases"] = median_phases([r[0] for r in runs])
-        return {"cold_paths": rec}
+        return {"cold_paths": cold_record(
+            runs, warm, "the same seed's first sweep in this process (1 = an entry differs)")}
 
     return check
 

@@ -253,9 +253,15 @@ def cold_sweep(size, sampler: str, dtype: str, truncation: int, device: str):
                                     str(seed), data], out)
 
 
-def median_phases(runs: list[dict]) -> dict:
-    """The median of every phase over several processes' reports."""
-    return {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+def cold_record(runs: list, warm, against: str) -> dict:
+    """The agreement record of fresh processes against this process: ``runs`` holds each
+    process's ``(phases, result)``; the first process's result is compared with ``warm``
+    entry by entry (1 = an entry differs), and ``phases`` is the median of every phase the
+    processes timed themselves."""
+    differ = (np.asarray(runs[0][1]) != np.asarray(warm)).astype(np.float64)
+    rec = agreement(differ, np.zeros_like(differ), 0.0, against)
+    rec["phases"] = {key: statistics.median(r[0][key] for r in runs) for key in runs[0][0]}
+    return rec
 
 
 def _cold_check(size, sampler, dtype, truncation, device):
@@ -266,11 +272,8 @@ def _cold_check(size, sampler, dtype, truncation, device):
                                   sampler, truncation, _chain_seed(sampler, dtype, "cold"))
         runs = [cold_sweep(size, sampler, dtype, truncation, device)
                 for _ in range(COLD_PHASE_RUNS)]
-        differ = (runs[0][1] != warm.numpy()).astype(np.float64)
-        rec = agreement(differ, np.zeros_like(differ), 0.0,
-                        "the same seed's first sweep in this process (1 = a label differs)")
-        rec["phases"] = median_phases([r[0] for r in runs])
-        return {"cold_labels": rec}
+        return {"cold_labels": cold_record(
+            runs, warm.numpy(), "the same seed's first sweep in this process (1 = a label differs)")}
 
     return check
 

@@ -46,7 +46,7 @@ from pyromodels.ddpm import DPMixture, DPMixturePrior
 from pyromodels.ddpm.mcem import MCEMSettings
 from pyromodels.nn import NICE
 
-from .bench_bnp_dp import median_phases, run_script, write_arrays
+from .bench_bnp_dp import cold_record, run_script, write_arrays
 from .bench_reference_mixture import _lazy
 from .harness import Case, agreement
 
@@ -151,11 +151,8 @@ def _cold_check(quick: bool):
     def check():
         warm = fit_rounds(mnist_features(quick)[0], ROUNDS[quick]).params["labels"].numpy()
         runs = [cold_fit(quick) for _ in range(COLD_PHASE_RUNS)]
-        differ = (runs[0][1] != warm).astype(np.float64)
-        rec = agreement(differ, np.zeros_like(differ), 0.0,
-                        "the same fit in this process (1 = a label differs)")
-        rec["phases"] = median_phases([r[0] for r in runs])
-        return {"cold_labels": rec}
+        return {"cold_labels": cold_record(
+            runs, warm, "the same fit in this process (1 = a label differs)")}
 
     return check
 
