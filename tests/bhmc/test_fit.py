@@ -1,8 +1,6 @@
 """BHMC.fit: chains gathered into a Posterior of label-invariant draws, the best tree's score
 against the closed-form CDL / RCDL, the derived chain seeds, ArviZ conversion, bad input."""
 
-import doctest
-import importlib
 
 import pytest
 import torch
@@ -118,6 +116,3 @@ def test_data_must_be_a_matrix():
         BHMC(PRIOR).fit(torch.zeros(5), num_samples=1)
 
 
-def test_doctests():
-    result = doctest.testmod(importlib.import_module("pyromodels.bhmc.fit"))
-    assert result.attempted > 0 and result.failed == 0

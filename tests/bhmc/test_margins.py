@@ -2,14 +2,12 @@
 (pyromodels.bhmc.margins) against the full recomputation of joint.margin_violations after
 random path, eta and whole-sweep moves; the path step's likelihood ratio against log-sum-exp."""
 
-import doctest
 
 import numpy as np
 import pytest
 import torch
 
 from pyromodels.bhmc import BHMC, BHMCPrior, margin_violations
-from pyromodels.bhmc import margins as margins_module
 from pyromodels.bhmc.augmentation import polson_scott_log_kernel
 from pyromodels.bhmc.joint import component_log_likelihoods
 from pyromodels.bhmc.margins import (
@@ -30,11 +28,6 @@ from pyromodels.bhmc.sampler import leaf_log_ratio, shifted_likelihoods
 from pyromodels.bnp import path_proposal
 
 F64 = torch.float64
-
-
-def test_docstring_examples():
-    result = doctest.testmod(margins_module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0 and result.failed == 0
 
 
 def _problem(seed, N=24, D=3, depth=3, alpha=1.5):

@@ -2,7 +2,6 @@
 regularised target by quadrature (and the paper-literal block's bias there), the path step's
 ratio with the other data's kernels, RCDL bookkeeping, pinned messages."""
 
-import doctest
 import functools
 import math
 
@@ -11,7 +10,6 @@ import torch
 from scipy import stats
 
 from pyromodels.bhmc import BHMC, BHMCPrior, BHMCState, cdl, margin_violations
-from pyromodels.bhmc import regularised as regularised_module
 from pyromodels.bhmc.regularised import (
     RBHMCState,
     init_rbhmc_state,
@@ -25,11 +23,6 @@ from pyromodels.bhmc.regularised import (
 from pyromodels.bnp import NEW, Tree, path_conditional_log_probs
 
 F64 = torch.float64
-
-
-def test_docstring_examples():
-    result = doctest.testmod(regularised_module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0 and result.failed == 0
 
 
 @functools.lru_cache(maxsize=1)

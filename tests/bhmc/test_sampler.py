@@ -2,7 +2,6 @@
 against the exact conditional of a tiny tree, and the path kernel's invariance for the nested
 CRP prior (likelihood off) against exact values."""
 
-import doctest
 import math
 
 import pytest
@@ -29,11 +28,6 @@ from pyromodels.bnp import (
 )
 
 F64 = torch.float64
-
-
-def test_docstring_examples():
-    result = doctest.testmod(sampler_module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0 and result.failed == 0
 
 
 def _draw(seed, N=6, D=2, K=3, L=2):

@@ -2,8 +2,6 @@
 built on :meth:`pyromodels.bnp.Tree.collapsed`, invariances and pinned errors."""
 
 import contextlib
-import doctest
-import importlib
 import itertools
 import math
 import warnings
@@ -219,6 +217,3 @@ def test_bad_switches():
         aod(X5, P5, collapse=None)
 
 
-def test_docstring_examples():
-    result = doctest.testmod(importlib.import_module("pyromodels.metrics.hierarchy"))
-    assert result.attempted > 0 and result.failed == 0

@@ -1,8 +1,6 @@
 """The RBHMC reproduction: its smoke run (metrics, tables, figures, ArviZ data), the chain
 sharing between protocols, its registration and ``pyromodels fit bhmc`` from the command line."""
 
-import doctest
-import importlib
 import json
 
 import numpy as np
@@ -180,9 +178,3 @@ def test_fit_from_the_command_line(tmp_path):
     assert len(paths) == 12 and list(paths.columns)[-1] == "level_3"
 
 
-@pytest.mark.parametrize("name", ["pyromodels.experiments.bhmc.assemble",
-                                  "pyromodels.experiments.bhmc.figures",
-                                  "pyromodels.experiments.bhmc.chains"])
-def test_doctests(name):
-    result = doctest.testmod(importlib.import_module(name))
-    assert result.attempted > 0 and result.failed == 0
