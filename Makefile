@@ -12,7 +12,10 @@ export MPLBACKEND ?= Agg
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+# the C extensions are built by the editable install: a changed C source reinstalls
+C_SOURCES := $(shell find pyromodels -name '*.c')
+
+$(STAMP): pyproject.toml setup.py $(C_SOURCES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0

@@ -6,7 +6,7 @@ labels; quick: ``N = 2,000``, ``M = 100``), float64.
 
 * ``crowd.ds_em_step`` (seconds per iteration): the E-step and M-step alone. Ours:
   ``iterations`` calls of :meth:`pyromodels.crowd.ds.model.DawidSkene.em_step` (on the CPU
-  the compiled pass of :mod:`pyromodels.crowd.ds.kernels.numba_em`; on a GPU the sparse products of
+  the compiled pass of :mod:`pyromodels.crowd.ds.kernels.compiled`; on a GPU the sparse products of
   :mod:`pyromodels.crowd.emissions`) from crowd-kit's start (one M-step from the soft majority
   vote). Peer, from the same start: ``crowdkit.DawidSkene._e_step+_m_step``, crowd-kit 1.4's
   own E-step and M-step (and the prior update between them), ``iterations`` times.

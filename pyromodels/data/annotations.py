@@ -18,6 +18,7 @@ from ..checks import check_int
 from .idmaps import (
     ItemWorkerSizes,
     as_id_index,
+    c_table_passes,
     check_codes,
     encode_ids,
     factorize_ids,
@@ -81,6 +82,11 @@ def _factorize(values: pd.Series, name: str, known, known_name: str):
     span = int(hi) - int(lo) + 1
     if span > _DENSE_SPAN * len(arr) + _DENSE_SLACK:
         return factorize_ids(values, name, known, known_name)
+    passes = c_table_passes()
+    if passes is not None and dtype == np.int64:  # the same in one C pass over the rows
+        codes, present = np.empty(len(arr), dtype=np.int64), np.empty(span, dtype=np.uint8)
+        passes.dense_codes(np.ascontiguousarray(arr), int(lo), codes, present)
+        return codes, pd.Index(lo + np.flatnonzero(present).astype(dtype))
     offset = (arr - lo).astype(np.intp)
     present = np.zeros(span, dtype=bool)
     present[offset] = True

@@ -8,6 +8,7 @@ indexed by the user's ids.
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -27,6 +28,7 @@ __all__ = [
     "to_numpy",
     "index_values",
     "repeated_keys",
+    "c_table_passes",
     "plain",
     "ItemWorkerSizes",
 ]
@@ -240,13 +242,36 @@ def index_values(values, index: pd.Index, name: str, columns=None):
     return pd.DataFrame(arr, index=index, columns=cols)
 
 
+@functools.cache
+def c_table_passes():
+    """The C passes over table columns (``_ctable.c``: ``count_repeats``, ``dense_codes``),
+    built with the package, or ``None`` where it was built without a C compiler."""
+    try:
+        from . import _ctable
+    except ImportError:
+        return None
+    return _ctable
+
+
 def repeated_keys(*codes: torch.Tensor) -> torch.Tensor:
     """Row numbers (sorted long tensor) of rows whose key ``(codes[0][r], codes[1][r], ...)``
-    already occurred in an earlier row."""
+    already occurred in an earlier row.
+
+    Most tables have none. For two columns (an annotation table's items and workers) the C
+    count answers that in one pass over the rows; any repeat, more columns, or a build without
+    the C extension take the sort of the keys, which also lists the rows.
+    """
     cols = [c.cpu() for c in codes]
     if cols[0].numel() == 0:
         return torch.zeros(0, dtype=torch.long)
     sizes = [int(c.max()) + 1 for c in cols]
+    # the C count holds one slot per code: for dense codes (every table's), not for sparse ones
+    dense = max(sizes) <= 4 * len(cols[0]) + 1024 and min(int(c.min()) for c in cols) >= 0
+    passes = c_table_passes() if len(cols) == 2 and dense else None
+    if passes is not None:
+        first, second = (np.ascontiguousarray(c.numpy(), dtype=np.int64) for c in cols)
+        if passes.count_repeats(sizes[0], sizes[1], first, second) == 0:
+            return torch.zeros(0, dtype=torch.long)
     span = float(np.prod([float(s) for s in sizes]))
     if span < 2.0**62:  # the mixed-radix key fits in int64
         key = cols[0]

@@ -33,8 +33,11 @@ from ...data.annotations import AnnotationTable, TableSizes
 from ...data.idmaps import plain
 from ...data.tensors import on_device
 from ..emissions import START_ATOL
+from .kernels.native import have_c
 
 __all__ = [
+    "BACKENDS",
+    "resolve_ds_backend",
     "DSData",
     "SparseWorkerWarning",
     "SingleWorkerClassWarning",
@@ -43,6 +46,20 @@ __all__ = [
     "check_stochastic",
     "check_num_classes",
 ]
+
+
+#: where EM's passes can run: the compiled CPU passes (C built with the package, or numba) or
+#: torch (log space, any device); ``"auto"`` picks (see :func:`resolve_ds_backend`)
+BACKENDS = ("auto", "c", "numba", "torch")
+
+
+def resolve_ds_backend(backend: str, *tensors: torch.Tensor) -> str:
+    """``"c"``, ``"numba"`` or ``"torch"`` for ``backend`` (one of :data:`BACKENDS`).
+
+    ``"auto"`` gives the C passes for CPU tensors when they were built with the package, else
+    numba's, and torch on other devices (see :func:`~pyromodels.core.backend.resolve_backend`).
+    """
+    return resolve_backend(backend, *tensors, have_c=have_c)
 
 
 class SparseWorkerWarning(UserWarning):
@@ -74,8 +91,9 @@ class DSData(TableSizes):
         prior_concentration: ``(K,)`` Dirichlet concentration of the class prior.
         confusion_concentration: ``(K, K)`` Dirichlet concentration of each confusion row.
         fixed_prior: ``(K,)`` class prior held fixed, or ``None`` when the prior is learned.
-        backend: where EM's passes run, chosen once when the data are prepared: ``"numba"``
-            (the compiled CPU passes) or ``"torch"`` (log space, any device).
+        backend: where EM's passes run, chosen once when the data are prepared: ``"c"`` or
+            ``"numba"`` (the compiled CPU passes, :mod:`.kernels.compiled`) or ``"torch"``
+            (log space, any device).
         worker_pad: long ``(N, S)``: the worker of each slot (0 where unused).
         label_pad: long ``(N, S)``: the label of each slot (0 where unused).
         mask: bool ``(N, S)``: which slots hold a label.
@@ -118,9 +136,9 @@ class DSData(TableSizes):
         return dataclasses.replace(self, **moved)
 
     def with_backend(self, backend: str) -> DSData:
-        """These data with the backend ``backend`` (``"auto"``, ``"numba"`` or ``"torch"``)
-        resolves to for them (see :func:`~pyromodels.core.backend.resolve_backend`)."""
-        chosen = resolve_backend(backend, self.table.item_idx)
+        """These data with the backend ``backend`` (one of :data:`BACKENDS`) resolves to for
+        them (see :func:`resolve_ds_backend`)."""
+        chosen = resolve_ds_backend(backend, self.table.item_idx)
         return self if chosen == self.backend else dataclasses.replace(self, backend=chosen)
 
     def with_labels(self, label_pad: torch.Tensor) -> DSData:
@@ -263,8 +281,8 @@ def prepare_ds_data(
         class_prior: ``(K,)`` fixed prior (only with ``update_prior=False``); default uniform.
         allow_unlabelled: accept items with no label (only a table can hold them).
         device: target device; default the table's.
-        backend: EM's passes: ``"auto"`` (numba for CPU data when it is installed),
-            ``"numba"`` or ``"torch"``; resolved here, once.
+        backend: EM's passes, one of :data:`BACKENDS` (see :func:`resolve_ds_backend`);
+            resolved here, once.
 
     Raises:
         ValueError: fewer than 2 classes, ``num_classes`` not matching the table, an item with
@@ -305,7 +323,7 @@ def prepare_ds_data(
                                                   dtype=dtype, device=dev))
     elif class_prior is not None:
         raise ValueError("class_prior fixes the class prior, so it needs update_prior=False")
-    return DSData(table, alpha, beta, fixed, resolve_backend(backend, table.item_idx))
+    return DSData(table, alpha, beta, fixed, resolve_ds_backend(backend, table.item_idx))
 
 
 def check_num_classes(num_classes) -> int | None:

@@ -53,11 +53,12 @@ warns (:class:`~pyromodels.crowd.ds.data.SingleWorkerClassWarning`).
 the Pyro program's log joint with ``z`` summed out.
 
 **Backends.** :func:`e_step`, :func:`m_step`, :func:`em_step_objective` (and :func:`em_step`)
-and :func:`log_marginal` are the one dispatcher of their computation: each runs the compiled
-CPU pass of :mod:`.kernels.numba_em` or the torch path (the sparse products of
-:mod:`pyromodels.crowd.emissions`, any device, the GPU path), on the backend chosen when the
-data were prepared (``data.backend``) unless a ``backend`` is passed explicitly (then resolved
-by :func:`~pyromodels.core.backend.resolve_backend`). A compiled pass that meets an item
+and :func:`log_marginal` are the one dispatcher of their computation: each runs a compiled
+CPU pass of :mod:`.kernels.compiled` (``"c"``, built with the package, or ``"numba"``) or the
+torch path (the sparse products of :mod:`pyromodels.crowd.emissions`, any device, the GPU
+path), on the backend chosen when the data were prepared (``data.backend``) unless a
+``backend`` is passed explicitly (then resolved by
+:func:`~pyromodels.crowd.ds.data.resolve_ds_backend`). A compiled pass that meets an item
 impossible under every class hands the step back to the torch path.
 
 Example:
@@ -78,17 +79,17 @@ import math
 import torch
 
 from ...conjugate import log_multivariate_beta
-from ...core.backend import resolve_backend
 from ..emissions import confusion_counts, log_emissions, normalize_rows
 from ..majority import vote_fractions
-from .data import DSData, check_stochastic
-from .kernels import numba_em
+from .data import DSData, check_stochastic, resolve_ds_backend
+from .kernels import compiled
 
 __all__ = [
     "table_logits",
     "class_logits",
     "table_posteriors",
     "e_step",
+    "e_step_labels",
     "m_step",
     "em_step",
     "em_step_objective",
@@ -108,7 +109,7 @@ def _prior(data: DSData, params: dict) -> torch.Tensor:
 def _backend(data: DSData, backend: str | None, *tensors: torch.Tensor) -> str:
     """The data's backend (chosen when they were prepared), or ``backend`` resolved for
     ``tensors`` when one is given explicitly."""
-    return data.backend if backend is None else resolve_backend(backend, *tensors)
+    return data.backend if backend is None else resolve_ds_backend(backend, *tensors)
 
 
 def table_logits(table, prior: torch.Tensor, confusion: torch.Tensor) -> torch.Tensor:
@@ -127,8 +128,9 @@ def e_step(data: DSData, params: dict,
     """Class posteriors ``q`` ``(N, K)`` and ``log p(labels_n | theta)`` ``(N,)``.
 
     ``backend``: ``None`` (default: the one the data were prepared with, ``data.backend``),
-    ``"torch"`` (log space, any device), ``"numba"`` (the compiled CPU pass of
-    :mod:`.kernels.numba_em`) or ``"auto"`` (numba for CPU tensors when it is installed).
+    ``"torch"`` (log space, any device), ``"c"`` or ``"numba"`` (the compiled CPU passes of
+    :mod:`.kernels.compiled`) or ``"auto"`` (see
+    :func:`~pyromodels.crowd.ds.data.resolve_ds_backend`).
     """
     prior, confusion = _prior(data, params), params["confusion"]
     return table_posteriors(data.table, prior, confusion,
@@ -140,18 +142,32 @@ def table_posteriors(table, prior: torch.Tensor, confusion: torch.Tensor,
     """Class posteriors ``(N, K)`` and ``log p(labels_n | theta)`` ``(N,)`` of the items of
     ``table`` (an AnnotationTable) given ``prior`` ``(K,)`` and ``confusion`` ``(M, K, K)``.
 
-    The one dispatcher of this computation: ``backend="numba"`` runs the compiled pass of
-    :mod:`.kernels.numba_em` (CPU tensors; an item impossible under every class hands the
-    whole call back to the torch path), ``"torch"`` the sparse product of
-    :func:`table_logits` and a softmax (any device). Both agree to rounding.
+    The one dispatcher of this computation: ``backend="c"`` or ``"numba"`` runs the compiled
+    pass of :mod:`.kernels.compiled` (CPU tensors; an item impossible under every class hands
+    the whole call back to the torch path), ``"torch"`` the sparse product of
+    :func:`table_logits` and a softmax (any device). All agree to rounding.
     """
-    if backend == "numba":
-        q, log_norm = numba_em.posteriors(table, prior, confusion)
+    if backend in compiled.BACKENDS:
+        q, log_norm = compiled.posteriors(table, prior, confusion, backend)
         if bool(torch.isfinite(log_norm).all()):
             return q, log_norm
     logits = table_logits(table, prior, confusion)
     log_norm = torch.logsumexp(logits, -1)
     return torch.exp(logits - log_norm.unsqueeze(-1)), log_norm
+
+
+def e_step_labels(data: DSData, params: dict,
+                  backend: str | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`e_step` and each item's most probable class: ``(q, q.argmax(-1), log_norm)``
+    (the C pass picks the class in its loop, where an argmax over 5 classes in torch costs as
+    much as the whole E-step)."""
+    prior, confusion = _prior(data, params), params["confusion"]
+    if _backend(data, backend, prior, confusion) == "c":
+        q, log_norm, best = compiled.posteriors(data.table, prior, confusion, "c", best=True)
+        if bool(torch.isfinite(log_norm).all()):
+            return q, best, log_norm
+    q, log_norm = e_step(data, params, backend)
+    return q, q.argmax(-1), log_norm
 
 
 class MStepParams(dict):
@@ -191,8 +207,10 @@ def m_step(data: DSData, q: torch.Tensor, floor: float = 0.0,
     model holds it fixed. ``backend`` as in :func:`e_step` (for the counts).
     """
     q = q.to(data.dtype)
-    if _backend(data, backend, q) == "numba":
-        counts = numba_em.confusion_counts(data.table, q, data.num_workers).to(data.dtype)
+    chosen = _backend(data, backend, q)
+    if chosen in compiled.BACKENDS:
+        counts = compiled.confusion_counts(data.table, q, data.num_workers, chosen)
+        counts = counts.to(data.dtype)
     else:
         counts = confusion_counts(data.table, q, data.num_workers)
     return _map_params(data, counts, q.sum(0), floor)
@@ -201,9 +219,10 @@ def m_step(data: DSData, q: torch.Tensor, floor: float = 0.0,
 def _em_pass(data: DSData, params: dict, floor: float, backend: str | None):
     """``(em_step(params), log p(labels | params))`` from one E-step."""
     prior, confusion = _prior(data, params), params["confusion"]
-    if _backend(data, backend, prior, confusion) == "numba":
-        counts, totals, loglik = numba_em.em_counts(data.table, prior, confusion,
-                                                    data.num_workers)
+    chosen = _backend(data, backend, prior, confusion)
+    if chosen in compiled.BACKENDS:
+        counts, totals, loglik = compiled.em_counts(data.table, prior, confusion,
+                                                    data.num_workers, chosen)
         if math.isfinite(loglik):
             new = _map_params(data, counts.to(data.dtype), totals.to(data.dtype), floor)
             return new, torch.tensor(loglik, dtype=data.dtype)
@@ -214,8 +233,8 @@ def _em_pass(data: DSData, params: dict, floor: float, backend: str | None):
 def em_step_objective(data: DSData, params: dict, floor: float = 0.0,
                       backend: str | None = None) -> tuple[dict, torch.Tensor]:
     """One E-step and one M-step, and the objective :func:`log_posterior` of ``params`` (the
-    E-step's normalisers give it for free). ``backend`` as in :func:`e_step`; the numba pass
-    never forms ``q``."""
+    E-step's normalisers give it for free). ``backend`` as in :func:`e_step`; the compiled
+    passes never form ``q``."""
     new, loglik = _em_pass(data, params, floor, backend)
     return new, loglik + _log_prior(data, params)
 
@@ -230,8 +249,9 @@ def log_marginal(data: DSData, params: dict, backend: str | None = None) -> torc
     """``log p(labels | pi, Gamma)`` with ``z`` summed out (a scalar); ``backend`` as in
     :func:`e_step`."""
     prior, confusion = _prior(data, params), params["confusion"]
-    if _backend(data, backend, prior, confusion) == "numba":
-        value = numba_em.log_marginal(data.table, prior, confusion)
+    chosen = _backend(data, backend, prior, confusion)
+    if chosen in compiled.BACKENDS:
+        value = compiled.log_marginal(data.table, prior, confusion, chosen)
         if math.isfinite(value):
             return torch.tensor(value, dtype=data.dtype)
     return e_step(data, params, "torch")[1].sum()
@@ -258,7 +278,11 @@ def log_posterior(data: DSData, params: dict, backend: str | None = None) -> tor
 
 
 def majority_start(data: DSData, floor: float = 0.0, backend: str | None = None) -> dict:
-    """crowd-kit's start: one M-step from the majority-vote fractions of each item."""
+    """crowd-kit's start: one M-step from the majority-vote fractions of each item (on the C
+    backend the fractions are formed inside the counting pass)."""
+    if _backend(data, backend, data.confusion_concentration) == "c":
+        counts, totals = compiled.vote_counts(data.table, data.num_workers)
+        return _map_params(data, counts.to(data.dtype), totals.to(data.dtype), floor)
     return m_step(data, vote_fractions(data.table), floor, backend)
 
 

@@ -55,7 +55,7 @@ from ...data.tensors import on_device
 from ..emissions import confusion_counts
 from ..majority import vote_fractions
 from . import em, gibbs
-from .data import DSData, check_num_classes, prepare_ds_data
+from .data import BACKENDS, DSData, check_num_classes, prepare_ds_data
 
 __all__ = ["DawidSkene"]
 
@@ -82,10 +82,11 @@ class DawidSkene(Model):
         allow_unlabelled: accept items without any label (their class follows the prior).
         em_floor: pseudo-count ``>= 0`` that EM's M-step adds to every count so that no
             probability becomes exactly zero (see :mod:`.em`); ignored by other engines.
-        backend: EM's E-step: ``"auto"`` (default: the compiled pass of
-            :mod:`.kernels.numba_em` for CPU data when numba is installed, torch otherwise),
-            ``"numba"`` or ``"torch"`` (log space, any device). Both give the same numbers to
-            rounding. Resolved once, when the data are prepared.
+        backend: EM's E-step: ``"auto"`` (default: for CPU data the C pass built with the
+            package, or numba's where it was not built; torch otherwise), ``"c"``, ``"numba"``
+            (the compiled passes of :mod:`.kernels.compiled`) or ``"torch"`` (log space, any
+            device). All give the same numbers to rounding. Resolved once, when the data are
+            prepared.
 
     Priors left as ``None`` are resolved against the data at fit time; the resolved values
     travel with the prepared data (``posterior.data``).
@@ -134,7 +135,7 @@ class DawidSkene(Model):
         self.class_prior = class_prior
         self.allow_unlabelled = allow_unlabelled
         self.em_floor = check_positive(em_floor, "em_floor", strict=False)
-        self.backend = check_in(backend, "backend", ("auto", "numba", "torch"))
+        self.backend = check_in(backend, "backend", BACKENDS)
 
     @property
     def em_sites(self) -> tuple[str, ...]:
@@ -259,8 +260,8 @@ class DawidSkene(Model):
 
     def em_outputs(self, data: DSData, params) -> dict:
         """Class posteriors, their argmax and the log-likelihood under ``params``."""
-        q, log_norm = em.e_step(data, params)
-        return {"probas": q, "labels": q.argmax(-1), "log_likelihood": log_norm.sum()}
+        q, labels, log_norm = em.e_step_labels(data, params)
+        return {"probas": q, "labels": labels, "log_likelihood": log_norm.sum()}
 
     # -------------------------------------------------------------- predictions
     def _draws(self, d: DSData, samples: dict) -> tuple[torch.Tensor, torch.Tensor]:

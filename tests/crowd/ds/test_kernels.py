@@ -1,4 +1,4 @@
-"""The compiled Dawid-Skene pass equals the torch (log-space) E- and M-steps."""
+"""The compiled Dawid-Skene passes (C and numba) equal the torch (log-space) E- and M-steps."""
 
 import math
 
@@ -9,9 +9,10 @@ import torch
 from pyromodels.core.backend import resolve_backend
 from pyromodels.core.device import default_dtype
 from pyromodels.crowd.ds import em
-from pyromodels.crowd.ds.data import SparseWorkerWarning
-from pyromodels.crowd.ds.kernels import numba_em
+from pyromodels.crowd.ds.data import SparseWorkerWarning, resolve_ds_backend
+from pyromodels.crowd.ds.kernels import compiled
 from pyromodels.crowd.ds.kernels.groups import item_groups
+from pyromodels.crowd.ds.kernels.native import c_passes, have_c
 from pyromodels.crowd.ds.kernels.passes import em_counts_pass, posteriors_pass
 from pyromodels.crowd.ds.kernels.unrolled import (
     MAX_CLASSES,
@@ -40,17 +41,29 @@ def _start(model, table):
 
 
 def _assert_steps_agree(data, params, floor):
+    """Every compiled backend's E-step, counts, fused step and objective equal torch's."""
     q_t, norm_t = em.e_step(data, params, "torch")
-    q_n, norm_n = em.e_step(data, params, "numba")
-    torch.testing.assert_close(q_n, q_t, rtol=0, atol=1e-12)
-    torch.testing.assert_close(norm_n, norm_t, rtol=1e-12, atol=1e-12)
     new_t, obj_t = em.em_step_objective(data, params, floor, "torch")
-    new_n, obj_n = em.em_step_objective(data, params, floor, "numba")
-    for key in new_t:
-        torch.testing.assert_close(new_n[key], new_t[key], rtol=0, atol=1e-12)
-    assert float(obj_n) == pytest.approx(float(obj_t), rel=1e-12)
-    assert float(em.log_posterior(data, params, "numba")) == pytest.approx(float(obj_t),
-                                                                             rel=1e-12)
+    counts_t = em.m_step(data, q_t, floor, "torch")
+    start_t = em.majority_start(data, floor, "torch")
+    for backend in compiled.BACKENDS:
+        q_n, norm_n = em.e_step(data, params, backend)
+        torch.testing.assert_close(q_n, q_t, rtol=0, atol=1e-12)
+        torch.testing.assert_close(norm_n, norm_t, rtol=1e-12, atol=1e-12)
+        q_l, best, norm_l = em.e_step_labels(data, params, backend)
+        assert torch.equal(q_l, q_n) and torch.equal(norm_l, norm_n)
+        assert torch.equal(best, q_n.argmax(-1)) and best.dtype == torch.long
+        start_n = em.majority_start(data, floor, backend)
+        for key in start_t:
+            torch.testing.assert_close(start_n[key], start_t[key], rtol=0, atol=1e-12)
+        new_n, obj_n = em.em_step_objective(data, params, floor, backend)
+        from_q = em.m_step(data, q_t, floor, backend)
+        for key in new_t:
+            torch.testing.assert_close(new_n[key], new_t[key], rtol=0, atol=1e-12)
+            torch.testing.assert_close(from_q[key], counts_t[key], rtol=0, atol=1e-12)
+        assert float(obj_n) == pytest.approx(float(obj_t), rel=1e-12)
+        assert float(em.log_posterior(data, params, backend)) == pytest.approx(float(obj_t),
+                                                                                 rel=1e-12)
 
 
 @pytest.mark.parametrize("options", [
@@ -59,7 +72,7 @@ def _assert_steps_agree(data, params, floor):
     {"prior_concentration": [2.0, 1.5, 3.0, 1.0], "confusion_concentration": 1.3, "diagonal": 2.0},
     {"em_floor": 0.0},
 ])
-def test_numba_pass_equals_the_torch_steps(options):
+def test_compiled_passes_equal_the_torch_steps(options):
     # uneven label counts (half the labels missing, some items unlabelled) in shuffled order
     table, _ = simulate_annotations(300, WorkerPopulation(12, dominance=0.6, missing_rate=0.5), 4,
                                     seed=3)
@@ -87,6 +100,33 @@ def test_long_items_are_rescaled_without_underflow():
     _assert_steps_agree(data, params, 1e-10)
 
 
+def test_items_on_either_side_of_the_no_rescaling_bound_agree():
+    # off-diagonal confusion entries of 1e-60 to 1e-50 and items of 1 to 12 labels: the C pass
+    # skips the rescaling test only for items too short to fall below 2^-300 (here one
+    # label), and rescales the longer ones, whose unscaled products would underflow to zero
+    K, M = 3, 30
+    g = torch.Generator().manual_seed(7)
+    conf = 10.0 ** -(50.0 + 10.0 * torch.rand(M, K, K, generator=g, dtype=torch.float64))
+    conf[:, torch.arange(K), torch.arange(K)] = 1.0
+    conf = conf / conf.sum(-1, keepdim=True)
+    sizes = torch.arange(1, 13).repeat(5)
+    items = torch.repeat_interleave(torch.arange(len(sizes)), sizes)
+    workers = torch.cat([torch.randperm(M, generator=g)[:int(c)] for c in sizes])
+    labels = torch.randint(0, K, (len(items),), generator=g)
+    table = AnnotationTable.from_arrays(items, workers, labels, num_items=len(sizes),
+                                        num_workers=M, num_classes=K)
+    data = DawidSkene().prepare(table)
+    params = {"prior": torch.tensor([0.2, 0.3, 0.5], dtype=torch.float64), "confusion": conf}
+    norm = em.e_step(data, params, "torch")[1]
+    assert float(norm.max()) > -100 and float(norm.min()) < -746  # exp(-746) == 0.0
+    for backend in compiled.BACKENDS:  # the passes themselves, without the torch fallback
+        _, _, total = compiled.em_counts(table, params["prior"], conf, M, backend)
+        _, pointwise = compiled.posteriors(table, params["prior"], conf, backend)
+        assert total == pytest.approx(float(norm.sum()), rel=1e-12)
+        torch.testing.assert_close(pointwise, norm, rtol=1e-12, atol=0)
+    _assert_steps_agree(data, params, 1e-10)
+
+
 def test_impossible_answers_match_the_torch_path():
     # exact zeros: item 0's labels are impossible under class 0 only (the pass keeps the zero),
     # item 1's under every class (the pass hands the step back to the torch path)
@@ -96,11 +136,12 @@ def test_impossible_answers_match_the_torch_path():
     data = DawidSkene(em_floor=0.0).prepare(table)
     params = {"prior": torch.tensor([0.5, 0.5], dtype=torch.float64), "confusion": conf}
     q_t, norm_t = em.e_step(data, params, "torch")
-    q_n, norm_n = em.e_step(data, params, "numba")
     assert bool(torch.isneginf(norm_t[1])) and float(q_t[0, 0]) == 0.0
-    torch.testing.assert_close(q_n, q_t, equal_nan=True)
-    torch.testing.assert_close(norm_n, norm_t)
-    for backend in ("torch", "numba"):
+    for backend in compiled.BACKENDS:
+        q_n, norm_n = em.e_step(data, params, backend)
+        torch.testing.assert_close(q_n, q_t, equal_nan=True)
+        torch.testing.assert_close(norm_n, norm_t)
+    for backend in ("torch", *compiled.BACKENDS):
         assert bool(torch.isneginf(em.log_marginal(data, params, backend)))
     keep = {0, 2}  # drop item 1: the pass itself handles the one zero
     rows = [r for r in range(4) if int(table.item_idx[r]) in keep]
@@ -112,14 +153,15 @@ def test_impossible_answers_match_the_torch_path():
     _assert_steps_agree(data, params, 0.0)
 
 
-def test_float32_data_agree_with_the_float64_steps():
+@pytest.mark.parametrize("backend", compiled.BACKENDS)
+def test_float32_data_agree_with_the_float64_steps(backend):
     table, _ = simulate_annotations(200, WorkerPopulation(8, labels_per_item=4), 3, seed=5)
     model = DawidSkene()
     data64, params64 = _start(model, table)
     with default_dtype(torch.float32):
         data32 = model.prepare(table)
     params32 = {k: v.float() for k, v in params64.items()}
-    new32 = em.em_step(data32, params32, 1e-10, "numba")
+    new32 = em.em_step(data32, params32, 1e-10, backend)
     assert new32["confusion"].dtype == torch.float32
     reference = em.em_step(data64, params64, 1e-10, "torch")
     # float32 rounding of the inputs (relative 6e-8) moves posteriors by a few 1e-7
@@ -152,10 +194,23 @@ def test_backend_arguments_are_checked():
     meta = torch.zeros(2, device="meta")
     with pytest.raises(ValueError, match="CPU only"):
         resolve_backend("numba", meta)
+    with pytest.raises(ValueError, match="CPU only"):
+        resolve_ds_backend("c", meta)
+    with pytest.raises(ValueError, match="backend"):  # "c" only where a C kernel exists
+        resolve_backend("c", torch.zeros(2))
+    with pytest.raises(ValueError, match="not built"):
+        resolve_backend("c", torch.zeros(2), have_c=lambda: False)
     assert resolve_backend("auto", meta) == "torch"
     assert resolve_backend("auto", torch.zeros(2, requires_grad=True)) == "torch"
     assert resolve_backend("auto", torch.zeros(2)) == "numba"
+    assert resolve_backend("auto", torch.zeros(2), have_c=lambda: False) == "numba"
+    assert resolve_ds_backend("auto", torch.zeros(2)) == "c"
     assert resolve_backend("python", portable="python") == "python"
+
+
+def test_the_c_passes_were_built_with_the_package():
+    # the install compiles them (setup.py); without them every fit pays numba's start-up
+    assert have_c(), "pyromodels.crowd.ds.kernels._cpass is missing: reinstall with a C compiler"
 
 
 @pytest.mark.parametrize("num_classes", [2, 3, 7, 9, 16, 17])
@@ -170,28 +225,40 @@ def test_the_pass_written_out_for_k_classes_equals_the_generic_pass(num_classes)
     data = DawidSkene(allow_unlabelled=True).prepare(_shuffled(table, 1))
     params = em.majority_start(data, 1e-10, "torch")
     ptr, workers, labels = item_groups(data.table)
-    prior, conf = numba_em.as_numpy(params["prior"]), numba_em.columns(params["confusion"])
+    prior, conf = compiled.as_numpy(params["prior"]), compiled.columns(params["confusion"])
+    sizes = (data.num_items, M, num_classes)  # the C passes' leading arguments
     out = {}
-    for name, run, first in (("generic", em_counts_pass, prior),
-                             ("written out", kernel, prior_argument(prior))):
+    for name, run in (
+        ("generic", lambda *a: em_counts_pass(ptr, workers, labels, prior, conf, *a)),
+        ("written out", lambda *a: kernel(ptr, workers, labels, prior_argument(prior), conf, *a)),
+        ("c", lambda *a: c_passes().em_counts(*sizes, ptr, workers, labels, prior, conf, *a)),
+    ):
         counts, totals = np.zeros((M, num_classes, num_classes)), np.zeros(num_classes)
-        loglik = run(ptr, workers, labels, first, conf, counts, totals)
+        loglik = run(counts, totals)
         out[name] = (counts, totals, loglik)
-    (c0, t0, l0), (c1, t1, l1) = out.values()
-    np.testing.assert_allclose(c1, c0, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(t1, t0, rtol=1e-13)
-    assert l1 == pytest.approx(l0, rel=1e-13)
+    c0, t0, l0 = out.pop("generic")
+    for c1, t1, l1 in out.values():
+        np.testing.assert_allclose(c1, c0, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(t1, t0, rtol=1e-13)
+        assert l1 == pytest.approx(l0, rel=1e-13)
     # the posteriors pass, written out the same way
     assert (posteriors_kernel(num_classes) is posteriors_pass) == (num_classes > MAX_CLASSES)
     q = {}
-    for name, run, first in (("generic", posteriors_pass, prior),
-                             ("written out", posteriors_kernel(num_classes),
-                              prior_argument(prior))):
+    best = np.full(data.num_items, -1)  # the C pass's most probable classes
+    for name, run in (
+        ("generic", lambda *a: posteriors_pass(ptr, workers, labels, prior, conf, *a)),
+        ("written out", lambda *a: posteriors_kernel(num_classes)(
+            ptr, workers, labels, prior_argument(prior), conf, *a)),
+        ("c", lambda *a: c_passes().posteriors(*sizes, ptr, workers, labels, prior, conf, *a,
+                                               best)),
+    ):
         q[name] = (np.empty((data.num_items, num_classes)), np.empty(data.num_items))
-        run(ptr, workers, labels, first, conf, *q[name])
-    (q0, n0), (q1, n1) = q.values()
-    np.testing.assert_allclose(q1, q0, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(n1, n0, rtol=1e-13)
+        run(*q[name])
+    q0, n0 = q.pop("generic")
+    for q1, n1 in q.values():
+        np.testing.assert_allclose(q1, q0, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(n1, n0, rtol=1e-13)
+    np.testing.assert_array_equal(best, q["c"][0].argmax(-1))
     assert float(em.e_step(data, params, "torch")[1].max()) < -300 * math.log(2)
     _assert_steps_agree(data, params, 1e-10)
 
@@ -199,14 +266,62 @@ def test_the_pass_written_out_for_k_classes_equals_the_generic_pass(num_classes)
 def test_the_data_carry_the_backend_chosen_once():
     table, _ = simulate_annotations(50, 4, 3, seed=0)
     data = DawidSkene().prepare(table)
-    assert data.backend == "numba"
+    assert data.backend == "c"
+    assert DawidSkene(backend="numba").prepare(table).backend == "numba"
     assert DawidSkene(backend="torch").prepare(table).backend == "torch"
     # prepared data given to a model with another backend take that model's choice
     assert DawidSkene(backend="torch").prepare(data).backend == "torch"
     assert DawidSkene().prepare(data) is data
-    # the hooks follow the data: a torch-prepared fit equals the numba one to rounding only
+    # the hooks follow the data: a torch-prepared fit equals the compiled one to rounding only
     params = em.majority_start(data, 1e-10)
     on_torch = DawidSkene(backend="torch").prepare(data)
     q_n, q_t = em.e_step(data, params)[0], em.e_step(on_torch, params)[0]
     torch.testing.assert_close(q_n, q_t, rtol=0, atol=1e-12)
     assert not torch.equal(q_n, q_t)
+
+
+def _c_arguments():
+    """A small grouping (3 items, 2 workers, 2 classes) and valid arguments for each C pass."""
+    ptr = np.array([0, 2, 3, 3], dtype=np.int64)
+    workers = np.array([0, 1, 1], dtype=np.int32)
+    labels = np.array([1, 0, 1], dtype=np.int32)
+    prior = np.array([0.5, 0.5])
+    conf = np.full((2, 2, 2), 0.5)
+    return ptr, workers, labels, prior, conf
+
+
+def test_the_c_passes_refuse_arguments_that_would_read_out_of_bounds():
+    ptr, workers, labels, prior, conf = _c_arguments()
+    c = c_passes()
+    counts, qsum = np.zeros((2, 2, 2)), np.zeros(2)
+    assert np.isfinite(c.em_counts(3, 2, 2, ptr, workers, labels, prior, conf, counts, qsum))
+    np.testing.assert_allclose(qsum, [1.5, 1.5])  # item 2 has no label: its q is the prior
+    with pytest.raises(ValueError, match="worker code is outside 0 .. 1"):
+        c.em_counts(3, 2, 2, ptr, np.array([0, 2, 1], dtype=np.int32), labels, prior, conf,
+                    counts, qsum)
+    with pytest.raises(ValueError, match="label code"):
+        c.log_marginal(3, 2, 2, ptr, workers, np.array([0, -1, 1], dtype=np.int32), prior, conf)
+    with pytest.raises(ValueError, match="label code"):
+        c.counts(3, 2, 2, ptr, workers, np.array([0, 5, 1], dtype=np.int32),
+                 np.full((3, 2), 0.5), counts)
+    with pytest.raises(ValueError, match="conf must hold 8 items"):
+        c.posteriors(3, 2, 2, ptr, workers, labels, prior, conf[:1], np.empty((3, 2)),
+                     np.empty(3), None)
+    with pytest.raises(ValueError, match="best must hold 3 items of 8 bytes"):
+        c.posteriors(3, 2, 2, ptr, workers, labels, prior, conf, np.empty((3, 2)),
+                     np.empty(3), np.empty(3, dtype=np.int32))
+    with pytest.raises(ValueError, match="workers must hold 3 items of 4 bytes"):
+        c.em_counts(3, 2, 2, ptr, workers.astype(np.int64), labels, prior, conf, counts, qsum)
+    with pytest.raises(ValueError, match="non-decreasing"):
+        c.log_marginal(3, 2, 2, np.array([0, 2, 1, 3], dtype=np.int64), workers, labels, prior,
+                       conf)
+    with pytest.raises(TypeError, match="writable"):
+        frozen = np.zeros(2)
+        frozen.setflags(write=False)
+        c.em_counts(3, 2, 2, ptr, workers, labels, prior, conf, counts, frozen)
+    with pytest.raises(TypeError, match="takes 8 arguments"):
+        c.log_marginal(3, 2, 2, ptr, workers, labels, prior)
+    with pytest.raises(ValueError, match="out of range"):
+        c.group_by_item(3, 2, 2, np.array([0, 3, 1]), np.array([0, 1, 1]), np.array([1, 0, 1]),
+                        ptr, np.empty(3, dtype=np.int32), np.empty(3, dtype=np.int32))
+

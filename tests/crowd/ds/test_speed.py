@@ -12,6 +12,8 @@ import torch
 
 from pyromodels.core.device import default_dtype
 from pyromodels.crowd.ds import em
+from pyromodels.crowd.ds.kernels import compiled
+from pyromodels.crowd.ds.kernels import groups as groups_module
 from pyromodels.crowd.ds.kernels.groups import item_groups
 from pyromodels.crowd.ds.model import DawidSkene
 from pyromodels.data import AnnotationTable, WorkerPopulation, annotations, simulate_annotations
@@ -44,7 +46,8 @@ def test_predict_runs_the_compiled_pass_and_equals_the_torch_path(table, method,
     assert torch.equal(probs.argmax(-1), torch_probs.argmax(-1))
 
 
-def test_an_impossible_item_hands_the_posteriors_back_to_the_torch_path(table):
+@pytest.mark.parametrize("backend", compiled.BACKENDS)
+def test_an_impossible_item_hands_the_posteriors_back_to_the_torch_path(table, backend):
     with default_dtype(torch.float64):
         data = DawidSkene().prepare(table)
         params = em.majority_start(data)
@@ -52,7 +55,7 @@ def test_an_impossible_item_hands_the_posteriors_back_to_the_torch_path(table):
         w, y = int(table.worker_idx[0]), int(table.label_idx[0])
         confusion[w, :, y] = 0.0  # the first label is impossible under every class
         confusion[w] /= confusion[w].sum(-1, keepdim=True)
-        q_n, norm_n = em.table_posteriors(table, params["prior"], confusion, "numba")
+        q_n, norm_n = em.table_posteriors(table, params["prior"], confusion, backend)
         q_t, norm_t = em.table_posteriors(table, params["prior"], confusion, "torch")
     assert bool(torch.isinf(norm_n).any())
     torch.testing.assert_close(q_n, q_t, rtol=0, atol=0, equal_nan=True)
@@ -111,15 +114,42 @@ def test_a_dataframe_of_integer_ids_gives_the_table_it_gave_before(table):
         np.testing.assert_array_equal(codes.numpy(), ref_codes)
 
 
-def test_the_compiled_passes_load_from_the_disk_cache_in_a_fresh_process(fresh_python):
-    code = textwrap.dedent("""
-        import json
-        import pandas as pd
+_FRAME = """
+    import json, sys
+    import pandas as pd
+    df = pd.DataFrame({"task": [1, 0, 2, 0, 1, 1, 2, 0], "worker": [0, 0, 0, 1, 1, 2, 1, 2],
+                       "label": [0, 0, 1, 1, 1, 1, 0, 2]})  # not in item order
+"""
+
+
+def test_a_fresh_process_fits_on_the_c_passes_without_starting_numba(fresh_python):
+    code = textwrap.dedent(_FRAME) + textwrap.dedent("""
         from pyromodels.crowd.estimators import DawidSkeneEstimator
-        from pyromodels.crowd.ds.kernels import groups, passes, scaling, unrolled
-        df = pd.DataFrame({"task": [1, 0, 2, 0, 1, 1, 2, 0], "worker": [0, 0, 0, 1, 1, 2, 1, 2],
-                           "label": [0, 0, 1, 1, 1, 1, 0, 2]})  # not in item order
-        DawidSkeneEstimator(n_iter=3).fit_predict(df)
+        est = DawidSkeneEstimator(n_iter=3).fit(df)
+        numba_passes = [m for m in sys.modules if m.startswith("pyromodels.crowd.ds.kernels.")
+                        and m.rsplit(".", 1)[1] in ("passes", "unrolled", "scaling")]
+        print(json.dumps({"backend": est.posterior_.data.backend, "numba_passes": numba_passes,
+                          "labels": est.labels_.tolist()}))
+    """)
+    out = json.loads(fresh_python(code).splitlines()[-1])
+    namespace = {}
+    exec(textwrap.dedent(_FRAME), namespace)
+    from pyromodels.crowd.estimators import DawidSkeneEstimator
+
+    here = DawidSkeneEstimator(n_iter=3).fit_predict(namespace["df"]).tolist()
+    assert out == {"backend": "c", "numba_passes": [], "labels": here}
+
+
+def test_the_numba_passes_load_from_the_disk_cache_in_a_fresh_process(fresh_python):
+    # the fallback where the C passes were not built
+    code = textwrap.dedent(_FRAME) + textwrap.dedent("""
+        from pyromodels.crowd.ds.kernels import groups
+        groups.have_c = lambda: False  # group the labels with numba's pass too
+        from pyromodels.crowd.ds.model import DawidSkene
+        from pyromodels.data import AnnotationTable
+        table = AnnotationTable.from_dataframe(df)
+        DawidSkene(backend="numba").fit(table, method="em", max_iter=3, progress=False)
+        from pyromodels.crowd.ds.kernels import passes, scaling, unrolled
         hits = misses = 0
         for module in (groups, passes, scaling, unrolled):
             for obj in vars(module).values():
@@ -135,8 +165,12 @@ def test_the_compiled_passes_load_from_the_disk_cache_in_a_fresh_process(fresh_p
     assert again == {"hits": 4, "misses": 0}
 
 
+@pytest.mark.parametrize("backend", compiled.BACKENDS)
 @pytest.mark.parametrize("order", ["items", "shuffled", "workers"])
-def test_labels_are_grouped_by_item_in_table_order_without_sorting(table, order, monkeypatch):
+def test_labels_are_grouped_by_item_in_table_order_without_sorting(table, order, backend,
+                                                                   monkeypatch):
+    if backend == "numba":  # the grouping where the C passes were not built
+        monkeypatch.setattr(groups_module, "have_c", lambda: False)
     item, worker, label = table.item_idx, table.worker_idx, table.label_idx
     if order == "shuffled":
         perm = torch.randperm(len(item), generator=torch.Generator().manual_seed(0))

@@ -1,4 +1,5 @@
-"""Compiled CPU kernels of Dawid-Skene EM (numba, cached on disk); they import nothing above
-this package. :mod:`.numba_em` is the entry point the dispatchers of
-:mod:`pyromodels.crowd.ds.em` call; :mod:`.passes` and :mod:`.unrolled` are the loops,
-:mod:`.scaling` and :mod:`.groups` what they share."""
+"""Compiled CPU kernels of Dawid-Skene EM; they import nothing above this package.
+:mod:`.compiled` is the entry point the dispatchers of :mod:`pyromodels.crowd.ds.em` call; it
+runs the C passes of ``_cpass.c`` (built with the package, :mod:`.native`) or the numba passes
+of :mod:`.passes` and :mod:`.unrolled` (cached on disk, imported only when used), which share
+:mod:`.scaling`; :mod:`.groups` groups the labels by item for both."""

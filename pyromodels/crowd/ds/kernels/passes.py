@@ -9,7 +9,8 @@ rescaled running product with :func:`~.scaling.rescaled_product` and then
   :math:`\sum_n q_{nk}` while item ``n``'s labels are still in cache, and the total log
   marginal;
 * :func:`counts_pass`: the counts given ``q``;
-* :func:`log_marginal_pass`: the total log marginal alone.
+* :func:`log_marginal_pass`: the total log marginal alone;
+* :func:`scatter_by_item`: the grouping itself (when the C passes were not built).
 
 Inputs are numpy arrays: ``prior`` ``(K,)`` and ``conf`` ``(M, K, K)`` float64 with
 ``conf[m, j]`` the column ``confusion[m, :, j]``; counts are laid out ``[m, j, k]``.
@@ -22,7 +23,8 @@ from numba import njit
 
 from .scaling import accumulate_log, rescaled_product
 
-__all__ = ["posteriors_pass", "em_counts_pass", "counts_pass", "log_marginal_pass"]
+__all__ = ["posteriors_pass", "em_counts_pass", "counts_pass", "log_marginal_pass",
+           "scatter_by_item"]
 
 
 @njit(cache=True, error_model="numpy")
@@ -82,3 +84,17 @@ def log_marginal_pass(ptr, workers, labels, prior, conf):  # pragma: no cover - 
         total += rescaled_product(n, ptr, workers, labels, prior, conf, acc)
         run, total = accumulate_log(acc.sum(), run, total)
     return total + np.log(run)
+
+
+@njit(cache=True)
+def scatter_by_item(item, workers, labels, ptr, out_workers, out_labels):  # pragma: no cover
+    """Copy row ``i``'s worker and label to the next free slot of item ``item[i]`` (slots
+    ``ptr[n] .. ptr[n + 1] - 1``), rows taken in order: a stable counting sort by item, one
+    pass over the rows whatever their order."""
+    fill = ptr[:-1].copy()
+    for i in range(item.shape[0]):
+        n = item[i]
+        j = fill[n]
+        out_workers[j] = workers[i]
+        out_labels[j] = labels[i]
+        fill[n] = j + 1

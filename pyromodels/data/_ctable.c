@@ -1,0 +1,218 @@
+/* Two passes over an annotation table's columns that NumPy can only do with sorts or several
+ * array passes; built with the package (see pyromodels.data.idmaps and .annotations).
+ *
+ * count_repeats: whether (item, worker) codes repeat a pair. Sorting the pairs answers it in
+ * O(L log L); here the rows are grouped by item with a counting sort (skipped when they
+ * already come in item order) and each worker remembers the last item it was seen on, so a
+ * pair repeats exactly when a worker meets its own last item again: O(L + N + M).
+ *
+ * dense_codes: the codes of integer ids in a narrow range, i.e. each id's rank among the
+ * sorted distinct ids, by marking the ids present in a table over the range and counting.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+static Py_ssize_t count(const int64_t *item, const int64_t *worker, Py_ssize_t L, Py_ssize_t N,
+                        Py_ssize_t M, int64_t *ptr, int64_t *grouped, int64_t *last, int *bad)
+{
+    int sorted = 1;
+    for (Py_ssize_t i = 0; i < L; ++i) {
+        if ((uint64_t)item[i] >= (uint64_t)N || (uint64_t)worker[i] >= (uint64_t)M) {
+            *bad = 1;
+            return 0;
+        }
+        if (i && item[i] < item[i - 1])
+            sorted = 0;
+    }
+    const int64_t *workers = worker;
+    if (!sorted) {
+        memset(ptr, 0, ((size_t)N + 1) * sizeof(int64_t));
+        for (Py_ssize_t i = 0; i < L; ++i)
+            ++ptr[item[i] + 1];
+        for (Py_ssize_t n = 0; n < N; ++n)
+            ptr[n + 1] += ptr[n];
+        for (Py_ssize_t i = 0; i < L; ++i)
+            grouped[ptr[item[i]]++] = worker[i];
+        workers = grouped;
+    }
+    for (Py_ssize_t m = 0; m < M; ++m)
+        last[m] = -1;
+    /* grouped rows come in item order, so item[i] of the sorted input and the running item of
+     * the grouped one are the same sequence: rebuild it from the counts when grouped */
+    Py_ssize_t repeats = 0;
+    if (sorted) {
+        for (Py_ssize_t i = 0; i < L; ++i) {
+            const int64_t w = workers[i];
+            if (last[w] == item[i])
+                ++repeats;
+            last[w] = item[i];
+        }
+    } else {
+        Py_ssize_t i = 0;
+        for (Py_ssize_t n = 0; n < N; ++n) {
+            /* after the scatter, ptr[n] is the end of item n's rows */
+            for (; i < ptr[n]; ++i) {
+                const int64_t w = workers[i];
+                if (last[w] == n)
+                    ++repeats;
+                last[w] = n;
+            }
+        }
+    }
+    return repeats;
+}
+
+PyDoc_STRVAR(count_repeats_doc,
+"count_repeats(N, M, item, worker) -> int\n\n"
+"The number of rows whose (item, worker) pair occurred in an earlier row; item and worker\n"
+"are (L,) int64 codes in 0 .. N - 1 and 0 .. M - 1 (ValueError otherwise).");
+
+static PyObject *py_count_repeats(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "count_repeats takes 4 arguments, got %zd", nargs);
+        return NULL;
+    }
+    const Py_ssize_t N = PyLong_AsSsize_t(args[0]), M = PyLong_AsSsize_t(args[1]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (N < 1 || M < 1) {
+        PyErr_Format(PyExc_ValueError, "need N >= 1 and M >= 1, got %zd and %zd", N, M);
+        return NULL;
+    }
+    Py_buffer bi, bw;
+    if (PyObject_GetBuffer(args[2], &bi, PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[3], &bw, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&bi);
+        return NULL;
+    }
+    PyObject *out = NULL;
+    const Py_ssize_t L = bi.len / (Py_ssize_t)sizeof(int64_t);
+    if (bi.len != bw.len || bi.len % (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "item and worker must be int64 arrays of one length");
+        goto done;
+    }
+    int64_t *ptr = PyMem_Malloc(((size_t)N + 1) * sizeof(int64_t));
+    int64_t *grouped = PyMem_Malloc(((size_t)L + 1) * sizeof(int64_t));
+    int64_t *last = PyMem_Malloc((size_t)M * sizeof(int64_t));
+    if (ptr == NULL || grouped == NULL || last == NULL) {
+        PyErr_NoMemory();
+    } else {
+        int bad = 0;
+        Py_ssize_t repeats;
+        Py_BEGIN_ALLOW_THREADS
+        repeats = count(bi.buf, bw.buf, L, N, M, ptr, grouped, last, &bad);
+        Py_END_ALLOW_THREADS
+        if (bad)
+            PyErr_Format(PyExc_ValueError, "an item code is outside 0 .. %zd or a worker code "
+                         "outside 0 .. %zd", N - 1, M - 1);
+        else
+            out = PyLong_FromSsize_t(repeats);
+    }
+    PyMem_Free(ptr);
+    PyMem_Free(grouped);
+    PyMem_Free(last);
+done:
+    PyBuffer_Release(&bi);
+    PyBuffer_Release(&bw);
+    return out;
+}
+
+PyDoc_STRVAR(dense_codes_doc,
+"dense_codes(values, lo, codes, present) -> int\n\n"
+"values: (L,) int64 ids, all in lo .. lo + S - 1 where S is the length of present ((S,)\n"
+"uint8, filled with 1 where an id occurs, else 0); codes ((L,) int64) get each id's rank\n"
+"among the distinct ids in increasing order. Returns the number of distinct ids.");
+
+static PyObject *py_dense_codes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "dense_codes takes 4 arguments, got %zd", nargs);
+        return NULL;
+    }
+    const long long lo = PyLong_AsLongLong(args[1]);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_buffer bv, bc, bp;
+    int held = 0;
+    PyObject *out = NULL;
+    int64_t *rank = NULL;
+    if (PyObject_GetBuffer(args[0], &bv, PyBUF_C_CONTIGUOUS) < 0)
+        goto done;
+    ++held;
+    if (PyObject_GetBuffer(args[2], &bc, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+        goto done;
+    ++held;
+    if (PyObject_GetBuffer(args[3], &bp, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+        goto done;
+    ++held;
+    const Py_ssize_t L = bv.len / (Py_ssize_t)sizeof(int64_t), S = bp.len;
+    if (bv.len % (Py_ssize_t)sizeof(int64_t) || bc.len != bv.len || S < 1) {
+        PyErr_SetString(PyExc_ValueError, "values and codes must be int64 arrays of one "
+                        "length and present must not be empty");
+        goto done;
+    }
+    rank = PyMem_Malloc((size_t)S * sizeof(int64_t));
+    if (rank == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const int64_t *v = bv.buf;
+    int64_t *codes = bc.buf;
+    uint8_t *present = bp.buf;
+    int bad = 0;
+    Py_ssize_t distinct = 0;
+    Py_BEGIN_ALLOW_THREADS
+    memset(present, 0, (size_t)S);
+    for (Py_ssize_t i = 0; i < L; ++i) {
+        const uint64_t at = (uint64_t)v[i] - (uint64_t)lo;
+        if (at >= (uint64_t)S) {
+            bad = 1;
+            break;
+        }
+        present[at] = 1;
+    }
+    if (!bad) {
+        for (Py_ssize_t s = 0; s < S; ++s) {
+            rank[s] = distinct;
+            distinct += present[s];
+        }
+        for (Py_ssize_t i = 0; i < L; ++i)
+            codes[i] = rank[(uint64_t)v[i] - (uint64_t)lo];
+    }
+    Py_END_ALLOW_THREADS
+    if (bad)
+        PyErr_Format(PyExc_ValueError, "an id lies outside lo .. lo + %zd", S - 1);
+    else
+        out = PyLong_FromSsize_t(distinct);
+done:
+    PyMem_Free(rank);
+    if (held > 2)
+        PyBuffer_Release(&bp);
+    if (held > 1)
+        PyBuffer_Release(&bc);
+    if (held > 0)
+        PyBuffer_Release(&bv);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"count_repeats", (PyCFunction)(void (*)(void))py_count_repeats, METH_FASTCALL,
+     count_repeats_doc},
+    {"dense_codes", (PyCFunction)(void (*)(void))py_dense_codes, METH_FASTCALL, dense_codes_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_ctable",
+    "Passes over an annotation table's columns in C (see pyromodels.data.idmaps).", -1,
+    methods,
+};
+
+PyMODINIT_FUNC PyInit__ctable(void)
+{
+    return PyModule_Create(&module);
+}
