@@ -184,10 +184,13 @@ def as_label_tensor(
     ndim: int = 1,
     device: torch.device | str | None = None,
     allow_empty: bool = False,
+    size_name: str | None = None,
 ) -> torch.Tensor:
     """Convert integer labels to a ``torch.long`` tensor, checking they lie in ``[0, num_classes)``.
 
     Float input is accepted only if every value is integral (``2.0``), otherwise ``TypeError``.
+    ``size_name`` names the bound in the error (``num_items``) when it counts something other
+    than classes.
     """
     t = as_numeric_tensor(x, name)
     if t.dtype == torch.bool:
@@ -203,13 +206,13 @@ def as_label_tensor(
         raise ValueError(f"{name} must not be empty")
     t = t.to(dtype=torch.long, device=device)
     if t.numel():
-        lo, hi = int(t.min()), int(t.max())
+        lo, hi = (int(v) for v in torch.aminmax(t))
         if lo < 0:
             raise ValueError(f"{name} must be non-negative integer labels, found {lo}")
         if num_classes is not None and hi >= num_classes:
-            raise ValueError(
-                f"{name} must lie in [0, {num_classes - 1}] for {num_classes} classes, found {hi}"
-            )
+            what = (f"for {num_classes} classes" if size_name is None
+                    else f"({size_name}={num_classes})")
+            raise ValueError(f"{name} must lie in [0, {num_classes - 1}] {what}, found {hi}")
     return t
 
 

@@ -8,6 +8,9 @@
  *
  * dense_codes: the codes of integer ids in a narrow range, i.e. each id's rank among the
  * sorted distinct ids, by marking the ids present in a table over the range and counting.
+ *
+ * label_statistics: labels per item, labels per worker and which (class, worker) pairs occur,
+ * in one pass instead of three scatters.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -199,7 +202,75 @@ done:
     return out;
 }
 
+PyDoc_STRVAR(label_statistics_doc,
+"label_statistics(N, M, K, item, worker, label, per_item, per_worker, pairs) -> None\n\n"
+"item, worker, label: (L,) int64 codes in 0 .. N - 1, 0 .. M - 1, 0 .. K - 1 (ValueError\n"
+"otherwise). Fills per_item ((N,) int64) and per_worker ((M,) int64) with label counts and\n"
+"pairs ((K, M) uint8) with 1 where class k was given by worker m, else 0.");
+
+static PyObject *py_label_statistics(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 9) {
+        PyErr_Format(PyExc_TypeError, "label_statistics takes 9 arguments, got %zd", nargs);
+        return NULL;
+    }
+    const Py_ssize_t N = PyLong_AsSsize_t(args[0]), M = PyLong_AsSsize_t(args[1]),
+                     K = PyLong_AsSsize_t(args[2]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (N < 1 || M < 1 || K < 1) {
+        PyErr_Format(PyExc_ValueError, "need N, M, K >= 1, got %zd, %zd and %zd", N, M, K);
+        return NULL;
+    }
+    Py_buffer b[6];
+    int held = 0, writable[6] = {0, 0, 0, 1, 1, 1};
+    PyObject *out = NULL;
+    for (; held < 6; ++held) {
+        int flags = PyBUF_C_CONTIGUOUS | (writable[held] ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(args[3 + held], &b[held], flags) < 0)
+            goto done;
+    }
+    const Py_ssize_t L = b[0].len / (Py_ssize_t)sizeof(int64_t);
+    if (b[0].len % (Py_ssize_t)sizeof(int64_t) || b[1].len != b[0].len || b[2].len != b[0].len
+        || b[3].len != N * (Py_ssize_t)sizeof(int64_t)
+        || b[4].len != M * (Py_ssize_t)sizeof(int64_t) || b[5].len != K * M) {
+        PyErr_SetString(PyExc_ValueError, "item, worker and label must be int64 arrays of one "
+                        "length, per_item (N,) and per_worker (M,) int64, pairs (K, M) uint8");
+        goto done;
+    }
+    const int64_t *item = b[0].buf, *worker = b[1].buf, *label = b[2].buf;
+    int64_t *per_item = b[3].buf, *per_worker = b[4].buf;
+    uint8_t *pairs = b[5].buf;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    memset(per_item, 0, (size_t)N * sizeof(int64_t));
+    memset(per_worker, 0, (size_t)M * sizeof(int64_t));
+    memset(pairs, 0, (size_t)(K * M));
+    for (Py_ssize_t i = 0; i < L; ++i) {
+        const uint64_t n = (uint64_t)item[i], m = (uint64_t)worker[i], k = (uint64_t)label[i];
+        if (n >= (uint64_t)N || m >= (uint64_t)M || k >= (uint64_t)K) {
+            bad = 1;
+            break;
+        }
+        ++per_item[n];
+        ++per_worker[m];
+        pairs[k * (uint64_t)M + m] = 1;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad)
+        PyErr_SetString(PyExc_ValueError, "a code lies outside 0 .. N - 1, 0 .. M - 1 or "
+                        "0 .. K - 1");
+    else
+        out = Py_NewRef(Py_None);
+done:
+    for (int i = 0; i < held; ++i)
+        PyBuffer_Release(&b[i]);
+    return out;
+}
+
 static PyMethodDef methods[] = {
+    {"label_statistics", (PyCFunction)(void (*)(void))py_label_statistics, METH_FASTCALL,
+     label_statistics_doc},
     {"count_repeats", (PyCFunction)(void (*)(void))py_count_repeats, METH_FASTCALL,
      count_repeats_doc},
     {"dense_codes", (PyCFunction)(void (*)(void))py_dense_codes, METH_FASTCALL, dense_codes_doc},

@@ -192,7 +192,7 @@ class AnnotationTable(ItemWorkerSizes, TensorFields):
         ):
             object.__setattr__(self, name, value)
         if not self.allow_repeats:
-            rows = repeated_keys(item_idx, worker_idx)
+            rows = repeated_keys(item_idx, worker_idx, sizes=(len(items), len(workers)))
             if len(rows):
                 pairs = [
                     (plain(items[int(item_idx[r])]), plain(workers[int(worker_idx[r])]))
@@ -317,6 +317,23 @@ class AnnotationTable(ItemWorkerSizes, TensorFields):
     def counts_per_worker(self) -> torch.Tensor:
         """Number of labels given by each worker, long tensor ``(M,)``."""
         return torch.bincount(self.worker_idx, minlength=self.num_workers)
+
+    def label_statistics(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(counts_per_item(), counts_per_worker(), pairs)`` with ``pairs`` the ``(K, M)``
+        bool mask of the (class, worker) pairs that occur; one C pass over the rows for a CPU
+        table (where the extension was built), three scatters otherwise."""
+        N, M, K = self.num_items, self.num_workers, self.num_classes
+        passes = c_table_passes() if self.device.type == "cpu" else None
+        if passes is None:
+            pairs = torch.zeros(K, M, dtype=torch.bool, device=self.device)
+            pairs[self.label_idx, self.worker_idx] = True
+            return self.counts_per_item(), self.counts_per_worker(), pairs
+        per_item, per_worker = np.empty(N, dtype=np.int64), np.empty(M, dtype=np.int64)
+        pairs = np.empty((K, M), dtype=np.uint8)
+        codes = (self.item_idx.numpy(), self.worker_idx.numpy(), self.label_idx.numpy())
+        passes.label_statistics(N, M, K, *codes, per_item, per_worker, pairs)
+        return (torch.from_numpy(per_item), torch.from_numpy(per_worker),
+                torch.from_numpy(pairs.view(bool)))
 
     def vote_counts(self) -> torch.Tensor:
         r"""Votes per item and class, long tensor ``(N, K)``: :math:`c_{nk} = \#\{l: n_l=n,

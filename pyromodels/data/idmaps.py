@@ -198,11 +198,7 @@ def warn_padded_ids(ids: pd.Index, name: str) -> None:
 
 def check_codes(x, name: str, size: int | None, size_name: str, device=None) -> torch.Tensor:
     """Return ``x`` as a 1-D long tensor of codes in ``[0, size)``."""
-    t = as_label_tensor(x, name, device=device)
-    if size is not None and t.numel() and int(t.max()) >= size:
-        raise ValueError(f"{name} must lie in [0, {size - 1}] ({size_name}={size}), "
-                         f"found {int(t.max())}")
-    return t
+    return as_label_tensor(x, name, num_classes=size, device=device, size_name=size_name)
 
 
 def to_numpy(values, name: str) -> np.ndarray:
@@ -253,20 +249,26 @@ def c_table_passes():
     return _ctable
 
 
-def repeated_keys(*codes: torch.Tensor) -> torch.Tensor:
+def repeated_keys(*codes: torch.Tensor, sizes: tuple[int, ...] | None = None) -> torch.Tensor:
     """Row numbers (sorted long tensor) of rows whose key ``(codes[0][r], codes[1][r], ...)``
     already occurred in an earlier row.
 
     Most tables have none. For two columns (an annotation table's items and workers) the C
     count answers that in one pass over the rows; any repeat, more columns, or a build without
-    the C extension take the sort of the keys, which also lists the rows.
+    the C extension take the sort of the keys, which also lists the rows. ``sizes``: the
+    number of codes of each column when they are known to lie in ``0 .. size - 1`` (checked
+    codes), which saves two passes over each column; default: read from the codes.
     """
     cols = [c.cpu() for c in codes]
     if cols[0].numel() == 0:
         return torch.zeros(0, dtype=torch.long)
-    sizes = [int(c.max()) + 1 for c in cols]
+    if sizes is None:
+        ranges = [torch.aminmax(c) for c in cols]
+        lowest, sizes = min(int(lo) for lo, _ in ranges), [int(hi) + 1 for _, hi in ranges]
+    else:
+        lowest = 0
     # the C count holds one slot per code: for dense codes (every table's), not for sparse ones
-    dense = max(sizes) <= 4 * len(cols[0]) + 1024 and min(int(c.min()) for c in cols) >= 0
+    dense = max(sizes) <= 4 * len(cols[0]) + 1024 and lowest >= 0
     passes = c_table_passes() if len(cols) == 2 and dense else None
     if passes is not None:
         first, second = (np.ascontiguousarray(c.numpy(), dtype=np.int64) for c in cols)

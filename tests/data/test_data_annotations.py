@@ -226,3 +226,35 @@ def test_saved_index_columns_are_recognised(header, first, rejected):
             check_no_index_column(header, first, "f.csv")
     else:
         check_no_index_column(header, first, "f.csv")
+
+
+def test_label_statistics_in_one_c_pass_equal_the_three_scatters(monkeypatch):
+    from pyromodels.data import annotations
+
+    g = torch.Generator().manual_seed(3)
+    table = AnnotationTable.from_arrays(torch.randint(0, 40, (300,), generator=g),
+                                        torch.randint(0, 9, (300,), generator=g),
+                                        torch.randint(0, 4, (300,), generator=g),
+                                        num_items=45, num_workers=10, num_classes=5,
+                                        allow_repeats=True)
+    per_item, per_worker, pairs = table.label_statistics()
+    assert annotations.c_table_passes() is not None  # the C pass ran
+    monkeypatch.setattr(annotations, "c_table_passes", lambda: None)
+    scattered = table.label_statistics()
+    for got, want in zip((per_item, per_worker, pairs), scattered, strict=True):
+        assert got.dtype == want.dtype and torch.equal(got, want)
+    assert torch.equal(per_item, table.counts_per_item())
+    assert pairs.shape == (5, 10) and not bool(pairs[4].any())  # class 4 never given
+    assert pairs.sum() == len({(int(k), int(m)) for k, m in zip(table.label_idx,
+                                                                 table.worker_idx)})
+
+
+def test_the_c_label_statistics_refuse_codes_out_of_range():
+    from pyromodels.data.idmaps import c_table_passes
+
+    codes = np.array([0, 1, 2])
+    out = np.empty(3, dtype=np.int64), np.empty(3, dtype=np.int64), np.empty((3, 3), np.uint8)
+    with pytest.raises(ValueError, match="outside"):
+        c_table_passes().label_statistics(3, 3, 3, codes, codes, codes + 1, *out)
+    with pytest.raises(ValueError, match="one length"):
+        c_table_passes().label_statistics(3, 3, 3, codes, codes, codes[:2], *out)

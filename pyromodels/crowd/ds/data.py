@@ -213,7 +213,7 @@ def _concentration(value, name: str, K: int, shape: tuple, dtype, device) -> tor
 
 
 def _check_items_and_workers(table: AnnotationTable, allow_unlabelled: bool) -> None:
-    per_item = table.counts_per_item()
+    per_item, per_worker, pairs = table.label_statistics()
     empty = torch.nonzero(per_item == 0).flatten()
     if len(empty) and not allow_unlabelled:
         ids = [plain(table.items[int(i)]) for i in empty[:5]]
@@ -221,8 +221,8 @@ def _check_items_and_workers(table: AnnotationTable, allow_unlabelled: bool) -> 
             f"{len(empty)} item(s) have no label, e.g. {ids}; their class would come from the "
             "prior alone. Drop them or pass allow_unlabelled=True"
         )
-    _warn_single_worker_classes(table)
-    single = torch.nonzero(table.counts_per_worker() == 1).flatten()
+    _warn_single_worker_classes(table, pairs)
+    single = torch.nonzero(per_worker == 1).flatten()
     if len(single):
         ids = [plain(table.workers[int(i)]) for i in single[:5]]
         warnings.warn(
@@ -233,12 +233,9 @@ def _check_items_and_workers(table: AnnotationTable, allow_unlabelled: bool) -> 
         )
 
 
-def _warn_single_worker_classes(table: AnnotationTable) -> None:
-    """Warn, naming each class and its worker, when a class is used by exactly one worker."""
-    # which (class, worker) pairs occur: one scatter into a K x M mask, no sort of the labels
-    used = torch.zeros(table.num_classes, table.num_workers, dtype=torch.bool,
-                       device=table.label_idx.device)
-    used[table.label_idx, table.worker_idx] = True
+def _warn_single_worker_classes(table: AnnotationTable, used: torch.Tensor) -> None:
+    """Warn, naming each class and its worker, when a class is used by exactly one worker
+    (``used``: the ``(K, M)`` mask of the (class, worker) pairs that occur)."""
     users = used.sum(1)
     lone = torch.nonzero(users == 1).flatten().tolist()
     if not lone:

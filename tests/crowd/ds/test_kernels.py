@@ -11,7 +11,7 @@ from pyromodels.core.device import default_dtype
 from pyromodels.crowd.ds import em
 from pyromodels.crowd.ds.data import SparseWorkerWarning, resolve_ds_backend
 from pyromodels.crowd.ds.kernels import compiled
-from pyromodels.crowd.ds.kernels.groups import item_groups
+from pyromodels.crowd.ds.kernels.groups import item_cells, item_groups
 from pyromodels.crowd.ds.kernels.native import c_passes, have_c
 from pyromodels.crowd.ds.kernels.passes import em_counts_pass, posteriors_pass
 from pyromodels.crowd.ds.kernels.unrolled import (
@@ -227,11 +227,12 @@ def test_the_pass_written_out_for_k_classes_equals_the_generic_pass(num_classes)
     ptr, workers, labels = item_groups(data.table)
     prior, conf = compiled.as_numpy(params["prior"]), compiled.columns(params["confusion"])
     sizes = (data.num_items, M, num_classes)  # the C passes' leading arguments
+    cells = item_cells(data.table)
     out = {}
     for name, run in (
         ("generic", lambda *a: em_counts_pass(ptr, workers, labels, prior, conf, *a)),
         ("written out", lambda *a: kernel(ptr, workers, labels, prior_argument(prior), conf, *a)),
-        ("c", lambda *a: c_passes().em_counts(*sizes, ptr, workers, labels, prior, conf, *a)),
+        ("c", lambda *a: c_passes().em_counts(*sizes, *cells, prior, conf, *a)),
     ):
         counts, totals = np.zeros((M, num_classes, num_classes)), np.zeros(num_classes)
         loglik = run(counts, totals)
@@ -249,8 +250,7 @@ def test_the_pass_written_out_for_k_classes_equals_the_generic_pass(num_classes)
         ("generic", lambda *a: posteriors_pass(ptr, workers, labels, prior, conf, *a)),
         ("written out", lambda *a: posteriors_kernel(num_classes)(
             ptr, workers, labels, prior_argument(prior), conf, *a)),
-        ("c", lambda *a: c_passes().posteriors(*sizes, ptr, workers, labels, prior, conf, *a,
-                                               best)),
+        ("c", lambda *a: c_passes().posteriors(*sizes, *cells, prior, conf, *a, best)),
     ):
         q[name] = (np.empty((data.num_items, num_classes)), np.empty(data.num_items))
         run(*q[name])
@@ -281,47 +281,52 @@ def test_the_data_carry_the_backend_chosen_once():
 
 
 def _c_arguments():
-    """A small grouping (3 items, 2 workers, 2 classes) and valid arguments for each C pass."""
+    """A small grouping (3 items, 2 workers, 2 classes) and valid arguments for each C pass:
+    item 0 has (worker 0, label 1) and (worker 1, label 0), item 1 (worker 1, label 1), item 2
+    none; a cell is worker * K + label."""
     ptr = np.array([0, 2, 3, 3], dtype=np.int64)
-    workers = np.array([0, 1, 1], dtype=np.int32)
-    labels = np.array([1, 0, 1], dtype=np.int32)
+    cells = np.array([1, 2, 3], dtype=np.int32)
     prior = np.array([0.5, 0.5])
     conf = np.full((2, 2, 2), 0.5)
-    return ptr, workers, labels, prior, conf
+    return ptr, cells, prior, conf
 
 
 def test_the_c_passes_refuse_arguments_that_would_read_out_of_bounds():
-    ptr, workers, labels, prior, conf = _c_arguments()
+    ptr, cells, prior, conf = _c_arguments()
     c = c_passes()
     counts, qsum = np.zeros((2, 2, 2)), np.zeros(2)
-    assert np.isfinite(c.em_counts(3, 2, 2, ptr, workers, labels, prior, conf, counts, qsum))
+    assert np.isfinite(c.em_counts(3, 2, 2, ptr, cells, prior, conf, counts, qsum))
     np.testing.assert_allclose(qsum, [1.5, 1.5])  # item 2 has no label: its q is the prior
-    with pytest.raises(ValueError, match="worker code is outside 0 .. 1"):
-        c.em_counts(3, 2, 2, ptr, np.array([0, 2, 1], dtype=np.int32), labels, prior, conf,
-                    counts, qsum)
-    with pytest.raises(ValueError, match="label code"):
-        c.log_marginal(3, 2, 2, ptr, workers, np.array([0, -1, 1], dtype=np.int32), prior, conf)
-    with pytest.raises(ValueError, match="label code"):
-        c.counts(3, 2, 2, ptr, workers, np.array([0, 5, 1], dtype=np.int32),
-                 np.full((3, 2), 0.5), counts)
+    bad = np.array([1, 4, 3], dtype=np.int32)  # cell 4 = worker 2 of 2
+    for call in (lambda: c.em_counts(3, 2, 2, ptr, bad, prior, conf, counts, qsum),
+                 lambda: c.log_marginal(3, 2, 2, ptr, -bad, prior, conf),
+                 lambda: c.counts(3, 2, 2, ptr, bad, np.full((3, 2), 0.5), counts),
+                 lambda: c.vote_counts(3, 2, 2, ptr, bad, counts, qsum),
+                 lambda: c.posteriors(3, 2, 2, ptr, bad, prior, conf, np.empty((3, 2)),
+                                      np.empty(3), None)):
+        with pytest.raises(ValueError, match=r"cell \(worker \* K \+ label\) is outside 0 .. 3"):
+            call()
     with pytest.raises(ValueError, match="conf must hold 8 items"):
-        c.posteriors(3, 2, 2, ptr, workers, labels, prior, conf[:1], np.empty((3, 2)),
-                     np.empty(3), None)
+        c.posteriors(3, 2, 2, ptr, cells, prior, conf[:1], np.empty((3, 2)), np.empty(3), None)
     with pytest.raises(ValueError, match="best must hold 3 items of 8 bytes"):
-        c.posteriors(3, 2, 2, ptr, workers, labels, prior, conf, np.empty((3, 2)),
-                     np.empty(3), np.empty(3, dtype=np.int32))
-    with pytest.raises(ValueError, match="workers must hold 3 items of 4 bytes"):
-        c.em_counts(3, 2, 2, ptr, workers.astype(np.int64), labels, prior, conf, counts, qsum)
+        c.posteriors(3, 2, 2, ptr, cells, prior, conf, np.empty((3, 2)), np.empty(3),
+                     np.empty(3, dtype=np.int32))
+    with pytest.raises(ValueError, match="cells must hold 3 items of 4 bytes"):
+        c.em_counts(3, 2, 2, ptr, cells.astype(np.int64), prior, conf, counts, qsum)
     with pytest.raises(ValueError, match="non-decreasing"):
-        c.log_marginal(3, 2, 2, np.array([0, 2, 1, 3], dtype=np.int64), workers, labels, prior,
-                       conf)
+        c.log_marginal(3, 2, 2, np.array([0, 2, 1, 3], dtype=np.int64), cells, prior, conf)
+    with pytest.raises(ValueError, match="below 2\\^31"):
+        c.log_marginal(3, 2 ** 30, 2, ptr, cells, prior, conf)
     with pytest.raises(TypeError, match="writable"):
         frozen = np.zeros(2)
         frozen.setflags(write=False)
-        c.em_counts(3, 2, 2, ptr, workers, labels, prior, conf, counts, frozen)
-    with pytest.raises(TypeError, match="takes 8 arguments"):
-        c.log_marginal(3, 2, 2, ptr, workers, labels, prior)
+        c.em_counts(3, 2, 2, ptr, cells, prior, conf, counts, frozen)
+    with pytest.raises(TypeError, match="takes 7 arguments"):
+        c.log_marginal(3, 2, 2, ptr, cells, prior)
     with pytest.raises(ValueError, match="out of range"):
         c.group_by_item(3, 2, 2, np.array([0, 3, 1]), np.array([0, 1, 1]), np.array([1, 0, 1]),
-                        ptr, np.empty(3, dtype=np.int32), np.empty(3, dtype=np.int32))
-
+                        ptr, np.empty(3, dtype=np.int32))
+    grouped = np.empty(3, dtype=np.int32)
+    c.group_by_item(3, 2, 2, np.array([1, 0, 0]), np.array([1, 0, 1]), np.array([1, 1, 0]),
+                    ptr, grouped)
+    np.testing.assert_array_equal(grouped, cells)  # grouped by item, stable, coded w * K + y

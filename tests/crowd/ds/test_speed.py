@@ -13,8 +13,7 @@ import torch
 from pyromodels.core.device import default_dtype
 from pyromodels.crowd.ds import em
 from pyromodels.crowd.ds.kernels import compiled
-from pyromodels.crowd.ds.kernels import groups as groups_module
-from pyromodels.crowd.ds.kernels.groups import item_groups
+from pyromodels.crowd.ds.kernels.groups import item_cells, item_groups
 from pyromodels.crowd.ds.model import DawidSkene
 from pyromodels.data import AnnotationTable, WorkerPopulation, annotations, simulate_annotations
 
@@ -144,7 +143,6 @@ def test_the_numba_passes_load_from_the_disk_cache_in_a_fresh_process(fresh_pyth
     # the fallback where the C passes were not built
     code = textwrap.dedent(_FRAME) + textwrap.dedent("""
         from pyromodels.crowd.ds.kernels import groups
-        groups.have_c = lambda: False  # group the labels with numba's pass too
         from pyromodels.crowd.ds.model import DawidSkene
         from pyromodels.data import AnnotationTable
         table = AnnotationTable.from_dataframe(df)
@@ -169,8 +167,6 @@ def test_the_numba_passes_load_from_the_disk_cache_in_a_fresh_process(fresh_pyth
 @pytest.mark.parametrize("order", ["items", "shuffled", "workers"])
 def test_labels_are_grouped_by_item_in_table_order_without_sorting(table, order, backend,
                                                                    monkeypatch):
-    if backend == "numba":  # the grouping where the C passes were not built
-        monkeypatch.setattr(groups_module, "have_c", lambda: False)
     item, worker, label = table.item_idx, table.worker_idx, table.label_idx
     if order == "shuffled":
         perm = torch.randperm(len(item), generator=torch.Generator().manual_seed(0))
@@ -182,10 +178,17 @@ def test_labels_are_grouped_by_item_in_table_order_without_sorting(table, order,
                                            num_classes=table.num_classes)
     rows = np.argsort(shuffled.item_idx.numpy(), kind="stable")
     monkeypatch.setattr(np, "argsort", _forbidden)
-    ptr, workers, labels = item_groups(shuffled)
-    assert workers.dtype == labels.dtype == np.int32
-    np.testing.assert_array_equal(workers, shuffled.worker_idx.numpy()[rows])
-    np.testing.assert_array_equal(labels, shuffled.label_idx.numpy()[rows])
+    workers = shuffled.worker_idx.numpy()[rows]
+    labels = shuffled.label_idx.numpy()[rows]
+    if backend == "numba":
+        ptr, *grouped = item_groups(shuffled)
+        expected = workers, labels
+    else:  # the C passes read one cell per label, worker * K + label
+        ptr, *grouped = item_cells(shuffled)
+        expected = (workers * shuffled.num_classes + labels,)
+    assert all(g.dtype == np.int32 for g in grouped)
+    for got, want in zip(grouped, expected, strict=True):
+        np.testing.assert_array_equal(got, want)
     counts = np.bincount(shuffled.item_idx.numpy(), minlength=shuffled.num_items)
     np.testing.assert_array_equal(np.diff(ptr), counts)
     assert ptr[-1] == len(rows) and counts[-2:].tolist() == [0, 0]

@@ -11,12 +11,14 @@
  * are multiplied into a running product whose log is taken before it can underflow.
  *
  * Layouts (C order, float64 unless said): ptr (N + 1,) int64 with item n's labels at rows
- * ptr[n] .. ptr[n + 1] - 1 of workers and labels (L,) int32; prior (K,); conf (M, K, K) with
- * conf[m, j, :] the column confusion[m, :, j]; counts (M, K, K) laid out [m, j, k]; q (N, K).
+ * ptr[n] .. ptr[n + 1] - 1 of cells (L,) int32, where the label y given by worker w is the
+ * cell w * K + y (one index reads the confusion column and the counts row of the pair);
+ * prior (K,); conf (M, K, K) with conf[m, j, :] the column confusion[m, :, j]; counts
+ * (M, K, K) laid out [m, j, k]; q (N, K).
  *
- * Every code is checked against M and K as it is read and ptr is checked to be a valid
- * grouping, so a bad argument raises ValueError instead of reading out of bounds. The loops
- * run without the GIL.
+ * Every cell is checked against M * K as it is read and ptr is checked to be a valid grouping,
+ * so a bad argument raises ValueError instead of reading out of bounds. The loops run without
+ * the GIL.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -37,11 +39,11 @@
 
 typedef struct {
     const int64_t *ptr;
-    const int32_t *workers;
-    const int32_t *labels;
+    const int32_t *cells;
     const double *prior;
     const double *conf;
     Py_ssize_t N, M, K;
+    uint64_t num_cells; /* M * K */
     /* items with at most this many labels cannot need a rescaling (see safe_labels) */
     int64_t safe;
     int bad; /* set when a code is out of range */
@@ -82,24 +84,24 @@ INLINE double item_product(Pass *p, Py_ssize_t n, double *a, const Py_ssize_t K,
     const int64_t hi = p->ptr[n + 1];
     if (hi - p->ptr[n] <= p->safe) { /* no rescaling can happen: no test */
         for (int64_t i = p->ptr[n]; i < hi; ++i) {
-            const uint32_t w = (uint32_t)p->workers[i], y = (uint32_t)p->labels[i];
-            if (w >= (uint64_t)p->M || y >= (uint64_t)K) {
+            const uint32_t cell = (uint32_t)p->cells[i];
+            if (cell >= p->num_cells) {
                 p->bad = 1;
                 return logs;
             }
-            const double *col = p->conf + ((size_t)w * K + y) * K;
+            const double *col = p->conf + (size_t)cell * K;
             for (Py_ssize_t k = 0; k < K; ++k)
                 a[k] *= col[k];
         }
         return logs;
     }
     for (int64_t i = p->ptr[n]; i < hi; ++i) {
-        const uint32_t w = (uint32_t)p->workers[i], y = (uint32_t)p->labels[i];
-        if (w >= (uint64_t)p->M || y >= (uint64_t)K) {
+        const uint32_t cell = (uint32_t)p->cells[i];
+        if (cell >= p->num_cells) {
             p->bad = 1;
             return logs;
         }
-        const double *col = p->conf + ((size_t)w * K + y) * K;
+        const double *col = p->conf + (size_t)cell * K;
         double top = 0.0;
         for (Py_ssize_t k = 0; k < K; ++k) {
             const double v = a[k] * col[k];
@@ -161,7 +163,7 @@ INLINE double em_counts_k(Pass *p, double *heap, double *counts, double *qsum,
             sums[k] += a[k];
         }
         for (int64_t i = p->ptr[n]; i < p->ptr[n + 1]; ++i) {
-            double *c = counts + ((size_t)p->workers[i] * K + p->labels[i]) * K;
+            double *c = counts + (size_t)p->cells[i] * K;
             for (Py_ssize_t k = 0; k < K; ++k)
                 c[k] += a[k];
         }
@@ -252,12 +254,12 @@ static void counts_pass(Pass *p, const double *q, double *counts)
     const Py_ssize_t K = p->K;
     for (Py_ssize_t n = 0; n < p->N; ++n) {
         for (int64_t i = p->ptr[n]; i < p->ptr[n + 1]; ++i) {
-            const uint32_t w = (uint32_t)p->workers[i], y = (uint32_t)p->labels[i];
-            if (w >= (uint64_t)p->M || y >= (uint64_t)K) {
+            const uint32_t cell = (uint32_t)p->cells[i];
+            if (cell >= p->num_cells) {
                 p->bad = 1;
                 return;
             }
-            double *c = counts + ((size_t)w * K + y) * K;
+            double *c = counts + (size_t)cell * K;
             for (Py_ssize_t k = 0; k < K; ++k)
                 c[k] += q[n * K + k];
         }
@@ -277,12 +279,12 @@ INLINE void vote_counts_k(Pass *p, double *heap, double *counts, double *qsum,
         for (Py_ssize_t k = 0; k < K; ++k)
             frac[k] = 0.0;
         for (int64_t i = lo; i < hi; ++i) {
-            const uint32_t w = (uint32_t)p->workers[i], y = (uint32_t)p->labels[i];
-            if (w >= (uint64_t)p->M || y >= (uint64_t)K) {
+            const uint32_t cell = (uint32_t)p->cells[i];
+            if (cell >= p->num_cells) {
                 p->bad = 1;
                 return;
             }
-            frac[y] += 1.0;
+            frac[cell % K] += 1.0;
         }
         const double inv = hi > lo ? 1.0 / (double)(hi - lo) : 0.0;
         for (Py_ssize_t k = 0; k < K; ++k) {
@@ -290,7 +292,7 @@ INLINE void vote_counts_k(Pass *p, double *heap, double *counts, double *qsum,
             qsum[k] += frac[k];
         }
         for (int64_t i = lo; i < hi; ++i) {
-            double *c = counts + ((size_t)p->workers[i] * K + p->labels[i]) * K;
+            double *c = counts + (size_t)p->cells[i] * K;
             for (Py_ssize_t k = 0; k < K; ++k)
                 c[k] += frac[k];
         }
@@ -341,7 +343,7 @@ static void release(Buf *bufs, int n)
             PyBuffer_Release(&bufs[i].view);
 }
 
-/* The grouping (ptr, workers, labels) and the sizes: checks shared by every pass. */
+/* The grouping (ptr, cells) and the sizes: checks shared by every pass. */
 static int take_groups(PyObject *const *args, Buf *bufs, Pass *p, Py_ssize_t N, Py_ssize_t M,
                        Py_ssize_t K)
 {
@@ -364,12 +366,16 @@ static int take_groups(PyObject *const *args, Buf *bufs, Pass *p, Py_ssize_t N, 
             return -1;
         }
     }
-    if (take(args[1], &bufs[1], "workers", L, sizeof(int32_t), 0) < 0
-        || take(args[2], &bufs[2], "labels", L, sizeof(int32_t), 0) < 0)
+    if ((uint64_t)M * (uint64_t)K > (uint64_t)INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "M * K must be below 2^31 for int32 cells, got %zd * %zd",
+                     M, K);
+        return -1;
+    }
+    if (take(args[1], &bufs[1], "cells", L, sizeof(int32_t), 0) < 0)
         return -1;
     p->ptr = ptr;
-    p->workers = (const int32_t *)bufs[1].view.buf;
-    p->labels = (const int32_t *)bufs[2].view.buf;
+    p->cells = (const int32_t *)bufs[1].view.buf;
+    p->num_cells = (uint64_t)M * (uint64_t)K;
     p->N = N;
     p->M = M;
     p->K = K;
@@ -381,8 +387,8 @@ static int take_groups(PyObject *const *args, Buf *bufs, Pass *p, Py_ssize_t N, 
 static int bad_codes(const Pass *p)
 {
     if (p->bad)
-        PyErr_Format(PyExc_ValueError, "a worker code is outside 0 .. %zd or a label code "
-                     "outside 0 .. %zd", p->M - 1, p->K - 1);
+        PyErr_Format(PyExc_ValueError, "a cell (worker * K + label) is outside 0 .. %zd",
+                     p->M * p->K - 1);
     return p->bad;
 }
 
@@ -421,95 +427,95 @@ static int scratch(Py_ssize_t K, double **heap)
 /* ------------------------------------------------------------------ the module's functions */
 
 PyDoc_STRVAR(em_counts_doc,
-"em_counts(N, M, K, ptr, workers, labels, prior, conf, counts, qsum) -> float\n\n"
+"em_counts(N, M, K, ptr, cells, prior, conf, counts, qsum) -> float\n\n"
 "Add one E-step's expected confusion counts to counts (M, K, K) [m, j, k] and sum_n q[n] to\n"
 "qsum (K,); return log p(labels | prior, conf) (-inf or nan when an item is impossible).");
 
 static PyObject *py_em_counts(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_ssize_t N, M, K;
-    Buf b[7] = {{{0}}};
+    Buf b[6] = {{{0}}};
     Pass p;
     double total = 0.0, *a = NULL;
-    if (check_nargs(nargs, 10, "em_counts") < 0 || sizes(args, &N, &M, &K) < 0
+    if (check_nargs(nargs, 9, "em_counts") < 0 || sizes(args, &N, &M, &K) < 0
         || take_groups(args + 3, b, &p, N, M, K) < 0
-        || take(args[6], &b[3], "prior", K, sizeof(double), 0) < 0
-        || take(args[7], &b[4], "conf", M * K * K, sizeof(double), 0) < 0
-        || take(args[8], &b[5], "counts", M * K * K, sizeof(double), 1) < 0
-        || take(args[9], &b[6], "qsum", K, sizeof(double), 1) < 0
+        || take(args[5], &b[2], "prior", K, sizeof(double), 0) < 0
+        || take(args[6], &b[3], "conf", M * K * K, sizeof(double), 0) < 0
+        || take(args[7], &b[4], "counts", M * K * K, sizeof(double), 1) < 0
+        || take(args[8], &b[5], "qsum", K, sizeof(double), 1) < 0
         || scratch(K, &a) < 0)
         goto fail;
-    p.prior = b[3].view.buf;
-    p.conf = b[4].view.buf;
+    p.prior = b[2].view.buf;
+    p.conf = b[3].view.buf;
     p.safe = safe_labels(p.prior, p.conf, M, K);
     Py_BEGIN_ALLOW_THREADS
-    total = em_counts_any(&p, a, b[5].view.buf, b[6].view.buf);
+    total = em_counts_any(&p, a, b[4].view.buf, b[5].view.buf);
     Py_END_ALLOW_THREADS
     PyMem_Free(a);
     if (bad_codes(&p))
         goto fail;
-    release(b, 7);
+    release(b, 6);
     return PyFloat_FromDouble(total);
 fail:
-    release(b, 7);
+    release(b, 6);
     return NULL;
 }
 
 PyDoc_STRVAR(posteriors_doc,
-"posteriors(N, M, K, ptr, workers, labels, prior, conf, q, loglik, best) -> None\n\n"
+"posteriors(N, M, K, ptr, cells, prior, conf, q, loglik, best) -> None\n\n"
 "Fill q (N, K) with the class posteriors, loglik (N,) with log p(labels_n | theta) and, unless\n"
 "best is None, best (N,) int64 with each item's most probable class (the first on ties).");
 
 static PyObject *py_posteriors(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_ssize_t N, M, K;
-    Buf b[8] = {{{0}}};
+    Buf b[7] = {{{0}}};
     Pass p;
     double *a = NULL;
-    if (check_nargs(nargs, 11, "posteriors") < 0 || sizes(args, &N, &M, &K) < 0
+    if (check_nargs(nargs, 10, "posteriors") < 0 || sizes(args, &N, &M, &K) < 0
         || take_groups(args + 3, b, &p, N, M, K) < 0
-        || take(args[6], &b[3], "prior", K, sizeof(double), 0) < 0
-        || take(args[7], &b[4], "conf", M * K * K, sizeof(double), 0) < 0
-        || take(args[8], &b[5], "q", N * K, sizeof(double), 1) < 0
-        || take(args[9], &b[6], "loglik", N, sizeof(double), 1) < 0
-        || (args[10] != Py_None && take(args[10], &b[7], "best", N, sizeof(int64_t), 1) < 0)
+        || take(args[5], &b[2], "prior", K, sizeof(double), 0) < 0
+        || take(args[6], &b[3], "conf", M * K * K, sizeof(double), 0) < 0
+        || take(args[7], &b[4], "q", N * K, sizeof(double), 1) < 0
+        || take(args[8], &b[5], "loglik", N, sizeof(double), 1) < 0
+        || (args[9] != Py_None && take(args[9], &b[6], "best", N, sizeof(int64_t), 1) < 0)
         || scratch(K, &a) < 0)
         goto fail;
-    p.prior = b[3].view.buf;
-    p.conf = b[4].view.buf;
+    p.prior = b[2].view.buf;
+    p.conf = b[3].view.buf;
     p.safe = safe_labels(p.prior, p.conf, M, K);
-    int64_t *best = args[10] == Py_None ? NULL : b[7].view.buf;
+    int64_t *best = args[9] == Py_None ? NULL : b[6].view.buf;
     Py_BEGIN_ALLOW_THREADS
-    posteriors_any(&p, a, b[5].view.buf, b[6].view.buf, best);
+    posteriors_any(&p, a, b[4].view.buf, b[5].view.buf, best);
     Py_END_ALLOW_THREADS
     PyMem_Free(a);
     if (bad_codes(&p))
         goto fail;
-    release(b, 8);
+    release(b, 7);
     Py_RETURN_NONE;
 fail:
-    release(b, 8);
+    release(b, 7);
     return NULL;
 }
 
 PyDoc_STRVAR(log_marginal_doc,
-"log_marginal(N, M, K, ptr, workers, labels, prior, conf) -> float\n\n"
+"log_marginal(N, M, K, ptr, cells, prior, conf) -> float\n\n"
 "log p(labels | prior, conf) with the classes summed out.");
 
 static PyObject *py_log_marginal(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_ssize_t N, M, K;
-    Buf b[5] = {{{0}}};
+    Buf b[4] = {{{0}}};
     Pass p;
     double total = 0.0, *a = NULL;
-    if (check_nargs(nargs, 8, "log_marginal") < 0 || sizes(args, &N, &M, &K) < 0
+    if (check_nargs(nargs, 7, "log_marginal") < 0 || sizes(args, &N, &M, &K) < 0
         || take_groups(args + 3, b, &p, N, M, K) < 0
-        || take(args[6], &b[3], "prior", K, sizeof(double), 0) < 0
-        || take(args[7], &b[4], "conf", M * K * K, sizeof(double), 0) < 0
+        || take(args[5], &b[2], "prior", K, sizeof(double), 0) < 0
+        || take(args[6], &b[3], "conf", M * K * K, sizeof(double), 0) < 0
         || scratch(K, &a) < 0)
         goto fail;
-    p.prior = b[3].view.buf;
-    p.conf = b[4].view.buf;
+    p.prior = b[2].view.buf;
+    p.conf = b[3].view.buf;
     p.safe = safe_labels(p.prior, p.conf, M, K);
     Py_BEGIN_ALLOW_THREADS
     total = log_marginal_any(&p, a);
@@ -517,54 +523,59 @@ static PyObject *py_log_marginal(PyObject *self, PyObject *const *args, Py_ssize
     PyMem_Free(a);
     if (bad_codes(&p))
         goto fail;
-    release(b, 5);
+    release(b, 4);
     return PyFloat_FromDouble(total);
 fail:
-    release(b, 5);
+    release(b, 4);
     return NULL;
 }
 
 PyDoc_STRVAR(counts_doc,
-"counts(N, M, K, ptr, workers, labels, q, counts) -> None\n\n"
+"counts(N, M, K, ptr, cells, q, counts) -> None\n\n"
 "Add q[n] (q is (N, K)) to the counts (M, K, K) [m, j, k] of every label of item n.");
 
 static PyObject *py_counts(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_ssize_t N, M, K;
-    Buf b[5] = {{{0}}};
+    Buf b[4] = {{{0}}};
     Pass p;
-    if (check_nargs(nargs, 8, "counts") < 0 || sizes(args, &N, &M, &K) < 0
+    if (check_nargs(nargs, 7, "counts") < 0 || sizes(args, &N, &M, &K) < 0
         || take_groups(args + 3, b, &p, N, M, K) < 0
-        || take(args[6], &b[3], "q", N * K, sizeof(double), 0) < 0
-        || take(args[7], &b[4], "counts", M * K * K, sizeof(double), 1) < 0)
+        || take(args[5], &b[2], "q", N * K, sizeof(double), 0) < 0
+        || take(args[6], &b[3], "counts", M * K * K, sizeof(double), 1) < 0)
         goto fail;
     Py_BEGIN_ALLOW_THREADS
-    counts_pass(&p, b[3].view.buf, b[4].view.buf);
+    counts_pass(&p, b[2].view.buf, b[3].view.buf);
     Py_END_ALLOW_THREADS
     if (bad_codes(&p))
         goto fail;
-    release(b, 5);
+    release(b, 4);
     Py_RETURN_NONE;
 fail:
-    release(b, 5);
+    release(b, 4);
     return NULL;
 }
 
 PyDoc_STRVAR(group_doc,
-"group_by_item(N, M, K, item, workers, labels, ptr, out_workers, out_labels) -> None\n\n"
+"group_by_item(N, M, K, item, workers, labels, ptr, out_cells) -> None\n\n"
 "Group the rows (item, workers, labels: (L,) int64 codes) by item: ptr (N + 1,) int64 must\n"
-"hold the running label counts per item; row i's worker and label go to the next free slot\n"
-"of item[i] in out_workers and out_labels ((L,) int32), rows taken in order (a stable\n"
-"counting sort).");
+"hold the running label counts per item; row i's cell workers[i] * K + labels[i] goes to the\n"
+"next free slot of item[i] in out_cells ((L,) int32), rows taken in order (a stable counting\n"
+"sort; rows already in item order are only coded).");
 
 static PyObject *py_group_by_item(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_ssize_t N, M, K;
-    Buf b[6] = {{{0}}};
+    Buf b[5] = {{{0}}};
     int64_t *fill = NULL;
     int bad = 0;
-    if (check_nargs(nargs, 9, "group_by_item") < 0 || sizes(args, &N, &M, &K) < 0)
+    if (check_nargs(nargs, 8, "group_by_item") < 0 || sizes(args, &N, &M, &K) < 0)
         return NULL;
+    if (N < 0 || M < 1 || K < 2 || (uint64_t)M * (uint64_t)K > (uint64_t)INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "need N >= 0, M >= 1, K >= 2 and M * K below 2^31, got "
+                     "%zd, %zd and %zd", N, M, K);
+        return NULL;
+    }
     if (take(args[6], &b[3], "ptr", N + 1, sizeof(int64_t), 0) < 0)
         goto fail;
     const int64_t *ptr = b[3].view.buf;
@@ -572,13 +583,8 @@ static PyObject *py_group_by_item(PyObject *self, PyObject *const *args, Py_ssiz
     if (take(args[3], &b[0], "item", L, sizeof(int64_t), 0) < 0
         || take(args[4], &b[1], "workers", L, sizeof(int64_t), 0) < 0
         || take(args[5], &b[2], "labels", L, sizeof(int64_t), 0) < 0
-        || take(args[7], &b[4], "out_workers", L, sizeof(int32_t), 1) < 0
-        || take(args[8], &b[5], "out_labels", L, sizeof(int32_t), 1) < 0)
+        || take(args[7], &b[4], "out_cells", L, sizeof(int32_t), 1) < 0)
         goto fail;
-    if (M > INT32_MAX || K > INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "group_by_item needs M and K below 2^31");
-        goto fail;
-    }
     fill = PyMem_Malloc(((size_t)N + 1) * sizeof(int64_t));
     if (fill == NULL) {
         PyErr_NoMemory();
@@ -586,7 +592,7 @@ static PyObject *py_group_by_item(PyObject *self, PyObject *const *args, Py_ssiz
     }
     memcpy(fill, ptr, ((size_t)N + 1) * sizeof(int64_t));
     const int64_t *item = b[0].view.buf, *wk = b[1].view.buf, *lb = b[2].view.buf;
-    int32_t *ow = b[4].view.buf, *ol = b[5].view.buf;
+    int32_t *out = b[4].view.buf;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < L; ++i) {
         const int64_t n = item[i], w = wk[i], y = lb[i];
@@ -595,9 +601,7 @@ static PyObject *py_group_by_item(PyObject *self, PyObject *const *args, Py_ssiz
             bad = 1;
             break;
         }
-        const int64_t j = fill[n]++;
-        ow[j] = (int32_t)w;
-        ol[j] = (int32_t)y;
+        out[fill[n]++] = (int32_t)(w * K + y);
     }
     Py_END_ALLOW_THREADS
     PyMem_Free(fill);
@@ -606,15 +610,15 @@ static PyObject *py_group_by_item(PyObject *self, PyObject *const *args, Py_ssiz
                         "label counts of the items");
         goto fail;
     }
-    release(b, 6);
+    release(b, 5);
     Py_RETURN_NONE;
 fail:
-    release(b, 6);
+    release(b, 5);
     return NULL;
 }
 
 PyDoc_STRVAR(vote_counts_doc,
-"vote_counts(N, M, K, ptr, workers, labels, counts, qsum) -> None\n\n"
+"vote_counts(N, M, K, ptr, cells, counts, qsum) -> None\n\n"
 "Add to counts (M, K, K) [m, j, k] the confusion counts of the majority-vote fractions (q[n]\n"
 "the fraction of item n's labels given to each class, uniform without labels) and sum_n q[n]\n"
 "to qsum (K,).");
@@ -622,25 +626,25 @@ PyDoc_STRVAR(vote_counts_doc,
 static PyObject *py_vote_counts(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_ssize_t N, M, K;
-    Buf b[5] = {{{0}}};
+    Buf b[4] = {{{0}}};
     Pass p;
     double *a = NULL;
-    if (check_nargs(nargs, 8, "vote_counts") < 0 || sizes(args, &N, &M, &K) < 0
+    if (check_nargs(nargs, 7, "vote_counts") < 0 || sizes(args, &N, &M, &K) < 0
         || take_groups(args + 3, b, &p, N, M, K) < 0
-        || take(args[6], &b[3], "counts", M * K * K, sizeof(double), 1) < 0
-        || take(args[7], &b[4], "qsum", K, sizeof(double), 1) < 0
+        || take(args[5], &b[2], "counts", M * K * K, sizeof(double), 1) < 0
+        || take(args[6], &b[3], "qsum", K, sizeof(double), 1) < 0
         || scratch(K, &a) < 0)
         goto fail;
     Py_BEGIN_ALLOW_THREADS
-    vote_counts_any(&p, a, b[3].view.buf, b[4].view.buf);
+    vote_counts_any(&p, a, b[2].view.buf, b[3].view.buf);
     Py_END_ALLOW_THREADS
     PyMem_Free(a);
     if (bad_codes(&p))
         goto fail;
-    release(b, 5);
+    release(b, 4);
     Py_RETURN_NONE;
 fail:
-    release(b, 5);
+    release(b, 4);
     return NULL;
 }
 

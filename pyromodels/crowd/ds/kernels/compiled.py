@@ -41,7 +41,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .groups import item_groups
+from .groups import item_cells, item_groups
 from .native import c_passes as _c
 
 __all__ = ["BACKENDS", "posteriors", "vote_counts", "em_counts", "confusion_counts",
@@ -70,18 +70,17 @@ def posteriors(table, prior: torch.Tensor, confusion: torch.Tensor, backend: str
     """``(q, log_norm)``: class posteriors ``(N, K)`` and ``log p(labels_n | theta)`` ``(N,)``
     in ``confusion``'s dtype; with ``best=True`` also each item's most probable class ``(N,)``
     (long, the first on ties: ``q.argmax(-1)``, formed inside the C pass)."""
-    groups = item_groups(table)
     N, M, K = _sizes(table, confusion)
     q = np.empty((N, K))
     loglik = np.empty(N)
     pi, conf = as_numpy(prior), columns(confusion)
     labels = np.empty(N, dtype=np.int64) if best and backend == "c" else None
     if backend == "c":
-        _c().posteriors(N, M, K, *groups, pi, conf, q, loglik, labels)
+        _c().posteriors(N, M, K, *item_cells(table), pi, conf, q, loglik, labels)
     else:
         from .unrolled import posteriors_kernel, prior_argument
 
-        posteriors_kernel(K)(*groups, prior_argument(pi), conf, q, loglik)
+        posteriors_kernel(K)(*item_groups(table), prior_argument(pi), conf, q, loglik)
         labels = q.argmax(-1) if best else None
     out = tuple(torch.from_numpy(t).to(confusion.dtype) for t in (q, loglik))
     return out + (torch.from_numpy(labels),) if best else out
@@ -92,11 +91,10 @@ def vote_counts(table, num_workers: int):
     majority-vote fractions ``q`` (:func:`pyromodels.crowd.majority.vote_fractions`: each
     item's share of labels per class, uniform without labels), formed item by item inside one
     C pass (``backend="c"`` only: elsewhere the fractions are formed first)."""
-    groups = item_groups(table)
     K = table.num_classes
     counts = np.zeros((num_workers, K, K))  # [m, j, k]
     qsum = np.zeros(K)
-    _c().vote_counts(table.num_items, num_workers, K, *groups, counts, qsum)
+    _c().vote_counts(table.num_items, num_workers, K, *item_cells(table), counts, qsum)
     return torch.from_numpy(counts).transpose(1, 2), torch.from_numpy(qsum)
 
 
@@ -105,17 +103,17 @@ def em_counts(table, prior: torch.Tensor, confusion: torch.Tensor, num_workers: 
     """``(counts, class_totals, log_marginal)`` of one E-step: the expected confusion counts
     ``(num_workers, K, K)``, ``sum_n q[n]`` ``(K,)`` (both float64) and ``log p(labels |
     theta)`` (a float) under ``prior`` ``(K,)`` and ``confusion`` ``(M, K, K)``."""
-    groups = item_groups(table)
     N, M, K = _sizes(table, confusion)
     counts = np.zeros((num_workers, K, K))  # [m, j, k]: transposed back below
     qsum = np.zeros(K)
     pi, conf = as_numpy(prior), columns(confusion)
     if backend == "c":
-        total = _c().em_counts(N, M, K, *groups, pi, conf, counts, qsum)
+        total = _c().em_counts(N, M, K, *item_cells(table), pi, conf, counts, qsum)
     else:
         from .unrolled import em_counts_kernel, prior_argument
 
-        total = em_counts_kernel(K)(*groups, prior_argument(pi), conf, counts, qsum)
+        total = em_counts_kernel(K)(*item_groups(table), prior_argument(pi), conf, counts,
+                                    qsum)
     return torch.from_numpy(counts).transpose(1, 2), torch.from_numpy(qsum), float(total)
 
 
@@ -124,25 +122,23 @@ def confusion_counts(table, q: torch.Tensor, num_workers: int,
     """Expected confusion counts ``(num_workers, K, K)`` (float64) given class posteriors ``q``
     ``(N, K)`` (:func:`pyromodels.crowd.emissions.confusion_counts` without the sparse
     incidence matrix)."""
-    groups = item_groups(table)
     K = q.shape[-1]
     counts = np.zeros((num_workers, table.num_classes, K))  # [m, j, k]
     if backend == "c":
-        _c().counts(table.num_items, num_workers, K, *groups, as_numpy(q), counts)
+        _c().counts(table.num_items, num_workers, K, *item_cells(table), as_numpy(q), counts)
     else:
         from .passes import counts_pass
 
-        counts_pass(*groups, as_numpy(q), counts)
+        counts_pass(*item_groups(table), as_numpy(q), counts)
     return torch.from_numpy(counts).transpose(1, 2)
 
 
 def log_marginal(table, prior: torch.Tensor, confusion: torch.Tensor,
                  backend: str = "c") -> float:
     """``log p(labels | prior, confusion)`` with the classes summed out."""
-    groups = item_groups(table)
     pi, conf = as_numpy(prior), columns(confusion)
     if backend == "c":
-        return float(_c().log_marginal(*_sizes(table, confusion), *groups, pi, conf))
+        return float(_c().log_marginal(*_sizes(table, confusion), *item_cells(table), pi, conf))
     from .passes import log_marginal_pass
 
-    return float(log_marginal_pass(*groups, pi, conf))
+    return float(log_marginal_pass(*item_groups(table), pi, conf))
