@@ -18,8 +18,9 @@ A demo returns a :class:`~pyromodels.report.DemoResult`, the record the report w
 
 An entry that ``pyromodels fit`` can fit has a ``loader`` and says, in ``data_format``, what
 data it reads; ``options`` lists the model-specific command-line options it takes (each one of
-:data:`LOADER_OPTIONS`, :data:`MODEL_OPTIONS` or :data:`REPORT_OPTIONS`), which reach its
-``loader``, its ``factory`` or its ``describe`` hook as keyword arguments when given.
+:data:`LOADER_OPTIONS`, :data:`MODEL_OPTIONS`, :data:`REPORT_OPTIONS` or
+:data:`FIT_ARGUMENTS`), which reach its ``loader``, its ``factory``, its ``describe`` hook or
+the model's ``fit`` as keyword arguments when given.
 :func:`load_builtin` imports :mod:`pyromodels.models_index`, which imports every built-in
 model module so that each registers.
 
@@ -45,6 +46,7 @@ __all__ = [
     "LOADER_OPTIONS",
     "MODEL_OPTIONS",
     "REPORT_OPTIONS",
+    "FIT_ARGUMENTS",
     "FitOutput",
     "ModelEntry",
     "UnknownModelError",
@@ -69,6 +71,9 @@ LOADER_OPTIONS = ("dataset", "task_col", "worker_col", "label_col", "sequence_co
 MODEL_OPTIONS = ("num_components",)
 #: options passed to an entry's ``describe`` hook: gold labels to score a fit against
 REPORT_OPTIONS = ("gold",)
+#: options passed to the model's ``fit``, under the names given here: RBHMC's regularisation
+#: constant and margin
+FIT_ARGUMENTS = {"regularisation": "C", "margin": "eps0"}
 
 _REGISTRY: dict[str, ModelEntry] = {}
 
@@ -118,7 +123,7 @@ class ModelEntry:
         data_format: what ``loader`` reads, in a sentence or two (shown by ``fit --help``).
         options: the model-specific ``fit`` options the entry takes, as keyword names
             (``"task_col"`` for ``--task-col``), each from :data:`LOADER_OPTIONS`,
-            :data:`MODEL_OPTIONS` or :data:`REPORT_OPTIONS`.
+            :data:`MODEL_OPTIONS`, :data:`REPORT_OPTIONS` or :data:`FIT_ARGUMENTS`.
         describe: ``describe(posterior, data, *, name, **report_options) -> FitOutput``,
             the report of one fit, or ``None`` for the generic one
             (:func:`~pyromodels.report.result_from_posterior`).
@@ -160,7 +165,7 @@ class ModelEntry:
             _check_optional_callable(getattr(self, attr), attr)
         if not isinstance(self.data_format, str):
             raise TypeError(f"data_format must be a string, got {type(self.data_format).__name__}")
-        known = LOADER_OPTIONS + MODEL_OPTIONS + REPORT_OPTIONS
+        known = LOADER_OPTIONS + MODEL_OPTIONS + REPORT_OPTIONS + tuple(FIT_ARGUMENTS)
         if not isinstance(self.options, tuple) or not set(self.options) <= set(known):
             raise ValueError(f"options must be a tuple drawn from {known}, got {self.options!r}")
         if not isinstance(self.scales, tuple) or not self.scales or not set(self.scales) <= set(SCALES):

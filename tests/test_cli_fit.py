@@ -124,7 +124,7 @@ def test_every_fit_option_is_known_to_the_registry():
     from pyromodels.cli.parser import FIT_OPTIONS
 
     assert set(FIT_OPTIONS) == set(registry.LOADER_OPTIONS + registry.MODEL_OPTIONS
-                                   + registry.REPORT_OPTIONS)
+                                   + registry.REPORT_OPTIONS + tuple(registry.FIT_ARGUMENTS))
 
 
 @pytest.mark.parametrize("argv", [[], ["fit", "--bogus"], ["nope"], ["list", "extra"]])

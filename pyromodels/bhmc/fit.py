@@ -20,7 +20,10 @@ site                shape                 meaning
 after warm-up (Sec. 4.5), per chain and over all chains; ``params`` holds it with its weights,
 components, labels (and RBHMC's ``eta``), plus the full traces including warm-up.
 
-Chains run one after another, chain ``i`` from the seed ``derive_seed(seed, "chain", i)``.
+Chains run one after another, chain ``i`` from the seed ``derive_seed(seed, "chain", i)``; with
+``checkpoint=`` each runs in pieces of ``checkpoint_every`` sweeps with the run's state written
+after every piece, and ``resume=`` continues a written run to the same result
+(:mod:`pyromodels.bhmc.resume`).
 
 Example:
     >>> import torch
@@ -34,18 +37,19 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 
 import torch
 
 from ..checks import as_float_tensor, check_bool, check_in, check_int, check_positive
+from ..core.checkpoint import Checkpointer, read_checkpoint
 from ..core.posterior import Posterior, make_attrs
 from ..core.progress import progress_bar
 from ..core.seeding import derive_seed, make_generator, resolve_seed
 from ..metrics import HierarchyMetricWarning, aid, aod
-from .regularised import run_rbhmc
-from .sampler import run_bhmc
+from .resume import run_config, run_pieces
 
 __all__ = ["fit_bhmc", "run_chain"]
 
@@ -59,12 +63,51 @@ def run_chain(x: torch.Tensor, prior, num_warmup: int, num_samples: int, seed: i
         The sampler's record (:class:`~pyromodels.bhmc.BHMCChain` or
         :class:`~pyromodels.bhmc.RBHMCChain`).
     """
-    gen = make_generator(seed)
-    total = num_warmup + num_samples
-    if C is None:
-        return run_bhmc(x, prior, total, gen, burn_in=num_warmup)
-    return run_rbhmc(x, prior, total, C, eps0, gen, burn_in=num_warmup,
-                     paper_literal=paper_literal)
+    return run_pieces(x, prior, num_warmup, num_samples, make_generator(seed), None, C, eps0,
+                      paper_literal)
+
+
+def _piece_done(keeper, bar, records: list, chain: int, total: int, gen, shown: list,
+                sweeps: int, record) -> None:
+    """After a piece of chain ``chain``: advance the bar to ``sweeps`` (``shown[0]`` holds what
+    it shows) and hand the run's state to the checkpointer."""
+    bar.update(sweeps - shown[0])
+    shown[0] = sweeps
+    keeper.commit(chain * total + sweeps, {"records": list(records), "partial": record,
+                                           "done": sweeps, "generator": gen.get_state()})
+
+
+def _run_chains(model, x, prior, warm, draws, chains, seed, C, eps0, paper_literal, bar,
+                checkpoint, checkpoint_every, resume):
+    """The records of every chain, in pieces of ``checkpoint_every`` sweeps with a checkpoint
+    after each (see :mod:`pyromodels.bhmc.resume`); ``(seed, records)``."""
+    config = run_config(x, prior, C, eps0, paper_literal, warm, draws, chains)
+    saved = {"records": [], "partial": None, "done": 0, "generator": None}
+    if resume is not None:
+        seed, saved = read_checkpoint(resume, engine="bhmc", model=model, seed=seed,
+                                      config=config)
+    seed = resolve_seed(seed)
+    keeper = Checkpointer(checkpoint, checkpoint_every, engine="bhmc", model=model, seed=seed,
+                          config=config, build=lambda snapshot: snapshot)
+    every = checkpoint_every if keeper.enabled else None
+    records, total = list(saved["records"]), warm + draws
+    bar.update(len(records) * total)
+    with keeper.guard():
+        for i in range(len(records), chains):
+            gen = make_generator(derive_seed(seed, "chain", i))
+            start, done = None, 0
+            if saved["partial"] is not None:  # the chain the checkpoint stopped in
+                start, done = saved["partial"], saved["done"]
+                gen.set_state(saved["generator"])
+                saved["partial"] = None
+                bar.update(done)
+            report = functools.partial(_piece_done, keeper, bar, records, i, total, gen, [done])
+            records.append(run_pieces(x, prior, warm, draws, gen, every, C, eps0,
+                                      paper_literal, start, done, report))
+            keeper.commit((i + 1) * total, {"records": list(records), "partial": None,
+                                            "done": 0, "generator": None})
+        keeper.write()
+    return seed, records
 
 
 def _tree_scores(x, paths) -> tuple[float, float]:
@@ -76,7 +119,8 @@ def _tree_scores(x, paths) -> tuple[float, float]:
 def fit_bhmc(model, data, method: str = "gibbs", C=None, eps0: float = 1.0,
              num_warmup: int = 200, num_samples: int = 500, num_chains: int = 2,
              seed: int | None = None, progress: bool = True, paper_literal: bool = False,
-             device=None) -> Posterior:
+             device=None, checkpoint=None, checkpoint_every: int | None = None,
+             resume=None) -> Posterior:
     r"""Run ``num_chains`` chains of BHMC, or of RBHMC when ``C`` is given.
 
     Args:
@@ -89,10 +133,15 @@ def fit_bhmc(model, data, method: str = "gibbs", C=None, eps0: float = 1.0,
         num_samples: recorded sweeps per chain (``>= 1``).
         num_chains: chains (``>= 1``), run one after another.
         seed: the fit's seed (``None`` draws one; recorded in ``attrs``).
-        progress: show a progress bar over the chains.
+        progress: show a progress bar over the sweeps of every chain.
         paper_literal: RBHMC's path ratio as printed (datum ``n``'s kernel only) instead of
             the exact one (see :mod:`pyromodels.bhmc.regularised`).
         device: ``None`` or ``"cpu"`` (the samplers are sequential CPU code).
+        checkpoint, checkpoint_every, resume: write the run's state every
+            ``checkpoint_every`` sweeps (and after each chain, at the end, and on
+            ``KeyboardInterrupt``) to the file ``checkpoint``; continue the run saved in the
+            file ``resume`` (same model class, seed, data and settings), which then ends
+            exactly as the uninterrupted run (see :mod:`pyromodels.bhmc.resume`).
 
     Returns:
         :class:`~pyromodels.core.Posterior` (``method="gibbs"``; see the module doc). ``params``:
@@ -104,7 +153,8 @@ def fit_bhmc(model, data, method: str = "gibbs", C=None, eps0: float = 1.0,
         ``cdl_trace`` (and ``rcdl_trace``) ``(chain, warmup + samples)``.
 
     Raises:
-        ValueError: a bad count, ``C <= 0``, ``eps0 < 0`` or a device other than the CPU.
+        ValueError: a bad count, ``C <= 0``, ``eps0 < 0``, non-finite data, a device other than
+            the CPU, or a ``resume`` file of another run.
     """
     start = time.perf_counter()
     check_in(method, "method", ("gibbs",))
@@ -119,14 +169,11 @@ def fit_bhmc(model, data, method: str = "gibbs", C=None, eps0: float = 1.0,
     progress = check_bool(progress, "progress")
     if device is not None and torch.device(device).type != "cpu":
         raise ValueError(f"device must be the CPU (the samplers are sequential), got {device}")
-    seed = resolve_seed(seed)
     prior = model.prior
-    records = []
-    with progress_bar(chains, "BHMC chains" if C is None else "RBHMC chains", progress) as bar:
-        for i in range(chains):
-            records.append(run_chain(x, prior, warm, draws, derive_seed(seed, "chain", i), C,
-                                     eps0, paper_literal))
-            bar.update()
+    label = "BHMC sweeps" if C is None else "RBHMC sweeps"
+    with progress_bar(chains * (warm + draws), label, progress) as bar:
+        seed, records = _run_chains(model, x, prior, warm, draws, chains, seed, C, eps0,
+                                    paper_literal, bar, checkpoint, checkpoint_every, resume)
     criterion = "cdl" if C is None else "rcdl"
     keep = slice(warm, warm + draws)
     samples = {"cdl": torch.stack([r.cdl[keep] for r in records])}
@@ -158,7 +205,8 @@ def fit_bhmc(model, data, method: str = "gibbs", C=None, eps0: float = 1.0,
                    "num_warmup": warm}
     attrs = make_attrs("gibbs", seed, "cpu", start, model="RBHMC" if C is not None else "BHMC",
                        C=float("nan") if C is None else C, eps0=eps0,
-                       paper_literal=int(paper_literal), num_warmup=warm)
+                       paper_literal=int(paper_literal), num_warmup=warm,
+                       label_invariant_sites=list(samples))
     return Posterior(samples=samples, method="gibbs",
                      sample_stats={"lp": samples[criterion].clone(), "acceptance_rate": accept},
                      params=params, diagnostics=diagnostics, attrs=attrs, model=model, data=x)

@@ -3,7 +3,8 @@
 The model's entry says what data it reads and which of the model-specific options it takes
 (:data:`~pyromodels.registry.LOADER_OPTIONS` go to its loader,
 :data:`~pyromodels.registry.MODEL_OPTIONS` to its factory, ``--gold`` to its ``describe``
-hook). The report is written as for every command; the files the hook adds (a crowd fit's
+hook, :data:`~pyromodels.registry.FIT_ARGUMENTS` to the model's ``fit``, renamed). The
+report is written as for every command; the files the hook adds (a crowd fit's
 ``labels.csv``, say) are written beside ``index.html``, as part of the report.
 
 With ``--checkpoint-every N`` the run's state goes to ``checkpoint.pt`` in the report
@@ -58,6 +59,8 @@ def _model_options(args: argparse.Namespace, entry: registry.ModelEntry) -> dict
     for key in _FILE_OPTIONS:
         if key in given and not Path(given[key]).is_file():
             raise UsageError(f"{flag(key)} file not found: {given[key]}")
+    if "margin" in given and "regularisation" not in given:
+        raise UsageError("--margin sets RBHMC's margin: it needs --regularisation C")
     return given
 
 
@@ -185,8 +188,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
     use_agg()
     try:
         model = entry.factory(**{k: v for k, v in options.items() if k in registry.MODEL_OPTIONS})
+        fit_arguments = {registry.FIT_ARGUMENTS[k]: v for k, v in options.items()
+                         if k in registry.FIT_ARGUMENTS}
         posterior = model.fit(data, method=args.method, seed=args.seed, progress=args.progress,
-                              **engine_options)
+                              **engine_options, **fit_arguments)
     except ValueError as exc:
         raise UsageError(f"cannot fit {entry.name!r} with {args.method}: {exc}") from exc
     if entry.describe is None:

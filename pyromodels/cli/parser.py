@@ -96,6 +96,14 @@ def _positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}") from None
 
 
+def _nonnegative_float(text: str) -> float:
+    """argparse type: a finite real number >= 0."""
+    try:
+        return check_positive(float(text), "value", strict=False)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}") from None
+
+
 #: the model-specific ``fit`` options: destination -> (metavar, type, help); an entry lists
 #: those it takes in ``ModelEntry.options``
 FIT_OPTIONS: dict[str, tuple[str, object, str]] = {
@@ -113,6 +121,10 @@ FIT_OPTIONS: dict[str, tuple[str, object, str]] = {
     "num_components": ("K", _components, "number of mixture components (default 3)"),
     "gold": ("FILE", str, "gold labels, a CSV with task (or item) and label columns: the "
              "report scores the fit's labels against them (accuracy, macro-F1)"),
+    "regularisation": ("C", _positive_float, "RBHMC's regularisation constant C > 0: fit the "
+                       "max-margin regularised model (default: plain BHMC)"),
+    "margin": ("EPS0", _nonnegative_float, "RBHMC's margin eps0 >= 0 (default 1; needs "
+               "--regularisation)"),
 }
 
 

@@ -2,6 +2,8 @@
 against the closed-form CDL / RCDL, the derived chain seeds, ArviZ conversion, bad input."""
 
 
+import math
+
 import pytest
 import torch
 
@@ -116,3 +118,11 @@ def test_data_must_be_a_matrix():
         BHMC(PRIOR).fit(torch.zeros(5), num_samples=1)
 
 
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+def test_non_finite_data_are_refused(x, bad):
+    y = x.clone()
+    y[3, 1] = bad
+    with pytest.raises(ValueError, match="data must be finite"):
+        BHMC(PRIOR).fit(y, num_samples=1, num_warmup=0, num_chains=1)

@@ -211,6 +211,7 @@ ENTRY = register(
         scales=SCALES,
         data_format=("a CSV of numbers, one row per point, with or without a header line; "
                      "default: the 33 animals' 7 principal components"),
+        options=("regularisation", "margin"),
         describe=describe,
     )
 )

@@ -178,3 +178,52 @@ def test_fit_from_the_command_line(tmp_path):
     assert len(paths) == 12 and list(paths.columns)[-1] == "level_3"
 
 
+
+
+def test_fit_rbhmc_from_the_command_line_checkpointed_and_resumed(tmp_path):
+    import warnings
+
+    from pyromodels.cli import main
+
+    data = tmp_path / "points.csv"
+    np.savetxt(data, planted_hierarchy(n_per_leaf=2).x.numpy(), delimiter=",")
+    out = tmp_path / "report"
+    args = ["fit", "bhmc", "--method", "gibbs", "--data", str(data), "--out", str(out),
+            "--regularisation", "0.1", "--margin", "0.5", "--num-warmup", "2",
+            "--num-samples", "4", "--num-chains", "2", "--checkpoint-every", "3",
+            "--no-progress"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # no warning a user cannot act on
+        assert main(args) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    fit = metrics[next(key for key in metrics if key.startswith("bhmc"))]["gibbs"]
+    assert fit["criterion"] == "rcdl"
+    saved = json.loads((out / "checkpoint-args.json").read_text())
+    assert saved["regularisation"] == 0.1 and saved["margin"] == 0.5
+    assert (out / "checkpoint.pt").is_file()
+    # the finished run resumes to the same report numbers
+    assert main(["fit", "--resume", str(out), "--no-progress"]) == 0
+    again = json.loads((out / "metrics.json").read_text())
+    resumed = again[next(key for key in again if key.startswith("bhmc"))]["gibbs"]
+    assert resumed.pop("wall_time_s") < fit.pop("wall_time_s")  # nothing sampled again
+    assert resumed == fit
+
+
+def test_the_margin_needs_the_regularisation(tmp_path, capsys):
+    from pyromodels.cli import main
+
+    assert main(["fit", "bhmc", "--method", "gibbs", "--margin", "0.5",
+                 "--out", str(tmp_path)]) == 2
+    assert "--margin sets RBHMC's margin: it needs --regularisation C" in capsys.readouterr().err
+    assert main(["fit", "gaussian-mixture", "--method", "em", "--regularisation", "1"]) == 2
+    assert "--regularisation does not apply to model 'gaussian-mixture'" in capsys.readouterr().err
+
+
+def test_a_fit_names_its_draws_label_invariant(tmp_path):
+    from pyromodels.bhmc import BHMC
+
+    x = planted_hierarchy(n_per_leaf=2).x
+    post = BHMC(rep.prior_for("animals")).fit(x, C=0.1, num_warmup=1, num_samples=2,
+                                              num_chains=1, seed=0, progress=False)
+    assert post.attrs["label_invariant_sites"] == ["cdl", "rcdl", "num_leaves",
+                                                   "nodes_per_level"]
