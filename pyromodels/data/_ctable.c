@@ -67,6 +67,58 @@ static Py_ssize_t count(const int64_t *item, const int64_t *worker, Py_ssize_t L
     return repeats;
 }
 
+/* ------------------------------------------------------------------ argument handling */
+
+/* Take the C-contiguous buffers of args[first + i] for i < n (writable where writable[i]);
+ * returns how many were taken: n, or fewer with a Python error set. */
+static int take_buffers(PyObject *const *args, int first, int n, const int *writable,
+                        Py_buffer *b)
+{
+    for (int i = 0; i < n; ++i) {
+        int flags = PyBUF_C_CONTIGUOUS | (writable[i] ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(args[first + i], &b[i], flags) < 0)
+            return i;
+    }
+    return n;
+}
+
+static void release_buffers(Py_buffer *b, int n)
+{
+    for (int i = 0; i < n; ++i)
+        PyBuffer_Release(&b[i]);
+}
+
+/* nargs == want and the first k arguments as sizes >= 1 (k <= 3), or a Python error */
+static int sizes(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, const char *name,
+                 int k, Py_ssize_t *size)
+{
+    if (nargs != want) {
+        PyErr_Format(PyExc_TypeError, "%s takes %zd arguments, got %zd", name, want, nargs);
+        return -1;
+    }
+    for (int i = 0; i < k; ++i) {
+        size[i] = PyLong_AsSsize_t(args[i]);
+        if (PyErr_Occurred())
+            return -1;
+        if (size[i] < 1) {
+            PyErr_Format(PyExc_ValueError, "%s needs sizes >= 1, got %zd", name, size[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int int64_rows(const Py_buffer *b, int n, Py_ssize_t *rows)
+{
+    *rows = b[0].len / (Py_ssize_t)sizeof(int64_t);
+    for (int i = 0; i < n; ++i)
+        if (b[i].len != b[0].len || b[i].len % (Py_ssize_t)sizeof(int64_t))
+            return -1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the module's functions */
+
 PyDoc_STRVAR(count_repeats_doc,
 "count_repeats(N, M, item, worker) -> int\n\n"
 "The number of rows whose (item, worker) pair occurred in an earlier row; item and worker\n"
@@ -74,53 +126,43 @@ PyDoc_STRVAR(count_repeats_doc,
 
 static PyObject *py_count_repeats(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4) {
-        PyErr_Format(PyExc_TypeError, "count_repeats takes 4 arguments, got %zd", nargs);
+    Py_ssize_t size[2], L;
+    Py_buffer b[2];
+    const int writable[2] = {0, 0};
+    if (sizes(args, nargs, 4, "count_repeats", 2, size) < 0)
         return NULL;
-    }
-    const Py_ssize_t N = PyLong_AsSsize_t(args[0]), M = PyLong_AsSsize_t(args[1]);
-    if (PyErr_Occurred())
-        return NULL;
-    if (N < 1 || M < 1) {
-        PyErr_Format(PyExc_ValueError, "need N >= 1 and M >= 1, got %zd and %zd", N, M);
-        return NULL;
-    }
-    Py_buffer bi, bw;
-    if (PyObject_GetBuffer(args[2], &bi, PyBUF_C_CONTIGUOUS) < 0)
-        return NULL;
-    if (PyObject_GetBuffer(args[3], &bw, PyBUF_C_CONTIGUOUS) < 0) {
-        PyBuffer_Release(&bi);
-        return NULL;
-    }
+    const Py_ssize_t N = size[0], M = size[1];
+    const int held = take_buffers(args, 2, 2, writable, b);
     PyObject *out = NULL;
-    const Py_ssize_t L = bi.len / (Py_ssize_t)sizeof(int64_t);
-    if (bi.len != bw.len || bi.len % (Py_ssize_t)sizeof(int64_t)) {
+    int64_t *ptr = NULL, *grouped = NULL, *last = NULL;
+    if (held < 2)
+        goto done;
+    if (int64_rows(b, 2, &L) < 0) {
         PyErr_SetString(PyExc_ValueError, "item and worker must be int64 arrays of one length");
         goto done;
     }
-    int64_t *ptr = PyMem_Malloc(((size_t)N + 1) * sizeof(int64_t));
-    int64_t *grouped = PyMem_Malloc(((size_t)L + 1) * sizeof(int64_t));
-    int64_t *last = PyMem_Malloc((size_t)M * sizeof(int64_t));
+    ptr = PyMem_Malloc(((size_t)N + 1) * sizeof(int64_t));
+    grouped = PyMem_Malloc(((size_t)L + 1) * sizeof(int64_t));
+    last = PyMem_Malloc((size_t)M * sizeof(int64_t));
     if (ptr == NULL || grouped == NULL || last == NULL) {
         PyErr_NoMemory();
-    } else {
-        int bad = 0;
-        Py_ssize_t repeats;
-        Py_BEGIN_ALLOW_THREADS
-        repeats = count(bi.buf, bw.buf, L, N, M, ptr, grouped, last, &bad);
-        Py_END_ALLOW_THREADS
-        if (bad)
-            PyErr_Format(PyExc_ValueError, "an item code is outside 0 .. %zd or a worker code "
-                         "outside 0 .. %zd", N - 1, M - 1);
-        else
-            out = PyLong_FromSsize_t(repeats);
+        goto done;
     }
+    int bad = 0;
+    Py_ssize_t repeats;
+    Py_BEGIN_ALLOW_THREADS
+    repeats = count(b[0].buf, b[1].buf, L, N, M, ptr, grouped, last, &bad);
+    Py_END_ALLOW_THREADS
+    if (bad)
+        PyErr_Format(PyExc_ValueError, "an item code is outside 0 .. %zd or a worker code "
+                     "outside 0 .. %zd", N - 1, M - 1);
+    else
+        out = PyLong_FromSsize_t(repeats);
+done:
     PyMem_Free(ptr);
     PyMem_Free(grouped);
     PyMem_Free(last);
-done:
-    PyBuffer_Release(&bi);
-    PyBuffer_Release(&bw);
+    release_buffers(b, held);
     return out;
 }
 
@@ -132,28 +174,23 @@ PyDoc_STRVAR(dense_codes_doc,
 
 static PyObject *py_dense_codes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4) {
-        PyErr_Format(PyExc_TypeError, "dense_codes takes 4 arguments, got %zd", nargs);
+    Py_ssize_t L;
+    Py_buffer b[3];  /* values, codes, present */
+    const int writable[3] = {0, 1, 1};
+    if (sizes(args, nargs, 4, "dense_codes", 0, NULL) < 0)
         return NULL;
-    }
     const long long lo = PyLong_AsLongLong(args[1]);
     if (PyErr_Occurred())
         return NULL;
-    Py_buffer bv, bc, bp;
-    int held = 0;
     PyObject *out = NULL;
     int64_t *rank = NULL;
-    if (PyObject_GetBuffer(args[0], &bv, PyBUF_C_CONTIGUOUS) < 0)
+    /* values is args[0]; codes and present args[2], args[3] */
+    const int first = take_buffers(args, 0, 1, writable, b);
+    const int held = first < 1 ? first : 1 + take_buffers(args, 2, 2, writable + 1, b + 1);
+    if (held < 3)
         goto done;
-    ++held;
-    if (PyObject_GetBuffer(args[2], &bc, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
-        goto done;
-    ++held;
-    if (PyObject_GetBuffer(args[3], &bp, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
-        goto done;
-    ++held;
-    const Py_ssize_t L = bv.len / (Py_ssize_t)sizeof(int64_t), S = bp.len;
-    if (bv.len % (Py_ssize_t)sizeof(int64_t) || bc.len != bv.len || S < 1) {
+    const Py_ssize_t S = b[2].len;
+    if (int64_rows(b, 2, &L) < 0 || S < 1) {
         PyErr_SetString(PyExc_ValueError, "values and codes must be int64 arrays of one "
                         "length and present must not be empty");
         goto done;
@@ -163,9 +200,9 @@ static PyObject *py_dense_codes(PyObject *self, PyObject *const *args, Py_ssize_
         PyErr_NoMemory();
         goto done;
     }
-    const int64_t *v = bv.buf;
-    int64_t *codes = bc.buf;
-    uint8_t *present = bp.buf;
+    const int64_t *v = b[0].buf;
+    int64_t *codes = b[1].buf;
+    uint8_t *present = b[2].buf;
     int bad = 0;
     Py_ssize_t distinct = 0;
     Py_BEGIN_ALLOW_THREADS
@@ -193,12 +230,7 @@ static PyObject *py_dense_codes(PyObject *self, PyObject *const *args, Py_ssize_
         out = PyLong_FromSsize_t(distinct);
 done:
     PyMem_Free(rank);
-    if (held > 2)
-        PyBuffer_Release(&bp);
-    if (held > 1)
-        PyBuffer_Release(&bc);
-    if (held > 0)
-        PyBuffer_Release(&bv);
+    release_buffers(b, held);
     return out;
 }
 
@@ -210,29 +242,17 @@ PyDoc_STRVAR(label_statistics_doc,
 
 static PyObject *py_label_statistics(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 9) {
-        PyErr_Format(PyExc_TypeError, "label_statistics takes 9 arguments, got %zd", nargs);
-        return NULL;
-    }
-    const Py_ssize_t N = PyLong_AsSsize_t(args[0]), M = PyLong_AsSsize_t(args[1]),
-                     K = PyLong_AsSsize_t(args[2]);
-    if (PyErr_Occurred())
-        return NULL;
-    if (N < 1 || M < 1 || K < 1) {
-        PyErr_Format(PyExc_ValueError, "need N, M, K >= 1, got %zd, %zd and %zd", N, M, K);
-        return NULL;
-    }
+    Py_ssize_t size[3], L;
     Py_buffer b[6];
-    int held = 0, writable[6] = {0, 0, 0, 1, 1, 1};
+    const int writable[6] = {0, 0, 0, 1, 1, 1};
+    if (sizes(args, nargs, 9, "label_statistics", 3, size) < 0)
+        return NULL;
+    const Py_ssize_t N = size[0], M = size[1], K = size[2];
+    const int held = take_buffers(args, 3, 6, writable, b);
     PyObject *out = NULL;
-    for (; held < 6; ++held) {
-        int flags = PyBUF_C_CONTIGUOUS | (writable[held] ? PyBUF_WRITABLE : 0);
-        if (PyObject_GetBuffer(args[3 + held], &b[held], flags) < 0)
-            goto done;
-    }
-    const Py_ssize_t L = b[0].len / (Py_ssize_t)sizeof(int64_t);
-    if (b[0].len % (Py_ssize_t)sizeof(int64_t) || b[1].len != b[0].len || b[2].len != b[0].len
-        || b[3].len != N * (Py_ssize_t)sizeof(int64_t)
+    if (held < 6)
+        goto done;
+    if (int64_rows(b, 3, &L) < 0 || b[3].len != N * (Py_ssize_t)sizeof(int64_t)
         || b[4].len != M * (Py_ssize_t)sizeof(int64_t) || b[5].len != K * M) {
         PyErr_SetString(PyExc_ValueError, "item, worker and label must be int64 arrays of one "
                         "length, per_item (N,) and per_worker (M,) int64, pairs (K, M) uint8");
@@ -263,8 +283,7 @@ static PyObject *py_label_statistics(PyObject *self, PyObject *const *args, Py_s
     else
         out = Py_NewRef(Py_None);
 done:
-    for (int i = 0; i < held; ++i)
-        PyBuffer_Release(&b[i]);
+    release_buffers(b, held);
     return out;
 }
 

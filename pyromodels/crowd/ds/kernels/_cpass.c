@@ -329,8 +329,8 @@ static int take(PyObject *obj, Buf *b, const char *name, Py_ssize_t count, Py_ss
     }
     b->held = 1;
     if (b->view.len != count * size) {
-        PyErr_Format(PyExc_ValueError, "%s must hold %zd items of %zd bytes (%zd bytes), got %zd bytes",
-                     name, count, size, count * size, b->view.len);
+        PyErr_Format(PyExc_ValueError, "%s must hold %zd items of %zd bytes (%zd bytes), "
+                     "got %zd bytes", name, count, size, count * size, b->view.len);
         return -1;
     }
     return 0;
@@ -424,6 +424,38 @@ static int scratch(Py_ssize_t K, double **heap)
     return 0;
 }
 
+/* The arguments every pass starts with: nargs == want, the sizes N, M, K (args[0..2]) and
+ * the grouping (args[3], args[4] into b[0], b[1]); sets the sizes into *N, *M, *K. */
+static int start_pass(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want,
+                      const char *name, Buf *b, Pass *p, Py_ssize_t *N, Py_ssize_t *M,
+                      Py_ssize_t *K)
+{
+    if (check_nargs(nargs, want, name) < 0 || sizes(args, N, M, K) < 0)
+        return -1;
+    return take_groups(args + 3, b, p, *N, *M, *K);
+}
+
+/* prior (args[5], into b[2]) and conf (args[6], into b[3]) of the product passes, and the
+ * pass's parameters set from them */
+static int take_parameters(PyObject *const *args, Buf *b, Pass *p, Py_ssize_t M, Py_ssize_t K)
+{
+    if (take(args[5], &b[2], "prior", K, sizeof(double), 0) < 0
+        || take(args[6], &b[3], "conf", M * K * K, sizeof(double), 0) < 0)
+        return -1;
+    p->prior = b[2].view.buf;
+    p->conf = b[3].view.buf;
+    p->safe = safe_labels(p->prior, p->conf, M, K);
+    return 0;
+}
+
+/* After a pass: free its scratch, release the n buffers and raise on a bad code (-1). */
+static int finish(const Pass *p, double *heap, Buf *b, int n)
+{
+    PyMem_Free(heap);
+    release(b, n);
+    return bad_codes(p) ? -1 : 0;
+}
+
 /* ------------------------------------------------------------------ the module's functions */
 
 PyDoc_STRVAR(em_counts_doc,
@@ -437,28 +469,17 @@ static PyObject *py_em_counts(PyObject *self, PyObject *const *args, Py_ssize_t 
     Buf b[6] = {{{0}}};
     Pass p;
     double total = 0.0, *a = NULL;
-    if (check_nargs(nargs, 9, "em_counts") < 0 || sizes(args, &N, &M, &K) < 0
-        || take_groups(args + 3, b, &p, N, M, K) < 0
-        || take(args[5], &b[2], "prior", K, sizeof(double), 0) < 0
-        || take(args[6], &b[3], "conf", M * K * K, sizeof(double), 0) < 0
+    if (start_pass(args, nargs, 9, "em_counts", b, &p, &N, &M, &K) < 0
+        || take_parameters(args, b, &p, M, K) < 0
         || take(args[7], &b[4], "counts", M * K * K, sizeof(double), 1) < 0
-        || take(args[8], &b[5], "qsum", K, sizeof(double), 1) < 0
-        || scratch(K, &a) < 0)
-        goto fail;
-    p.prior = b[2].view.buf;
-    p.conf = b[3].view.buf;
-    p.safe = safe_labels(p.prior, p.conf, M, K);
+        || take(args[8], &b[5], "qsum", K, sizeof(double), 1) < 0 || scratch(K, &a) < 0) {
+        release(b, 6);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
     total = em_counts_any(&p, a, b[4].view.buf, b[5].view.buf);
     Py_END_ALLOW_THREADS
-    PyMem_Free(a);
-    if (bad_codes(&p))
-        goto fail;
-    release(b, 6);
-    return PyFloat_FromDouble(total);
-fail:
-    release(b, 6);
-    return NULL;
+    return finish(&p, a, b, 6) < 0 ? NULL : PyFloat_FromDouble(total);
 }
 
 PyDoc_STRVAR(posteriors_doc,
@@ -472,30 +493,22 @@ static PyObject *py_posteriors(PyObject *self, PyObject *const *args, Py_ssize_t
     Buf b[7] = {{{0}}};
     Pass p;
     double *a = NULL;
-    if (check_nargs(nargs, 10, "posteriors") < 0 || sizes(args, &N, &M, &K) < 0
-        || take_groups(args + 3, b, &p, N, M, K) < 0
-        || take(args[5], &b[2], "prior", K, sizeof(double), 0) < 0
-        || take(args[6], &b[3], "conf", M * K * K, sizeof(double), 0) < 0
+    if (start_pass(args, nargs, 10, "posteriors", b, &p, &N, &M, &K) < 0
+        || take_parameters(args, b, &p, M, K) < 0
         || take(args[7], &b[4], "q", N * K, sizeof(double), 1) < 0
         || take(args[8], &b[5], "loglik", N, sizeof(double), 1) < 0
         || (args[9] != Py_None && take(args[9], &b[6], "best", N, sizeof(int64_t), 1) < 0)
-        || scratch(K, &a) < 0)
-        goto fail;
-    p.prior = b[2].view.buf;
-    p.conf = b[3].view.buf;
-    p.safe = safe_labels(p.prior, p.conf, M, K);
+        || scratch(K, &a) < 0) {
+        release(b, 7);
+        return NULL;
+    }
     int64_t *best = args[9] == Py_None ? NULL : b[6].view.buf;
     Py_BEGIN_ALLOW_THREADS
     posteriors_any(&p, a, b[4].view.buf, b[5].view.buf, best);
     Py_END_ALLOW_THREADS
-    PyMem_Free(a);
-    if (bad_codes(&p))
-        goto fail;
-    release(b, 7);
+    if (finish(&p, a, b, 7) < 0)
+        return NULL;
     Py_RETURN_NONE;
-fail:
-    release(b, 7);
-    return NULL;
 }
 
 PyDoc_STRVAR(log_marginal_doc,
@@ -508,26 +521,16 @@ static PyObject *py_log_marginal(PyObject *self, PyObject *const *args, Py_ssize
     Buf b[4] = {{{0}}};
     Pass p;
     double total = 0.0, *a = NULL;
-    if (check_nargs(nargs, 7, "log_marginal") < 0 || sizes(args, &N, &M, &K) < 0
-        || take_groups(args + 3, b, &p, N, M, K) < 0
-        || take(args[5], &b[2], "prior", K, sizeof(double), 0) < 0
-        || take(args[6], &b[3], "conf", M * K * K, sizeof(double), 0) < 0
-        || scratch(K, &a) < 0)
-        goto fail;
-    p.prior = b[2].view.buf;
-    p.conf = b[3].view.buf;
-    p.safe = safe_labels(p.prior, p.conf, M, K);
+    if (start_pass(args, nargs, 7, "log_marginal", b, &p, &N, &M, &K) < 0
+        || take_parameters(args, b, &p, M, K) < 0
+        || scratch(K, &a) < 0) {
+        release(b, 4);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
     total = log_marginal_any(&p, a);
     Py_END_ALLOW_THREADS
-    PyMem_Free(a);
-    if (bad_codes(&p))
-        goto fail;
-    release(b, 4);
-    return PyFloat_FromDouble(total);
-fail:
-    release(b, 4);
-    return NULL;
+    return finish(&p, a, b, 4) < 0 ? NULL : PyFloat_FromDouble(total);
 }
 
 PyDoc_STRVAR(counts_doc,
@@ -539,21 +542,18 @@ static PyObject *py_counts(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_ssize_t N, M, K;
     Buf b[4] = {{{0}}};
     Pass p;
-    if (check_nargs(nargs, 7, "counts") < 0 || sizes(args, &N, &M, &K) < 0
-        || take_groups(args + 3, b, &p, N, M, K) < 0
+    if (start_pass(args, nargs, 7, "counts", b, &p, &N, &M, &K) < 0
         || take(args[5], &b[2], "q", N * K, sizeof(double), 0) < 0
-        || take(args[6], &b[3], "counts", M * K * K, sizeof(double), 1) < 0)
-        goto fail;
+        || take(args[6], &b[3], "counts", M * K * K, sizeof(double), 1) < 0) {
+        release(b, 4);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
     counts_pass(&p, b[2].view.buf, b[3].view.buf);
     Py_END_ALLOW_THREADS
-    if (bad_codes(&p))
-        goto fail;
-    release(b, 4);
+    if (finish(&p, NULL, b, 4) < 0)
+        return NULL;
     Py_RETURN_NONE;
-fail:
-    release(b, 4);
-    return NULL;
 }
 
 PyDoc_STRVAR(group_doc,
@@ -629,23 +629,18 @@ static PyObject *py_vote_counts(PyObject *self, PyObject *const *args, Py_ssize_
     Buf b[4] = {{{0}}};
     Pass p;
     double *a = NULL;
-    if (check_nargs(nargs, 7, "vote_counts") < 0 || sizes(args, &N, &M, &K) < 0
-        || take_groups(args + 3, b, &p, N, M, K) < 0
+    if (start_pass(args, nargs, 7, "vote_counts", b, &p, &N, &M, &K) < 0
         || take(args[5], &b[2], "counts", M * K * K, sizeof(double), 1) < 0
-        || take(args[6], &b[3], "qsum", K, sizeof(double), 1) < 0
-        || scratch(K, &a) < 0)
-        goto fail;
+        || take(args[6], &b[3], "qsum", K, sizeof(double), 1) < 0 || scratch(K, &a) < 0) {
+        release(b, 4);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
     vote_counts_any(&p, a, b[2].view.buf, b[3].view.buf);
     Py_END_ALLOW_THREADS
-    PyMem_Free(a);
-    if (bad_codes(&p))
-        goto fail;
-    release(b, 4);
+    if (finish(&p, a, b, 4) < 0)
+        return NULL;
     Py_RETURN_NONE;
-fail:
-    release(b, 4);
-    return NULL;
 }
 
 static PyMethodDef methods[] = {
