@@ -9,6 +9,7 @@ indexed by the user's ids.
 from __future__ import annotations
 
 import functools
+import os
 import warnings
 
 import numpy as np
@@ -240,8 +241,11 @@ def index_values(values, index: pd.Index, name: str, columns=None):
 
 @functools.cache
 def c_table_passes():
-    """The C passes over table columns (``_ctable.c``: ``count_repeats``, ``dense_codes``),
-    built with the package, or ``None`` where it was built without a C compiler."""
+    """The C passes over table columns (``_ctable.c``: ``count_repeats``, ``dense_codes``,
+    ``label_statistics``), built with the package, or ``None`` where it was built without a C
+    compiler or the environment variable ``PYROMODELS_NO_C`` is set (not empty)."""
+    if os.environ.get("PYROMODELS_NO_C"):
+        return None
     try:
         from . import _ctable
     except ImportError:

@@ -192,3 +192,28 @@ def test_labels_are_grouped_by_item_in_table_order_without_sorting(table, order,
     counts = np.bincount(shuffled.item_idx.numpy(), minlength=shuffled.num_items)
     np.testing.assert_array_equal(np.diff(ptr), counts)
     assert ptr[-1] == len(rows) and counts[-2:].tolist() == [0, 0]
+
+
+def test_without_the_c_passes_a_fresh_process_fits_the_same_labels_on_numba(fresh_python):
+    # what a machine without a C compiler runs: the numba passes and the NumPy table checks
+    code = textwrap.dedent("""
+        import json, os, sys
+        os.environ["PYROMODELS_NO_C"] = "1"
+        from pyromodels.crowd.estimators import DawidSkeneEstimator
+        from pyromodels.data import WorkerPopulation, simulate_annotations
+        table, _ = simulate_annotations(300, WorkerPopulation(15, labels_per_item=4), 4, seed=8)
+        frame = table.to_frame().sample(frac=1.0, random_state=0)
+        est = DawidSkeneEstimator(n_iter=30).fit(frame)
+        loaded = [m.rsplit(".", 1)[1] for m in sys.modules
+                  if m.startswith("pyromodels.") and m.rsplit(".", 1)[1] in ("_cpass", "_ctable")]
+        print(json.dumps({"backend": est.posterior_.data.backend, "loaded": loaded,
+                          "labels": est.labels_.tolist()}))
+    """)
+    out = json.loads(fresh_python(code).splitlines()[-1])
+    from pyromodels.crowd.estimators import DawidSkeneEstimator
+    from pyromodels.data import WorkerPopulation, simulate_annotations
+
+    table, _ = simulate_annotations(300, WorkerPopulation(15, labels_per_item=4), 4, seed=8)
+    here = DawidSkeneEstimator(n_iter=30).fit(table.to_frame().sample(frac=1.0, random_state=0))
+    assert here.posterior_.data.backend == "c"
+    assert out == {"backend": "numba", "loaded": [], "labels": here.labels_.tolist()}
