@@ -24,8 +24,10 @@ Two implementations of the same loops, item by item in the same order (the tests
 each other and to the torch path):
 
 * ``backend="c"``: the extension ``_cpass`` (``_cpass.c``), compiled when the package is
-  installed. A new process loads it in about a millisecond, so a first fit pays no compilation.
-  :func:`.native.have_c` says whether it was built (a machine without a C compiler installs without it).
+  installed. A new process loads it in about a millisecond, so a first fit pays no
+  compilation. :func:`.native.have_c` says whether it was built (a machine without a C
+  compiler installs without it). It reads each label as one cell ``worker * K + label``
+  (:func:`.groups.item_cells`) and skips the rescaling test for items too short to underflow.
 * ``backend="numba"``: :mod:`.passes` and :mod:`.unrolled`, cached on disk (``cache=True``);
   a new process still spends about 0.3 s starting numba and loading them. They are imported
   only when used.
