@@ -162,11 +162,13 @@ def e_step_labels(data: DSData, params: dict,
     (the C pass picks the class in its loop, where an argmax over 5 classes in torch costs as
     much as the whole E-step)."""
     prior, confusion = _prior(data, params), params["confusion"]
-    if _backend(data, backend, prior, confusion) == "c":
+    chosen = _backend(data, backend, prior, confusion)
+    if chosen == "c":
         q, log_norm, best = compiled.posteriors(data.table, prior, confusion, "c", best=True)
         if bool(torch.isfinite(log_norm).all()):
             return q, best, log_norm
-    q, log_norm = e_step(data, params, backend)
+        chosen = "torch"  # an item impossible under every class: not the C pass again
+    q, log_norm = table_posteriors(data.table, prior, confusion, chosen)
     return q, q.argmax(-1), log_norm
 
 

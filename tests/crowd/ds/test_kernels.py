@@ -141,6 +141,10 @@ def test_impossible_answers_match_the_torch_path():
         q_n, norm_n = em.e_step(data, params, backend)
         torch.testing.assert_close(q_n, q_t, equal_nan=True)
         torch.testing.assert_close(norm_n, norm_t)
+        q_l, best, norm_l = em.e_step_labels(data, params, backend)  # handed back to torch
+        torch.testing.assert_close(q_l, q_t, equal_nan=True)
+        torch.testing.assert_close(norm_l, norm_t)
+        assert torch.equal(best, q_t.argmax(-1))
     for backend in ("torch", *compiled.BACKENDS):
         assert bool(torch.isneginf(em.log_marginal(data, params, backend)))
     keep = {0, 2}  # drop item 1: the pass itself handles the one zero
