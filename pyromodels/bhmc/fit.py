@@ -81,14 +81,14 @@ def _run_chains(model, x, prior, warm, draws, chains, seed, C, eps0, paper_liter
                 checkpoint, checkpoint_every, resume):
     """The records of every chain, in pieces of ``checkpoint_every`` sweeps with a checkpoint
     after each (see :mod:`pyromodels.bhmc.resume`); ``(seed, records)``."""
-    config = run_config(x, prior, C, eps0, paper_literal, warm, draws, chains)
+    config = run_config(prior, C, eps0, paper_literal, warm, draws, chains)
     saved = {"records": [], "partial": None, "done": 0, "generator": None}
     if resume is not None:
         seed, saved = read_checkpoint(resume, engine="bhmc", model=model, seed=seed,
-                                      config=config)
+                                      config=config, data=x)
     seed = resolve_seed(seed)
     keeper = Checkpointer(checkpoint, checkpoint_every, engine="bhmc", model=model, seed=seed,
-                          config=config, build=lambda snapshot: snapshot)
+                          config=config, data=x, build=lambda snapshot: snapshot)
     every = checkpoint_every if keeper.enabled else None
     records, total = list(saved["records"]), warm + draws
     bar.update(len(records) * total)

@@ -116,7 +116,7 @@ def run_em(
     best, best_params, monitors = None, None, []
     if resume is not None:
         seed, saved = read_checkpoint(resume, engine="em", model=model, seed=seed, config=config,
-                                      extendable=("n_init",))
+                                      data=data, extendable=("n_init",))
         monitors = list(saved["monitors"])
         if monitors:
             best, best_params = monitors[saved["best"]], saved["best_params"]
@@ -126,7 +126,7 @@ def run_em(
                 check_shapes({k: best_params.get(k) for k in fresh}, fresh, "EM parameter")
     seed = resolve_seed(seed)
     ckpt = Checkpointer(checkpoint, checkpoint_every, engine="em", model=model, seed=seed,
-                        config=config, build=lambda snapshot: snapshot)
+                        config=config, data=data, build=lambda snapshot: snapshot)
     start = time.perf_counter()
     with ckpt.guard(), progress_bar(max_iter, "em", progress) as bar:
         for r in range(len(monitors), n_init):
