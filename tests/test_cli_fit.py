@@ -313,3 +313,18 @@ def test_resume_errors(tmp_path, capsys):
     assert f"continues with the arguments saved in {out}: give no --method" in _one_error_line(capsys)
     assert main(["fit", "--resume", str(out), "--seed", "5"]) == 2
     assert "the checkpointed fit has --seed 0, not 5" in _one_error_line(capsys)
+
+
+def test_resume_on_a_data_file_changed_since_the_checkpoint_is_refused(tmp_path, capsys):
+    answers, _ = load_crowd("bluebirds")
+    path = tmp_path / "answers.csv"
+    answers.to_csv(path, index=False)
+    out = _fit(["dawid-skene", "--method", "gibbs", "--data", str(path), "--num-samples", "2",
+                "--num-warmup", "1", "--num-chains", "1", "--checkpoint-every", "1"],
+               tmp_path, "run")
+    capsys.readouterr()
+    labels = sorted(answers["label"].unique())
+    answers.loc[0, "label"] = labels[1] if answers.loc[0, "label"] == labels[0] else labels[0]
+    answers.to_csv(path, index=False)  # the same items, workers and classes: one label changed
+    assert main(["fit", "--resume", str(out), "--no-progress"]) == 2
+    assert "resume: the checkpoint was written for other data" in _one_error_line(capsys)
