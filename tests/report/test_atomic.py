@@ -139,6 +139,10 @@ def _damage(kind: str, out: Path, other: Path) -> None:
         (out / "labels.csv").write_text("label\n9\n")
     elif kind == "truncated metrics":
         (out / "metrics.json").write_text((out / "metrics.json").read_text()[:40])
+    elif kind == "edited metric":
+        metrics = json.loads((out / "metrics.json").read_text())
+        metrics["run"]["gibbs"]["value"] = 0.5
+        (out / "metrics.json").write_text(json.dumps(metrics))
     elif kind == "no run record":
         metrics = json.loads((out / "metrics.json").read_text())
         del metrics["_report"]
@@ -156,6 +160,7 @@ def _damage(kind: str, out: Path, other: Path) -> None:
         ("edited CSV", "is partial: labels.csv differs from the file run "),
         ("truncated metrics", "is partial: metrics.json cannot be read"),
         ("no run record", "metrics.json holds no run id"),
+        ("edited metric", "is partial: metrics.json holds metrics that differ from those run "),
     ],
 )
 def test_a_partial_or_mixed_report_is_refused_in_one_line(tmp_path, capsys, kind, message):
