@@ -141,14 +141,14 @@ def _signals_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def _swap(stage: Path, target: Path, token: str) -> None:
+def _swap(stage: Path, target: Path) -> None:
     """Move ``stage`` into place at ``target``, keeping the old target's other entries; the
-    old target is set aside under ``token`` (that of ``stage``) while it is deleted."""
+    old target is set aside under the token of ``stage`` while it is deleted."""
     if not os.path.lexists(target):
         os.rename(stage, target)
         return
     os.chmod(stage, stat.S_IMODE(target.stat().st_mode))
-    old = _sibling(target, "old", token)
+    old = _sibling(target, "old", stage.name.rsplit("-", 1)[1])
     with _signals_held():
         moved: list[str] = []
         try:
@@ -197,7 +197,7 @@ def staged_directory(target: Path) -> Iterator[Path]:
         raise
     try:
         yield stage
-        _swap(stage, target, token)
+        _swap(stage, target)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
