@@ -127,8 +127,11 @@ def load_checkpoint(path, name: str = "path") -> dict:
     first, _, record = content.partition(b"\n")
     prefix = f"{FORMAT} sha256=".encode()
     if not first.startswith(prefix):
+        older = (" (it is a torch file: checkpoints of the formats before, which kept no "
+                 "checksum and no data fingerprint, cannot be resumed)"
+                 if content.startswith(b"PK\x03\x04") else "")
         raise ValueError(f"{name}: {str(path)!r} is not a pyromodels checkpoint of format "
-                         f"{FORMAT!r} (a file written by this version's checkpoint=)")
+                         f"{FORMAT!r}{older}")
     if hashlib.sha256(record).hexdigest().encode() != first[len(prefix):]:
         raise ValueError(f"{name}: {str(path)!r} is damaged: its contents do not match the "
                          "checksum written with them")
