@@ -221,7 +221,7 @@ def test_resume_of_a_missing_or_foreign_file_is_a_value_error(points, tmp_path):
         run_gibbs(BayesianGaussianMixture(2), points, resume=tmp_path / "none.ckpt")
     other = tmp_path / "other.ckpt"
     torch.save({"format": "pyromodels.Checkpoint/1"}, other)
-    with pytest.raises(ValueError, match="^resume: .* is not a pyromodels checkpoint .* it is a "
+    with pytest.raises(ValueError, match="^resume: .* is not a pyromodels checkpoint .*\\(it is a "
                                          "torch file: checkpoints of the formats before"):
         run_gibbs(BayesianGaussianMixture(2), points, resume=other)
     other.write_text("not a pickle")
