@@ -182,9 +182,10 @@ def read_checkpoint(path, *, engine: str, model, seed: int | None, config: dict,
     fingerprint = data_fingerprint(data)
     if payload["data"] != fingerprint:
         raise ValueError(
-            f"resume: the checkpoint was written for other data (fingerprint "
-            f"{payload['data'][:16]}), this run's data has fingerprint {fingerprint[:16]}; "
-            "resume with the data the run started with"
+            f"resume: the checkpoint was written for other data: the fingerprint of the "
+            f"prepared data (with what the model derives from them, such as resolved priors) "
+            f"is {payload['data'][:16]} in the checkpoint, {fingerprint[:16]} for this run; "
+            "resume with the data and model the run started with"
         )
     return payload["seed"], payload["state"]
 
