@@ -106,7 +106,12 @@ def _write_sealed(path: Path, payload: dict) -> None:
     torch.save(payload, buffer)
     record = buffer.getvalue()
     seal = f"{FORMAT} sha256={hashlib.sha256(record).hexdigest()}\n".encode()
-    _write_atomically(path, lambda fh: (fh.write(seal), fh.write(record)))
+
+    def write(fh) -> None:
+        fh.write(seal)
+        fh.write(record)
+
+    _write_atomically(path, write)
 
 
 def load_checkpoint(path, name: str = "path") -> dict:
