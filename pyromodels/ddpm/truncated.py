@@ -291,7 +291,16 @@ class TruncatedDPMixture(Model):
 
     # -------------------------------------------------------------- predictions
     def _check_points(self, posterior, z) -> torch.Tensor:
-        mu = posterior.samples["mu"]
+        sites = ("v", "mu", "lam") if self.truncation > 1 else ("mu", "lam")
+        samples = getattr(posterior, "samples", None)
+        if not isinstance(samples, dict) or any(k not in samples for k in sites):
+            held = sorted(samples) if isinstance(samples, dict) else type(posterior).__name__
+            raise TypeError(f"posterior must be a fit of this TruncatedDPMixture (with draws of "
+                            f"{', '.join(sites)}), got one holding {held}")
+        if samples["mu"].dim() < 2 or samples["mu"].shape[-2] != self.truncation:
+            raise ValueError(f"posterior must be a fit with truncation {self.truncation} (this "
+                             f"model's), got mu of shape {tuple(samples['mu'].shape)}")
+        mu = samples["mu"]
         x = as_float_tensor(z, "z", ndim=2, dtype=mu.dtype, device=mu.device)
         if x.shape[1] != mu.shape[-1]:
             raise ValueError(f"z must have {mu.shape[-1]} columns (the training dimension), got {x.shape[1]}")
@@ -321,6 +330,11 @@ class TruncatedDPMixture(Model):
 
         Returns:
             A :class:`TruncatedAssignment` ``(responsibilities (N, T), labels (N,))``.
+
+        Raises:
+            TypeError: ``posterior`` without draws of ``v``, ``mu``, ``lam`` (another
+                model's fit).
+            ValueError: a fit of another truncation; ``z`` of another width.
         """
         x = self._check_points(posterior, z)
         v = posterior.mean("v") if self.truncation > 1 else None
