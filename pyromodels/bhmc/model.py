@@ -251,7 +251,9 @@ class BHMC(Model):
             generator: a CPU ``torch.Generator``.
 
         Returns:
-            :class:`BHMCSample` (float64), node ids in the order the data open them.
+            :class:`BHMCSample` (float64), node ids in the order the data open them; ``x`` in
+            the prior's units (``loc + scale * x'``, the given ones; the story's own for those
+            left ``None``), the state in the story's.
         """
         N = check_int(num_points, "num_points", minimum=1)
         D = check_int(dim, "dim", minimum=1)
@@ -265,4 +267,5 @@ class BHMC(Model):
         state = BHMCState(tree, dict(zip(ids, w)), theta, torch.zeros(N, dtype=torch.int64))
         state.c = sample_categorical(torch.log(state.leaf_weights()), generator)
         x = theta[state.c] + torch.randn(N, D, dtype=torch.float64, generator=generator)
+        x = x * (1.0 if p.scale is None else p.scale) + (0.0 if p.loc is None else p.loc)
         return BHMCSample(x, state)

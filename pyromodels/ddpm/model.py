@@ -304,7 +304,7 @@ class DPMixture(Model):
         Algorithm 1): Gibbs sweeps of the DP mixture on ``z = f(y)`` and, with a trainable
         flow, Adam steps on the flow between them; without one, the rounds are the Gibbs
         sampler alone (DPM). With ``prior=None`` the prior is resolved once, against the
-        starting ``z`` (:meth:`prior_for`), and recorded in ``attrs["prior"]``.
+        starting ``z`` (:meth:`prior_for`); the prior used is recorded in ``attrs["prior"]``.
 
         Args:
             data: ``(N, d)`` observed points (``y`` with a flow, ``z`` without).

@@ -60,3 +60,16 @@ def test_units_are_recorded_and_checked():
         BHMCPrior(alpha=1.0, gamma=1.0, gamma0=1.0, depth=2, loc="0")
     with pytest.raises(ValueError, match="data has no spread"):
         BHMC(PRIOR).fit(torch.ones(4, 2), progress=False)
+
+
+def test_explicit_units_place_the_story_and_its_draws():
+    unit = BHMCPrior(alpha=1.0, gamma=1.0, gamma0=1.0, depth=2, num_components=3, loc=0.0,
+                     scale=1.0)
+    moved = BHMCPrior(alpha=1.0, gamma=1.0, gamma0=1.0, depth=2, num_components=3, loc=3.0,
+                      scale=2.0)
+    a = BHMC(unit).simulate(6, 2, torch.Generator().manual_seed(1))
+    b = BHMC(moved).simulate(6, 2, torch.Generator().manual_seed(1))
+    assert torch.allclose(b.x, 3.0 + 2.0 * a.x)
+    assert torch.allclose(BHMC(moved).standardize(b.x), a.x)
+    assert torch.isclose(BHMC(moved).complete_log_joint(b.x, b.state),
+                         BHMC(unit).complete_log_joint(a.x, a.state))
