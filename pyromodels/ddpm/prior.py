@@ -159,7 +159,7 @@ class DPMixturePrior:
             ((13.0, 23.0), 18.0)
         """
         scale = check_positive(scale, "scale")
-        centre = as_float_tensor(loc, "loc", ndim=1, dtype=torch.float64)
+        centre = as_float_tensor(loc, "loc", ndim=1, dtype=torch.float64, device="cpu")
         mu0 = self.mu0
         if mu0 != EMPIRICAL:
             mu0 = tuple(float(v) for v in centre + scale * self.loc(centre.shape[0]))
