@@ -221,12 +221,17 @@ show(fig)
 # sticks `o`, the components `theta`, one `v_{n}_{l}` per datum and level as in Part 1, one
 # `beta_{j}` per node opened, and the labels `c` and data `x` in a plate. `BHMCPrior` holds
 # $\alpha, \gamma, \gamma_0$, the depth $L$, the truncation $K$ (default 20, far more than the
-# data use) and $\nu_0$ (the prior scale of RBHMC's discriminants). `BHMC(prior)` is the
+# data use), $\nu_0$ (the prior scale of RBHMC's discriminants) and the units `loc`, `scale`
+# in which the story sees the data, $x' = (x - \mathrm{loc}) / \mathrm{scale}$: left at `None`
+# they are the data's own (its mean, and its spread matched to the story's marginal variance
+# of 2), so that `c * x + b` gets the hierarchy of `x`; here the data come from the story
+# itself, so we apply it to them as they are (`loc=0.0, scale=1.0`). `BHMC(prior)` is the
 # model class: `simulate` draws a state and data, `log_joint` scores the program at given site
 # values, `complete_log_joint` is the closed form, and `fit` runs the sampler.
 
 # %%
-small = BHMCPrior(alpha=1.0, gamma=1.0, gamma0=1.0, depth=2, num_components=5)
+small = BHMCPrior(alpha=1.0, gamma=1.0, gamma0=1.0, depth=2, num_components=5, loc=0.0,
+                  scale=1.0)
 pyro.set_rng_seed(1)
 program_trace = poutine.trace(bhmc_program).get_trace(6, 2, small)
 print("sites:", [name for name, site in program_trace.nodes.items() if site["type"] == "sample"])
@@ -261,7 +266,8 @@ print(f"log joint by the Pyro program {by_program:.10f}, closed form {closed_for
 planted = planted_hierarchy(n_top=2, n_sub=3, n_per_leaf=8, dim=5, seed=0)
 top_labels = torch.tensor(planted.info["top_labels"])
 print(planted.x.shape, "true paths of data 0, 8 and 24:", planted.true_paths[[0, 8, 24]].tolist())
-prior = BHMCPrior(alpha=1.0, gamma=1.0, gamma0=1.0, depth=2, num_components=12)
+prior = BHMCPrior(alpha=1.0, gamma=1.0, gamma0=1.0, depth=2, num_components=12, loc=0.0,
+                  scale=1.0)
 num_chains = 4
 fit = BHMC(prior).fit(planted.x, method="gibbs", num_warmup=size(150, 5),
                       num_samples=size(300, 10), num_chains=num_chains, seed=0, progress=False)

@@ -2,7 +2,8 @@
 hyperparameters and the paper's presets, closed-form log joints, the baselines (k-means,
 G-means), the paper's metric row and the synthetic protocol.
 
-* :mod:`.prior`: :class:`DPMixturePrior`, :class:`PaperSchedule`, the Appendix B presets.
+* :mod:`.prior`: :class:`DPMixturePrior`, :class:`PaperSchedule`, the Appendix B presets,
+  :func:`default_prior` (the prior of ``prior=None``, in the data's units).
 * :mod:`.model`: the Pyro program :func:`dp_mixture_crp` and the model class :class:`DPMixture`.
 * :mod:`.joint`: the complete-data log joint (eqs. 16-19).
 * :mod:`.baselines`: :func:`kmeans`, :func:`gmeans`.
@@ -19,7 +20,14 @@ from .ddpm import DDPM
 from .joint import cluster_log_prior, complete_log_joint, gaussian_log_likelihood
 from .mcem import MCEMSettings, fit_mcem
 from .model import DPMixture, DPMixtureSample, dp_mixture_crp, state_values
-from .prior import EMPIRICAL, PAPER_PRESETS, PAPER_SCHEDULES, DPMixturePrior, PaperSchedule
+from .prior import (
+    EMPIRICAL,
+    PAPER_PRESETS,
+    PAPER_SCHEDULES,
+    DPMixturePrior,
+    PaperSchedule,
+    default_prior,
+)
 from .scores import PAPER_METRICS, paper_scores
 from .synthetic import SyntheticClusters, simulate_warped_clusters
 from .truncated import TruncatedAssignment, TruncatedDPMixture
@@ -33,6 +41,7 @@ __all__ = [
     "PAPER_PRESETS",
     "PAPER_SCHEDULES",
     "EMPIRICAL",
+    "default_prior",
     "dp_mixture_crp",
     "state_values",
     "DPMixture",

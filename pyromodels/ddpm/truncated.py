@@ -96,7 +96,7 @@ from ..conjugate import NormalGamma, sample_log_gamma
 from ..core.gibbs import GibbsBlock, GibbsSweep
 from ..core.model import Model
 from .baselines import kmeans
-from .prior import DPMixturePrior
+from .prior import DPMixturePrior, resolve_prior
 
 __all__ = ["TruncatedDPMixture", "TruncatedAssignment"]
 
@@ -126,8 +126,12 @@ class TruncatedDPMixture(Model):
     sticks (the module docstring has the model, its sites and the caveat on tiny ``alpha``).
 
     Args:
-        prior: the hyperparameters ``(mu0, kappa0, alpha0, beta0, alpha)`` (default
-            ``DPMixturePrior()``); ``mu0 = "empirical"`` resolves to the mean of the data.
+        prior: the hyperparameters ``(mu0, kappa0, alpha0, beta0, alpha)``, used as given
+            (``mu0 = "empirical"`` resolves to the mean of the data); ``None`` (default)
+            resolves, for each data set, to :func:`~pyromodels.ddpm.prior.default_prior` of
+            the data (``DPMixturePrior()`` in the data's units), so that Gibbs gives the
+            clustering of ``z`` for ``c z + b`` (SVI's optimiser steps are not in the data's
+            units: scale the data or the learning rate for it).
         truncation: number of sticks ``T >= 1`` (components the model can use).
 
     Raises:
@@ -168,12 +172,15 @@ class TruncatedDPMixture(Model):
     }
 
     def __init__(self, prior: DPMixturePrior | None = None, truncation: int = 20):
-        if prior is None:
-            prior = DPMixturePrior()
-        if not isinstance(prior, DPMixturePrior):
+        if prior is not None and not isinstance(prior, DPMixturePrior):
             raise TypeError(f"prior must be a DPMixturePrior or None, got {type(prior).__name__}")
         self.prior = prior
         self.truncation = check_int(truncation, "truncation", minimum=1)
+
+    @property
+    def alpha(self) -> float:
+        """The DP concentration (unitless: the default prior's is 1)."""
+        return (DPMixturePrior() if self.prior is None else self.prior).alpha
 
     # ----------------------------------------------------------------- data
     def prepare(self, data, device=None) -> torch.Tensor:
@@ -184,8 +191,9 @@ class TruncatedDPMixture(Model):
         return z
 
     def base_measure(self, z: torch.Tensor) -> NormalGamma:
-        """``G0`` as a :class:`~pyromodels.conjugate.NormalGamma` in ``z``'s dtype and device."""
-        return self.prior.normal_gamma(z.shape[1], data=z)
+        """``G0`` as a :class:`~pyromodels.conjugate.NormalGamma` in ``z``'s dtype and device
+        (with ``prior=None``, the default prior in ``z``'s units)."""
+        return resolve_prior(self.prior, z.detach()).normal_gamma(z.shape[1], data=z)
 
     def observed_data(self, data) -> dict:
         """``{"z": (N, d) array}`` for ArviZ's ``observed_data`` group."""
@@ -200,7 +208,7 @@ class TruncatedDPMixture(Model):
         """
         z = self.prepare(data)
         program = config_enumerate(truncated_dp_mixture, default="parallel")
-        return program(z, self.base_measure(z), self.prior.alpha, self.truncation)
+        return program(z, self.base_measure(z), self.alpha, self.truncation)
 
     # --------------------------------------------------------- starting points
     def init_labels(self, data, generator: torch.Generator) -> torch.Tensor:
@@ -218,7 +226,7 @@ class TruncatedDPMixture(Model):
         mu, lam = post.mean()
         values = {"lam": lam.to(z.dtype), "mu": mu.to(z.dtype)}
         if T > 1:
-            a, b = stick_posterior(labels, self.prior.alpha, T)
+            a, b = stick_posterior(labels, self.alpha, T)
             values["v"] = (a / (a + b)).to(device=z.device, dtype=z.dtype)
         return values
 
@@ -236,14 +244,14 @@ class TruncatedDPMixture(Model):
     # ------------------------------------------------------------------ gibbs
     def _blocked_state(self, state: dict, z: torch.Tensor) -> BlockedState:
         v = state.get("v", z.new_zeros(0))
-        alpha = torch.tensor(self.prior.alpha, dtype=z.dtype, device=z.device)
+        alpha = torch.tensor(self.alpha, dtype=z.dtype, device=z.device)
         return BlockedState(state["c"], _full_sticks(v), state["mu"], state["lam"], alpha)
 
     def _parameter_conditionals(self, state: dict, z: torch.Tensor):
         """``NG`` posterior of every component and the Beta parameters of the sticks."""
         T = self.truncation
         post = component_posterior(z, state["c"], self.base_measure(z), T)
-        a, b = stick_posterior(state["c"], self.prior.alpha, T)
+        a, b = stick_posterior(state["c"], self.alpha, T)
         return post, a.to(z.device), b.to(z.device)
 
     def _draw_parameters(self, state, data, generator) -> dict:
@@ -283,7 +291,16 @@ class TruncatedDPMixture(Model):
 
     # -------------------------------------------------------------- predictions
     def _check_points(self, posterior, z) -> torch.Tensor:
-        mu = posterior.samples["mu"]
+        sites = ("v", "mu", "lam") if self.truncation > 1 else ("mu", "lam")
+        samples = getattr(posterior, "samples", None)
+        if not isinstance(samples, dict) or any(k not in samples for k in sites):
+            held = sorted(samples) if isinstance(samples, dict) else type(posterior).__name__
+            raise TypeError(f"posterior must be a fit of this TruncatedDPMixture (with draws of "
+                            f"{', '.join(sites)}), got one holding {held}")
+        if samples["mu"].dim() < 2 or samples["mu"].shape[-2] != self.truncation:
+            raise ValueError(f"posterior must be a fit with truncation {self.truncation} (this "
+                             f"model's), got mu of shape {tuple(samples['mu'].shape)}")
+        mu = samples["mu"]
         x = as_float_tensor(z, "z", ndim=2, dtype=mu.dtype, device=mu.device)
         if x.shape[1] != mu.shape[-1]:
             raise ValueError(f"z must have {mu.shape[-1]} columns (the training dimension), got {x.shape[1]}")
@@ -313,6 +330,11 @@ class TruncatedDPMixture(Model):
 
         Returns:
             A :class:`TruncatedAssignment` ``(responsibilities (N, T), labels (N,))``.
+
+        Raises:
+            TypeError: ``posterior`` without draws of ``v``, ``mu``, ``lam`` (another
+                model's fit).
+            ValueError: a fit of another truncation; ``z`` of another width.
         """
         x = self._check_points(posterior, z)
         v = posterior.mean("v") if self.truncation > 1 else None

@@ -12,7 +12,8 @@ from pyromodels.bhmc import BHMC, BHMCPrior
 from pyromodels.bhmc import resume as resume_module
 from pyromodels.bhmc.resume import run_pieces
 
-PRIOR = BHMCPrior(alpha=1.0, gamma=1.0, gamma0=1.0, depth=2, num_components=4)
+PRIOR = BHMCPrior(alpha=1.0, gamma=1.0, gamma0=1.0, depth=2, num_components=4, loc=0.0,
+                  scale=1.0)
 RBHMC = {"C": 0.5, "eps0": 1.0}
 
 

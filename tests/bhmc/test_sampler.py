@@ -31,7 +31,8 @@ F64 = torch.float64
 
 
 def _draw(seed, N=6, D=2, K=3, L=2):
-    prior = BHMCPrior(alpha=1.5, gamma=0.8, gamma0=1.2, depth=L, num_components=K)
+    prior = BHMCPrior(alpha=1.5, gamma=0.8, gamma0=1.2, depth=L, num_components=K,
+                      loc=0.0, scale=1.0)
     model = BHMC(prior)
     return model, model.simulate(N, D, torch.Generator().manual_seed(seed))
 
