@@ -116,3 +116,12 @@ def test_readme_says_how_to_install_into_ones_own_environment():
     assert {"dev", "peers", "experiments"} <= extras
     for extra in ("dev", "peers", "experiments"):
         assert f"`{extra}`" in text, f"the README does not say what the {extra} extra holds"
+
+
+def test_docstrings_cite_the_papers_not_implementation_notes_a_clone_lacks():
+    # "spec 3.2", "spec section 2.2", "spec eq. 22": sections of notes that are not shipped
+    note_reference = re.compile(r"\bspec(?:'s)? (?:sections? |eqs?\. |\d)")
+    cited = [f"{path.relative_to(ROOT)}:{n}" for path in sorted((ROOT / "pyromodels").rglob("*.py"))
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if note_reference.search(line)]
+    assert not cited, f"docstrings refer to implementation notes a reader does not have: {cited}"
