@@ -2,8 +2,8 @@
 ``MPLBACKEND`` says, labels the axes of every figure, prints no library noise, and converts to
 a notebook cell for cell.
 
-The tutorials are jupytext percent files (``# %%`` cells). Each one is executed once per test
-session as a notebook by its own Jupyter kernel (nbclient), from an empty working directory,
+The tutorials are jupytext percent files (``# %%`` cells). Each one is executed once, by one test,
+as a notebook by its own Jupyter kernel (nbclient), from an empty working directory,
 with ``SMOKE_TEST=1`` (every iteration count shrinks) and ``MPLBACKEND=Agg``.
 """
 
@@ -101,24 +101,20 @@ SHOW_CALL = re.compile(r"^\s*show\(", re.M)
 # without ipywidgets.
 NOISE = re.compile(r"\w*DeprecationWarning|FutureWarning|TqdmWarning|IProgress not found"
                    r"|Shape validation failed")
-_EXECUTED: dict[Path, dict] = {}
 
 
-def executed(path: Path, tmp_path_factory) -> dict:
-    """``path`` run once per test session as a notebook with ``SMOKE_TEST=1`` and
-    ``MPLBACKEND=Agg`` (as the Makefile exports it): the executed notebook's JSON."""
-    if path not in _EXECUTED:
-        workdir = tmp_path_factory.mktemp(path.stem)
-        env = {**os.environ, "SMOKE_TEST": "1", "MPLBACKEND": "Agg"}
-        out = workdir / f"{path.stem}.ipynb"
-        result = _run([sys.executable, "-c", EXECUTE, str(path), str(out), str(workdir),
-                       AUDIT_SETUP, AUDIT_REPORT], cwd=workdir, env=env, timeout=600)
-        assert result.returncode == 0, (
-            f"{path.name} failed as a notebook (status {result.returncode})\n"
-            f"--- stderr (last 6000 characters) ---\n{result.stderr[-6000:]}"
-        )
-        _EXECUTED[path] = json.loads(out.read_text(encoding="utf-8"))
-    return _EXECUTED[path]
+def execute(path: Path, workdir: Path) -> dict:
+    """Run ``path`` as a notebook in ``workdir`` with ``SMOKE_TEST=1`` and ``MPLBACKEND=Agg``
+    (as the Makefile exports it); return the executed notebook's JSON."""
+    env = {**os.environ, "SMOKE_TEST": "1", "MPLBACKEND": "Agg"}
+    out = workdir / f"{path.stem}.ipynb"
+    result = _run([sys.executable, "-c", EXECUTE, str(path), str(out), str(workdir),
+                   AUDIT_SETUP, AUDIT_REPORT], cwd=workdir, env=env, timeout=600)
+    assert result.returncode == 0, (
+        f"{path.name} failed as a notebook (status {result.returncode})\n"
+        f"--- stderr (last 6000 characters) ---\n{result.stderr[-6000:]}"
+    )
+    return json.loads(out.read_text(encoding="utf-8"))
 
 
 def outputs(notebook: dict) -> list[dict]:
@@ -133,35 +129,40 @@ def output_text(output: dict) -> str:
     return "".join(text) if isinstance(text, list) else text
 
 
-@pytest.mark.tutorial
-@pytest.mark.parametrize("path", TUTORIALS, ids=lambda p: p.name)
-def test_tutorial_runs_as_a_notebook_and_shows_its_figures_whatever_the_backend(path, tmp_path_factory):
-    notebook = executed(path, tmp_path_factory)
+def missing_figures(notebook: dict, shown: int) -> list[str]:
+    """Every figure handed to the tutorial's show() is displayed, none is closed unseen."""
     images = sum("image/png" in output.get("data", {}) for output in outputs(notebook))
-    # every figure handed to the tutorial's show() is displayed, none is closed unseen, even
-    # with MPLBACKEND=Agg in the kernel's environment
-    shown = len(SHOW_CALL.findall(path.read_text(encoding="utf-8")))
-    assert images >= max(shown, 1), f"{path.name} displayed {images} figures, shows {shown}"
+    return [] if images >= max(shown, 1) else [f"displayed {images} figures, shows {shown}"]
 
 
-@pytest.mark.tutorial
-@pytest.mark.parametrize("path", TUTORIALS, ids=lambda p: p.name)
-def test_tutorial_output_has_no_library_noise(path, tmp_path_factory):
-    noise = [line for output in outputs(executed(path, tmp_path_factory))
-             for line in output_text(output).splitlines() if NOISE.search(line)]
-    assert not noise, f"{path.name} prints warnings a reader cannot act on:\n" + "\n".join(noise[:10])
+def noise(notebook: dict) -> list[str]:
+    """The output lines that match NOISE."""
+    return [f"prints: {line}" for output in outputs(notebook)
+            for line in output_text(output).splitlines() if NOISE.search(line)]
 
 
-@pytest.mark.tutorial
-@pytest.mark.parametrize("path", TUTORIALS, ids=lambda p: p.name)
-def test_every_tutorial_figure_labels_its_axes(path, tmp_path_factory):
-    report = [line for output in outputs(executed(path, tmp_path_factory))
+def unlabelled_axes(notebook: dict, shown: int) -> list[str]:
+    """What the axes audit found: too few figures audited, or axes without labels."""
+    report = [line for output in outputs(notebook)
               for line in output_text(output).splitlines() if line.startswith(AUDIT_MARK)]
-    assert len(report) == 1, f"{path.name}: the axes audit did not report"
+    if len(report) != 1:
+        return ["the axes audit did not report"]
     audit = json.loads(report[0][len(AUDIT_MARK):])
+    problems = [f"axes without labels: {axes}" for axes in audit["unlabelled"]]
+    if audit["figures"] < max(shown, 1):
+        problems.append(f"only {audit['figures']} figures were audited, shows {shown}")
+    return problems
+
+
+@pytest.mark.tutorial
+@pytest.mark.parametrize("path", TUTORIALS, ids=lambda p: p.name)
+def test_tutorial_as_a_notebook_shows_labelled_figures_and_no_noise(path, tmp_path):
+    # One execution (the slow part) serves the three checks, even with MPLBACKEND=Agg in the
+    # kernel's environment: figures displayed, every axes labelled, no library noise.
+    notebook = execute(path, tmp_path)
     shown = len(SHOW_CALL.findall(path.read_text(encoding="utf-8")))
-    assert audit["figures"] >= max(shown, 1), f"{path.name}: only {audit['figures']} figures were audited"
-    assert not audit["unlabelled"], f"{path.name} has axes without labels: {audit['unlabelled']}"
+    problems = missing_figures(notebook, shown) + unlabelled_axes(notebook, shown) + noise(notebook)
+    assert not problems, f"{path.name}:\n" + "\n".join(problems[:20])
 
 
 @pytest.mark.tutorial
