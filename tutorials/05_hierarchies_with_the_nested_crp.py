@@ -44,7 +44,8 @@
 # numbers it prints are then rough.
 
 # %%
-import io
+# Figures show in the notebook whatever MPLBACKEND says (a comment when run as a script).
+# %matplotlib inline
 import os
 
 import arviz as az
@@ -54,11 +55,8 @@ import pandas as pd
 import pyro
 import pyro.distributions as dist
 import torch
-from IPython import get_ipython
-from IPython.display import Image, display
 from pyro import poutine
 
-import pyromodels
 from pyromodels.bhmc import (
     BHMC,
     BHMCPrior,
@@ -70,33 +68,17 @@ from pyromodels.bhmc import (
 from pyromodels.bnp import Tree, ncrp_log_prob, plot_tree, sample_tree_weights
 from pyromodels.experiments.bhmc.data import animals, planted_hierarchy
 from pyromodels.metrics import aid, aod, f_measure, f_measure_per_level
+from pyromodels.notebook import show, sizes, start_session
 
 SMOKE_TEST = os.environ.get("SMOKE_TEST") == "1"
-
-
-def size(full, smoke):
-    """An iteration count: ``full`` normally, ``smoke`` when SMOKE_TEST=1."""
-    return smoke if SMOKE_TEST else full
-
-
-def show(fig):
-    """Display ``fig`` in a notebook (a no-op in a script), then free it."""
-    if fig.canvas.manager is None and get_ipython() is not None:
-        # plot_tree returns a bare Figure that pyplot does not manage: display it as a PNG
-        png = io.BytesIO()
-        fig.savefig(png, format="png", bbox_inches="tight")
-        display(Image(png.getvalue()))
-    plt.show()
-    plt.close(fig)
+size = sizes(SMOKE_TEST)  # size(full, smoke): full normally, smoke when SMOKE_TEST
 
 
 # Every tensor here is float64: the checks compare log densities to rounding error.
 torch.set_default_dtype(torch.float64)
 # The tensors are tiny: one thread avoids the cost of spreading each operation out.
 torch.set_num_threads(1)
-pd.set_option("display.width", 120)
-pd.set_option("display.max_columns", 12)
-print(f"pyromodels {pyromodels.__version__}, pyro {pyro.__version__}, torch {torch.__version__}")
+start_session()  # readable pandas tables, and the versions this ran with
 
 # %% [markdown]
 # ## Part 1: the nested Chinese restaurant, by hand
@@ -206,6 +188,7 @@ for ax, gamma in zip(axes, (1.0, 30.0)):
     ax.set_title(f"gamma = {gamma:g}")
     ax.set_xlabel("component k (the last is the leftover mass)")
 axes[0].set_yticks(range(len(ids)), [f"node {ids[i]} (level {level_of[i]})" for i in order])
+axes[0].set_ylabel("node")
 fig.suptitle("node weights beta_z, same root draw, children below their parents")
 fig.tight_layout()
 show(fig)

@@ -3,7 +3,7 @@ r"""The max-margin pieces of RBHMC that need no tree: hinge, Polson-Scott kernel
 RBHMC (the posterior-regularised BHMC) multiplies the BHMC posterior by one hinge factor per
 datum (Lemma 1, eq. 5), :math:`\phi_n = \exp\{-2C \max(0, \zeta_n)\}` with
 :math:`\zeta_n = \varepsilon_0 - (\eta_{v} - \eta_{s})^\top x_n` the worst margin violation
-(spec 2.6). Polson and Scott's identity (eq. 6) writes it as a scale mixture,
+(RBHMC paper, eq. 2). Polson and Scott's identity (eq. 6) writes it as a scale mixture,
 
 .. math::
 
@@ -13,12 +13,12 @@ datum (Lemma 1, eq. 5), :math:`\phi_n = \exp\{-2C \max(0, \zeta_n)\}` with
 so the augmented target carries the kernel
 :math:`K(\lambda; \zeta) = (2\pi\lambda)^{-1/2} \exp\{-(C\zeta + \lambda)^2 / (2\lambda)\}`
 (eq. 8 with its constant; **not** a normalised density in :math:`\lambda`: it integrates to
-:math:`\phi`, spec 2.7 and 9.10). Expanding the square, :math:`\lambda \mid \zeta \sim
+:math:`\phi`). Expanding the square, :math:`\lambda \mid \zeta \sim
 \mathrm{GIG}(1/2, 1, C^2\zeta^2)` (eq. 7), whose mean is :math:`1 + C|\zeta|` and whose variance
 is :math:`2 + C|\zeta|` (from :math:`E[\lambda^r] = b^r K_{1/2 + r}(b) / K_{1/2}(b)`,
 :math:`b = C|\zeta|`, and the closed forms of the half-integer Bessel functions). Given the
 :math:`\lambda`'s, the augmented log density is quadratic in each :math:`\eta_z`
-(:func:`eta_conditional`, spec 3.4 with the paper's prior-precision error fixed).
+(:func:`eta_conditional`, with the paper's prior-precision error fixed).
 
 Example:
     >>> import torch
@@ -236,7 +236,7 @@ def eta_conditional(x_A, lam_A, eta_partner_A, x_B, lam_B, eta_partner_B, C, eps
         \qquad \eta_z \mid \cdot \sim N(\Lambda_z^{-1} h_z, \Lambda_z^{-1}),
 
     the exact conditional of the prior :math:`N(0, \nu_0^2 I)` times the kernels
-    :math:`K(\lambda_n; \zeta_n)` (spec 3.4). ``paper_literal=True`` uses the paper's printed
+    :math:`K(\lambda_n; \zeta_n)`. ``paper_literal=True`` uses the paper's printed
     prior precision :math:`+\nu_0^2 I` (wrong unless :math:`\nu_0 = 1`).
 
     Args:

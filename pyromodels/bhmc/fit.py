@@ -2,7 +2,7 @@ r"""Fitting BHMC and RBHMC: chains of the samplers gathered into a
 :class:`~pyromodels.core.Posterior` with label-invariant draws.
 
 Node ids, component labels and the order of children are not identifiable, so the draws that
-go to ArviZ are statistics that do not depend on them (spec 3.8), recorded after every sweep
+go to ArviZ are statistics that do not depend on them, recorded after every sweep
 past warm-up:
 
 ==================  ====================  ===============================================

@@ -1,6 +1,6 @@
 r"""BHMC's generative story as a Pyro program, and the model class.
 
-The story (RBHMC paper, Algorithm 1 with the finite-``K`` root of Fig. 1; spec 2.3), for ``N``
+The story (RBHMC paper, Algorithm 1 with the finite-``K`` root of Fig. 1), for ``N``
 data in ``D`` dimensions and a tree of depth ``L``::
 
     o_k            ~ Beta(1, gamma0),  k < K - 1        root sticks; beta_{z0} = GEM_K(o)

@@ -1,6 +1,6 @@
 r"""Hyperparameters of BHMC (Bayesian hierarchical mixture clustering) and the paper's presets.
 
-The model (RBHMC paper, Algorithm 1 and Fig. 2; spec 2.3-2.5), truncated at ``K`` components:
+The model (RBHMC paper, Algorithm 1 and Fig. 2), truncated at ``K`` components:
 
 .. math::
 

@@ -14,8 +14,8 @@ With Polson and Scott's augmentation (eq. 6-9) the chain runs on :math:`(V, B, \
 
 whose :math:`\lambda`-marginal is the regularised posterior because :math:`\int K(\lambda;
 \zeta)\, d\lambda = e^{-2C\max(0, \zeta)}`. :math:`s_n` is the deterministic argmax, so it is
-not a separate variable. A datum without any sibling on its path has no constraint (spec 3.2
-c); it gets :math:`\tilde\zeta_n = 0`, for which :math:`K` is a normalised density (the
+not a separate variable. A datum without any sibling on its path has no constraint; it
+gets :math:`\tilde\zeta_n = 0`, for which :math:`K` is a normalised density (the
 chi-square with one degree of freedom), so its :math:`\lambda_n` is a pseudo-variable that
 integrates out to 1. Otherwise :math:`\tilde\zeta_n = \zeta_n`.
 
@@ -24,21 +24,21 @@ One sweep (:func:`rbhmc_sweep`):
 (a) **Paths** by Metropolis-Hastings as in :mod:`pyromodels.bhmc.sampler` (label marginalised,
     new nodes' :math:`\beta` from :math:`\mathrm{Dir}(\gamma\beta_{\mathrm{parent}})`), and new
     nodes' :math:`\eta` from their prior :math:`N(0, \nu_0^2 I)` as part of the proposal, so
-    both cancel (spec 3.2 a). Moving datum ``n`` changes sibling sets and so the
-    :math:`\zeta_m` of *other* data (spec 3.2 b): the ratio multiplies the likelihood ratio of
+    both cancel. Moving datum ``n`` changes sibling sets and so the
+    :math:`\zeta_m` of *other* data: the ratio multiplies the likelihood ratio of
     ``x_n`` by :math:`\prod_m K(\lambda_m; \tilde\zeta'_m) / K(\lambda_m; \tilde\zeta_m)` over
     **every** datum, which makes the step exact. ``paper_literal=True`` keeps only
     :math:`m = n` (the paper's App. A.1 ratio).
 (b)-(d) Labels, components and weights: the BHMC blocks (the hinge does not involve them).
 (e) **Discriminants**, one node at a time (:func:`sample_eta`). Propose :math:`\eta'_z` from
-    the Gaussian conditional given the current argmax :math:`s` (:func:`eta_conditional`,
-    spec 3.4) and accept with the Metropolis-Hastings ratio of :math:`\pi` (with :math:`s`
+    the Gaussian conditional given the current argmax :math:`s` (:func:`eta_conditional`)
+    and accept with the Metropolis-Hastings ratio of :math:`\pi` (with :math:`s`
     recomputed at :math:`\eta'`) and of the forward and reverse proposal densities (the
     reverse one uses the :math:`s` of :math:`\eta'`). When the argmax does not change, the
     proposal is :math:`\pi`'s exact conditional on that region and the ratio is 1. The paper's
     literal step (``paper_literal=True``: recompute :math:`s`, draw from the untruncated
     Gaussian, always accept, and the printed prior precision :math:`+\nu_0^2 I`) is not
-    invariant (spec 8, 9.13).
+    invariant.
 (f) **Augmentation variables**: :math:`\lambda_n \sim \mathrm{GIG}(1/2, 1, C^2\tilde\zeta_n^2)`
     exactly (:func:`~pyromodels.bhmc.augmentation.sample_lambda`).
 

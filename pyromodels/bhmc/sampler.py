@@ -4,7 +4,7 @@ r"""The BHMC sampler (the RBHMC paper's :math:`C \to 0` limit): Metropolis-withi
 One sweep (:func:`sweep`) runs four blocks; each leaves the posterior
 :math:`p(V, B, \Theta, c \mid X)` of the program in :mod:`pyromodels.bhmc.model` invariant.
 
-(a) **Paths** (:func:`sample_paths`; Sec. 4.2, spec 3.2). For each datum ``n`` in turn, propose
+(a) **Paths** (:func:`sample_paths`; Sec. 4.2). For each datum ``n`` in turn, propose
     :math:`v'_n` from the nested CRP given the other paths (:func:`~pyromodels.bnp.path_proposal`),
     draw the weights of the nodes it opens from their prior :math:`\mathrm{Dir}(\gamma
     \beta_{\mathrm{parent}})`, top-down, and accept with probability
@@ -25,7 +25,7 @@ One sweep (:func:`sweep`) runs four blocks; each leaves the posterior
     N(x_n; \theta_k, I)`, independent over ``n`` given the rest: an exact Gibbs draw.
 (c) **Components** (:func:`sample_components`): with :math:`H = N(0, I)` and ``n_k`` data of
     sum :math:`S_k` on component ``k``, :math:`\theta_k \mid X, c \sim N(S_k / (n_k + 1),
-    I / (n_k + 1))`: an exact Gibbs draw (spec 3.6).
+    I / (n_k + 1))`: an exact Gibbs draw.
 (d) **Weights** (:func:`sample_weights`): :func:`~pyromodels.bnp.resample_tree_weights`, the
     two-block auxiliary-table Gibbs update of :math:`B` given the leaf label counts (its
     module documents its invariance).
@@ -230,7 +230,7 @@ def sweep(x, state: BHMCState, prior: BHMCPrior, generator: torch.Generator,
 
 def init_state(x, prior: BHMCPrior, generator: torch.Generator) -> BHMCState:
     """A starting state: paths, weights and components from the prior, then labels and
-    components from their conditionals (spec 4's suggestion; the paper states none)."""
+    components from their conditionals (the paper states no initialisation)."""
     x = as_float_tensor(x, "x", ndim=2, dtype=torch.float64)
     if not isinstance(prior, BHMCPrior):
         raise TypeError(f"prior must be a BHMCPrior, got {type(prior).__name__}")

@@ -5,7 +5,7 @@ One sweep (:func:`blocked_sweep`) updates, in order, given the labels ``c``:
 
 1. per-component statistics ``n_k``, ``s_k = sum_{c_i=k} z_i``, ``q_k = sum_{c_i=k} ||z_i||^2``
    (one ``index_add``, accumulated in float64);
-2. ``(mu_k, lambda_k) ~ NG(posterior)`` for every ``k`` (spec eq. 22; empty components draw
+2. ``(mu_k, lambda_k) ~ NG(posterior)`` for every ``k`` (DDPM paper, eq. 22; empty components draw
    from the prior);
 3. ``v_k ~ Beta(1 + n_k, alpha + sum_{j>k} n_j)`` for ``k < T`` (drawn in log space);
 4. optionally ``alpha ~ Gamma(a + T - 1, b - sum_{k<T} log(1 - v_k))`` under a
@@ -94,7 +94,7 @@ def _stats(z: torch.Tensor, labels: torch.Tensor, T: int):
 
 
 def component_posterior(z, labels, prior, truncation) -> NormalGamma:
-    """Posterior of every component's ``(mu_k, lambda_k)`` given the labels (spec eq. 22).
+    """Posterior of every component's ``(mu_k, lambda_k)`` given the labels (DDPM paper, eq. 22).
 
     Args:
         z: ``(N, d)`` data.

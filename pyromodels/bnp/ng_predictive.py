@@ -16,7 +16,7 @@ Base measure (DDPM paper, eq. 7): :math:`\lambda \sim \mathrm{Gamma}(\alpha_0, \
 the multivariate Student-t with :math:`2\alpha_0` degrees of freedom, location :math:`\mu_0`
 and scale :math:`\beta_0 \kappa' / (\alpha_0 \kappa_0)\, I_d`. The paper prints
 :math:`\tfrac12(\log\kappa_0 - \log\kappa')`, which is right only for :math:`d = 1`
-(spec section 9, item 1); ``paper_literal=True`` reproduces it. The same formula with the
+(an error in the DDPM paper); ``paper_literal=True`` reproduces it. The same formula with the
 posterior hyperparameters of a cluster (its points excluding :math:`z`) is the cluster's
 posterior predictive used by the collapsed sampler (Neal's Algorithm 3).
 

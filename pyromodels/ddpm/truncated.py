@@ -3,7 +3,7 @@ blocked Gibbs sampling.
 
 The Chinese-restaurant form (:class:`~pyromodels.ddpm.DPMixture`) has an unbounded number of
 clusters, which neither SVI nor enumeration can handle. Truncating the stick-breaking
-construction of ``G ~ DP(G0, alpha)`` (spec section 2.2, eqs. 4-7; Ishwaran and James 2001)
+construction of ``G ~ DP(G0, alpha)`` (DDPM paper, eqs. 4-7; Ishwaran and James 2001)
 at ``T`` sticks gives a finite model with the same base measure
 ``G0 = NG(mu0, kappa0, alpha0, beta0)``:
 
@@ -33,7 +33,7 @@ enumeration; it broadcasts over an enumeration dimension of ``c`` and a batch di
 draws (components are indexed with ``Vindex``), and conditioned on a full state its
 ``log_prob_sum()`` is :func:`pyromodels.bnp.blocked_log_joint`.
 
-Engines (spec section 3.6, the variational alternative the paper leaves to future work):
+Engines (the variational one is the alternative the paper leaves to future work):
 
 * ``"svi"``: ``c`` is summed out exactly by ``TraceEnum_ELBO``; the guide is the default
   mean-field ``AutoNormal`` over ``v``, ``lam`` and ``mu`` (``c`` hidden), one independent
@@ -41,7 +41,7 @@ Engines (spec section 3.6, the variational alternative the paper leaves to futur
   (:meth:`TruncatedDPMixture.init_values`) is the conjugate posterior mean given k-means
   labels with ``min(T, N)`` clusters; surplus components empty out during the fit (each
   occupied component pays the KL of its parameters, the Occam factor of the ELBO).
-* ``"gibbs"``: the blocked Gibbs sampler as two blocks, ``(v, mu, lam) | c`` (spec eq. 22 and
+* ``"gibbs"``: the blocked Gibbs sampler as two blocks, ``(v, mu, lam) | c`` (DDPM paper, eq. 22 and
   ``v_k | c ~ Beta(1 + n_k, alpha + sum_{j>k} n_j)``) and ``c | v, mu, lam``, the same
   conditionals as :func:`pyromodels.bnp.blocked_sweep`.
 
