@@ -12,13 +12,17 @@ Example:
 from __future__ import annotations
 
 import pandas as pd
+import torch
 
 from ...checks import check_in
 from ...data.annotations import AnnotationTable, check_columns
+from ..ds import em
 from ..ds.data import check_stochastic
-from ..ds.em import majority_start
 from ..ds.model import DawidSkene
+from ..emissions import normalize_rows
+from ..majority import vote_fractions
 from .base import CrowdAggregator
+from .ds_start import ERROR_SUM_MESSAGE, KnownClassesDawidSkene, error_counts, known_classes
 
 __all__ = ["DawidSkeneEstimator"]
 
@@ -104,6 +108,7 @@ class DawidSkeneEstimator(CrowdAggregator):
     _fitted = ("labels_", "probas_", "table_", "errors_", "confusions_", "priors_",
                "loss_history_", "n_iter_", "converged_", "posterior_", "model_")
     _method_params = {"n_iter": ("em",), "tol": ("em",), "init_confusion": ("em",),
+                      "initial_error_strategy": ("em",),
                       "em_floor": ("em",), "num_samples": ("gibbs", "nuts", "svi"),
                       "num_warmup": ("gibbs", "nuts"), "num_chains": ("gibbs", "nuts"),
                       "num_steps": ("svi",), "lr": ("svi",)}
@@ -111,7 +116,8 @@ class DawidSkeneEstimator(CrowdAggregator):
     def __init__(self, n_iter: int = 100, tol: float = 1e-5, method: str = "em",
                  update_prior: bool = True, seed: int | None = 0, *, random_state=None,
                  prior_concentration=None, confusion_concentration=None, diagonal=None,
-                 init_confusion=None, em_floor: float = 1e-10, num_samples: int = 500,
+                 init_confusion=None, initial_error_strategy: str | None = None,
+                 em_floor: float = 1e-10, num_samples: int = 500,
                  num_warmup: int = 300, num_chains: int = 2, num_steps: int = 1500,
                  lr: float = 0.05, task: str = "task", worker: str = "worker",
                  label: str = "label", classes=None, allow_repeats: bool = False,
@@ -126,6 +132,7 @@ class DawidSkeneEstimator(CrowdAggregator):
         self.confusion_concentration = confusion_concentration
         self.diagonal = diagonal
         self.init_confusion = init_confusion
+        self.initial_error_strategy = initial_error_strategy
         self.em_floor = em_floor
         self.num_samples = num_samples
         self.num_warmup = num_warmup
@@ -140,17 +147,16 @@ class DawidSkeneEstimator(CrowdAggregator):
         self.progress = progress
         self.device = device
 
-    def _model(self) -> DawidSkene:
+    def _model(self, known: torch.Tensor | None = None) -> DawidSkene:
+        """The model; with ``known`` (class codes, -1 where unknown) one whose EM holds those
+        tasks' classes fixed."""
         diagonal = self.diagonal
         if diagonal is None and self.method == "em":
             diagonal = EM_DIAGONAL
-        return DawidSkene(
-            prior_concentration=self.prior_concentration,
-            confusion_concentration=self.confusion_concentration,
-            diagonal=diagonal,
-            update_prior=self.update_prior,
-            em_floor=self.em_floor,
-        )
+        options = dict(prior_concentration=self.prior_concentration,
+                       confusion_concentration=self.confusion_concentration,
+                       diagonal=diagonal, update_prior=self.update_prior, em_floor=self.em_floor)
+        return DawidSkene(**options) if known is None else KnownClassesDawidSkene(known, **options)
 
     def _init_frame(self, value: pd.DataFrame, table: AnnotationTable):
         """``init_confusion`` given as a DataFrame: ``(M, K, K)`` values, rows = true class."""
@@ -177,26 +183,53 @@ class DawidSkeneEstimator(CrowdAggregator):
         arr = value.reindex(index=rows, columns=table.classes).to_numpy().reshape(M, K, K)
         return arr.transpose(0, 2, 1) if transposed else arr
 
-    def _em_init(self, model: DawidSkene, table: AnnotationTable):
-        if self.init_confusion is None:
-            return None
-        data = model.prepare(table)
-        value = self.init_confusion
-        if isinstance(value, pd.DataFrame):
-            value = self._init_frame(value, table)
-        start = majority_start(data, model.em_floor)
+    def _em_start(self, model: DawidSkene, data, initial_error) -> dict:
+        """EM's start: one M-step from the majority-vote fractions (known tasks clamped,
+        ``"addition"`` counts added), or ``init_confusion`` / ``initial_error`` (``"assign"``)
+        as the starting confusion matrices."""
+        em.check_em_prior(data)
+        table, strategy = data.table, self.initial_error_strategy
         M, K = table.num_workers, table.num_classes
-        start["confusion"] = check_stochastic(value, "init_confusion", (M, K, K), data.dtype,
-                                              data.device)
+        q0 = vote_fractions(table).to(data.dtype)
+        if isinstance(model, KnownClassesDawidSkene):
+            q0 = model.clamp(q0)
+        extra = None
+        if initial_error is not None and strategy == "addition":
+            extra = error_counts(initial_error, table, self.worker, self.label, partial=True)
+        start = em.m_step(data, q0, model.em_floor, extra_counts=extra)
+        confusion, name = None, "init_confusion"
+        if self.init_confusion is not None:
+            confusion = self.init_confusion
+            if isinstance(confusion, pd.DataFrame):
+                confusion = self._init_frame(confusion, table)
+        elif initial_error is not None and strategy == "assign":
+            counts = error_counts(initial_error, table, self.worker, self.label, partial=False)
+            if bool((counts <= 1).all()) and not torch.allclose(counts.sum(-1), torch.ones(())):
+                raise ValueError(
+                    f"{ERROR_SUM_MESSAGE} for every true label (down each column of the errors_ "
+                    "layout) when its values are probabilities (none above 1); counts need "
+                    "some value above 1"
+                )
+            confusion, name = normalize_rows(counts, model.em_floor), "initial_error"
+        if confusion is not None:
+            start["confusion"] = check_stochastic(confusion, name, (M, K, K), data.dtype,
+                                                  data.device)
         return start
+
+    def _fit_em(self, model: DawidSkene, table: AnnotationTable, initial_error):
+        """Run EM from :meth:`_em_start`; ``n_iter=0`` returns the start itself."""
+        common = self._engine_options(METHODS)
+        data = model.prepare(table, device=self.device)
+        start = self._em_start(model, data, initial_error)
+        # a fixed number of steps (tol=0) or the start itself (n_iter=0) is no failure
+        fixed = common["tol"] == 0 or common["max_iter"] == 0
+        return model.fit(data, method="em", init=start, warn_not_converged=not fixed, **common)
 
     def _run(self, model: DawidSkene, table: AnnotationTable):
         if self.method == "svi":
             common = {"seed": self._seed(), "progress": self.progress, "device": self.device}
         else:
             common = self._engine_options(METHODS)
-        if self.method == "em":
-            return model.fit(table, method="em", init=self._em_init(model, table), **common)
         if self.method == "gibbs":
             return model.fit(table, method="gibbs", lp_every=10, **common)
         if self.method == "nuts":
@@ -204,25 +237,56 @@ class DawidSkeneEstimator(CrowdAggregator):
         return model.fit(table, method="svi", num_steps=self.num_steps, lr=self.lr,
                          num_samples=self.num_samples, **common)
 
-    def fit(self, df) -> DawidSkeneEstimator:
-        """Fit the model to ``df`` (one row per judgement)."""
+    def _check_em_inputs(self, true_labels, initial_error) -> None:
+        strategy = self.initial_error_strategy
+        if strategy is not None:
+            check_in(strategy, "initial_error_strategy", ("assign", "addition"))
+        if self.method != "em":
+            for name, value in (("true_labels", true_labels), ("initial_error", initial_error)):
+                if value is not None:
+                    raise ValueError(f"{name} is used only by method='em', got "
+                                     f"method={self.method!r}")
+        if initial_error is not None:
+            if strategy is None:
+                raise ValueError("initial_error needs initial_error_strategy='assign' (the start's "
+                                 "confusion matrices) or 'addition' (counts added to the start's)")
+            if self.init_confusion is not None:
+                raise ValueError("init_confusion and initial_error both set the start's confusion "
+                                 "matrices: give one")
+
+    def fit(self, df, true_labels: pd.Series | None = None,
+            initial_error: pd.DataFrame | None = None) -> DawidSkeneEstimator:
+        """Fit the model to ``df`` (one row per judgement).
+
+        Args:
+            df: the labels, one row per judgement.
+            true_labels: known classes of some tasks (a Series ``task -> label``, crowd-kit's
+                gold labels; ``method="em"``): EM holds them fixed, as observed classes.
+            initial_error: workers' confusion matrices from elsewhere, laid out like
+                ``errors_`` (rows ``(worker, label given)``, true labels as columns), used as
+                ``initial_error_strategy`` says (``method="em"``).
+        """
         check_in(self.method, "method", METHODS)
         self._check_method_params()
+        self._check_em_inputs(true_labels, initial_error)
         table = self._table(df)
-        model = self._model()
-        post = self._run(model, table)
-        table = post.data.table
-        # an EM fit's outputs already hold the posteriors of its own tasks and their argmax
+        known = None if true_labels is None else known_classes(true_labels, table, self.task)
+        model = self._model(known)
         if self.method == "em":
+            post = self._fit_em(model, table, initial_error)
+            # EM's outputs hold the posteriors of its own tasks under the fitted parameters
             probas, labels = post.params["probas"], post.params["labels"]
         else:
-            probas = model.predict(post, table)
+            post = self._run(model, table)
+            probas = model.predict(post, post.data.table)
             labels = probas.argmax(-1)
+        table = post.data.table
         self._store(table, probas, labels)
         self.model_, self.posterior_ = model, post
         self._store_confusions(table, post.mean("confusion"))
         prior = post.data.fixed_prior if post.data.fixed_prior is not None else post.mean("prior")
-        self.priors_ = pd.Series(prior.cpu().numpy(), index=table.classes, name="prior")
+        self.priors_ = pd.Series(prior.detach().cpu().double().numpy(),
+                                 index=pd.Index(table.classes, name=self.label), name="prior")
         if post.method == "svi":
             self.loss_history_ = post.losses.tolist()
             self.n_iter_, self.converged_ = len(self.loss_history_), None
