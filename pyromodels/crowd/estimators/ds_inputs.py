@@ -1,4 +1,5 @@
-"""Dawid-Skene EM with some tasks' classes known, and EM's start from crowd-kit's options.
+"""What ``DawidSkeneEstimator.fit(df, true_labels=, initial_error=)`` reads: known classes
+(gold labels) and workers' confusion matrices from elsewhere.
 
 :class:`KnownClassesDawidSkene` is the Dawid-Skene model in which the classes of some items
 are observed (gold labels): the E-step gives those items their known class with certainty,
