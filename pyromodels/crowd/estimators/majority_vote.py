@@ -141,11 +141,11 @@ class MajorityVote(CrowdAggregator):
         self._check_skill_options()
         seed = check_int(self._seed(), "seed", minimum=0)
         weights = None
+        table = self._table(df)  # the columns and labels checked before the skills are read
         if skills is not None:
-            self._table(df)  # the columns and labels checked before the skills are read
-            df, worker_skill = self._skilled_rows(df, skills)
-        table = self._table(df)
-        if skills is not None:
+            kept, worker_skill = self._skilled_rows(df, skills)
+            if kept is not df:  # "ignore" dropped the labels of workers without a skill
+                table = self._table(kept)
             per_worker = worker_skill.reindex(table.workers).to_numpy(dtype=np.float64)
             weights = torch.tensor(per_worker)[table.worker_idx]
         labels = majority_vote(table, ties=self.ties, seed=seed, weights=weights)
