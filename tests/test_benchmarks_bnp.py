@@ -13,7 +13,8 @@ SWEEP = "bnp.dp_sweep[N=2000,d=4,K=8,sampler={s},{t}dtype={dt},start=warm,iterat
 QUICK_SWEEPS = {SWEEP.format(s=s, t="", dt="float64") for s in ("alg2", "alg3")} | {
     SWEEP.format(s="blocked", t="T=20,", dt=dt) for dt in ("float64", "float32")}
 FIT = "bnp.dp_fit_to_ari[N={n},d={d},K=8,sampler={v},dtype=float64]"
-VARIANTS = ("alg3,start=one", "blocked,start=random,T=50")
+VARIANTS = ("alg3,start=one", "blocked,start=random,T=50", "alg3,start=sequential",
+            "alg2,start=sequential", "blocked,start=sequential,T=50")
 QUICK_FITS = {FIT.format(n=n, d=d, v=v) for n, d in ((1000, 10), (2000, 2)) for v in VARIANTS}
 MCEM = ("ddpm.mcem_round[N={n},d=10,features=mnist5k_random_projection,flow=nice_4x256-256,"
         "prior=mnist,e_dpm=2,e_flow=1,batch_size=256,start={start},"
