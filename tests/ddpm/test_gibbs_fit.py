@@ -114,3 +114,12 @@ def test_the_data_are_checked_once_per_chain_not_per_sweep(algorithm):
     few, many = _count_checks(algorithm, 1), _count_checks(algorithm, 12)
     assert few == many
     assert few <= 4
+
+
+def test_ddpm_offers_monte_carlo_em_only():
+    # DDPM's flow is trained by Monte Carlo EM; Gibbs sampling alone would keep the untrained one
+    from pyromodels.ddpm import DDPM
+
+    z, _ = planted()
+    with pytest.raises(ValueError, match="method must be one of"):
+        DDPM(PRIOR, hidden=(4,)).fit(z, method="gibbs")
