@@ -123,3 +123,16 @@ def test_ddpm_offers_monte_carlo_em_only():
     z, _ = planted()
     with pytest.raises(ValueError, match="method must be one of"):
         DDPM(PRIOR, hidden=(4,)).fit(z, method="gibbs")
+
+
+def test_with_a_flow_the_chain_runs_on_the_features():
+    # a fixed flow z = f(y): the fit on y draws what the fit on z = f(y) without a flow draws
+    from torch.distributions.transforms import AffineTransform
+
+    z, _ = planted(3)
+    flow = AffineTransform(1.0, 2.0)
+    y = flow.inv(z)
+    on_y = DPMixture(PRIOR, flow=flow).fit(y, method="gibbs", num_warmup=3, num_samples=4,
+                                           num_chains=1, seed=0, progress=False)
+    on_z = _fit(3, z, num_warmup=3, num_samples=4, num_chains=1, seed=0)
+    assert torch.equal(on_y["c"], on_z["c"])
