@@ -80,7 +80,7 @@ def test_fit_records_compare_ari_with_sklearn_consistently(bnp_run, modules, imp
         assert 0 < ari["peer_ari"] <= 1 and -1 <= ari["ours_ari"] <= 1
         assert ari["reached"] is ari["passed"] is (ari["ours_ari"] >= ari["peer_ari"])
         assert ari["max_abs_diff"] == max(ari["peer_ari"] - ari["ours_ari"], 0.0)
-        assert 1 <= ari["sweeps"] <= ari["cap"] == 100
+        assert 0 <= ari["sweeps"] <= ari["cap"] == 100  # 0: the start alone reaches it
         assert ari["sweeps"] == ari["cap"] or ari["reached"]
         assert 1 <= ari["peer_n_iter"] <= 100
     # the recorded figures are reproducible in this process: the peer's ARI and ours after

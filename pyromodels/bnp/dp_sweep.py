@@ -48,7 +48,7 @@ from ..core.backend import resolve_backend
 from ..core.progress import progress_bar
 from .crp import check_concentration, check_torch_generator, resample_concentration
 from .dp_conditional import torch_pass
-from .dp_kernels import alg2_pass, alg3_pass
+from .dp_kernels import alg2_pass, alg3_pass, size_terms
 from .dp_state import ALGORITHMS, NUM_FREE, DPState, draw_params, empty_state
 from .ng_predictive import check_data, check_prior, new_cluster_log_predictive
 
@@ -63,10 +63,13 @@ class _Problem(NamedTuple):
     log_m: torch.Tensor  # (N,) log prior predictive of each point
     backend: str
     algorithm: str
+    sizes: object  # numpy (N + 1,) size terms of Algorithm 3's compiled pass, or None
 
 
-def _prepare(z, state, prior, generator, algorithm, backend, paper_literal) -> _Problem:
-    """The checked problem (``state=None``: no state to check yet)."""
+def _prepare(z, state, prior, generator, algorithm, backend, paper_literal,
+             seat: bool = False) -> _Problem:
+    """The checked problem (``state=None``: no state to check yet; ``seat``: for the
+    sequential start, which runs Algorithm 3's pass whatever ``algorithm``)."""
     z = check_data(z)
     prior = check_prior(prior, z.shape[1])
     check_torch_generator(generator)
@@ -78,8 +81,11 @@ def _prepare(z, state, prior, generator, algorithm, backend, paper_literal) -> _
         raise ValueError(f"state is for {state.num_points} points of dimension {state.dim}, "
                          f"but z has shape {tuple(z.shape)}")
     which = resolve_backend(backend, z)
+    sizes = None
+    if which != "torch" and (algorithm == "alg3" or seat):  # for the compiled alg3 pass
+        sizes = size_terms(z.shape[0], z.shape[1], float(prior.kappa), float(prior.a))
     return _Problem(z, prior, new_cluster_log_predictive(z, prior, paper_literal), which,
-                    algorithm)
+                    algorithm, sizes)
 
 
 def _assign(p: _Problem, state: DPState, alpha: float, generator: torch.Generator,
@@ -118,7 +124,7 @@ def _assign(p: _Problem, state: DPState, alpha: float, generator: torch.Generato
                                   start))
             pool_pos = [int(pos[0])]
         else:
-            start = int(alg3_pass(*arrays, *book, m0, k0, a0, b0, start, seat))
+            start = int(alg3_pass(*arrays, *book, m0, k0, a0, b0, p.sizes, start, seat))
     state.refresh_stats(z)
     if p.algorithm == "alg2":
         draw_params(state, prior, generator)
@@ -185,7 +191,7 @@ def sequential_init(z, prior: NormalGamma, alpha, generator: torch.Generator,
         [0, 0, 1, 1]
     """
     alpha = check_concentration(alpha)
-    problem = _prepare(z, None, prior, generator, algorithm, backend, paper_literal)
+    problem = _prepare(z, None, prior, generator, algorithm, backend, paper_literal, True)
     state = empty_state(*problem.z.shape)
     _assign(problem, state, alpha, generator, "alg3", True)
     return state
