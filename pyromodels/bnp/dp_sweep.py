@@ -50,7 +50,7 @@ from .crp import check_concentration, check_torch_generator, resample_concentrat
 from .dp_conditional import torch_pass
 from .dp_kernels import alg2_pass, alg3_pass, size_terms
 from .dp_state import ALGORITHMS, NUM_FREE, DPState, draw_params, empty_state
-from .ng_predictive import check_data, check_prior, new_cluster_log_predictive
+from .ng_predictive import check_data, check_prior, log_predictive
 
 __all__ = ["sweep", "run_chain", "chain_sweeps", "sequential_init", "ChainResult", "POOL"]
 
@@ -84,8 +84,7 @@ def _prepare(z, state, prior, generator, algorithm, backend, paper_literal,
     sizes = None
     if which != "torch" and (algorithm == "alg3" or seat):  # for the compiled alg3 pass
         sizes = size_terms(z.shape[0], z.shape[1], float(prior.kappa), float(prior.a))
-    return _Problem(z, prior, new_cluster_log_predictive(z, prior, paper_literal), which,
-                    algorithm, sizes)
+    return _Problem(z, prior, log_predictive(z, prior, paper_literal), which, algorithm, sizes)
 
 
 def _assign(p: _Problem, state: DPState, alpha: float, generator: torch.Generator,

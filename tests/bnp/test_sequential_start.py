@@ -13,6 +13,7 @@ import torch
 
 import pyromodels.bnp.blocked as blocked_module
 import pyromodels.bnp.dp_sweep as sweep_module
+import pyromodels.bnp.ng_predictive as ng_module
 from pyromodels.bnp import (
     blocked_chain,
     blocked_init,
@@ -90,10 +91,11 @@ def test_a_chain_checks_its_inputs_once_and_sweeps_like_sweep():
     g1, g2 = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
     for _ in range(6):
         sweep(z, by_hand, PRIOR, ALPHA, g1, algorithm="alg3")
-    with mock.patch.object(sweep_module, "check_data", wraps=sweep_module.check_data) as spy:
+    with mock.patch.object(sweep_module, "check_data", wraps=sweep_module.check_data) as spy, \
+            mock.patch.object(ng_module, "check_data", wraps=ng_module.check_data) as inner:
         for _ in chain_sweeps(z, chained, PRIOR, ALPHA, g2, 6, algorithm="alg3"):
             pass
-    assert spy.call_count == 1
+    assert spy.call_count == 1 and inner.call_count == 0
     assert torch.equal(by_hand.assignments, chained.assignments)
 
 
