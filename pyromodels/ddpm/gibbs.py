@@ -148,6 +148,8 @@ def fit_gibbs(model, x: torch.Tensor, *, algorithm=3, num_samples: int = 200,
     truncation = check_int(truncation, "truncation", minimum=1)
     check_in(init, "init", GIBBS_INITS)
     check_bool(progress, "progress")
+    check_in(backend, "backend", ("auto", "numba", "torch"))
+    check_bool(paper_literal, "paper_literal")
     opts = {"backend": backend, "paper_literal": paper_literal,
             "alpha_prior": _check_alpha_prior(alpha_prior)}
     seed = resolve_seed(seed)

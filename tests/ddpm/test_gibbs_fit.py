@@ -92,6 +92,8 @@ def test_alpha_prior_moves_alpha():
     ({"num_samples": 0}, ValueError, "num_samples"),
     ({"alpha_prior": 1.0}, TypeError, "alpha_prior"),
     ({"algorithm": "blocked", "truncation": 2}, ValueError, "larger truncation"),
+    ({"algorithm": "blocked", "init": "one", "backend": "gpu"}, ValueError, "backend"),
+    ({"paper_literal": 1}, TypeError, "paper_literal"),
 ])
 def test_bad_settings_are_named(kwargs, err, match):
     z, _ = planted()
