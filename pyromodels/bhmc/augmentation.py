@@ -106,8 +106,11 @@ def hinge_log_factor(zeta, C) -> torch.Tensor:
         >>> float(hinge_log_factor(torch.tensor(0.25), 2.0))
         -1.0
     """
-    C = _check_c(C)
-    zeta = _as_float(zeta, "zeta")
+    return _hinge_log_factor(_as_float(zeta, "zeta"), _check_c(C))
+
+
+def _hinge_log_factor(zeta: torch.Tensor, C: float) -> torch.Tensor:
+    """:func:`hinge_log_factor` on checked arguments (a sampler's inner step)."""
     return -2.0 * C * torch.relu(zeta)
 
 
@@ -193,6 +196,12 @@ def sample_lambda(zeta, C, generator: torch.Generator, switch: float = DEFAULT_S
         raise ValueError(f"switch must be >= 0, got {switch}")
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    return _sample_lambda(zeta, C, generator, switch)
+
+
+def _sample_lambda(zeta: torch.Tensor, C: float, generator: torch.Generator,
+                   switch: float = DEFAULT_SWITCH) -> torch.Tensor:
+    """:func:`sample_lambda` on checked arguments (a sampler's inner step)."""
     b = C * zeta.abs()
     nu = torch.randn(zeta.shape, dtype=zeta.dtype, device=zeta.device, generator=generator)
     u = torch.rand(zeta.shape, dtype=zeta.dtype, device=zeta.device, generator=generator)
@@ -272,6 +281,12 @@ def eta_conditional(x_A, lam_A, eta_partner_A, x_B, lam_B, eta_partner_B, C, eps
     if x_A.shape[1] != x_B.shape[1]:
         raise ValueError(f"x_A and x_B must have the same dimension D, got {x_A.shape[1]} "
                          f"and {x_B.shape[1]}")
+    return _eta_conditional(x_A, lam_A, p_A, x_B, lam_B, p_B, C, eps0, nu0, paper_literal)
+
+
+def _eta_conditional(x_A, lam_A, p_A, x_B, lam_B, p_B, C: float, eps0: float, nu0: float,
+                     paper_literal: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`eta_conditional` on checked arguments (the sampler's step for every node)."""
     D = x_A.shape[1]
     prior = nu0 ** 2 if paper_literal else nu0 ** -2
     scaled_A = x_A / lam_A.unsqueeze(-1)
@@ -311,6 +326,13 @@ def sample_gaussian_precision(mean, precision, generator: torch.Generator) -> to
                          f"for mean of shape {tuple(mean.shape)}, got {tuple(precision.shape)}")
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    return _sample_gaussian_precision(mean, precision, generator)
+
+
+def _sample_gaussian_precision(mean: torch.Tensor, precision: torch.Tensor,
+                               generator: torch.Generator) -> torch.Tensor:
+    """:func:`sample_gaussian_precision` on checked arguments; a precision that is not
+    positive definite still raises (a numerical failure, not an input check)."""
     factor, info = torch.linalg.cholesky_ex(precision)
     if bool((info != 0).any()):
         raise ValueError("precision must be symmetric positive definite: Cholesky failed")

@@ -138,6 +138,14 @@ def margin_violations(x, tree: Tree, eta: dict, eps0) -> tuple[torch.Tensor, tor
     ids, parent = node_arrays(tree)
     if not isinstance(eta, dict) or any(z not in eta for z in ids[1:]):
         raise ValueError("eta must be a dict holding a (D,) tensor for every living non-root node")
+    return _margin_violations(x, tree, eta, eps0, ids, parent)
+
+
+def _margin_violations(x: torch.Tensor, tree: Tree, eta: dict, eps0: float, ids=None,
+                       parent=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`margin_violations` on checked arguments (a sampler's trace after each sweep)."""
+    if ids is None:
+        ids, parent = node_arrays(tree)
     pos = {z: i for i, z in enumerate(ids)}
     e = torch.zeros(len(ids), x.shape[1], dtype=torch.float64)
     for i, z in enumerate(ids[1:], start=1):
@@ -175,7 +183,11 @@ def cdl(x, state: BHMCState, prior: BHMCPrior) -> torch.Tensor:
 
     Arguments and returns as :func:`complete_log_joint`.
     """
-    x, state, prior = check_inputs(x, state, prior)
+    return _cdl(*check_inputs(x, state, prior))
+
+
+def _cdl(x: torch.Tensor, state: BHMCState, prior: BHMCPrior) -> torch.Tensor:
+    """:func:`cdl` on checked arguments (a sampler's trace after each sweep)."""
     ll = component_log_likelihoods(x, state.theta.to(torch.float64))
     n = torch.arange(x.shape[0])
     lw = torch.log(state.leaf_weights().to(torch.float64))

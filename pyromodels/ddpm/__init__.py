@@ -9,6 +9,7 @@ G-means), the paper's metric row and the synthetic protocol.
 * :mod:`.baselines`: :func:`kmeans`, :func:`gmeans`.
 * :mod:`.scores`: :func:`paper_scores` (F score, V score, ARI, ACC*, K).
 * :mod:`.synthetic`: :func:`simulate_warped_clusters`.
+* :mod:`.gibbs`: :func:`fit_gibbs`, Gibbs sampling of :class:`DPMixture` (Algorithms 2, 3, blocked).
 * :mod:`.mcem`: Monte Carlo EM (Algorithm 1); :mod:`.ddpm`: :class:`DDPM`, the model with its NICE
   flow built for the data.
 * :mod:`.truncated`: :class:`TruncatedDPMixture`, the truncated stick-breaking form fitted by SVI
@@ -17,6 +18,7 @@ G-means), the paper's metric row and the synthetic protocol.
 
 from .baselines import ClusteringResult, anderson_darling_normal, anderson_darling_pvalue, gmeans, kmeans
 from .ddpm import DDPM
+from .gibbs import fit_gibbs
 from .joint import cluster_log_prior, complete_log_joint, gaussian_log_likelihood
 from .mcem import MCEMSettings, fit_mcem
 from .model import DPMixture, DPMixtureSample, dp_mixture_crp, state_values
@@ -36,6 +38,7 @@ __all__ = [
     "DDPM",
     "MCEMSettings",
     "fit_mcem",
+    "fit_gibbs",
     "DPMixturePrior",
     "PaperSchedule",
     "PAPER_PRESETS",

@@ -66,6 +66,9 @@ class DDPM(DPMixture):
             the features, taken from the first data set (module docstring).
     """
 
+    #: Monte Carlo EM only: Gibbs sampling alone would hold the untrained flow fixed
+    engines: tuple[str, ...] = ("mcem",)
+
     def __init__(self, prior: DPMixturePrior | None = None, *, num_layers: int = 4,
                  hidden: Sequence[int] = (256, 256), scaling: bool = False, flow_seed: int = 0,
                  dtype: torch.dtype = torch.float64):

@@ -208,8 +208,9 @@ class DPMixture(Model):
             NICE flow of DDPM), or ``None`` for the plain DP mixture on ``z`` (DPM).
 
     The data of :meth:`model` are the observed points: ``z`` without a flow, ``y`` with one.
-    No engine is wired here: a CRP with unbounded ``K`` is out of reach of SVI, NUTS and
-    enumeration, and the Gibbs and Monte Carlo EM drivers plug in from outside.
+    A CRP with unbounded ``K`` is out of reach of SVI, NUTS and enumeration; the engines are
+    Gibbs sampling (``method="gibbs"``, :func:`~pyromodels.ddpm.gibbs.fit_gibbs`) and Monte
+    Carlo EM (``method="mcem"``, :func:`~pyromodels.ddpm.mcem.fit_mcem`).
 
     Example:
         >>> import torch
@@ -224,7 +225,8 @@ class DPMixture(Model):
 
     discrete_sites: tuple[str, ...] = ()
     max_plate_nesting = 1
-    engines: tuple[str, ...] = ("mcem",)
+    engines: tuple[str, ...] = ("mcem", "gibbs")
+    site_dims = {"c": ("point",)}
 
     def __init__(self, prior: DPMixturePrior | None = None, flow=None):
         if prior is not None and not isinstance(prior, DPMixturePrior):
@@ -300,28 +302,41 @@ class DPMixture(Model):
         return DPMixtureSample(z=z, labels=c, mu=mu, lam=lam, y=y)
 
     def fit(self, data, method: str = "mcem", **kwargs):
-        """Fit by Monte Carlo EM (:func:`~pyromodels.ddpm.mcem.fit_mcem`, the paper's
-        Algorithm 1): Gibbs sweeps of the DP mixture on ``z = f(y)`` and, with a trainable
-        flow, Adam steps on the flow between them; without one, the rounds are the Gibbs
-        sampler alone (DPM). With ``prior=None`` the prior is resolved once, against the
-        starting ``z`` (:meth:`prior_for`); the prior used is recorded in ``attrs["prior"]``.
+        """Fit by Gibbs sampling or by Monte Carlo EM.
+
+        ``method="gibbs"`` (:func:`~pyromodels.ddpm.gibbs.fit_gibbs`): chains of Neal's
+        Algorithm 3 (``algorithm=3``, collapsed), Algorithm 2 (``algorithm=2``) or the blocked
+        sampler of the truncated model (``algorithm="blocked"``), on ``z`` (or ``f(y)`` with
+        the flow held fixed); draws of the canonical labels ``c``.
+
+        ``method="mcem"`` (:func:`~pyromodels.ddpm.mcem.fit_mcem`, the paper's Algorithm 1):
+        Gibbs sweeps of the DP mixture on ``z = f(y)`` and, with a trainable flow, Adam steps
+        on the flow between them; without one, the rounds are the Gibbs sampler alone (DPM).
+
+        With ``prior=None`` either engine resolves the prior once, against the starting ``z``
+        (:meth:`prior_for`); the prior used is recorded in ``attrs["prior"]``.
 
         Args:
             data: ``(N, d)`` observed points (``y`` with a flow, ``z`` without).
-            method: ``"mcem"``.
-            **kwargs: ``settings`` (:class:`~pyromodels.ddpm.mcem.MCEMSettings`), ``seed``,
-                ``progress``, ``checkpoint``, ``checkpoint_every``, ``resume``.
+            method: ``"mcem"`` or ``"gibbs"``.
+            **kwargs: for ``"gibbs"``: ``algorithm``, ``num_samples``, ``num_warmup``,
+                ``num_chains``, ``thin``, ``seed``, ``init``, ``truncation``,
+                ``alpha_prior``, ``backend``, ``paper_literal``, ``progress``; for
+                ``"mcem"``: ``settings`` (:class:`~pyromodels.ddpm.mcem.MCEMSettings`),
+                ``seed``, ``progress``, ``checkpoint``, ``checkpoint_every``, ``resume``.
 
         Returns:
-            A :class:`~pyromodels.core.Posterior` (``method="mcem"``; see
-            :func:`~pyromodels.ddpm.mcem.fit_mcem`).
+            A :class:`~pyromodels.core.Posterior` (see the engine's function).
         """
+        from .gibbs import fit_gibbs
         from .mcem import fit_mcem
 
         check_in(method, "method", self.engines)
         x = self.prepare(data)
         if x.shape[0] < 2:
             raise ValueError(f"data must hold at least 2 points, got {x.shape[0]}")
+        if method == "gibbs":
+            return fit_gibbs(self, x, **kwargs)
         with torch.no_grad():
             prior = self.prior_for(x if self.flow is None else self.flow(x))
         posterior = fit_mcem(self, x, prior, self.flow, **kwargs)

@@ -42,8 +42,10 @@ Engines (the variational one is the alternative the paper leaves to future work)
   labels with ``min(T, N)`` clusters; surplus components empty out during the fit (each
   occupied component pays the KL of its parameters, the Occam factor of the ELBO).
 * ``"gibbs"``: the blocked Gibbs sampler as two blocks, ``(v, mu, lam) | c`` (DDPM paper, eq. 22 and
-  ``v_k | c ~ Beta(1 + n_k, alpha + sum_{j>k} n_j)``) and ``c | v, mu, lam``, the same
-  conditionals as :func:`pyromodels.bnp.blocked_sweep`.
+  ``v_k | c ~ Beta(1 + n_k, alpha + sum_{j>k} n_j)``) and ``c | v, mu, lam``. The blocks
+  call the one blocked implementation, :func:`pyromodels.bnp.draw_blocked_parameters` and
+  :func:`pyromodels.bnp.draw_blocked_labels`, so a chain from a state draws what
+  :func:`pyromodels.bnp.blocked_sweep` draws from it with the same generator.
 
 Caveat on tiny concentrations. The paper's ``alpha = 1e-5`` (Appendix B) makes
 ``Beta(1, alpha)`` numerically extreme: ``P(1 - v_k < 2^-53) = 2^(-53 alpha) = 1 - 3.7e-4``,
@@ -87,12 +89,14 @@ from ..bnp import (
     BlockedState,
     assignment_logits,
     component_posterior,
+    draw_blocked_labels,
+    draw_blocked_parameters,
     stick_log_weights,
     stick_posterior,
     truncated_dp_mixture,
 )
 from ..checks import as_float_tensor, check_int
-from ..conjugate import NormalGamma, sample_log_gamma
+from ..conjugate import NormalGamma
 from ..core.gibbs import GibbsBlock, GibbsSweep
 from ..core.model import Model
 from .baselines import kmeans
@@ -255,12 +259,11 @@ class TruncatedDPMixture(Model):
         return post, a.to(z.device), b.to(z.device)
 
     def _draw_parameters(self, state, data, generator) -> dict:
-        post, a, b = self._parameter_conditionals(state, data)
-        mu, lam = post.sample(generator)
+        alpha = torch.tensor(self.alpha, dtype=torch.float64, device=data.device)
+        mu, lam, log_v, _, _ = draw_blocked_parameters(
+            data, state["c"], self.base_measure(data), alpha, self.truncation, generator)
         out = {"mu": mu.to(data.dtype), "lam": lam.to(data.dtype)}
-        if self.truncation > 1:  # v = G_a / (G_a + G_b), unit-rate Gamma draws in log space
-            log_g = sample_log_gamma(torch.stack([a, b], -1), generator)
-            log_v = log_g[:, 0] - torch.logaddexp(log_g[:, 0], log_g[:, 1])
+        if self.truncation > 1:
             out["v"] = log_v.exp().to(data.dtype)
         return out
 
@@ -272,9 +275,10 @@ class TruncatedDPMixture(Model):
         return lp
 
     def _draw_labels(self, state, data, generator) -> dict:
-        logits = assignment_logits(data, self._blocked_state(state, data))
-        probs = torch.softmax(logits, dim=-1)
-        return {"c": torch.multinomial(probs, 1, generator=generator).squeeze(-1)}
+        v = state["v"].double() if self.truncation > 1 else data.new_zeros(0, dtype=torch.float64)
+        labels = draw_blocked_labels(data, state["mu"].double(), state["lam"].double(),
+                                     torch.log(v), torch.log1p(-v), generator)
+        return {"c": labels}
 
     def _label_log_density(self, values, state, data) -> torch.Tensor:
         logits = assignment_logits(data, self._blocked_state(state, data))
