@@ -150,6 +150,9 @@ def load_checkpoint(path, name: str = "path") -> dict:
 
 
 def _model_name(model) -> str:
+    named = getattr(model, "qualified_name", None)  # a plain callable or a bound program
+    if isinstance(named, str):
+        return named
     return f"{type(model).__module__}.{type(model).__qualname__}"
 
 

@@ -10,6 +10,7 @@ import torch
 from ..checks import check_int, check_positive
 from .checkpoint import Checkpointer, check_shapes, clone_tree, read_checkpoint
 from .device import resolve_device
+from .entry import engine_entry
 from .monitor import ConvergenceMonitor
 from .posterior import Posterior, make_attrs
 from .progress import check_callbacks, progress_bar, run_callbacks
@@ -39,6 +40,7 @@ def _check_rule(verdict) -> bool:
     return verdict
 
 
+@engine_entry()
 def run_em(
     model,
     data,
@@ -72,8 +74,12 @@ def run_em(
     see :class:`ConvergenceMonitor`).
 
     Args:
-        model: a model object with the EM hooks.
-        data: the data (validated by ``model.prepare``).
+        model: a :class:`Model` with the EM hooks (a plain callable has none).
+        *args, **kwargs: the program's arguments, passed to its hooks; keyword
+            arguments other than this engine's settings go to the program (see
+            :mod:`pyromodels.core.entry` for the rule, and ``model_kwargs=`` for a program
+            with an argument named like a setting). A :class:`Model` whose ``model(data)``
+            takes one argument gets its data validated by ``model.prepare``.
         max_iter: EM steps per start; ``0`` returns the start itself.
         tol: relative tolerance on the objective (see :class:`ConvergenceMonitor`); with the
             model's ``em_converged`` rule, that must hold too. ``0`` never stops early: every

@@ -17,6 +17,7 @@ import torch
 from ..checks import check_in, check_int
 from .checkpoint import chain_checkpoints, check_shapes
 from .device import resolve_device
+from .entry import engine_entry
 from .posterior import Posterior, make_attrs, stack_chains
 from .progress import check_callbacks, progress_bar, run_callbacks
 from .seeding import derive_seed, make_generator, resolve_seed
@@ -150,6 +151,7 @@ def run_chain(
     return samples, torch.tensor(lps, dtype=torch.float64)
 
 
+@engine_entry(leading="sweep")
 def run_gibbs(
     model,
     data,
@@ -172,14 +174,22 @@ def run_gibbs(
     """Blocked Gibbs sampling with the model's sweep.
 
     Args:
-        model: a model with ``init_state(data, generator)`` and ``gibbs_sweep(data)``.
-        data: the data (validated by ``model.prepare``).
+        model: a :class:`Model` with ``init_state(data, generator)`` and
+            ``gibbs_sweep(data)``, or a Pyro program (a callable), which takes its blocks
+            first: ``run_gibbs(model, blocks, *args, **kwargs)``. A plain program's chains
+            start from a draw of the prior; its blocks receive the arguments as one
+            :class:`~pyromodels.core.bound.ModelArgs` (``data.args``, ``data.kwargs``).
+        *args, **kwargs: the program's arguments; keyword arguments other than this engine's
+            settings go to the program (see :mod:`pyromodels.core.entry`, and
+            ``model_kwargs=`` for an argument named like a setting). A :class:`Model` whose
+            ``model(data)`` takes one argument gets its data validated by ``model.prepare``.
         num_samples: kept draws per chain.
         num_warmup: discarded sweeps per chain.
         num_chains: chains, run one after another, each with its own seed derived from ``seed``.
         thin: keep every ``thin``-th sweep after warm-up.
         seed: the fit's seed; ``None`` draws one (recorded in ``attrs``).
-        sweep: replaces ``model.gibbs_sweep(data)``.
+        sweep: a :class:`GibbsSweep` or a sequence of :class:`GibbsBlock`; replaces
+            ``model.gibbs_sweep(data)``.
         scan: overrides the sweep's scan order (``"systematic"`` or ``"random"``).
         lp_every: compute the log joint every ``lp_every`` kept draws (0 turns it off).
         progress: show a progress bar.
@@ -195,7 +205,9 @@ def run_gibbs(
     Returns:
         A :class:`Posterior` with samples ``(chain, draw, ...)`` and ``sample_stats["lp"]``.
     """
-    model._require("init_state", "gibbs_sweep", engine="gibbs")
+    if sweep is not None and not isinstance(sweep, GibbsSweep):
+        sweep = GibbsSweep(sweep)
+    model._require("init_state", *(("gibbs_sweep",) if sweep is None else ()), engine="gibbs")
     num_samples = check_int(num_samples, "num_samples", minimum=1)
     num_warmup = check_int(num_warmup, "num_warmup", minimum=0)
     num_chains = check_int(num_chains, "num_chains", minimum=1)

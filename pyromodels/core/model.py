@@ -1,6 +1,7 @@
 """The model base class: one Pyro program, optional hooks for each engine.
 
-A subclass writes ``model(data)`` once. Each engine asks for the hooks it needs:
+A subclass writes ``model(data)`` (or ``model(x, y=None)``, any signature) once. Each engine
+asks for the hooks it needs:
 
 =========  ====================================================================
 engine     hooks
@@ -69,17 +70,24 @@ class Model:
             raise ValueError(f"values must fix every latent site; missing {missing}")
         return tr.log_prob_sum()
 
-    def fit(self, data, method: str = "svi", **kwargs):
+    def fit(self, *args, method: str = "svi", **kwargs):
         """Fit with one engine: ``"svi"``, ``"nuts"``, ``"gibbs"`` or ``"em"``.
 
-        Keyword arguments go to the matching runner (:func:`~pyromodels.core.run_svi` and so on).
+        ``args`` and the keyword arguments that are not settings of the engine are the
+        program's: ``fit(data)`` for ``model(self, data)``, ``fit(x, y=y)`` for
+        ``model(self, x, y=None)`` (see :mod:`pyromodels.core.entry` for how settings and
+        the model's keyword arguments are told apart). The settings go to the matching runner
+        (:func:`~pyromodels.core.run_svi` and so on). A program of one argument gets its data
+        in every hook as they are; a program of several gets them as one
+        :class:`~pyromodels.core.bound.ModelArgs` (``data.args``, ``data.kwargs``).
+
         Returns a :class:`~pyromodels.core.Posterior`.
         """
         from . import em, gibbs, nuts, svi
 
         check_in(method, "method", self.engines)
         runner = {"svi": svi.run_svi, "nuts": nuts.run_nuts, "gibbs": gibbs.run_gibbs, "em": em.run_em}
-        return runner[method](self, data, **kwargs)
+        return runner[method](self, *args, **kwargs)
 
     def _require(self, *hooks: str, engine: str) -> None:
         for hook in hooks:

@@ -20,6 +20,7 @@ from .checkpoint import (
     set_rng_states,
 )
 from .device import cuda_devices, resolve_device
+from .entry import engine_entry
 from .enumeration import marginal_log_joint, sample_discrete
 from .posterior import Posterior, make_attrs
 from .progress import progress_bar
@@ -64,6 +65,7 @@ class _EnergyRecordingNUTS(NUTS):
         return kinetic
 
 
+@engine_entry()
 def run_nuts(
     model,
     data,
@@ -87,8 +89,13 @@ def run_nuts(
     continuous draw (:func:`~pyromodels.core.enumeration.sample_discrete`).
 
     Args:
-        model: a model object whose discrete sites are marked for parallel enumeration.
-        data: the data (validated by ``model.prepare``).
+        model: a Pyro program (a callable) or a pyromodels :class:`Model`.
+        *args, **kwargs: the program's arguments, as ``pyro.infer.MCMC.run`` takes them; keyword
+            arguments other than this engine's settings go to the program (see
+            :mod:`pyromodels.core.entry` for the rule, and ``model_kwargs=`` for a program
+            with an argument named like a setting). A :class:`Model` whose ``model(data)``
+            takes one argument gets its data validated by ``model.prepare``.
+            Discrete sites must be marked ``infer={"enumerate": "parallel"}``.
         num_samples: kept draws per chain.
         num_warmup: adaptation steps per chain.
         num_chains: chains, each seeded from ``seed`` and ``init_values`` drawn per chain.

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from .bound import CallableModel, ModelArgs
 from .inference_data import (
     chain_draw_arrays,
     from_groups,
@@ -54,8 +55,15 @@ class Posterior:
         params: fitted parameters (SVI guide parameters, EM point estimates, responsibilities).
         diagnostics: engine diagnostics (convergence flags, divergences, acceptance rates).
         attrs: metadata: method, seed, versions, wall time, device.
-        model: the model object that produced the fit (used by ``predict`` and conversions).
-        data: the data the model was fitted to.
+        model: the model object that produced the fit (used by ``predict`` and conversions):
+            the :class:`~pyromodels.core.Model`, or, for a plain Pyro callable or a program
+            of several arguments, a :class:`~pyromodels.core.bound.CallableModel` wrapping it.
+        data: the data the model was fitted to, as its hooks receive them (prepared), or a
+            :class:`~pyromodels.core.bound.ModelArgs` for a program of several arguments.
+
+    The program and its arguments, to run it again (``pyro.infer.Predictive(
+    post.model_fn, posterior_samples=...)(*post.model_args, **post.model_kwargs)``), are
+    :attr:`model_fn`, :attr:`model_args` and :attr:`model_kwargs`.
     """
 
     samples: dict[str, torch.Tensor]
@@ -78,6 +86,26 @@ class Posterior:
                 )
         if len(set(shapes.values())) > 1:
             raise ValueError(f"all samples must share (chain, draw) sizes, got {shapes}")
+
+    @property
+    def model_fn(self):
+        """The Pyro program that was fitted, callable as ``model_fn(*model_args,
+        **model_kwargs)`` (``None`` without a model)."""
+        if self.model is None:
+            return None
+        return self.model.fn if isinstance(self.model, CallableModel) else self.model.model
+
+    @property
+    def model_args(self) -> tuple:
+        """The program's positional arguments for this fit (the prepared data)."""
+        if isinstance(self.data, ModelArgs):
+            return self.data.args
+        return () if self.data is None else (self.data,)
+
+    @property
+    def model_kwargs(self) -> dict:
+        """The program's keyword arguments for this fit."""
+        return dict(self.data.kwargs) if isinstance(self.data, ModelArgs) else {}
 
     @property
     def num_chains(self) -> int:

@@ -21,6 +21,7 @@ from .checkpoint import (
     set_rng_states,
 )
 from .device import cuda_devices, resolve_device
+from .entry import engine_entry
 from .enumeration import sample_discrete, site_shapes
 from .posterior import Posterior, make_attrs
 from .progress import check_callbacks, progress_bar, run_callbacks
@@ -41,6 +42,7 @@ def default_guide(model, data, generator: torch.Generator | None = None):
     return AutoNormal(hidden, init_loc_fn=init)
 
 
+@engine_entry(leading="guide")
 def run_svi(
     model,
     data,
@@ -63,8 +65,14 @@ def run_svi(
     """Fit a guide by SVI, then draw from it (one chain) and restore the discrete sites.
 
     Args:
-        model: a model object (``model(data)``, ``discrete_sites``, ``max_plate_nesting``).
-        data: the data (validated by ``model.prepare``).
+        model: a Pyro program (a callable) or a pyromodels :class:`Model`.
+        *args, **kwargs: the program's arguments, as ``pyro.infer.SVI.step`` takes them; keyword
+            arguments other than this engine's settings go to the program (see
+            :mod:`pyromodels.core.entry` for the rule, and ``model_kwargs=`` for a program
+            with an argument named like a setting). A :class:`Model` whose ``model(data)``
+            takes one argument gets its data validated by ``model.prepare``.
+            A plain callable takes its guide first: ``run_svi(model, guide_or_None, *args,
+            **kwargs)``.
         num_steps: optimisation steps.
         guide: a guide callable; default: the model's ``guide`` if it has one, else
             :func:`default_guide`.
@@ -112,6 +120,8 @@ def run_svi(
     start = time.perf_counter()
     store = pyro.get_param_store()
     with store.scope() as scope, seeded(seed, devices=cuda_devices(device)):
+        guide_name = _kind(guide) or (_kind(model.guide) if callable(getattr(model, "guide", None))
+                                      else "AutoNormal")
         if guide is None:
             guide = model.guide if callable(getattr(model, "guide", None)) else default_guide(
                 model, data, make_generator(derive_seed(seed, "init"), device)
@@ -142,8 +152,9 @@ def run_svi(
         ckpt.write()
         with torch.no_grad():
             draws = Predictive(guide, num_samples=num_samples)(data)
-        latent = _latent_sites(model, data, {k: v[0] for k, v in draws.items()})
-        samples = {k: v.unsqueeze(0) for k, v in draws.items() if k in latent}
+        shapes = _latent_shapes(model, data)
+        samples = {k: _conform(v, shapes[k], num_samples).unsqueeze(0)
+                   for k, v in draws.items() if k in shapes}
         params = {k: v.detach().clone() for k, v in store.items()}
     samples.update(
         sample_discrete(model, data, samples, seed=derive_seed(seed, "discrete"))
@@ -154,7 +165,8 @@ def run_svi(
         losses=torch.tensor(losses, dtype=torch.float64),
         params=params,
         diagnostics={"num_steps": len(losses), "param_store": scope},
-        attrs=make_attrs("svi", seed, device, start, num_steps=len(losses), elbo=type(elbo).__name__),
+        attrs=make_attrs("svi", seed, device, start, num_steps=len(losses),
+                         elbo=type(elbo).__name__, guide=guide_name),
         model=model,
         data=data,
     )
@@ -193,6 +205,21 @@ def _restore(saved, guide, data, store, optim, device) -> None:
     set_rng_states(saved["rng"])
 
 
-def _latent_sites(model, data, values: dict) -> set[str]:
-    return set(site_shapes(model, data, values)) - set(model.discrete_sites)
+def _latent_shapes(model, data) -> dict[str, tuple[int, ...]]:
+    """The shape of each continuous latent site's value, from one trace of the program."""
+    return {k: tuple(batch) + tuple(event) for k, (batch, event) in site_shapes(model, data).items()
+            if k not in set(model.discrete_sites)}
 
+
+def _conform(draws: torch.Tensor, shape: tuple[int, ...], num: int) -> torch.Tensor:
+    """``draws`` shaped ``(num, *shape)``: ``Predictive`` puts a guide's draws of a site
+    outside the plates left of ``max_plate_nesting`` singleton dims (``mu`` as ``(num, 1)``
+    where the program's value is ``()``); those are dropped, as NUTS and Gibbs have none."""
+    target = (num, *shape)
+    if tuple(draws.shape) == target:
+        return draws
+    extra = tuple(draws.shape[1:len(draws.shape) - len(shape)])
+    if tuple(draws.shape[len(draws.shape) - len(shape):]) != shape or any(d != 1 for d in extra):
+        raise RuntimeError(f"the guide's draws have shape {tuple(draws.shape[1:])}, which does "
+                           f"not match the program's site shape {shape}")
+    return draws.reshape(target)
