@@ -19,7 +19,7 @@ from pyro import poutine
 from pyro.poutine.util import site_is_subsample
 
 from .errors import ModelSpecError
-from .model import Model
+from .hooks import ModelBase
 from .seeding import seeded
 
 __all__ = ["ModelArgs", "CallableModel", "takes_one_argument", "unpacking"]
@@ -103,7 +103,7 @@ def _latent_sites(trace):
             and not site_is_subsample(site)]
 
 
-class CallableModel(Model):
+class CallableModel(ModelBase):
     """A Pyro program of any signature as a :class:`Model` whose data are a :class:`ModelArgs`.
 
     Args:
@@ -122,7 +122,7 @@ class CallableModel(Model):
 
     engines = ("svi", "nuts", "gibbs")
 
-    def __init__(self, fn, bound: ModelArgs, owner: Model | None = None):
+    def __init__(self, fn, bound: ModelArgs, owner: ModelBase | None = None):
         if not callable(fn):
             raise TypeError(f"model must be a Pyro callable or a pyromodels Model, "
                             f"got {type(fn).__name__}")
@@ -171,7 +171,7 @@ class CallableModel(Model):
         return bound
 
     def log_joint(self, bound: ModelArgs, values: dict) -> torch.Tensor:
-        if self.owner is not None and type(self.owner).log_joint is not Model.log_joint:
+        if self.owner is not None and type(self.owner).log_joint is not ModelBase.log_joint:
             return self.owner.log_joint(bound, values)
         return super().log_joint(bound, values)
 

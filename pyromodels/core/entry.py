@@ -33,7 +33,7 @@ import inspect
 from collections.abc import Mapping
 
 from .bound import CallableModel, ModelArgs, takes_one_argument, unpacking
-from .model import Model
+from .hooks import ModelBase
 
 __all__ = ["engine_entry", "bind_model"]
 
@@ -71,7 +71,7 @@ def bind_model(engine: str, settings, leading: str | None, model, args: tuple, k
             raise TypeError(f"{engine}: {', '.join(twice)} given both as a keyword argument and "
                             "in model_kwargs")
         kwargs.update(model_kwargs)
-    is_model = isinstance(model, Model)
+    is_model = isinstance(model, ModelBase)
     if not is_model and not callable(model):
         raise TypeError(f"model must be a Pyro callable or a pyromodels Model, got {type(model).__name__}")
     fn = model.model if is_model else model

@@ -22,53 +22,16 @@ model check each hook against the program (see :mod:`pyromodels.testing`).
 
 from __future__ import annotations
 
-import torch
-from pyro import poutine
-from pyro.poutine.util import site_is_subsample
-
 from ..checks import check_in
-from .errors import ModelSpecError
+from .hooks import ModelBase
 
 __all__ = ["Model"]
 
 
-class Model:
-    """Base class for pyromodels models.
-
-    Attributes:
-        discrete_sites: names of the discrete latent sites the program marks for enumeration.
-        max_plate_nesting: how many plates the program nests at most.
-        engines: the fit methods this model supports.
-        em_monotone: whether ``em_objective`` can never decrease under ``em_step``.
+class Model(ModelBase):
+    """Base class for pyromodels models (see :class:`~pyromodels.core.hooks.ModelBase` for
+    the attributes and hooks).
     """
-
-    discrete_sites: tuple[str, ...] = ()
-    max_plate_nesting: int = 1
-    engines: tuple[str, ...] = ("svi", "nuts")
-    #: whether the EM objective can never decrease (False for ICM-based or approximate EM)
-    em_monotone: bool = True
-
-    def model(self, data):  # pragma: no cover - abstract
-        """The generative story as a Pyro program."""
-        raise NotImplementedError
-
-    def prepare(self, data, device=None):
-        """Validate ``data`` and move it to ``device``; the default returns it unchanged."""
-        return data
-
-    def log_joint(self, data, values: dict[str, torch.Tensor]) -> torch.Tensor:
-        """``log p(data, values)`` from the program; ``values`` must fix every latent site."""
-        cond = poutine.condition(self.model, data=values)
-        with torch.no_grad():
-            tr = poutine.trace(cond).get_trace(data)
-        missing = [
-            name
-            for name, site in tr.nodes.items()
-            if site["type"] == "sample" and not site["is_observed"] and not site_is_subsample(site)
-        ]
-        if missing:
-            raise ValueError(f"values must fix every latent site; missing {missing}")
-        return tr.log_prob_sum()
 
     def fit(self, *args, method: str = "svi", **kwargs):
         """Fit with one engine: ``"svi"``, ``"nuts"``, ``"gibbs"`` or ``"em"``.
@@ -88,10 +51,3 @@ class Model:
         check_in(method, "method", self.engines)
         runner = {"svi": svi.run_svi, "nuts": nuts.run_nuts, "gibbs": gibbs.run_gibbs, "em": em.run_em}
         return runner[method](self, *args, **kwargs)
-
-    def _require(self, *hooks: str, engine: str) -> None:
-        for hook in hooks:
-            if not callable(getattr(self, hook, None)):
-                raise ModelSpecError(
-                    f"{type(self).__name__} does not define {hook}(), which the {engine!r} engine needs"
-                )
