@@ -1,5 +1,6 @@
 """The inference core: engines, the result type, Gibbs blocks, seeding and checks."""
 
+from .bound import CallableModel, ModelArgs
 from .device import resolve_device, resolve_dtype
 from .em import run_em
 from .enumeration import first_available_dim, marginal_log_joint, sample_discrete
@@ -17,6 +18,7 @@ from .transforms import VechToPositiveDefinite, register_positive_definite_trans
 register_positive_definite_transform()
 
 __all__ = [
+    "CallableModel",
     "ConvergenceMonitor",
     "ConvergenceWarning",
     "DeviceFallbackWarning",
@@ -24,6 +26,7 @@ __all__ = [
     "GibbsKernel",
     "GibbsSweep",
     "Model",
+    "ModelArgs",
     "ModelSpecError",
     "NotFittedError",
     "Posterior",
