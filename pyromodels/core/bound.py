@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 
+import pyro
 import torch
 from pyro import poutine
 from pyro.poutine.util import site_is_subsample
@@ -93,7 +94,8 @@ def unpacking(fn):
 
 
 def _latent_trace(fn, bound: ModelArgs, seed: int):
-    with seeded(seed), poutine.block(), torch.no_grad():
+    """One trace of the program, leaving the global random state and param store as they were."""
+    with seeded(seed), pyro.get_param_store().scope(), poutine.block(), torch.no_grad():
         return poutine.trace(fn).get_trace(*bound.args, **bound.kwargs)
 
 
@@ -162,9 +164,9 @@ class CallableModel(ModelBase):
         return self.fn(*bound.args, **bound.kwargs)
 
     def prepare(self, bound: ModelArgs, device=None) -> ModelArgs:
-        """The owner's ``prepare``, or, for a plain callable, the tensor arguments moved to
+        """The owner's ``prepare`` when it defines one, else the tensor arguments moved to
         ``device``."""
-        if self.owner is not None:
+        if self.owner is not None and type(self.owner).prepare is not ModelBase.prepare:
             return self.owner.prepare(bound, device=device)
         if device is not None and bound.device is not None and bound.device != torch.device(device):
             return bound.to(device)

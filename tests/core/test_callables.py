@@ -8,7 +8,17 @@ import pytest
 import torch
 from pyro.infer import Predictive
 
-from pyromodels.core import GibbsBlock, Model, ModelSpecError, run_em, run_gibbs, run_nuts, run_svi
+from pyromodels.core import (
+    CallableModel,
+    GibbsBlock,
+    Model,
+    ModelArgs,
+    ModelSpecError,
+    run_em,
+    run_gibbs,
+    run_nuts,
+    run_svi,
+)
 
 N = 6
 X = torch.linspace(-1.0, 1.0, N, dtype=torch.float64)
@@ -228,3 +238,17 @@ def test_checkpoint_fingerprint_covers_keyword_arguments(tmp_path):
     _same_draws(first, again)
     with pytest.raises(ValueError, match="written for other data"):
         run_gibbs(program, BLOCKS, X, Z, y=Y + 1, resume=path, **FAST_GIBBS)
+
+
+def test_binding_a_plain_callable_leaves_global_state_alone():
+    def with_param(x, z, y=None):
+        pyro.param("offset", torch.tensor(0.0, dtype=x.dtype))
+        return program(x, z, y=y)
+
+    pyro.clear_param_store()
+    pyro.set_rng_seed(11)
+    before = torch.get_rng_state()
+    bound = CallableModel(with_param, ModelArgs((X, Z), {"y": Y}))  # traces the program once
+    assert torch.equal(torch.get_rng_state(), before)
+    assert "offset" not in pyro.get_param_store()
+    assert bound.discrete_sites == () and bound.max_plate_nesting == 1
