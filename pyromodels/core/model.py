@@ -23,6 +23,7 @@ model check each hook against the program (see :mod:`pyromodels.testing`).
 from __future__ import annotations
 
 from ..checks import check_in
+from .bound import takes_one_argument
 from .hooks import ModelBase
 
 __all__ = ["Model"]
@@ -48,6 +49,9 @@ class Model(ModelBase):
         """
         from . import em, gibbs, nuts, svi
 
+        engine_as_data = len(args) == 2 and isinstance(args[1], str) and args[1] in self.engines
+        if engine_as_data and takes_one_argument(self.model):
+            raise TypeError(f"fit takes the engine by keyword: fit(data, method={args[1]!r})")
         check_in(method, "method", self.engines)
         runner = {"svi": svi.run_svi, "nuts": nuts.run_nuts, "gibbs": gibbs.run_gibbs, "em": em.run_em}
         return runner[method](self, *args, **kwargs)

@@ -200,6 +200,8 @@ def test_a_misspelt_setting_is_an_error_not_a_model_argument():
         run_nuts(program, X, Z, y=Y, num_sample=5)
     with pytest.raises(TypeError, match="num_step, which is neither a setting of run_svi"):
         OneArgument().fit((X, Z, Y), method="svi", num_step=5)
+    with pytest.raises(TypeError, match=r"fit takes the engine by keyword: fit\(data, method='nuts'\)"):
+        OneArgument().fit((X, Z, Y), "nuts")
 
 
 def test_a_model_argument_named_like_a_setting_needs_model_kwargs():
