@@ -63,6 +63,7 @@ from pyromodels.core import (
     first_available_dim,
     make_generator,
     posterior_from_mcmc,
+    run_svi,
 )
 from pyromodels.data import simulate_gaussian_mixture
 from pyromodels.mixture import BayesianGaussianMixture
@@ -165,6 +166,18 @@ ax.set_xlabel("x")
 ax.set_ylabel("density")
 ax.legend(loc="upper right", frameon=False)
 show(fig)
+
+# %% [markdown]
+# **The library's engines take the same function**, with its arguments passed as Pyro's
+# `SVI.step` takes them (`run_nuts(plain_mixture, x0)` and `run_gibbs` work the same way).
+# `None` asks for the default guide (`AutoNormal` over the continuous sites); the sites that
+# `config_enumerate` marks are found, summed out, and drawn back afterwards, and every site
+# comes back shaped `(chain, draw) + its shape`.
+
+# %%
+post0 = run_svi(plain_mixture, None, x0, K=2, num_steps=size(800, 100), lr=0.05, seed=0,
+                progress=False)
+print({k: tuple(v.shape) for k, v in post0.samples.items()}, post0.attrs["guide"])
 
 # %% [markdown]
 # That is all of Pyro that a mixture needs. What does `pyromodels.Model` add? The same program
