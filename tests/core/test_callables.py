@@ -254,3 +254,15 @@ def test_binding_a_plain_callable_leaves_global_state_alone():
     assert torch.equal(torch.get_rng_state(), before)
     assert "offset" not in pyro.get_param_store()
     assert bound.discrete_sites == () and bound.max_plate_nesting == 1
+
+
+def test_svi_on_a_plain_callable_extends_from_its_checkpoint_bit_for_bit(tmp_path):
+    path = tmp_path / "svi.ckpt"
+    settings = {"num_samples": 7, "progress": False, "seed": 3}
+    run_svi(program, None, X, Z, y=Y, num_steps=4, checkpoint=path, **settings)
+    extended = run_svi(program, None, X, Z, y=Y, num_steps=8, resume=path, **settings)
+    whole = run_svi(program, None, X, Z, y=Y, num_steps=8, **settings)
+    assert torch.equal(extended.losses, whole.losses)
+    _same_draws(extended, whole)
+    with pytest.raises(ValueError, match="checkpoint is of model"):
+        run_svi(Multi(), X, Z, y=Y, num_steps=8, resume=path, **settings)
