@@ -2,6 +2,9 @@
 
 Each check raises a ``ValueError`` or ``TypeError`` whose message names the argument and the
 expected form; nothing is silently coerced, dropped or clipped.
+
+torch is imported inside the checks that take tensors: the command line's answers that fit
+nothing (``pyromodels --help``, ``list``, usage errors) use the other checks without it.
 """
 
 from __future__ import annotations
@@ -10,9 +13,12 @@ import numbers
 import os
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "broadcast_shapes",
@@ -112,6 +118,7 @@ def check_name(value, name: str) -> str:
 
 def check_finite(tensor: torch.Tensor, name: str) -> torch.Tensor:
     """Raise if ``tensor`` holds NaN or infinite values."""
+    import torch
     if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
         bad = int((~torch.isfinite(tensor)).sum())
         raise ValueError(f"{name} must be finite: found {bad} NaN or infinite value(s)")
@@ -130,6 +137,7 @@ def as_numeric_tensor(x, name: str) -> torch.Tensor:
         >>> as_numeric_tensor([[0, -1], [2, 3]], "x").dtype
         torch.int64
     """
+    import torch
     if isinstance(x, torch.Tensor):
         return x
     if hasattr(x, "to_numpy"):  # pandas objects
@@ -164,6 +172,7 @@ def as_float_tensor(
         device: device of the result; defaults to ``x``'s device.
         allow_empty: whether a tensor with zero elements is accepted.
     """
+    import torch
     t = as_numeric_tensor(x, name)
     if t.dtype == torch.bool or t.is_complex():
         raise TypeError(f"{name} must hold real numbers, got dtype {t.dtype}")
@@ -192,6 +201,7 @@ def as_label_tensor(
     ``size_name`` names the bound in the error (``num_items``) when it counts something other
     than classes.
     """
+    import torch
     t = as_numeric_tensor(x, name)
     if t.dtype == torch.bool:
         raise TypeError(f"{name} must hold integer labels, got dtype bool")
@@ -302,6 +312,7 @@ def check_stochastic(
         >>> check_stochastic([[0.5, 0.25], [0.0, 0.25]], "joint", axis_sum="total").sum().item()
         1.0
     """
+    import torch
     check_in(axis_sum, "axis_sum", ("rows", "total"))
     if shape is not None:
         shape = tuple(check_int(s, "shape entries", minimum=1) for s in shape)
@@ -345,6 +356,7 @@ def check_stochastic(
 def memory_size(device=None) -> int | None:
     """Bytes of memory of ``device``: the GPU's for a CUDA device, else the machine's physical
     memory; ``None`` where the platform does not say."""
+    import torch
     try:
         device = torch.device("cpu" if device is None else device)
     except (RuntimeError, TypeError) as exc:
@@ -380,6 +392,7 @@ def check_memory(parts: Sequence[tuple[str, float]], device=None, hint: str = ""
         device: where they will live (``None``: the CPU).
         hint: which arguments drive the sizes and how to shrink them, appended to the message.
     """
+    import torch
     total = sum(float(nbytes) for _, nbytes in parts)
     limit = memory_size(device)
     if limit is None or total <= limit:
@@ -406,5 +419,6 @@ def broadcast_shapes(*shapes) -> torch.Size:
         >>> broadcast_shapes((3, 1), (4,))
         torch.Size([3, 4])
     """
+    import torch
     return torch.Size(np.broadcast_shapes(*(tuple(shape) for shape in shapes)))
 

@@ -27,6 +27,7 @@ from pyromodels.data import (
     simulate_networked_annotations,
     simulate_sequential_annotations,
 )
+from pyromodels.report import read_metrics
 
 SHARED = Path(os.environ.get("PYROMODELS_DATA", Path(__file__).resolve().parents[2] / "shared"
                              / "data"))
@@ -116,15 +117,27 @@ def test_fit_help_shows_the_models_methods_data_format_and_options(capsys):
 def test_an_option_of_another_model_is_a_one_line_error(capsys):
     assert main(["fit", "gaussian-mixture", "--method", "em", "--edges", "e.csv"]) == 2
     assert "--edges does not apply to model 'gaussian-mixture'" in _one_error_line(capsys)
-    assert main(["fit", "dawid-skene"]) == 2
-    assert "fit needs --method, one of model 'dawid-skene'" in _one_error_line(capsys)
+    assert main(["fit", "dawid-skene", "--method", "bogus"]) == 2
+    line = _one_error_line(capsys)
+    assert "model 'dawid-skene' has no method 'bogus'; its methods: em, gibbs, svi, nuts" in line
+    assert "''" not in line
+
+
+def test_method_defaults_to_the_models_natural_engine(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert main(["fit", "dawid-skene", "--out", str(out), "--no-progress"]) == 0
+    assert [p.name for p in out.iterdir() if p.is_dir()] == ["dawid-skene-em"]
+    assert list(read_metrics(out)[1]["dawid-skene-em"]) == ["em"]
+    assert main(["fit", "bhmc", "--help"]) == 0
+    assert "--method {gibbs} the inference method (default gibbs)" in " ".join(
+        capsys.readouterr().out.split())
 
 
 def test_every_fit_option_is_known_to_the_registry():
     from pyromodels.cli.parser import FIT_OPTIONS
 
-    assert set(FIT_OPTIONS) == set(registry.LOADER_OPTIONS + registry.MODEL_OPTIONS
-                                   + registry.REPORT_OPTIONS + tuple(registry.FIT_ARGUMENTS))
+    assert set(FIT_OPTIONS) == set(registry.LOADER_OPTIONS + registry.REPORT_OPTIONS
+                                   + tuple(registry.FIT_ARGUMENTS))
 
 
 @pytest.mark.parametrize("argv", [[], ["fit", "--bogus"], ["nope"], ["list", "extra"]])

@@ -20,6 +20,7 @@ def _entry(name: str, **overrides) -> ModelEntry:
 def empty_registry(monkeypatch):
     """A registry holding nothing, restored after the test."""
     monkeypatch.setattr(registry, "_REGISTRY", {})
+    monkeypatch.setattr(registry, "_DECLARED", {})
 
 
 def test_register_get_unregister_round_trip(empty_registry):

@@ -39,11 +39,12 @@ import torch
 from ...core.device import default_dtype
 from ...core.errors import ConvergenceWarning
 from ...crowd.ds.model import DawidSkene
-from ...registry import ModelEntry, register
+from ...registry import register
 from ..arguments import demo_arguments, reproduction_arguments
+from ..catalogue import CROWD
 from ..stages import stage_reporter
 from . import iid as crowd_iid
-from .fit_entries import ANSWERS_FORMAT, crowd_table, describe_fit
+from .fit_entries import crowd_table, describe_fit
 from .synthetic import SyntheticSettings
 from .tables import MethodSettings
 
@@ -55,7 +56,7 @@ __all__ = ["NAME", "SCALES", "Plan", "PLANS", "PANELS", "ENTRY", "run", "demo", 
 
 NAME = "crowd"
 #: the scales :func:`reproduce` runs at
-SCALES = ("small", "medium", "paper")
+SCALES = CROWD.scales
 #: the synthetic panels: sequential against N (Figs. 4-5) and M (Figs. 6-7), networked at mean
 #: degree 0.5 (Figs. 8-9) and 5 (Fig. 10)
 PANELS = ("sequential-N", "sequential-M", "networked-0.5", "networked-5")
@@ -371,22 +372,6 @@ def loader(path: str | None, *, dataset=None, task_col=None, worker_col=None, la
     return read_annotations(path, task_col, worker_col, label_col)
 
 
-ENTRY = register(
-    ModelEntry(
-        name=NAME,
-        title="Crowd ensembles: Dawid-Skene, HMM and MRF extensions",
-        paper="Traganitis & Giannakis, Unsupervised Ensemble Classification with Sequential "
-              "and Networked Data (IEEE TKDE)",
-        engines=DawidSkene.engines,
-        factory=DawidSkene,  # the i.i.d. Dawid-Skene model with flat Dirichlet priors
-        demo=demo,
-        reproduce=reproduce,
-        loader=loader,
-        scales=SCALES,
-        data_format=("as dawid-skene (this entry fits plain Dawid-Skene; the sequential and "
-                     "networked models are the entries sequential-dawid-skene and "
-                     "networked-dawid-skene): " + ANSWERS_FORMAT),
-        options=("dataset", "task_col", "worker_col", "label_col", "gold"),
-        describe=describe_fit,
-    )
-)
+# The i.i.d. Dawid-Skene model with flat Dirichlet priors, declared in the catalogue.
+ENTRY = register(CROWD.entry(factory=DawidSkene, demo=demo, reproduce=reproduce, loader=loader,
+                             describe=describe_fit))

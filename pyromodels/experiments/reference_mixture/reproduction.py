@@ -38,8 +38,9 @@ from ...core.seeding import derive_seed
 from ...data import load_sklearn
 from ...data.index_columns import check_no_index_column
 from ...mixture import BayesianGaussianMixture
-from ...registry import ModelEntry, register
+from ...registry import register
 from ..arguments import demo_arguments, reproduction_arguments
+from ..catalogue import GAUSSIAN_MIXTURE
 from .fit_report import describe_fit
 
 if TYPE_CHECKING:  # the report package loads ArviZ: registering the entry stays light
@@ -65,7 +66,7 @@ __all__ = [
 NAME = "gaussian-mixture"
 NUM_COMPONENTS = 3
 #: the scales :func:`reproduce` runs at (the reference model reproduces no paper)
-SCALES = ("small", "medium")
+SCALES = GAUSSIAN_MIXTURE.scales
 PCA_DIMS = 2
 
 
@@ -93,10 +94,11 @@ SETTINGS = {
 }
 
 
-def default_model(num_components: int = NUM_COMPONENTS) -> BayesianGaussianMixture:
-    """The registered model: ``BayesianGaussianMixture(num_components)`` (default 3) with the
-    data-driven default prior."""
-    return BayesianGaussianMixture(num_components)
+def default_model(num_components: int = NUM_COMPONENTS, **prior) -> BayesianGaussianMixture:
+    """The registered model: ``BayesianGaussianMixture(num_components, **prior)`` (default 3
+    components) with the data-driven default prior where ``prior`` gives no value (its
+    keywords: ``weight_concentration``, ``mean_precision``, ``degrees_of_freedom``)."""
+    return BayesianGaussianMixture(num_components, **prior)
 
 
 def load_features() -> tuple[np.ndarray, np.ndarray, float]:
@@ -325,21 +327,5 @@ def loader(path: str | None) -> np.ndarray:
     return read_numeric_csv(path)
 
 
-ENTRY = register(
-    ModelEntry(
-        name=NAME,
-        title="Finite Bayesian Gaussian mixture (reference model)",
-        paper="reference model of the inference core",
-        engines=("em", "gibbs", "svi", "nuts"),
-        factory=default_model,
-        demo=demo,
-        reproduce=reproduce,
-        loader=loader,
-        scales=SCALES,
-        data_format=("a CSV of numbers, one row per point and one column per dimension, with "
-                     "or without a header line (no saved index column); default: the wine "
-                     "data projected on two principal components"),
-        options=("num_components",),
-        describe=describe_fit,
-    )
-)
+ENTRY = register(GAUSSIAN_MIXTURE.entry(factory=default_model, demo=demo, reproduce=reproduce,
+                                        loader=loader, describe=describe_fit))
