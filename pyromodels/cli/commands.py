@@ -70,9 +70,9 @@ def _demo_entries(only: list[str] | None, out) -> tuple[list[registry.ModelEntry
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Run the registered demos (all, or those named by ``--only``) and write one report."""
+    selected, out = _demo_entries(args.only, args.out)
     from ..core.progress import progress_bar
 
-    selected, out = _demo_entries(args.only, args.out)
     use_agg()
     results = []
     with progress_bar(len(selected), "demos", args.progress) as bar:

@@ -93,12 +93,15 @@ def _synthetic(rounds: int, restarts: int, grid=()) -> ProtocolSettings:
                             flow_hidden=(64,), init_grid=grid)
 
 
-#: ``smoke`` (seconds, tests), ``demo`` (``pyromodels demo``), ``small``, ``medium`` and
-#: ``paper`` (the paper's 10 restarts)
+#: ``smoke`` (seconds, tests), ``demo`` (``pyromodels demo``: a first look in well under a
+#: minute on a new machine, with a small autoencoder, one restart and short runs; the paper's
+#: autoencoder and schedules are ``reproduce``'s), ``small``, ``medium`` and ``paper`` (the
+#: paper's 10 restarts)
 PLANS = {
     "smoke": Plan(("digits",), _images(2, 1, 20, flow_hidden=(16,)),
                   Autoencoder((32, 10), 1, 2), 300, _synthetic(3, 1)),
-    "demo": Plan(("digits",), _images(30, 2, 100), Autoencoder(), 2000, _synthetic(60, 2)),
+    "demo": Plan(("digits",), _images(10, 1, 100), Autoencoder((256, 64, 10), 3, 10), 600,
+                 _synthetic(20, 1)),
     "small": Plan(("digits", "mnist5k"), _images(30, 2, 100, grid=(20, 200)), Autoencoder(),
                   2000, _synthetic(60, 2, grid=(6, 30))),
     "medium": Plan(("digits", "mnist5k", "fashion10k"), _images(30, 3, 100, grid=(20, 200)),
