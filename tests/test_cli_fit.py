@@ -326,3 +326,71 @@ def test_resume_errors(tmp_path, capsys):
     assert f"continues with the arguments saved in {out}: give no --method" in _one_error_line(capsys)
     assert main(["fit", "--resume", str(out), "--seed", "5"]) == 2
     assert "the checkpointed fit has --seed 0, not 5" in _one_error_line(capsys)
+
+
+# ---------------------------------------------------------------- the clustering models
+def _points(tmp_path) -> Path:
+    rng = np.random.default_rng(0)
+    points = np.concatenate([rng.normal(-4, 1, (25, 2)), rng.normal(4, 1, (25, 2))])
+    path = tmp_path / "points.csv"
+    np.savetxt(path, points, delimiter=",")
+    return path
+
+
+@pytest.mark.parametrize(("model", "options"), [
+    ("ddpm", ["--rounds", "2"]),
+    ("truncated-dp-mixture", ["--num-samples", "20", "--num-warmup", "20", "--truncation", "5"]),
+])
+def test_clustering_fits_write_labels_and_a_scatter_by_cluster(model, options, tmp_path):
+    out = _fit([model, "--data", str(_points(tmp_path)), *options], tmp_path)
+    labels = pd.read_csv(out / "labels.csv")
+    assert labels.columns.tolist()[:2] == ["point", "cluster"]
+    assert labels["point"].tolist() == list(range(50))
+    metrics = read_metrics(out)[1]
+    (name,) = metrics
+    method = name.removeprefix(model + "-")
+    assert metrics[name][method]["num_clusters"] == labels["cluster"].nunique()
+    assert metrics[name][method]["largest_cluster"] == labels["cluster"].value_counts().max()
+    # the two blobs, four standard deviations apart, are never put in one cluster
+    first, second = labels["cluster"][:25], labels["cluster"][25:]
+    assert not set(first) & set(second)
+    assert "clusters" in (out / "index.html").read_text()
+
+
+def test_options_of_other_engines_are_not_listed_and_are_one_line_errors(capsys):
+    assert main(["fit", "ddpm", "--help"]) == 0
+    text = capsys.readouterr().out
+    assert "--rounds" in text
+    for option in ("--num-steps", "--max-iter", "--num-samples", "--num-chains", "--device"):
+        assert option not in text
+        assert main(["fit", "ddpm", option, "5"]) == 2
+        assert f"{option} does not apply to method 'mcem'" in _one_error_line(capsys)
+
+
+def test_list_shows_every_declared_model_within_100_columns(capsys):
+    registry.load_builtin()
+    assert main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    rows = {line.split()[0]: line.split()[1] for line in lines[2:] if line[:1].strip()}
+    for model in registry.infos():
+        methods = [model.default_method + "*"] + [e for e in model.engines
+                                                 if e != model.default_method]
+        assert rows[model.name] == ",".join(methods)
+    assert rows["truncated-dp-mixture"] == "gibbs*,svi"
+
+
+def test_the_readme_table_and_list_agree_on_every_models_methods():
+    registry.load_builtin()
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Models and engines", 1)[1].split("\n## ", 1)[0]
+    table = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and cells[1].startswith("`"):
+            table[cells[1].strip("`")] = [m.strip(" `*") for m in cells[2].split(",")]
+    for model in registry.infos():
+        assert model.name in table, f"{model.name} is not in the README's table"
+        assert set(table[model.name]) == set(model.engines), model.name
+        assert table[model.name][0] == model.default_method, model.name
+    assert set(table) == {m.name for m in registry.infos()}
