@@ -86,9 +86,11 @@ class Settings:
     num_chains: int
 
 
-#: ``smoke`` checks the plumbing in seconds; ``small`` is the demo; ``medium`` runs longer chains.
+#: ``smoke`` checks the plumbing in seconds; ``demo`` is ``pyromodels demo``'s first look (short
+#: chains, NUTS the shortest); ``small`` and ``medium`` are the reproductions, with longer chains.
 SETTINGS = {
     "smoke": Settings(3, 300, 40, 60, 150, 0.03, 100, 15, 15, 2),
+    "demo": Settings(5, 300, 200, 300, 1000, 0.03, 500, 100, 100, 2),
     "small": Settings(10, 500, 1000, 2000, 1500, 0.03, 1000, 300, 300, 2),
     "medium": Settings(20, 1000, 2000, 4000, 5000, 0.01, 4000, 500, 500, 4),
 }
@@ -221,19 +223,19 @@ def demo(*, smoke: bool, progress: bool, seed: int) -> DemoResult:
     """The demo: every engine on the wine projection (``smoke``: tiny iteration counts).
 
     Args:
-        smoke: run :data:`SETTINGS` ``["smoke"]`` (a few seconds) instead of ``["small"]``.
+        smoke: run :data:`SETTINGS` ``["smoke"]`` (a few seconds) instead of ``["demo"]``.
         progress: show progress bars.
         seed: integer ``>= 0``; each engine derives its own seed from it.
 
     Returns:
         The :class:`~pyromodels.report.DemoResult` named ``"gaussian-mixture"``.
     """
-    key, options = demo_arguments(smoke, progress, seed, size="small")
+    key, options = demo_arguments(smoke, progress, seed, size="demo")
     return run(SETTINGS[key], NAME, **options)
 
 
 def reproduce(*, scale: str, progress: bool, seed: int) -> DemoResult:
-    """The demo at ``scale`` ``"small"`` (the demo's sizes) or ``"medium"`` (longer chains).
+    """The reproduction at ``scale`` ``"small"`` or ``"medium"`` (longer chains than the demo).
 
     The reference model reproduces no paper, so there is no ``"paper"`` scale.
 
