@@ -88,6 +88,9 @@ class Plan:
 _FAST = MethodSettings(mm_max_iter=10, mm_max_workers=8, em_max_iter=10, mrf_max_iter=5,
                        icm_max_iter=10)
 _DEMO = MethodSettings(mm_max_iter=40, mm_max_workers=10, em_max_iter=50, mrf_max_iter=20)
+#: ``pyromodels demo``: short budgets, for a first look in seconds
+_FIRST_LOOK = MethodSettings(mm_max_iter=20, mm_max_workers=8, em_max_iter=30, mrf_max_iter=10,
+                             icm_max_iter=20)
 _SMALL = MethodSettings(mm_max_iter=50, mm_max_workers=15, em_max_iter=50, em_tol=1e-6,
                         mrf_max_iter=20)
 _MEDIUM = MethodSettings(mm_n_init=3, mm_max_iter=300, mm_tol=1e-8, em_max_iter=300,
@@ -101,10 +104,10 @@ PLANS = {
     "smoke": Plan("small", _FAST, ("ner",), ("cora",),
                   SyntheticSettings(runs=1, sizes=(200, 400), methods=_FAST), ("sequential-N",),
                   crowd_iid.IidSettings(("rte",), 100, 1e-6, 10, 20, 1)),
-    "demo": Plan("small", _SMALL, ("ner",), ("cora",),
-                 SyntheticSettings(runs=3, sizes=(400, 1000, 2000), methods=_DEMO),
-                 ("sequential-N",), crowd_iid.IidSettings(("rte", "temp", "bluebirds"), 500,
-                                                          1e-7, 50, 100, 2)),
+    "demo": Plan("small", _FIRST_LOOK, ("ner",), ("cora",),
+                 SyntheticSettings(runs=1, sizes=(400, 1000), methods=_FIRST_LOOK),
+                 ("sequential-N",), crowd_iid.IidSettings(("temp", "bluebirds"), 300, 1e-6,
+                                                          30, 60, 2)),
     "small": Plan("small", _SMALL, _ALL_I, ("cora", "citeseer", "music_genre"),
                   SyntheticSettings(runs=2, sizes=(400, 1000, 2000), worker_counts=(4, 8, 12),
                                     networked_sizes=(500, 2000), methods=_DEMO),

@@ -90,7 +90,7 @@ class Settings:
 #: chains, NUTS the shortest); ``small`` and ``medium`` are the reproductions, with longer chains.
 SETTINGS = {
     "smoke": Settings(3, 300, 40, 60, 150, 0.03, 100, 15, 15, 2),
-    "demo": Settings(5, 300, 200, 300, 1000, 0.03, 500, 100, 100, 2),
+    "demo": Settings(5, 300, 200, 300, 600, 0.03, 500, 60, 60, 2),
     "small": Settings(10, 500, 1000, 2000, 1500, 0.03, 1000, 300, 300, 2),
     "medium": Settings(20, 1000, 2000, 4000, 5000, 0.01, 4000, 500, 500, 4),
 }
