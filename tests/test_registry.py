@@ -193,3 +193,21 @@ def test_the_built_in_declarations_match_their_models():
             assert takes_any or argument.dest in parameters, (declared.name, argument.dest)
         model = entry.factory()
         assert set(model.engines) == set(declared.engines), declared.name
+
+
+def test_demos_are_first_looks_and_leave_the_long_protocols_to_reproduce():
+    from pyromodels.experiments.ddpm import reproduction as ddpm
+    from pyromodels.experiments.reference_mixture import reproduction as mixture
+
+    def work(plan):  # Monte Carlo EM sweeps over points of the synthetic set
+        mcem = plan.synthetic_protocol.mcem
+        return plan.synthetic_points * mcem.rounds * mcem.restarts
+
+    demo, small = ddpm.PLANS["demo"], ddpm.PLANS["small"]
+    assert work(demo) * 10 <= work(small)
+    assert demo.images_protocol.mcem.restarts == 1
+    assert sum(demo.autoencoder.dims) < sum(small.autoencoder.dims)
+    assert demo.autoencoder.finetune_epochs < small.autoencoder.finetune_epochs
+    demo, small = mixture.SETTINGS["demo"], mixture.SETTINGS["small"]
+    assert 2 * (demo.nuts_warmup + demo.nuts_samples) <= small.nuts_warmup + small.nuts_samples
+    assert 2 * (demo.gibbs_warmup + demo.gibbs_samples) <= small.gibbs_warmup + small.gibbs_samples
