@@ -52,7 +52,7 @@ _DS_ARGUMENTS = (
              "Dirichlet concentration > 0 of every confusion row (default 1)"),
     Argument("diagonal", "nonnegative",
              "extra pseudo-count >= 0 on each confusion row's true class, a belief that "
-             "workers beat chance (default 0)"),
+             "workers beat chance (default: the model's)"),
 )
 #: the DP mixture's prior; the defaults are the synthetic warped set's prior
 _DP_ARGUMENTS = (
