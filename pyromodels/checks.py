@@ -163,6 +163,10 @@ def as_float_tensor(
 ) -> torch.Tensor:
     """Convert array-like ``x`` to a finite floating tensor, checking its dimensionality.
 
+    The result is contiguous (row-major): a transposed or sliced view is copied, so that
+    reductions run in the same order, and fits make the same draws, for the same values
+    whatever their memory layout.
+
     Args:
         x: array-like, numpy array or tensor.
         name: the argument's name, used in error messages.
@@ -182,7 +186,7 @@ def as_float_tensor(
         raise ValueError(f"{name} must not be empty, got shape {tuple(t.shape)}")
     if dtype is None:
         dtype = t.dtype if t.is_floating_point() else torch.get_default_dtype()
-    t = t.to(dtype=dtype, device=device)
+    t = t.to(dtype=dtype, device=device).contiguous()
     return check_finite(t, name)
 
 
@@ -199,7 +203,8 @@ def as_label_tensor(
 
     Float input is accepted only if every value is integral (``2.0``), otherwise ``TypeError``.
     ``size_name`` names the bound in the error (``num_items``) when it counts something other
-    than classes.
+    than classes. The result is contiguous (a strided view, ``codes[:, 0]``, is copied), as
+    the compiled passes over codes read them row-major.
     """
     import torch
     t = as_numeric_tensor(x, name)
@@ -214,7 +219,7 @@ def as_label_tensor(
         raise ValueError(f"{name} must be {ndim}-dimensional, got shape {tuple(t.shape)}")
     if not allow_empty and t.numel() == 0:
         raise ValueError(f"{name} must not be empty")
-    t = t.to(dtype=torch.long, device=device)
+    t = t.to(dtype=torch.long, device=device).contiguous()
     if t.numel():
         lo, hi = (int(v) for v in torch.aminmax(t))
         if lo < 0:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import arviz as az
@@ -386,7 +387,7 @@ def test_the_readme_table_and_list_agree_on_every_models_methods():
     section = readme.split("## Models and engines", 1)[1].split("\n## ", 1)[0]
     table = {}
     for line in section.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
         if len(cells) >= 3 and cells[1].startswith("`"):
             table[cells[1].strip("`")] = [m.strip(" `*") for m in cells[2].split(",")]
     for model in registry.infos():
@@ -394,3 +395,18 @@ def test_the_readme_table_and_list_agree_on_every_models_methods():
         assert set(table[model.name]) == set(model.engines), model.name
         assert table[model.name][0] == model.default_method, model.name
     assert set(table) == {m.name for m in registry.infos()}
+
+
+def test_resume_on_a_data_file_changed_since_the_checkpoint_is_refused(tmp_path, capsys):
+    answers, _ = load_crowd("bluebirds")
+    path = tmp_path / "answers.csv"
+    answers.to_csv(path, index=False)
+    out = _fit(["dawid-skene", "--method", "gibbs", "--data", str(path), "--num-samples", "2",
+                "--num-warmup", "1", "--num-chains", "1", "--checkpoint-every", "1"],
+               tmp_path, "run")
+    capsys.readouterr()
+    labels = sorted(answers["label"].unique())
+    answers.loc[0, "label"] = labels[1] if answers.loc[0, "label"] == labels[0] else labels[0]
+    answers.to_csv(path, index=False)  # the same items, workers and classes: one label changed
+    assert main(["fit", "--resume", str(out), "--no-progress"]) == 2
+    assert "resume: the checkpoint was written for other data" in _one_error_line(capsys)

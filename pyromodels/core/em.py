@@ -74,9 +74,10 @@ def run_em(
     Args:
         model: a model object with the EM hooks.
         data: the data (validated by ``model.prepare``).
-        max_iter: EM steps per start.
+        max_iter: EM steps per start; ``0`` returns the start itself.
         tol: relative tolerance on the objective (see :class:`ConvergenceMonitor`); with the
-            model's ``em_converged`` rule, that must hold too.
+            model's ``em_converged`` rule, that must hold too. ``0`` never stops early: every
+            start runs ``max_iter`` steps.
         n_init: number of starts; start ``r`` uses a seed derived from ``seed`` and ``r``.
         init: parameters to start from instead of ``em_init`` (then ``n_init`` must be 1).
         seed: the fit's seed; ``None`` draws one (recorded in ``attrs``).
@@ -101,8 +102,8 @@ def run_em(
         quantity, and ``diagnostics`` the monitor of each start.
     """
     model._require("em_init", "em_step", "em_objective", engine="em")
-    max_iter = check_int(max_iter, "max_iter", minimum=1)
-    tol = check_positive(tol, "tol")
+    max_iter = check_int(max_iter, "max_iter", minimum=0)
+    tol = check_positive(tol, "tol", strict=False)
     n_init = check_int(n_init, "n_init", minimum=1)
     if init is not None and n_init != 1:
         raise ValueError(f"init fixes the start, so n_init must be 1, got {n_init}")
@@ -116,7 +117,7 @@ def run_em(
     best, best_params, monitors = None, None, []
     if resume is not None:
         seed, saved = read_checkpoint(resume, engine="em", model=model, seed=seed, config=config,
-                                      extendable=("n_init",))
+                                      data=data, extendable=("n_init",))
         monitors = list(saved["monitors"])
         if monitors:
             best, best_params = monitors[saved["best"]], saved["best_params"]
@@ -126,7 +127,7 @@ def run_em(
                 check_shapes({k: best_params.get(k) for k in fresh}, fresh, "EM parameter")
     seed = resolve_seed(seed)
     ckpt = Checkpointer(checkpoint, checkpoint_every, engine="em", model=model, seed=seed,
-                        config=config, build=lambda snapshot: snapshot)
+                        config=config, data=data, build=lambda snapshot: snapshot)
     start = time.perf_counter()
     with ckpt.guard(), progress_bar(max_iter, "em", progress) as bar:
         for r in range(len(monitors), n_init):
@@ -147,8 +148,8 @@ def run_em(
             )
             steps = _iterates(model, data, params)
             params, value = next(steps)
-            mon.update(value)
-            for new, value in steps:
+            done = mon.update(value)  # max_iter=0: the start is the result
+            for new, value in ([] if done else steps):
                 bar.update()
                 if not bar.disable:
                     bar.set_postfix(objective=f"{float(value):.6g}", refresh=False)

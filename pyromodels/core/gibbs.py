@@ -213,7 +213,7 @@ def run_gibbs(
               "blocks": [b.name for b in sweep.blocks]}
     seed, saved, ckpt = chain_checkpoints(checkpoint, checkpoint_every, resume, engine="gibbs",
                                           model=model, seed=seed, config=config,
-                                          build=_checkpoint_state)
+                                          data=data, build=_checkpoint_state)
     start = time.perf_counter()
     chains, lps = [], []
     first = 0

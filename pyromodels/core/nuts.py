@@ -127,7 +127,7 @@ def run_nuts(
               "target_accept_prob": target_accept_prob, "max_tree_depth": max_tree_depth}
     seed, saved, ckpt = chain_checkpoints(checkpoint, checkpoint_every, resume, engine="nuts",
                                           model=model, seed=seed, config=config,
-                                          build=_checkpoint_state)
+                                          data=data, build=_checkpoint_state)
     start = time.perf_counter()
     chains = [] if saved is None else list(saved["chains"])
     with ckpt.guard():

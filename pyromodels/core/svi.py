@@ -105,10 +105,10 @@ def run_svi(
     saved = None
     if resume is not None:
         seed, saved = read_checkpoint(resume, engine="svi", model=model, seed=seed,
-                                      config=config, extendable=("num_steps",))
+                                      config=config, data=data, extendable=("num_steps",))
     seed = resolve_seed(seed)
     ckpt = Checkpointer(checkpoint, checkpoint_every, engine="svi", model=model, seed=seed,
-                        config=config, build=lambda snapshot: snapshot)
+                        config=config, data=data, build=lambda snapshot: snapshot)
     start = time.perf_counter()
     store = pyro.get_param_store()
     with store.scope() as scope, seeded(seed, devices=cuda_devices(device)):

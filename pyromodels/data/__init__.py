@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from . import loaders
 from .annotations import AnnotationTable
-from .graphs import Graph
+from .graphs import Graph, node_ids
 from .loaders import *  # noqa: F403 - re-exports exactly loaders.__all__
 from .pairwise import PairwiseAnnotations
 from .sequences import Sequences
@@ -30,6 +30,7 @@ __all__ = [
     "AnnotationTable",
     "Sequences",
     "Graph",
+    "node_ids",
     "PairwiseAnnotations",
     "simulate_gaussian_mixture",
     "simulate_annotations",

@@ -29,11 +29,19 @@ from .idmaps import (
 )
 from .tensors import TensorFields
 
-__all__ = ["AnnotationTable", "TableSizes", "check_columns", "item_column"]
+__all__ = ["AnnotationTable", "TableSizes", "MissingColumnError", "check_columns", "item_column"]
+
+
+class MissingColumnError(KeyError, ValueError):
+    """A table lacks a column it needs: a ``ValueError`` (bad input) that is also a
+    ``KeyError``, what pandas and crowd-kit raise for a missing column."""
+
+    __str__ = ValueError.__str__  # the message itself, not KeyError's quoted repr
 
 
 def check_columns(df, columns: dict[str, str]) -> None:
-    """Raise unless ``df`` is a non-empty DataFrame holding every column in ``columns``.
+    """Raise unless ``df`` is a non-empty DataFrame holding every column in ``columns``
+    (a missing one raises :class:`MissingColumnError`).
 
     Args:
         df: the user's table.
@@ -44,7 +52,7 @@ def check_columns(df, columns: dict[str, str]) -> None:
     missing = {arg: col for arg, col in columns.items() if col not in df.columns}
     if missing:
         hint = ", ".join(f"{arg}=" for arg in missing)
-        raise ValueError(
+        raise MissingColumnError(
             f"df is missing column(s) {list(missing.values())}; it has {list(df.columns)}. "
             f"Name the right columns with {hint}"
         )

@@ -10,7 +10,8 @@
   :func:`coclustering_from_probs` summarise partitions without naming their blocks;
   :func:`relabel` and :func:`hungarian_relabel` align labels draw by draw.
 * Plots: :func:`plot_trace`, :func:`plot_rank`, :func:`plot_energy`, :func:`plot_coclustering`,
-  :func:`plot_loss`; tables: :func:`compare_engines`.
+  :func:`plot_loss` (and :func:`label_trace` for a trace plot drawn with ArviZ directly);
+  tables: :func:`compare_engines`.
 """
 
 from ..core.inference_data import SAMPLE_STATS_ALIASES, netcdf_safe_attrs
@@ -23,7 +24,7 @@ from .label_invariant import (
     largest_cluster_fraction,
     occupied_clusters,
 )
-from .plots import plot_coclustering, plot_energy, plot_loss, plot_rank, plot_trace
+from .plots import label_trace, plot_coclustering, plot_energy, plot_loss, plot_rank, plot_trace
 from .relabel import hungarian_relabel, permute_components, relabel
 from .tables import compare_engines
 
@@ -35,6 +36,7 @@ __all__ = [
     "compare_engines",
     "hungarian_relabel",
     "label_invariant_stats",
+    "label_trace",
     "largest_cluster_fraction",
     "netcdf_safe_attrs",
     "occupied_clusters",

@@ -247,7 +247,7 @@ def _warn_single_worker_classes(table: AnnotationTable, used: torch.Tensor) -> N
         f"{len(lone)} class(es) are used by a single worker: {named}. Nothing else ties such "
         "a class to its label, and maximum-likelihood EM (diagonal=0) can make it absorb "
         "items that the other workers agree on; check that worker's labels, or keep a "
-        "diagonal prior (diagonal >= 1, DawidSkeneEstimator's EM default)",
+        "diagonal prior (diagonal > 0, as DawidSkeneEstimator's EM default)",
         SingleWorkerClassWarning,
         stacklevel=5,
     )

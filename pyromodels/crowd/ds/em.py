@@ -43,9 +43,14 @@ doing, not the start's or the floor's: the degenerate point has the higher likel
 ``em_floor=0`` too (the floor only keeps a class that starts empty from reviving). A
 ``diagonal`` pseudo-count ``d`` on each row's true class costs such a class a factor
 ``1/(1 + d)`` per worker whose label it must reproduce, so ``d = 1`` removes it whenever
-workers are right more often than not; :class:`~pyromodels.crowd.estimators.DawidSkeneEstimator`
-uses ``diagonal=1`` for EM by default. Preparing data where a class is used by a single worker
-warns (:class:`~pyromodels.crowd.ds.data.SingleWorkerClassWarning`).
+workers are right more often than not in a table where every worker labels every item. In a
+sparse table the lone worker covers a fraction of the class's items, which makes the
+degenerate point less attractive, and a smaller ``d`` is enough:
+:class:`~pyromodels.crowd.estimators.DawidSkeneEstimator`'s EM default is the share of the
+item x worker grid that holds a label
+(:func:`~pyromodels.crowd.estimators.dawid_skene.em_diagonal`; 1 for a full grid), a prior
+worth one correctly labelled item of each class. Preparing data where a class is used by a
+single worker warns (:class:`~pyromodels.crowd.ds.data.SingleWorkerClassWarning`).
 
 **Objective** (never decreases):
 :math:`\log p(\text{labels}, \pi, \Gamma) = \log \mathrm{Dir}(\pi; \alpha) + \sum_{m,k} \log
@@ -95,6 +100,7 @@ __all__ = [
     "em_step_objective",
     "log_marginal",
     "log_posterior",
+    "log_prior",
     "majority_start",
     "check_params",
     "check_em_prior",
@@ -202,11 +208,13 @@ def _made_for(data: DSData, params) -> bool:
 
 
 def m_step(data: DSData, q: torch.Tensor, floor: float = 0.0,
-           backend: str | None = None) -> dict:
+           backend: str | None = None, extra_counts: torch.Tensor | None = None) -> dict:
     """The MAP parameters given class posteriors ``q`` ``(N, K)`` (see the module doc).
 
     Returns ``{"prior": (K,), "confusion": (M, K, K)}``; ``prior`` is the fixed one when the
     model holds it fixed. ``backend`` as in :func:`e_step` (for the counts).
+    ``extra_counts`` ``(M, K, K)`` (rows = true class), when given, are added to the expected
+    counts: labels of each worker counted elsewhere (a history of answers on known classes).
     """
     q = q.to(data.dtype)
     chosen = _backend(data, backend, q)
@@ -215,6 +223,8 @@ def m_step(data: DSData, q: torch.Tensor, floor: float = 0.0,
         counts = counts.to(data.dtype)
     else:
         counts = confusion_counts(data.table, q, data.num_workers)
+    if extra_counts is not None:
+        counts = counts + extra_counts.to(counts)
     return _map_params(data, counts, q.sum(0), floor)
 
 
@@ -238,7 +248,7 @@ def em_step_objective(data: DSData, params: dict, floor: float = 0.0,
     E-step's normalisers give it for free). ``backend`` as in :func:`e_step`; the compiled
     passes never form ``q``."""
     new, loglik = _em_pass(data, params, floor, backend)
-    return new, loglik + _log_prior(data, params)
+    return new, loglik + log_prior(data, params)
 
 
 def em_step(data: DSData, params: dict, floor: float = 0.0,
@@ -267,7 +277,9 @@ def _dirichlet_log_density(concentration: torch.Tensor, value: torch.Tensor) -> 
             - log_multivariate_beta(concentration)).sum()
 
 
-def _log_prior(data: DSData, params: dict) -> torch.Tensor:
+def log_prior(data: DSData, params: dict) -> torch.Tensor:
+    """``log Dir(prior; alpha) + sum log Dir(confusion rows; B)``: the objective's prior term
+    (without the class prior's when it is held fixed)."""
     out = _dirichlet_log_density(data.confusion_concentration, params["confusion"])
     if data.fixed_prior is None:
         out = out + _dirichlet_log_density(data.prior_concentration, params["prior"])
@@ -276,7 +288,7 @@ def _log_prior(data: DSData, params: dict) -> torch.Tensor:
 
 def log_posterior(data: DSData, params: dict, backend: str | None = None) -> torch.Tensor:
     """The EM objective: ``log p(labels, pi, Gamma)`` with ``z`` summed out (a scalar)."""
-    return log_marginal(data, params, backend) + _log_prior(data, params)
+    return log_marginal(data, params, backend) + log_prior(data, params)
 
 
 def majority_start(data: DSData, floor: float = 0.0, backend: str | None = None) -> dict:

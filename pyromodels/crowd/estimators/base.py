@@ -44,7 +44,7 @@ def errors_frame(table: AnnotationTable, confusion: torch.Tensor, worker: str,
     """Confusion matrices ``(M, K, K)`` (rows = true class) in crowd-kit's ``errors_`` layout:
     rows ``(worker, label given)``, columns the true labels, each worker's block
     column-stochastic."""
-    conf = confusion.detach().cpu().transpose(-1, -2).numpy()  # [m, given, true]
+    conf = confusion.detach().cpu().double().transpose(-1, -2).numpy()  # [m, given, true]
     M, K = table.num_workers, table.num_classes
     rows = pd.MultiIndex.from_product([table.workers, table.classes], names=[worker, label])
     return pd.DataFrame(conf.reshape(M * K, K), index=rows, columns=list(table.classes))
@@ -53,7 +53,7 @@ def errors_frame(table: AnnotationTable, confusion: torch.Tensor, worker: str,
 def confusions_frame(table: AnnotationTable, confusion: torch.Tensor, label: str) -> pd.DataFrame:
     """Confusion matrices ``(M, K, K)`` with rows ``(worker, true label)`` and the labels given
     as columns, each row summing to one."""
-    frame = table.index_workers(confusion.detach().cpu())
+    frame = table.index_workers(confusion.detach().cpu().double())
     frame.columns.name = label
     return frame
 
@@ -220,8 +220,9 @@ class CrowdAggregator(EstimatorParams):
         self._check_method_params()
         common = {"seed": self._seed(), "progress": self.progress, "device": self.device}
         if self.method == "em":
-            return {**common, "max_iter": check_int(self.n_iter, "n_iter", minimum=1),
-                    "tol": check_positive(self.tol, "tol")}
+            # n_iter=0 returns the start, tol=0 never stops early (crowd-kit's meanings)
+            return {**common, "max_iter": check_int(self.n_iter, "n_iter", minimum=0),
+                    "tol": check_positive(self.tol, "tol", strict=False)}
         return {**common, "num_samples": self.num_samples, "num_warmup": self.num_warmup,
                 "num_chains": self.num_chains}
 
@@ -241,7 +242,10 @@ class CrowdAggregator(EstimatorParams):
         self.labels_ = self._series(table, labels)
 
     def _frame(self, table: AnnotationTable, probas: torch.Tensor) -> pd.DataFrame:
-        frame = table.index_items(probas.detach().cpu())
+        """``probas`` as a float64 DataFrame tasks x classes, each row normalised again in
+        float64 (a fit in float32 leaves rows a few 1e-8 off one)."""
+        probas = probas.detach().cpu().double()
+        frame = table.index_items(probas / probas.sum(-1, keepdim=True))
         frame.index.name, frame.columns.name = self._item_name(), self.label
         return frame
 
@@ -257,10 +261,12 @@ class CrowdAggregator(EstimatorParams):
     def fit(self, df):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def fit_predict(self, df) -> pd.Series:
-        """Fit, then return ``labels_`` (Series indexed by task, the user's class values)."""
-        return self.fit(df).labels_
+    def fit_predict(self, df, *args, **kwargs) -> pd.Series:
+        """Fit (``fit(df, *args, **kwargs)``), then return ``labels_`` (Series indexed by task,
+        the user's class values)."""
+        return self.fit(df, *args, **kwargs).labels_
 
-    def fit_predict_proba(self, df) -> pd.DataFrame:
-        """Fit, then return ``probas_`` (DataFrame tasks x classes)."""
-        return self.fit(df).probas_
+    def fit_predict_proba(self, df, *args, **kwargs) -> pd.DataFrame:
+        """Fit (``fit(df, *args, **kwargs)``), then return ``probas_`` (DataFrame tasks x
+        classes)."""
+        return self.fit(df, *args, **kwargs).probas_

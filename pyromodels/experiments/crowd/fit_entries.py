@@ -12,13 +12,12 @@ plain Dawid-Skene when asked to ``fit``.
 
 from __future__ import annotations
 
-import pandas as pd
 import torch
 
 from ...crowd.ds.model import DawidSkene
 from ...crowd.hmm.model import SequentialDawidSkene
 from ...crowd.mrf.model import NetworkedData, NetworkedDawidSkene
-from ...data import AnnotationTable, Graph, Sequences
+from ...data import AnnotationTable, Graph, Sequences, node_ids
 from ...data.crowd_files import (
     CrowdColumns,
     find_crowd_dataset,
@@ -137,9 +136,10 @@ def load_networked(path=None, *, dataset=None, task_col=None, worker_col=None, l
     pairs = read_edges(edges)
     answers = _answers(path, dataset, CrowdColumns(task_col, worker_col, label_col), None,
                        "networked-dawid-skene")
-    ids = pd.Index(answers["task"]).append([pd.Index(pairs["source"]), pd.Index(pairs["target"])])
-    table = AnnotationTable.from_dataframe(answers, items=ids.unique().sort_values(),
-                                           allow_repeats=True)
+    items = node_ids({"the data's task column": answers["task"],
+                      "the edge list's first column": pairs["source"],
+                      "the edge list's second column": pairs["target"]})
+    table = AnnotationTable.from_dataframe(answers, items=items, allow_repeats=True)
     codes = torch.stack([table.encode_items(pairs["source"]), table.encode_items(pairs["target"])],
                         dim=1)
     graph = Graph.from_edges(codes, num_nodes=table.num_items, nodes=table.items)
