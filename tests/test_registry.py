@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import sys
 from dataclasses import replace
@@ -211,3 +212,31 @@ def test_demos_are_first_looks_and_leave_the_long_protocols_to_reproduce():
     demo, small = mixture.SETTINGS["demo"], mixture.SETTINGS["small"]
     assert 2 * (demo.nuts_warmup + demo.nuts_samples) <= small.nuts_warmup + small.nuts_samples
     assert 2 * (demo.gibbs_warmup + demo.gibbs_samples) <= small.gibbs_warmup + small.gibbs_samples
+
+
+#: constructor parameters of the built-in models that are not command-line options, and why
+NOT_OFFERED = {
+    "num_classes": "taken from the data",
+    "update_prior": "a switch of the class prior's estimation, not a prior value",
+    "class_prior": "a vector", "initial": "a mode, not a prior value",
+    "initial_probs": "a vector", "mean_prior": "a vector", "covariance_prior": "a matrix",
+    "delta": "the Potts coupling: a mode or a number, fitted by the EM",
+    "allow_unlabelled": "a data contract", "em_floor": "a numerical floor",
+    "backend": "a kernel choice", "paper_literal": "a switch to the paper's misprint",
+    "num_layers": "the flow's architecture", "hidden": "the flow's architecture",
+    "scaling": "the flow's architecture", "flow_seed": "a seed", "dtype": "a precision",
+    "prior": "a prior object: its fields are checked instead",
+}
+
+
+def test_every_prior_of_the_built_in_models_is_an_option():
+    registry.load_builtin()
+    for declared in registry.infos():
+        model = registry.get(declared.name).factory()
+        names = [p for p in inspect.signature(type(model).__init__).parameters if p != "self"]
+        prior = getattr(model, "prior", None)
+        if dataclasses.is_dataclass(prior):
+            names += [f.name for f in dataclasses.fields(prior)]
+        offered = {a.dest for a in declared.arguments}
+        missing = [n for n in names if n not in offered and n not in NOT_OFFERED]
+        assert not missing, f"{declared.name}: constructor arguments not offered: {missing}"

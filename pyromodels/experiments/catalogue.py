@@ -180,6 +180,10 @@ BHMC = ModelInfo(
                  "breaking (default 20)", metavar="K"),
         Argument("nu0", "positive", "prior scale > 0 of RBHMC's max-margin discriminants "
                  "(default 1)"),
+        Argument("loc", "real", "the data's centre, the same in every column (default: the "
+                 "column means)"),
+        Argument("scale", "positive", "the data's unit of spread > 0 (default: the root mean "
+                 "column variance over sqrt 2)"),
     ),
 )
 
