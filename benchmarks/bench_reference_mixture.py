@@ -302,8 +302,7 @@ def cases(quick: bool, device: torch.device | None = None) -> list[Case]:
         sweeps = 2 * sum(per_chain)
         out.append(Case(
             "mixture.quickstart_gibbs",
-            {"N": 200, "d": 2, "K": 2, "chains": 2, "sweeps_per_call": sweeps,
-             "default_threads": TORCH_DEFAULT_THREADS},
+            {"N": 200, "d": 2, "K": 2, "chains": 2, "sweeps_per_call": sweeps},
             ours=_quickstart(None, per_chain),
             peers={"default_threads": _quickstart(TORCH_DEFAULT_THREADS, per_chain)},
             metric="seconds_per_iter", iterations=sweeps,
