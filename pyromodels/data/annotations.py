@@ -10,12 +10,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 import torch
 
 from ..checks import check_int
-from .columns import IdMaps, LabelCodes, MissingColumnError, check_columns, item_column
+from .columns import (
+    IdMaps,
+    LabelCodes,
+    MissingColumnError,
+    check_columns,
+    count_labels,
+    item_column,
+)
 from .idmaps import (
     as_id_index,
     c_table_passes,
@@ -237,18 +243,15 @@ class AnnotationTable(IdMaps, TensorFields):
         """``(counts_per_item(), counts_per_worker(), pairs)`` with ``pairs`` the ``(K, M)``
         bool mask of the (class, worker) pairs that occur; one C pass over the rows for a CPU
         table (where the extension was built), three scatters otherwise."""
-        N, M, K = self.num_items, self.num_workers, self.num_classes
+        M, K = self.num_workers, self.num_classes
         passes = c_table_passes() if self.device.type == "cpu" else None
         if passes is None:
             pairs = torch.zeros(K, M, dtype=torch.bool, device=self.device)
             pairs[self.label_idx, self.worker_idx] = True
             return self.counts_per_item(), self.counts_per_worker(), pairs
-        per_item, per_worker = np.empty(N, dtype=np.int64), np.empty(M, dtype=np.int64)
-        pairs = np.empty((K, M), dtype=np.uint8)
-        codes = (self.item_idx.numpy(), self.worker_idx.numpy(), self.label_idx.numpy())
-        passes.label_statistics(N, M, K, *codes, per_item, per_worker, pairs)
+        per_item, per_worker, pairs = count_labels(self, passes)
         return (torch.from_numpy(per_item), torch.from_numpy(per_worker),
-                torch.from_numpy(pairs.view(bool)))
+                torch.from_numpy(pairs))
 
     def vote_counts(self) -> torch.Tensor:
         r"""Votes per item and class, long tensor ``(N, K)``: :math:`c_{nk} = \#\{l: n_l=n,

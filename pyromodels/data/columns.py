@@ -22,7 +22,7 @@ from .idmaps import (
 )
 
 __all__ = ["MissingColumnError", "check_columns", "item_column", "factorize_column",
-           "LabelCodes", "IdMaps"]
+           "count_labels", "labelled_cells", "LabelCodes", "IdMaps"]
 
 
 class MissingColumnError(KeyError, ValueError):
@@ -109,6 +109,42 @@ def item_column(df, item: str = "task") -> str:
             and "item" in df.columns):
         return "item"
     return item
+
+
+def count_labels(labels, passes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(per_item, per_worker, pairs)``: labels per item ``(N,)`` and per worker ``(M,)``
+    (int64) and the ``(K, M)`` bool mask of the (class, worker) pairs that occur, in one pass
+    of the C extension ``passes`` (:func:`~pyromodels.data.idmaps.c_table_passes`) over the
+    CPU codes of ``labels`` (a :class:`LabelCodes` or an annotation table)."""
+    N, M, K = labels.num_items, labels.num_workers, labels.num_classes
+    per_item, per_worker = np.empty(N, dtype=np.int64), np.empty(M, dtype=np.int64)
+    pairs = np.empty((K, M), dtype=np.uint8)
+    codes = (np.ascontiguousarray(to_numpy(c, "codes"), dtype=np.int64)
+             for c in (labels.item_idx, labels.worker_idx, labels.label_idx))
+    passes.label_statistics(N, M, K, *codes, per_item, per_worker, pairs)
+    return per_item, per_worker, pairs.view(bool)
+
+
+def _repeats(labels) -> int | None:
+    """The number of rows whose (item, worker) pair occurred in an earlier row: one C count
+    over the rows; ``None`` where the C extension was not built."""
+    passes = c_table_passes()
+    if passes is None:
+        return None
+    item, worker = (np.ascontiguousarray(to_numpy(c, "codes"), dtype=np.int64)
+                    for c in (labels.item_idx, labels.worker_idx))
+    return int(passes.count_repeats(labels.num_items, labels.num_workers, item, worker))
+
+
+def labelled_cells(labels) -> int:
+    """The number of distinct (item, worker) pairs of ``labels`` (a :class:`LabelCodes` or an
+    annotation table): the cells of the item x worker grid that hold a label."""
+    repeats = _repeats(labels)
+    if repeats is not None:
+        return labels.num_labels - repeats
+    item, worker = (to_numpy(c, "codes").astype(np.int64)
+                    for c in (labels.item_idx, labels.worker_idx))
+    return len(np.unique(item * labels.num_workers + worker))
 
 
 class IdMaps(ItemWorkerSizes):
@@ -224,8 +260,5 @@ class LabelCodes(IdMaps):
     def has_repeats(self) -> bool | None:
         """Whether a worker labelled an item twice: one C count over the rows; ``None`` where
         the C extension was not built (the table's own check then decides)."""
-        passes = c_table_passes()
-        if passes is None:
-            return None
-        codes = (np.ascontiguousarray(c, dtype=np.int64) for c in (self.item_idx, self.worker_idx))
-        return passes.count_repeats(self.num_items, self.num_workers, *codes) > 0
+        repeats = _repeats(self)
+        return None if repeats is None else repeats > 0

@@ -190,7 +190,8 @@ def fit_em(labels, spec: ArrayPrior, floor: float, max_iter: int, tol: float,
             annotation table).
         spec: the priors (:func:`resolve_prior`).
         floor: EM's pseudo-count (``em_floor``).
-        max_iter, tol: as :func:`~pyromodels.core.run_em`.
+        max_iter, tol: as :func:`~pyromodels.core.run_em` (``max_iter=0`` returns the start,
+            ``tol=0`` never stops early).
         warn_not_converged: warn (``ConvergenceWarning``) when ``max_iter`` steps did not
             converge.
 
@@ -208,14 +209,13 @@ def fit_em(labels, spec: ArrayPrior, floor: float, max_iter: int, tol: float,
     if step is None:
         return None
     new, value = step
-    monitor.update(value)  # the start's objective: max_iter + 1 >= 2 values, so no stop yet
-    while True:
+    done = monitor.update(value)  # max_iter=0: the start is the result
+    while not done:
         params, step = new, _step(labels, spec, new, floor)
         if step is None:
             return None
         new, value = step
-        if monitor.update(value):
-            break
+        done = monitor.update(value)
     if warn_not_converged:
         monitor.finish("EM", iterations=max_iter)
     prior, confusion = params
