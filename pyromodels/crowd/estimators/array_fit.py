@@ -11,10 +11,10 @@ as the torch path (:meth:`DawidSkene.fit <pyromodels.crowd.ds.model.DawidSkene.f
 (:func:`array_results`), which imports torch then.
 
 Anything else takes the torch path, which also raises the errors of bad input: another
-method or device, ``init_confusion``, ``progress=True``, concentrations given as arrays or
-out of EM's range, repeated (task, worker) rows, fewer than two classes, a build without the
-C extensions (or ``PYROMODELS_NO_C`` set), and a fit that meets an item impossible under every
-class (``em_floor=0`` only).
+method or device, ``init_confusion``, ``true_labels`` or ``initial_error``, ``progress=True``,
+concentrations given as arrays or out of EM's range, repeated (task, worker) rows, fewer than
+two classes, a build without the C extensions (or ``PYROMODELS_NO_C`` set), and a fit that
+meets an item impossible under every class (``em_floor=0`` only).
 """
 
 from __future__ import annotations
