@@ -9,7 +9,8 @@ times slower with torch's default threads than with one on a busy two-core machi
 
 **The rule.** Every engine (:func:`~pyromodels.core.run_em`, :func:`~pyromodels.core.run_gibbs`,
 :func:`~pyromodels.core.run_svi`, :func:`~pyromodels.core.run_nuts`, and the family fits that
-run a loop of their own) runs its body inside :func:`fit_threads`, which sets
+run a loop of their own: :func:`~pyromodels.ddpm.gibbs.fit_gibbs` and
+:func:`~pyromodels.ddpm.mcem.fit_mcem`) runs its body inside :func:`fit_threads`, which sets
 
 .. math::
     \\text{threads} = \\min\\bigl(\\text{the caller's count},\\;
@@ -130,17 +131,21 @@ def fit_threads(data, num_threads: int | None = None):
             torch.set_num_threads(old)
 
 
-def with_fit_threads(engine):
-    """Decorate an engine ``engine(model, data, ..., num_threads=None, ...)`` so that it runs
-    inside :func:`fit_threads` of its ``data`` and ``num_threads`` arguments."""
+def with_fit_threads(engine=None, *, data: str = "data"):
+    """Decorate an engine ``engine(..., <data>, ..., num_threads=None, ...)`` so that it runs
+    inside :func:`fit_threads` of its ``data`` argument (named ``data``, or as given) and its
+    ``num_threads``. Used bare (``@with_fit_threads``) or with the argument's name
+    (``@with_fit_threads(data="x")``) by the family fits that run a loop of their own."""
+    if engine is None:
+        return functools.partial(with_fit_threads, data=data)
     signature = inspect.signature(engine)
-    if "data" not in signature.parameters or "num_threads" not in signature.parameters:
-        raise TypeError(f"{engine.__name__} must take data and num_threads arguments")
+    if data not in signature.parameters or "num_threads" not in signature.parameters:
+        raise TypeError(f"{engine.__name__} must take {data} and num_threads arguments")
 
     @functools.wraps(engine)
     def run(*args, **kwargs):
         bound = signature.bind(*args, **kwargs)
-        with fit_threads(bound.arguments.get("data"), bound.arguments.get("num_threads")):
+        with fit_threads(bound.arguments.get(data), bound.arguments.get("num_threads")):
             return engine(*args, **kwargs)
 
     return run

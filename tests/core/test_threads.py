@@ -127,3 +127,26 @@ def test_bad_num_threads_is_named(bad):
     with pytest.raises((ValueError, TypeError), match="num_threads"):
         with fit_threads(torch.zeros(2), num_threads=bad):
             pass
+
+
+@pytest.mark.parametrize("method", ["gibbs", "mcem"])
+def test_family_fits_with_a_loop_of_their_own_choose_threads(caller_threads, monkeypatch, method):
+    from pyromodels.ddpm import DPMixture, gibbs, mcem
+
+    module = gibbs if method == "gibbs" else mcem
+    seen, original = [], module.make_generator
+
+    def recording(*args, **kwargs):  # the fits make their generators inside the loop
+        seen.append(torch.get_num_threads())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, "make_generator", recording)
+    x = torch.randn(30, 2, generator=torch.Generator().manual_seed(0))
+    options = ({"num_samples": 2, "num_warmup": 1, "num_chains": 1} if method == "gibbs"
+               else {"settings": mcem.MCEMSettings(rounds=2, gibbs_sweeps=1)})
+    DPMixture().fit(x, method=method, seed=0, progress=False, **options)
+    assert seen and set(seen) == {1}
+    first = len(seen)
+    DPMixture().fit(x, method=method, seed=0, progress=False, num_threads=2, **options)
+    assert len(seen) > first and set(seen[first:]) == {2}
+    assert torch.get_num_threads() == caller_threads
