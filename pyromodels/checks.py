@@ -119,6 +119,7 @@ def check_name(value, name: str) -> str:
 def check_finite(tensor: torch.Tensor, name: str) -> torch.Tensor:
     """Raise if ``tensor`` holds NaN or infinite values."""
     import torch
+
     if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
         bad = int((~torch.isfinite(tensor)).sum())
         raise ValueError(f"{name} must be finite: found {bad} NaN or infinite value(s)")
@@ -138,6 +139,7 @@ def as_numeric_tensor(x, name: str) -> torch.Tensor:
         torch.int64
     """
     import torch
+
     if isinstance(x, torch.Tensor):
         return x
     if hasattr(x, "to_numpy"):  # pandas objects
@@ -177,6 +179,7 @@ def as_float_tensor(
         allow_empty: whether a tensor with zero elements is accepted.
     """
     import torch
+
     t = as_numeric_tensor(x, name)
     if t.dtype == torch.bool or t.is_complex():
         raise TypeError(f"{name} must hold real numbers, got dtype {t.dtype}")
@@ -207,6 +210,7 @@ def as_label_tensor(
     the compiled passes over codes read them row-major.
     """
     import torch
+
     t = as_numeric_tensor(x, name)
     if t.dtype == torch.bool:
         raise TypeError(f"{name} must hold integer labels, got dtype bool")
@@ -318,6 +322,7 @@ def check_stochastic(
         1.0
     """
     import torch
+
     check_in(axis_sum, "axis_sum", ("rows", "total"))
     if shape is not None:
         shape = tuple(check_int(s, "shape entries", minimum=1) for s in shape)
@@ -358,18 +363,28 @@ def check_stochastic(
     return t.to(dtype=dtype)
 
 
-def memory_size(device=None) -> int | None:
-    """Bytes of memory of ``device``: the GPU's for a CUDA device, else the machine's physical
-    memory; ``None`` where the platform does not say."""
+def _device_type(device) -> str:
+    """``device``'s type (``"cpu"``, ``"cuda"``, ...); the CPU without importing torch."""
+    if device is None or device == "cpu":
+        return "cpu"
     import torch
+
     try:
-        device = torch.device("cpu" if device is None else device)
+        return torch.device(device).type
     except (RuntimeError, TypeError) as exc:
         raise ValueError(
             f"device must name a torch device such as 'cpu' or 'cuda', got {device!r}"
         ) from exc
-    if device.type == "cuda" and torch.cuda.is_available():
-        return int(torch.cuda.mem_get_info(device)[1])
+
+
+def memory_size(device=None) -> int | None:
+    """Bytes of memory of ``device``: the GPU's for a CUDA device, else the machine's physical
+    memory; ``None`` where the platform does not say."""
+    if _device_type(device) == "cuda":
+        import torch
+
+        if torch.cuda.is_available():
+            return int(torch.cuda.mem_get_info(device)[1])
     try:
         return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
     except (AttributeError, ValueError, OSError):
@@ -397,14 +412,12 @@ def check_memory(parts: Sequence[tuple[str, float]], device=None, hint: str = ""
         device: where they will live (``None``: the CPU).
         hint: which arguments drive the sizes and how to shrink them, appended to the message.
     """
-    import torch
     total = sum(float(nbytes) for _, nbytes in parts)
     limit = memory_size(device)
     if limit is None or total <= limit:
         return
     listed = "; ".join(f"{what}: {format_bytes(nbytes)}" for what, nbytes in parts if nbytes)
-    where = "the GPU" if torch.device("cpu" if device is None else device).type == "cuda" \
-        else "this machine"
+    where = "the GPU" if _device_type(device) == "cuda" else "this machine"
     raise ValueError(
         f"this fit would need about {format_bytes(total)} of memory ({listed}), more than the "
         f"{format_bytes(limit)} of {where}{'; ' + hint if hint else ''}"
@@ -425,5 +438,6 @@ def broadcast_shapes(*shapes) -> torch.Size:
         torch.Size([3, 4])
     """
     import torch
+
     return torch.Size(np.broadcast_shapes(*(tuple(shape) for shape in shapes)))
 
