@@ -11,6 +11,7 @@ import torch
 from pyro import poutine
 from pyro.poutine.util import site_is_subsample
 
+from . import transforms  # noqa: F401 - registers the positive-definite transform
 from .errors import ModelSpecError
 
 __all__ = ["ModelBase"]
