@@ -246,8 +246,8 @@ def _wants_predictive(predictive, posterior, observed, num_draws, num_prior_draw
 
 
 def _predictive_groups(posterior, shape, num_prior_draws, seed) -> dict:
-    from .predictive import posterior_predictive_draws, prior_draws
-    from .seeding import derive_seed, resolve_seed
+    from .seeding import resolve_seed
+    from .trace_data import predictive_groups
 
     model, data = posterior.model, posterior.data
     if model is None or data is None:
@@ -256,16 +256,40 @@ def _predictive_groups(posterior, shape, num_prior_draws, seed) -> dict:
             "posterior.data are set by every engine; set them for a hand-built Posterior)"
         )
     seed = resolve_seed(seed if seed is not None else posterior.attrs.get("seed"))
-    prior, prior_pred = prior_draws(model, data, num_prior_draws, seed=derive_seed(seed, "prior"))
-    post_pred = posterior_predictive_draws(
-        model, data, posterior.samples, seed=derive_seed(seed, "posterior_predictive")
-    )
-    prior_shape = (1, num_prior_draws)
-    return {
-        "posterior_predictive": chain_draw_arrays(post_pred, shape, "posterior_predictive"),
-        "prior": chain_draw_arrays(prior, prior_shape, "prior"),
-        "prior_predictive": chain_draw_arrays(prior_pred, prior_shape, "prior_predictive"),
-    }
+    return predictive_groups(model, data, posterior.samples, shape, num_prior_draws, seed)
+
+
+def _program(posterior, needed: bool):
+    """The posterior's model bound to its data as a :class:`~pyromodels.core.trace_data.
+    BoundProgram`, when a group must be read from the trace (``needed``) and the draws are
+    the program's (they hold its every continuous latent site); else ``None``."""
+    model, data = posterior.model, posterior.data
+    if not needed or data is None or not callable(getattr(model, "model", None)):
+        return None
+    from .trace_data import BoundProgram, covers_program
+
+    program = BoundProgram(model.model, (model.prepare(data),),
+                           max_plate_nesting=getattr(model, "max_plate_nesting", None),
+                           discrete_sites=getattr(model, "discrete_sites", None))
+    return program if covers_program(program, posterior.samples) else None
+
+
+def _trace_groups(posterior, groups, log_likelihood, point):
+    """Fill the groups the model's hooks left empty from its program's trace; returns the
+    plates' axis names."""
+    wants_ll = log_likelihood and not point and groups["log_likelihood"] is None
+    program = _program(posterior, wants_ll or groups["observed_data"] is None)
+    if program is None:
+        return {}
+    from .trace_data import constant_values, log_likelihood_or_none, observed_values, program_dims
+
+    shape = (posterior.num_chains, posterior.num_draws)
+    if wants_ll:
+        groups["log_likelihood"] = log_likelihood_or_none(program, posterior.samples, shape)
+    if groups["observed_data"] is None:
+        groups["observed_data"] = observed_values(program)
+        groups["constant_data"] = constant_values(program)
+    return program_dims(program)
 
 
 def to_inference_data(
@@ -350,11 +374,12 @@ def to_inference_data(
                            if log_likelihood and not point else None),
         "observed_data": observed_arrays(model, data),
     }
+    plate_dims = _trace_groups(posterior, groups, log_likelihood, point)
     if _wants_predictive(predictive, posterior, groups["observed_data"],
                          shape[0] * shape[1], num_prior_draws):
         groups.update(_predictive_groups(posterior, shape, num_prior_draws, seed))
     attrs = inference_attrs(posterior.attrs, posterior.method)
-    return from_groups(groups, attrs, coords=coords, dims=_default_dims(model, dims),
+    return from_groups(groups, attrs, coords=coords, dims={**plate_dims, **_default_dims(model, dims)},
                        point_estimate=point)
 
 
