@@ -12,6 +12,7 @@ from .nuts import run_nuts
 from .posterior import Posterior
 from .seeding import derive_seed, make_generator, resolve_seed, seeded
 from .svi import default_guide, run_svi
+from .trace_inference import inference_data_from_trace
 from .transforms import VechToPositiveDefinite, register_positive_definite_transform
 
 register_positive_definite_transform()
@@ -31,6 +32,7 @@ __all__ = [
     "default_guide",
     "derive_seed",
     "first_available_dim",
+    "inference_data_from_trace",
     "make_generator",
     "register_positive_definite_transform",
     "marginal_log_joint",

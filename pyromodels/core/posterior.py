@@ -247,7 +247,7 @@ def _wants_predictive(predictive, posterior, observed, num_draws, num_prior_draw
 
 def _predictive_groups(posterior, shape, num_prior_draws, seed) -> dict:
     from .seeding import resolve_seed
-    from .trace_data import predictive_groups
+    from .trace_inference import predictive_groups
 
     model, data = posterior.model, posterior.data
     if model is None or data is None:
@@ -268,9 +268,12 @@ def _program(posterior, needed: bool):
         return None
     from .trace_data import BoundProgram, covers_program
 
-    program = BoundProgram(model.model, (model.prepare(data),),
-                           max_plate_nesting=getattr(model, "max_plate_nesting", None),
-                           discrete_sites=getattr(model, "discrete_sites", None))
+    try:
+        program = BoundProgram(model.model, (model.prepare(data),),
+                               max_plate_nesting=getattr(model, "max_plate_nesting", None),
+                               discrete_sites=getattr(model, "discrete_sites", None))
+    except NotImplementedError:  # the base class's model(): there is no program to run
+        return None
     return program if covers_program(program, posterior.samples) else None
 
 
@@ -281,7 +284,8 @@ def _trace_groups(posterior, groups, log_likelihood, point):
     program = _program(posterior, wants_ll or groups["observed_data"] is None)
     if program is None:
         return {}
-    from .trace_data import constant_values, log_likelihood_or_none, observed_values, program_dims
+    from .trace_data import constant_values, observed_values, program_dims
+    from .trace_inference import log_likelihood_or_none
 
     shape = (posterior.num_chains, posterior.num_draws)
     if wants_ll:

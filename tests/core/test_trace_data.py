@@ -15,10 +15,10 @@ from pyro.ops.indexing import Vindex
 from pyromodels.core import Model, Posterior
 from pyromodels.core.trace_data import (
     BoundProgram,
-    inference_data_from_trace,
     pointwise_log_likelihood,
     site_dim_names,
 )
+from pyromodels.core.trace_inference import inference_data_from_trace
 
 SCHOOLS_Y = torch.tensor([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0], dtype=torch.float64)
 SCHOOLS_SIGMA = torch.tensor([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0], dtype=torch.float64)
