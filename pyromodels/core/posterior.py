@@ -279,11 +279,11 @@ def _program(posterior, needed: bool):
 
 def _trace_groups(posterior, groups, log_likelihood, point):
     """Fill the groups the model's hooks left empty from its program's trace; returns the
-    plates' axis names."""
+    plates' axis names and the program (``None`` when nothing was read from a trace)."""
     wants_ll = log_likelihood and not point and groups["log_likelihood"] is None
     program = _program(posterior, wants_ll or groups["observed_data"] is None)
     if program is None:
-        return {}
+        return {}, None
     from .trace_data import constant_values, observed_values, program_dims
     from .trace_inference import log_likelihood_or_none
 
@@ -293,7 +293,7 @@ def _trace_groups(posterior, groups, log_likelihood, point):
     if groups["observed_data"] is None:
         groups["observed_data"] = observed_values(program)
         groups["constant_data"] = constant_values(program)
-    return program_dims(program)
+    return program_dims(program), program
 
 
 def to_inference_data(
@@ -334,6 +334,16 @@ def to_inference_data(
       ``predictive=True`` always adds them (an error without model and data),
       ``predictive=False`` never.
 
+    A model without the ``log_likelihood_pointwise`` or ``observed_data`` hook (a user's own
+    :class:`~pyromodels.core.Model` subclass) gets those groups, and ``constant_data``, read
+    from its program's trace when the draws are the program's (they hold its every
+    continuous latent site), see :mod:`pyromodels.core.trace_data`: the pointwise
+    log-likelihood of every observed site with the ``discrete_sites`` and the sites marked
+    for enumeration summed out (other discrete sites with draws are conditioned on, as
+    ``arviz.from_pyro`` does), the observed sites' values, and axes named by the plates. A
+    program with a ``pyro.factor`` gets no ``log_likelihood`` (a warning says why) and no
+    predictive groups by default.
+
     Axes are named by the model's ``site_dims`` (for example the mixture's ``locs`` is
     ``(chain, draw, component, feature)``), with ``dims`` taking precedence.
 
@@ -351,7 +361,7 @@ def to_inference_data(
         predictive: whether to add the prior and predictive groups: ``None`` (default) when
             they can be made and are not too large, ``True`` always (needs the posterior's
             model and data), ``False`` never.
-        num_prior_draws: how many prior draws for the ``prior`` groups.
+        num_prior_draws: how many prior draws for the ``prior`` groups (0: none).
         seed: seed of the predictive draws (default: the fit's seed).
 
     Returns:
@@ -378,7 +388,9 @@ def to_inference_data(
                            if log_likelihood and not point else None),
         "observed_data": observed_arrays(model, data),
     }
-    plate_dims = _trace_groups(posterior, groups, log_likelihood, point)
+    plate_dims, program = _trace_groups(posterior, groups, log_likelihood, point)
+    if predictive is None and program is not None and program.factors:
+        predictive = False  # a program with a factor cannot be simulated
     if _wants_predictive(predictive, posterior, groups["observed_data"],
                          shape[0] * shape[1], num_prior_draws):
         groups.update(_predictive_groups(posterior, shape, num_prior_draws, seed))

@@ -12,7 +12,8 @@ itself says what the data are and how likely they are:
   the draws, are summed out by parallel enumeration: for an observed ``y_i`` that depends on
   enumerated ``z_i``, ``log p(y_i | theta) = log sum_k p(z_i = k | theta) p(y_i | z_i = k,
   theta)``, the marginal that ``arviz.loo`` needs (``arviz.from_pyro`` scores ``y_i`` given
-  one random draw of ``z_i`` instead);
+  one random draw of ``z_i`` instead). Other discrete sites that have draws are conditioned
+  on, as ``arviz.from_pyro`` does;
 * **observed_data**: the observed sites' values; **constant_data**: the array arguments of
   the program that no site observes;
 * **dims**: each batch axis of a site is named by the plate on that axis, any other axis

@@ -138,6 +138,7 @@ def predictive_groups(program, data, samples: dict, shape, num_prior_draws: int,
     with a ``UserWarning`` when the program cannot be simulated (it holds a ``pyro.factor``)."""
     from .predictive import posterior_predictive_draws, prior_draws
 
+    num_prior_draws = check_int(num_prior_draws, "num_prior_draws", minimum=0)
     seed = resolve_seed(seed)
     try:
         out = {}

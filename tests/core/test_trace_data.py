@@ -275,3 +275,32 @@ def test_programs_with_factors_get_no_log_likelihood_and_say_why():
                                           predictive=False)
     assert "log_likelihood" not in idata.groups()
     assert "observed_data" in idata.groups()
+
+
+class WithFactor(Model):
+    def model(self, data):
+        with_factor(data)
+
+
+def test_a_users_model_with_a_factor_keeps_its_data_and_says_why_it_has_no_likelihood():
+    y = torch.zeros(3, dtype=torch.float64)
+    post = Posterior(samples={"mu": torch.zeros(2, 4, dtype=torch.float64)}, method="nuts",
+                     model=WithFactor(), data=y)
+    with pytest.warns(UserWarning, match="log_likelihood group was left out.*factor"):
+        idata = post.to_inference_data()
+    assert set(idata.groups()) == {"posterior", "observed_data"}
+
+
+def chain_of_states(y):
+    probs = torch.tensor([[0.9, 0.1], [0.2, 0.8]], dtype=torch.float64)
+    state = 0
+    for t in pyro.markov(range(len(y))):
+        state = pyro.sample(f"s_{t}", dist.Categorical(Vindex(probs)[..., state, :]),
+                            infer={"enumerate": "parallel"})
+        pyro.sample(f"y_{t}", dist.Normal(state * 1.0, 1.0), obs=y[t])
+
+
+def test_states_chained_by_markov_are_refused():
+    program = BoundProgram(chain_of_states, (torch.zeros(4, dtype=torch.float64),))
+    with pytest.raises(NotImplementedError, match="share enumeration dims"):
+        pointwise_log_likelihood(program, {"unused": torch.zeros(1, 2)})
