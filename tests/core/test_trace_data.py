@@ -35,10 +35,10 @@ def eight_schools(J, sigma, y=None):
 @pytest.fixture(scope="module")
 def schools_mcmc():
     pyro.set_rng_seed(11)
-    mcmc = MCMC(NUTS(eight_schools), num_samples=40, warmup_steps=40, num_chains=2,
-                disable_progbar=True, mp_context=None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # more chains than CPUs: drawn in turn
+        mcmc = MCMC(NUTS(eight_schools), num_samples=40, warmup_steps=40, num_chains=2,
+                    disable_progbar=True, mp_context=None)
         mcmc.run(8, SCHOOLS_SIGMA, y=SCHOOLS_Y)
     return mcmc
 
