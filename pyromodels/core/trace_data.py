@@ -273,6 +273,8 @@ def pointwise_log_likelihood(program: BoundProgram, samples: dict) -> dict[str, 
     flat = {k: v.reshape((num,) + tuple(v.shape[2:])) for k, v in values.items()}
     try:
         out = _log_lik(program, flat, num, enumerate_)
+    except NotImplementedError:
+        raise  # not a shape error: scoring one draw at a time would not help
     except (RuntimeError, ValueError, IndexError) as exc:
         logger.info("the program does not broadcast over a batch of draws (%s); scoring one "
                     "draw at a time", exc)
@@ -283,8 +285,8 @@ def pointwise_log_likelihood(program: BoundProgram, samples: dict) -> dict[str, 
 
 
 def _log_lik(program: BoundProgram, values: dict, num: int | None, enumerate_: bool) -> dict:
-    """One trace's pointwise log-likelihoods: over ``num`` draws in a plate, or of one draw
-    (``num=None``, returned with a leading axis of one)."""
+    """One trace's pointwise log-likelihoods: over ``num`` draws in a plate (each shaped
+    ``(num, *batch_shape)``), or of one draw (``num=None``, each shaped ``batch_shape``)."""
     mpn = program.max_plate_nesting
     sites = program.sites
     particle = num is not None

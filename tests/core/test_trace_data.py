@@ -304,3 +304,39 @@ def test_states_chained_by_markov_are_refused():
     program = BoundProgram(chain_of_states, (torch.zeros(4, dtype=torch.float64),))
     with pytest.raises(NotImplementedError, match="share enumeration dims"):
         pointwise_log_likelihood(program, {"unused": torch.zeros(1, 2)})
+
+
+def shared_switch(y):
+    # one enumerated switch per group, observed points in a plate the switch is not in
+    with pyro.plate("group", 2, dim=-2):
+        switch = pyro.sample("switch", dist.Bernoulli(torch.tensor(0.5, dtype=torch.float64)),
+                             infer={"enumerate": "parallel"})
+    with pyro.plate("point", y.shape[0], dim=-1):
+        pyro.sample("y", dist.Normal(switch, 1.0), obs=y)
+
+
+def test_enumerated_sites_outside_the_observed_sites_plates_are_refused():
+    program = BoundProgram(shared_switch, (torch.zeros(3, dtype=torch.float64),))
+    with pytest.raises(NotImplementedError, match="plate"):
+        pointwise_log_likelihood(program, {"unused": torch.zeros(1, 2)})
+
+
+class UserMixture(Model):
+    """A user's mixture with its discrete site marked for enumeration, and no hooks."""
+
+    max_plate_nesting = 1
+
+    def model(self, data):
+        mixture(data)
+
+
+def test_a_users_mixture_gets_the_marginal_log_likelihood_through_its_posterior():
+    samples = mixture_samples(chains=2, draws=6, seed=4)
+    samples["z"] = torch.ones(2, 6, 5, dtype=torch.long)  # drawn labels are summed out anyway
+    post = Posterior(samples=samples, method="nuts", model=UserMixture(), data=MIX_X)
+    idata = post.to_inference_data(num_prior_draws=10)
+    np.testing.assert_allclose(idata.log_likelihood["x"].values, brute_force_mixture(samples, MIX_X),
+                               rtol=1e-10)
+    assert idata.posterior["z"].dims == ("chain", "draw", "point")
+    assert idata.posterior_predictive["x"].shape == (2, 6, 5)
+    assert idata.prior["z"].shape == (1, 10, 5)
