@@ -427,3 +427,20 @@ def test_resume_on_a_data_file_changed_since_the_checkpoint_is_refused(tmp_path,
     answers.to_csv(path, index=False)  # the same items, workers and classes: one label changed
     assert main(["fit", "--resume", str(out), "--no-progress"]) == 2
     assert "resume: the checkpoint was written for other data" in _one_error_line(capsys)
+
+
+def test_bhmc_command_clusters_data_alike_in_any_units(tmp_path):
+    """``pyromodels fit bhmc`` on a user's CSV takes the data's units by default: the same
+    points at 1e-8 times their size give the same leaves, not one cluster."""
+    rng = np.random.default_rng(2)
+    points = np.concatenate([rng.normal(c, 0.5, (15, 2)) for c in ([-4.0, 0.0], [4.0, 0.0])])
+    found = []
+    for factor in (1.0, 1e-8):
+        path = tmp_path / f"points{factor}.csv"
+        np.savetxt(path, points * factor, delimiter=",")
+        out = _fit(["bhmc", "--data", str(path), "--num-samples", "30", "--num-warmup", "30",
+                    "--num-chains", "1", "--seed", "3"], tmp_path / f"run{factor}")
+        paths = pd.read_csv(out / "paths.csv")
+        found.append(paths.iloc[:, -1].to_numpy())  # each datum's leaf
+    assert len(set(found[0])) > 1
+    assert adjusted_rand_score(found[0], found[1]) == 1.0
