@@ -24,7 +24,7 @@ print(json.dumps({"status": status, "modules": sorted(sys.modules)}))
 """
 
 #: what the light paths may import of pyromodels
-LIGHT = {"pyromodels", "pyromodels.__main__", "pyromodels.checks", "pyromodels.registry",
+LIGHT = {"pyromodels", "pyromodels.__main__", "pyromodels.checks", "pyromodels.lazy", "pyromodels.registry",
          "pyromodels.models_index", "pyromodels.experiments", "pyromodels.experiments.catalogue",
          "pyromodels.cli", "pyromodels.cli.commands", "pyromodels.cli.common",
          "pyromodels.cli.fit", "pyromodels.cli.parser"}

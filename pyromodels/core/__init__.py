@@ -25,6 +25,7 @@ _ORIGINS = {
     "default_guide": ".svi",
     "derive_seed": ".seeding",
     "first_available_dim": ".enumeration",
+    "inference_data_from_trace": ".trace_inference",
     "make_generator": ".seeding",
     "register_positive_definite_transform": ".transforms",
     "marginal_log_joint": ".enumeration",

@@ -93,7 +93,8 @@ class DSData(TableSizes):
     prior_concentration: torch.Tensor
     confusion_concentration: torch.Tensor
     fixed_prior: torch.Tensor | None = None
-    backend: str = "torch"
+    #: how the passes run, not what the data are: outside the checkpoints' data fingerprint
+    backend: str = dataclasses.field(default="torch", metadata={"fingerprint": False})
 
     @functools.cached_property
     def padded(self) -> PaddedView:
