@@ -297,7 +297,11 @@ def _program(posterior, needed: bool):
     from .trace_data import BoundProgram, covers_program
 
     try:
-        program = BoundProgram(model.model, (model.prepare(data),),
+        # a plain callable (or a program of several arguments) is traced as it was called
+        fn, args, kwargs = ((posterior.model_fn, posterior.model_args, posterior.model_kwargs)
+                            if isinstance(model, CallableModel)
+                            else (model.model, (model.prepare(data),), {}))
+        program = BoundProgram(fn, args, kwargs,
                                max_plate_nesting=getattr(model, "max_plate_nesting", None),
                                discrete_sites=getattr(model, "discrete_sites", None))
     except NotImplementedError:  # the base class's model(): there is no program to run

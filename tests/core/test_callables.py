@@ -266,3 +266,10 @@ def test_svi_on_a_plain_callable_extends_from_its_checkpoint_bit_for_bit(tmp_pat
     _same_draws(extended, whole)
     with pytest.raises(ValueError, match="checkpoint is of model"):
         run_svi(Multi(), X, Z, y=Y, num_steps=8, resume=path, **settings)
+
+
+def test_inference_data_of_a_plain_callable_names_its_arguments():
+    idata = run_nuts(program, X, Z, y=Y, seed=0, **FAST_NUTS).to_inference_data(predictive=False)
+    assert list(idata.constant_data.data_vars) == ["x"]
+    assert set(idata.observed_data.data_vars) == {"y", "z"}
+    assert idata.log_likelihood["y"].shape == (2, 5, N)
