@@ -76,13 +76,15 @@ def bind_model(engine: str, settings, leading: str | None, model, args: tuple, k
         raise TypeError(f"model must be a Pyro callable or a pyromodels Model, got {type(model).__name__}")
     fn = model.model if is_model else model
     if not is_model and leading is not None:
+        label = {"sweep": "blocks"}.get(leading, leading)
         if leading in chosen:
-            raise TypeError(f"{engine}: a plain callable takes its {leading} as the argument after "
-                            f"the model, {engine}(model, {leading}, *args, **kwargs); "
+            raise TypeError(f"{engine}: a plain callable takes its {label} as the argument after "
+                            f"the model, {engine}(model, {label}, *args, **kwargs); "
                             f"{leading}= was given as well")
         if not args:
-            raise TypeError(f"{engine}(model, {leading}, *args, **kwargs): a plain callable needs "
-                            f"its {leading} (None for the default) after the model")
+            default = " (None for the default)" if leading == "guide" else ""
+            raise TypeError(f"{engine}(model, {label}, *args, **kwargs): a plain callable needs "
+                            f"its {label}{default} after the model")
         chosen[leading], args = args[0], args[1:]
     sig = _signature(fn)
     if sig is not None:

@@ -221,6 +221,8 @@ def test_a_model_argument_named_like_a_setting_needs_model_kwargs():
 def test_plain_callable_errors_name_what_is_missing():
     with pytest.raises(TypeError, match=r"run_svi\(model, guide, \*args, \*\*kwargs\)"):
         run_svi(program)
+    with pytest.raises(TypeError, match=r"run_gibbs\(model, blocks, \*args, \*\*kwargs\)"):
+        run_gibbs(program)
     with pytest.raises(TypeError, match="guide= was given as well"):
         run_svi(program, None, X, Z, y=Y, guide=None)
     with pytest.raises(ModelSpecError, match="em_init"):
