@@ -52,8 +52,6 @@ EM's backend); the engine hooks take those prepared data.
 
 from __future__ import annotations
 
-import copy
-
 import pyro
 import pyro.distributions as dist
 import torch
@@ -64,16 +62,12 @@ from ...checks import check_in, check_positive
 from ...core.model import Model
 from ...data.annotations import AnnotationTable
 from ...data.tensors import on_device
-from ..emissions import confusion_counts
+from ..emissions import BAYES_DIAGONAL, confusion_counts, for_engine
 from ..majority import vote_fractions
 from . import em, gibbs
 from .data import BACKENDS, DSData, check_num_classes, prepare_ds_data
 
 __all__ = ["DawidSkene", "BAYES_DIAGONAL"]
-
-#: the extra pseudo-count on each confusion row's true class that ``gibbs``, ``svi`` and
-#: ``nuts`` use when ``diagonal`` is left ``None`` (see the module docstring)
-BAYES_DIAGONAL = 1.0
 
 
 class DawidSkene(Model):
@@ -167,12 +161,7 @@ class DawidSkene(Model):
             >>> DawidSkene().for_engine("gibbs").diagonal, DawidSkene().for_engine("em").diagonal
             (1.0, None)
         """
-        check_in(method, "method", self.engines)
-        if self.diagonal is not None or method == "em":
-            return self
-        model = copy.copy(self)
-        model.diagonal = BAYES_DIAGONAL
-        return model
+        return for_engine(self, method)
 
     def fit(self, data, method: str = "svi", **kwargs):
         """Fit with one engine, the prior resolved for it (:meth:`for_engine`); the returned
