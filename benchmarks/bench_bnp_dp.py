@@ -11,9 +11,12 @@ so the clusters are well separated), labels uniform over the ``K`` clusters, DP 
 
 * ``bnp.dp_sweep`` with ``start=warm`` (seconds per sweep): ``iterations_per_call`` sweeps of
   one chain that carries on between calls (the check's sweep and the harness's warm-up call
-  come first). ``sampler=alg2`` and ``alg3``: :func:`pyromodels.bnp.sweep` with the compiled
-  (numba) pass, float64; ``sampler=blocked``: :func:`pyromodels.bnp.blocked_sweep` with
-  ``T = 100`` sticks (quick: 20), float64 and float32. Check ``partition``: ``1 - ARI``
+  come first), its sweeps drawn from the iterators that check the inputs once, at the chain's
+  start, as a fit runs them (:func:`pyromodels.bnp.chain_sweeps`,
+  :func:`pyromodels.bnp.blocked_chain`; the same draws as calling
+  :func:`pyromodels.bnp.sweep` or :func:`pyromodels.bnp.blocked_sweep` each time, without
+  their per-call checks). ``sampler=alg2`` and ``alg3``: the compiled (numba) pass, float64;
+  ``sampler=blocked``: ``T = 100`` sticks (quick: 20), float64 and float32. Check ``partition``: ``1 - ARI``
   between the chain's labels after one sweep and the simulated partition, to ``1e-3``, with
   the number of clusters recorded (the figure is for a chain at ``K`` clusters).
 * ``bnp.dp_sweep`` with ``start=cold`` (seconds per call, full CPU runs and CUDA runs): every
@@ -48,7 +51,14 @@ import numpy as np
 import torch
 from sklearn.metrics import adjusted_rand_score
 
-from pyromodels.bnp import blocked_init, blocked_sweep, init_state, sweep
+from pyromodels.bnp import (
+    blocked_chain,
+    blocked_init,
+    blocked_sweep,
+    chain_sweeps,
+    init_state,
+    sweep,
+)
 from pyromodels.conjugate import NormalGamma
 from pyromodels.core.seeding import derive_seed, make_generator
 
@@ -73,6 +83,8 @@ ITERATIONS = {("neal", False): 5, ("blocked", False): 20, ("neal", True): 2, ("b
 #: exploded partition is far above it
 PARTITION_TOLERANCE = 1e-3
 COLD_PHASE_RUNS = 3
+#: sweeps a warm chain may run (far more than a benchmark asks of it)
+CHAIN_SWEEPS = 10**6
 #: ``python -c COLD_SCRIPT SAMPLER DTYPE DEVICE TRUNCATION ALPHA SEED DATA OUT``; it prints
 #: its phases as JSON (``import_s`` from its first line: interpreter start excluded)
 COLD_SCRIPT = """
@@ -171,15 +183,18 @@ class _Chain:
         labels = labels.to(device)
         if sampler == "blocked":
             self.state = blocked_init(self.z, labels, self.prior, ALPHA, truncation, self.gen)
+            self._steps = blocked_chain(self.z, self.state, self.prior, self.gen, CHAIN_SWEEPS)
         else:
             self.state = init_state(self.z, labels, self.prior, self.gen, algorithm=sampler)
+            self._steps = chain_sweeps(self.z, self.state, self.prior, ALPHA, self.gen,
+                                       CHAIN_SWEEPS, sampler)
 
     def step(self, sweeps: int) -> None:
         for _ in range(sweeps):
             if self.sampler == "blocked":
-                self.state = blocked_sweep(self.z, self.state, self.prior, self.gen)
+                self.state = next(self._steps)
             else:
-                sweep(self.z, self.state, self.prior, ALPHA, self.gen, algorithm=self.sampler)
+                next(self._steps)
 
     @property
     def labels(self) -> torch.Tensor:

@@ -14,17 +14,23 @@ the base measure the data were drawn from and ``alpha = 1``.
   start, full covariances, tolerance ``1e-3``). Ours, ``sampler=alg3,start=one``: one
   cluster, then sweeps of :func:`pyromodels.bnp.sweep` (``algorithm="alg3"``, numba);
   ``sampler=blocked,start=random``: :func:`pyromodels.bnp.blocked_init` with labels uniform
-  over 20 of ``T = 50`` sticks, then :func:`pyromodels.bnp.blocked_sweep`, float64. A
-  one-cluster start does not suit the blocked sampler: an empty stick's parameters are a prior
-  draw, which almost never lands near a cluster, so it stays at one cluster for hundreds of
-  sweeps.
+  over 20 of ``T = 50`` sticks, then blocked sweeps, float64. A one-cluster start does not
+  suit the blocked sampler: an empty stick's parameters are a prior draw, which almost never
+  lands near a cluster, so it stays at one cluster for hundreds of sweeps.
+  ``start=sequential`` (``sampler=alg3``, ``alg2``, and ``blocked`` with ``T = 50``):
+  :func:`pyromodels.bnp.sequential_init`, one pass that seats the points in order, each drawn
+  from its collapsed conditional given the points before it (the blocked sampler starts
+  from its labels), then sweeps. Every variant's sweeps come from the iterators that check
+  the inputs once (:func:`pyromodels.bnp.chain_sweeps`, :func:`pyromodels.bnp.blocked_chain`),
+  as ``DPMixture.fit(method="gibbs")`` runs them.
 
   How many sweeps: the check fits the peer once and records its ARI against the simulated
-  labels (``peer_ari``); it then runs our chain from the case's seed, computing the ARI after
-  every sweep, until the ARI reaches ``peer_ari`` or ``cap`` sweeps. A timed call runs the
-  same chain (same seed, so the same labels) for exactly that many sweeps, with no ARI
-  computed inside the timing: the figure is the time ours needs to reach the peer's ARI,
-  against the time the peer needs to reach it. The check ``ari`` passes when ours reaches it
+  labels (``peer_ari``); it then runs our chain from the case's seed, computing the ARI at the
+  start and after every sweep, until the ARI reaches ``peer_ari`` or ``cap`` sweeps (0 sweeps:
+  the start alone reaches it). A timed call runs the same chain (same seed, so the same
+  labels) for exactly that many sweeps, with no ARI computed inside the timing: the figure
+  is the time ours needs to reach the peer's ARI, against the time the peer needs to reach
+  it. The check ``ari`` passes when ours reaches it
   (``max_abs_diff`` is the shortfall ``max(peer_ari - ours, 0)``) and records both ARIs, the
   sweeps, the cap and the peer's ``converged_`` and ``n_iter_``; the check ``timed_labels``
   passes when the timed function gives exactly the labels of the chain that counted the
@@ -42,7 +48,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
 from sklearn.mixture import BayesianGaussianMixture
 
-from pyromodels.bnp import blocked_init, blocked_sweep, init_state, sweep
+from pyromodels.bnp import blocked_chain, blocked_init, chain_sweeps, init_state, sequential_init
 from pyromodels.core.seeding import derive_seed, make_generator
 
 from .bench_bnp_dp import ALPHA, simulate_clusters
@@ -59,10 +65,12 @@ QUICK_SIZES = ((1_000, 10), (2_000, 2))
 PEER = {"n_components": 20, "weight_concentration_prior_type": "dirichlet_process",
         "max_iter": 100, "random_state": 0}
 #: our variants: (sampler, start, truncation of the blocked sampler or None)
-VARIANTS = (("alg3", "one", None), ("blocked", "random", 50))
+VARIANTS = (("alg3", "one", None), ("blocked", "random", 50), ("alg3", "sequential", None),
+            ("alg2", "sequential", None), ("blocked", "sequential", 50))
 RANDOM_START_COMPONENTS = 20
 #: sweep caps, by quick
 CAP = {False: 300, True: 100}
+MAX_SWEEPS = max(CAP.values())
 
 
 @functools.cache
@@ -80,23 +88,34 @@ def peer_fit(x: np.ndarray) -> tuple[np.ndarray, BayesianGaussianMixture]:
 
 
 class _Chain:
-    """A chain of one variant from its start; ``labels()`` after any number of sweeps."""
+    """A chain of one variant from its start; ``labels()`` after any number of sweeps. The
+    sweeps come from the checked-once iterators (:func:`pyromodels.bnp.chain_sweeps`,
+    :func:`pyromodels.bnp.blocked_chain`), as a fit runs them."""
 
     def __init__(self, z, prior, sampler: str, start: str, truncation, seed: int):
-        self.z, self.prior, self.sampler = z, prior, sampler
-        self.gen = make_generator(seed)
-        if sampler == "blocked":
-            self.state = blocked_init(z, RANDOM_START_COMPONENTS, prior, ALPHA, truncation,
-                                      self.gen)
+        self.sampler = sampler
+        gen = make_generator(seed)
+        if start == "sequential":
+            self.state = sequential_init(z, prior, ALPHA, gen,
+                                         "alg3" if sampler == "blocked" else sampler)
+            labels = self.state.assignments
         else:
-            self.state = init_state(z, torch.zeros(z.shape[0], dtype=torch.int64), prior,
-                                    self.gen, algorithm=sampler)
+            labels = torch.zeros(z.shape[0], dtype=torch.int64)
+        if sampler == "blocked":
+            if start == "random":
+                labels = RANDOM_START_COMPONENTS
+            self.state = blocked_init(z, labels, prior, ALPHA, truncation, gen)
+            self._steps = blocked_chain(z, self.state, prior, gen, MAX_SWEEPS)
+        else:
+            if start == "one":
+                self.state = init_state(z, labels, prior, gen, algorithm=sampler)
+            self._steps = chain_sweeps(z, self.state, prior, ALPHA, gen, MAX_SWEEPS, sampler)
 
     def step(self) -> None:
         if self.sampler == "blocked":
-            self.state = blocked_sweep(self.z, self.state, self.prior, self.gen)
+            self.state = next(self._steps)
         else:
-            sweep(self.z, self.state, self.prior, ALPHA, self.gen, algorithm=self.sampler)
+            next(self._steps)
 
     def labels(self) -> torch.Tensor:
         return self.state.labels if self.sampler == "blocked" else self.state.assignments
@@ -128,12 +147,12 @@ def sweeps_to_ari(z, truth, prior, variant, seed: int, target: float, cap: int):
     truth = truth.numpy()
     sweeps = 0
     while True:
-        chain.step()
-        sweeps += 1
         labels = chain.labels().clone()
         ari = adjusted_rand_score(truth, labels.numpy())
         if ari >= target or sweeps == cap:
             return sweeps, ari, labels
+        chain.step()
+        sweeps += 1
 
 
 @functools.cache

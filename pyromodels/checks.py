@@ -2,6 +2,9 @@
 
 Each check raises a ``ValueError`` or ``TypeError`` whose message names the argument and the
 expected form; nothing is silently coerced, dropped or clipped.
+
+torch is imported inside the checks that take tensors: the command line's answers that fit
+nothing (``pyromodels --help``, ``list``, usage errors) use the other checks without it.
 """
 
 from __future__ import annotations
@@ -10,9 +13,12 @@ import numbers
 import os
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "broadcast_shapes",
@@ -112,6 +118,8 @@ def check_name(value, name: str) -> str:
 
 def check_finite(tensor: torch.Tensor, name: str) -> torch.Tensor:
     """Raise if ``tensor`` holds NaN or infinite values."""
+    import torch
+
     if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
         bad = int((~torch.isfinite(tensor)).sum())
         raise ValueError(f"{name} must be finite: found {bad} NaN or infinite value(s)")
@@ -130,6 +138,8 @@ def as_numeric_tensor(x, name: str) -> torch.Tensor:
         >>> as_numeric_tensor([[0, -1], [2, 3]], "x").dtype
         torch.int64
     """
+    import torch
+
     if isinstance(x, torch.Tensor):
         return x
     if hasattr(x, "to_numpy"):  # pandas objects
@@ -155,6 +165,10 @@ def as_float_tensor(
 ) -> torch.Tensor:
     """Convert array-like ``x`` to a finite floating tensor, checking its dimensionality.
 
+    The result is contiguous (row-major): a transposed or sliced view is copied, so that
+    reductions run in the same order, and fits make the same draws, for the same values
+    whatever their memory layout.
+
     Args:
         x: array-like, numpy array or tensor.
         name: the argument's name, used in error messages.
@@ -164,6 +178,8 @@ def as_float_tensor(
         device: device of the result; defaults to ``x``'s device.
         allow_empty: whether a tensor with zero elements is accepted.
     """
+    import torch
+
     t = as_numeric_tensor(x, name)
     if t.dtype == torch.bool or t.is_complex():
         raise TypeError(f"{name} must hold real numbers, got dtype {t.dtype}")
@@ -173,7 +189,7 @@ def as_float_tensor(
         raise ValueError(f"{name} must not be empty, got shape {tuple(t.shape)}")
     if dtype is None:
         dtype = t.dtype if t.is_floating_point() else torch.get_default_dtype()
-    t = t.to(dtype=dtype, device=device)
+    t = t.to(dtype=dtype, device=device).contiguous()
     return check_finite(t, name)
 
 
@@ -190,8 +206,11 @@ def as_label_tensor(
 
     Float input is accepted only if every value is integral (``2.0``), otherwise ``TypeError``.
     ``size_name`` names the bound in the error (``num_items``) when it counts something other
-    than classes.
+    than classes. The result is contiguous (a strided view, ``codes[:, 0]``, is copied), as
+    the compiled passes over codes read them row-major.
     """
+    import torch
+
     t = as_numeric_tensor(x, name)
     if t.dtype == torch.bool:
         raise TypeError(f"{name} must hold integer labels, got dtype bool")
@@ -204,7 +223,7 @@ def as_label_tensor(
         raise ValueError(f"{name} must be {ndim}-dimensional, got shape {tuple(t.shape)}")
     if not allow_empty and t.numel() == 0:
         raise ValueError(f"{name} must not be empty")
-    t = t.to(dtype=torch.long, device=device)
+    t = t.to(dtype=torch.long, device=device).contiguous()
     if t.numel():
         lo, hi = (int(v) for v in torch.aminmax(t))
         if lo < 0:
@@ -302,6 +321,8 @@ def check_stochastic(
         >>> check_stochastic([[0.5, 0.25], [0.0, 0.25]], "joint", axis_sum="total").sum().item()
         1.0
     """
+    import torch
+
     check_in(axis_sum, "axis_sum", ("rows", "total"))
     if shape is not None:
         shape = tuple(check_int(s, "shape entries", minimum=1) for s in shape)
@@ -342,17 +363,28 @@ def check_stochastic(
     return t.to(dtype=dtype)
 
 
-def memory_size(device=None) -> int | None:
-    """Bytes of memory of ``device``: the GPU's for a CUDA device, else the machine's physical
-    memory; ``None`` where the platform does not say."""
+def _device_type(device) -> str:
+    """``device``'s type (``"cpu"``, ``"cuda"``, ...); the CPU without importing torch."""
+    if device is None or device == "cpu":
+        return "cpu"
+    import torch
+
     try:
-        device = torch.device("cpu" if device is None else device)
+        return torch.device(device).type
     except (RuntimeError, TypeError) as exc:
         raise ValueError(
             f"device must name a torch device such as 'cpu' or 'cuda', got {device!r}"
         ) from exc
-    if device.type == "cuda" and torch.cuda.is_available():
-        return int(torch.cuda.mem_get_info(device)[1])
+
+
+def memory_size(device=None) -> int | None:
+    """Bytes of memory of ``device``: the GPU's for a CUDA device, else the machine's physical
+    memory; ``None`` where the platform does not say."""
+    if _device_type(device) == "cuda":
+        import torch
+
+        if torch.cuda.is_available():
+            return int(torch.cuda.mem_get_info(device)[1])
     try:
         return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
     except (AttributeError, ValueError, OSError):
@@ -385,8 +417,7 @@ def check_memory(parts: Sequence[tuple[str, float]], device=None, hint: str = ""
     if limit is None or total <= limit:
         return
     listed = "; ".join(f"{what}: {format_bytes(nbytes)}" for what, nbytes in parts if nbytes)
-    where = "the GPU" if torch.device("cpu" if device is None else device).type == "cuda" \
-        else "this machine"
+    where = "the GPU" if _device_type(device) == "cuda" else "this machine"
     raise ValueError(
         f"this fit would need about {format_bytes(total)} of memory ({listed}), more than the "
         f"{format_bytes(limit)} of {where}{'; ' + hint if hint else ''}"
@@ -406,5 +437,7 @@ def broadcast_shapes(*shapes) -> torch.Size:
         >>> broadcast_shapes((3, 1), (4,))
         torch.Size([3, 4])
     """
+    import torch
+
     return torch.Size(np.broadcast_shapes(*(tuple(shape) for shape in shapes)))
 

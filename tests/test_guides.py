@@ -86,3 +86,42 @@ def test_readme_starts_with_the_two_set_up_commands():
     first_block = re.search(r"```(\w+)\n(.*?)```", text, re.S)
     assert first_block.group(1) in ("sh", "shell", "bash")
     assert first_block.group(2).splitlines() == ["make demo", "make test"]
+
+
+DOC_PAGES = [ROOT / "README.md", *sorted((ROOT / "guides").glob("*.md")),
+             *sorted((ROOT / "tutorials").glob("*.py"))]
+MD_NAME = re.compile(r"`([\w./-]+\.md)`")
+
+
+@pytest.mark.parametrize("page", DOC_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_docs_name_only_files_a_clone_has(page):
+    # A reader of a clone has the repository and nothing beside it: no implementation specs.
+    text = page.read_text(encoding="utf-8")
+    assert "shared/spec" not in text and not re.search(r"\bspecs?\b[^.\n]*`[\w-]+\.md`", text), (
+        f"{page.name} sends readers to a spec file that is not in the repository")
+    in_repo = {p.name for folder in ("guides", "benchmarks", "pyromodels")
+               for p in (ROOT / folder).rglob("*.md")}
+    in_repo |= {p.name for p in ROOT.glob("*.md")}
+    missing = sorted(set(MD_NAME.findall(text)) - in_repo)
+    assert not missing, f"{page.name} names files the repository lacks: {missing}"
+
+
+def test_readme_says_how_to_install_into_ones_own_environment():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = "\n".join(re.findall(r"```(?:sh|bash|shell)\n(.*?)```", text, re.S))
+    assert "pip install ." in blocks and "pip install -e '.[dev]'" in blocks
+    # the CPU note: a plain torch requirement pulls the CUDA build
+    assert "CPU-only" in text and "CUDA build" in text
+    extras = set(re.findall(r"^(\w+) = \[", (ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.M))
+    assert {"dev", "peers", "experiments"} <= extras
+    for extra in ("dev", "peers", "experiments"):
+        assert f"`{extra}`" in text, f"the README does not say what the {extra} extra holds"
+
+
+def test_docstrings_cite_the_papers_not_implementation_notes_a_clone_lacks():
+    # "spec 3.2", "spec section 2.2", "spec eq. 22": sections of notes that are not shipped
+    note_reference = re.compile(r"\bspec(?:'s)? (?:sections? |eqs?\. |\d)")
+    cited = [f"{path.relative_to(ROOT)}:{n}" for path in sorted((ROOT / "pyromodels").rglob("*.py"))
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if note_reference.search(line)]
+    assert not cited, f"docstrings refer to implementation notes a reader does not have: {cited}"

@@ -36,12 +36,13 @@
 # well under a minute; the numbers it prints are then rough.
 
 # %%
+# Figures show in the notebook whatever MPLBACKEND says (a comment when run as a script).
+# %matplotlib inline
 import os
 import warnings
 
 import arviz as az
 import matplotlib.pyplot as plt
-import pandas as pd
 import pyro
 import pyro.distributions as dist
 import torch
@@ -51,7 +52,6 @@ from pyro.infer.autoguide import AutoNormal
 from pyro.infer.autoguide.initialization import init_to_value
 from pyro.ops.indexing import Vindex
 
-import pyromodels
 from pyromodels import diagnostics, metrics, testing
 from pyromodels.checks import as_float_tensor, check_int, check_positive
 from pyromodels.conjugate import sample_categorical, sample_dirichlet, sample_normal
@@ -66,19 +66,10 @@ from pyromodels.core import (
 )
 from pyromodels.data import simulate_gaussian_mixture
 from pyromodels.mixture import BayesianGaussianMixture
+from pyromodels.notebook import show, sizes, start_session
 
 SMOKE_TEST = os.environ.get("SMOKE_TEST") == "1"
-
-
-def size(full, smoke):
-    """An iteration count: ``full`` normally, ``smoke`` when SMOKE_TEST=1."""
-    return smoke if SMOKE_TEST else full
-
-
-def show(fig):
-    """Display ``fig`` in a notebook (a no-op in a script), then free it."""
-    plt.show()
-    plt.close(fig)
+size = sizes(SMOKE_TEST)  # size(full, smoke): full normally, smoke when SMOKE_TEST
 
 
 # Every tensor in this tutorial is float64, so that the checks below compare the program
@@ -89,9 +80,7 @@ torch.set_num_threads(1)
 # torch's Wishart sampler warns about near-singular draws from the prior; the engines draw
 # from the prior only to read the shapes of the sites.
 warnings.filterwarnings("ignore", message="Singular sample detected")
-pd.set_option("display.width", 120)
-pd.set_option("display.max_columns", 12)
-print(f"pyromodels {pyromodels.__version__}, pyro {pyro.__version__}, torch {torch.__version__}")
+start_session()  # readable pandas tables, and the versions this ran with
 
 # %% [markdown]
 # ## Part 0: plain Pyro first
@@ -382,6 +371,7 @@ data1 = model1.prepare(x1)
 fig, ax = plt.subplots(figsize=(6, 2.5))
 ax.hist(x1.numpy(), bins=30)
 ax.set_xlabel("x")
+ax.set_ylabel("points")
 ax.set_title("simulated data")
 show(fig)
 
@@ -538,6 +528,8 @@ mixture = BayesianGaussianMixture(num_components=3)
 
 fig, ax = plt.subplots(figsize=(4.5, 4))
 ax.scatter(x2[:, 0], x2[:, 1], c=truth["z"], s=8, cmap="viridis")
+ax.set_xlabel("x[:, 0]")
+ax.set_ylabel("x[:, 1]")
 ax.set_title("simulated data, coloured by true component")
 show(fig)
 
@@ -661,17 +653,22 @@ show(diagnostics.plot_coclustering(C, order=truth["z"].argsort()))
 ppc_idata = gibbs.to_inference_data(predictive=True, num_prior_draws=size(200, 20))
 print(ppc_idata.posterior_predictive["x"].dims)
 az.plot_ppc(ppc_idata, num_pp_samples=size(50, 10))
-show(plt.gcf())
+fig = plt.gcf()
+for ax in fig.axes:  # ArviZ names the variable on the x axis only
+    ax.set_ylabel("density")
+show(fig)
 
 # %% [markdown]
 # R-hat and ESS describe Markov chains. SVI's draws are independent draws from a fitted guide
 # (and EM's "draw" is a point estimate), so the summary says so instead of quietly printing
-# numbers that look like convergence diagnostics.
+# numbers that look like convergence diagnostics. `kind="stats"` keeps the table to what such
+# a fit can tell: mean, sd and HDI (with SVI's single "chain", ArviZ would also complain that
+# R-hat needs at least two).
 
 # %%
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    svi.summary(var_names=["weights"])
+    print(svi.summary(var_names=["weights"], kind="stats"))
 for w in caught:
     if issubclass(w.category, UserWarning):
         print(w.message)

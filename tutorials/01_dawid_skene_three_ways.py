@@ -37,6 +37,8 @@
 # numbers it prints are then rough.
 
 # %%
+# Figures show in the notebook whatever MPLBACKEND says (a comment when run as a script).
+# %matplotlib inline
 import inspect
 import os
 import warnings
@@ -45,11 +47,9 @@ import arviz as az
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import pyro
 import torch
 from pyro import poutine
 
-import pyromodels
 from pyromodels import diagnostics, testing
 from pyromodels.core import first_available_dim
 from pyromodels.crowd.ds.data import SparseWorkerWarning
@@ -58,27 +58,16 @@ from pyromodels.crowd.ds.model import DawidSkene
 from pyromodels.crowd.estimators import DawidSkeneEstimator, MajorityVote
 from pyromodels.crowd.majority import majority_vote
 from pyromodels.data import AnnotationTable, load_crowd
+from pyromodels.notebook import show, sizes, start_session
 
 SMOKE_TEST = os.environ.get("SMOKE_TEST") == "1"
-
-
-def size(full, smoke):
-    """An iteration count: ``full`` normally, ``smoke`` when SMOKE_TEST=1."""
-    return smoke if SMOKE_TEST else full
-
-
-def show(fig):
-    """Display ``fig`` in a notebook (a no-op in a script), then free it."""
-    plt.show()
-    plt.close(fig)
+size = sizes(SMOKE_TEST)  # size(full, smoke): full normally, smoke when SMOKE_TEST
 
 
 torch.set_default_dtype(torch.float64)
 # The tensors here are small: one thread avoids the cost of spreading each operation out.
 torch.set_num_threads(1)
-pd.set_option("display.width", 120)
-pd.set_option("display.max_columns", 12)
-print(f"pyromodels {pyromodels.__version__}, pyro {pyro.__version__}, torch {torch.__version__}")
+start_session()  # readable pandas tables, and the versions this ran with
 
 # %% [markdown]
 # ## The story
@@ -280,7 +269,8 @@ print(az.summary(idata, var_names=["prior", "confusion"], coords={"worker": some
 print(az.summary(idata, var_names=["prior"], kind="stats"))
 
 # %%
-fig = az.plot_trace(idata, var_names=["prior"], compact=True).ravel()[0].figure
+# diagnostics.plot_trace is ArviZ's trace plot with its axes labelled
+fig = diagnostics.plot_trace(relabelled, var_names=["prior"], compact=True)
 fig.suptitle("class prior, two Gibbs chains after relabelling")
 show(fig)
 
@@ -306,12 +296,12 @@ show(diagnostics.plot_loss(svi))
 # %% [markdown]
 # R-hat and ESS mean nothing for SVI: its draws are independent draws from a fitted guide,
 # not a Markov chain. `Posterior.summary` says so rather than printing numbers that look like
-# convergence diagnostics.
+# convergence diagnostics; `kind="stats"` keeps the table to the mean, sd and HDI.
 
 # %%
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    svi.summary(var_names=["prior"])
+    print(svi.summary(var_names=["prior"], kind="stats"))
 print([str(w.message) for w in caught if issubclass(w.category, UserWarning)][0])
 
 # %% [markdown]

@@ -37,6 +37,8 @@
 # and is skipped with a message otherwise.
 
 # %%
+# Figures show in the notebook whatever MPLBACKEND says (a comment when run as a script).
+# %matplotlib inline
 import inspect
 import os
 import warnings
@@ -44,11 +46,9 @@ import warnings
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import pyro
 import torch
 from pyro import poutine
 
-import pyromodels
 from pyromodels import metrics, testing
 from pyromodels.core import ConvergenceWarning
 from pyromodels.crowd.ds.model import DawidSkene
@@ -65,25 +65,15 @@ from pyromodels.data import (
 )
 from pyromodels.experiments.crowd.inputs.builders import build_ner
 from pyromodels.experiments.crowd.scores import score_task
+from pyromodels.notebook import show, sizes, start_session
 
 SMOKE_TEST = os.environ.get("SMOKE_TEST") == "1"
-
-
-def size(full, smoke):
-    """A size or iteration count: ``full`` normally, ``smoke`` when SMOKE_TEST=1."""
-    return smoke if SMOKE_TEST else full
-
-
-def show(fig):
-    """Display ``fig`` in a notebook (a no-op in a script), then free it."""
-    plt.show()
-    plt.close(fig)
+size = sizes(SMOKE_TEST)  # size(full, smoke): full normally, smoke when SMOKE_TEST
 
 
 torch.set_default_dtype(torch.float64)
 torch.set_num_threads(1)
-pd.set_option("display.width", 120)
-print(f"pyromodels {pyromodels.__version__}, pyro {pyro.__version__}, torch {torch.__version__}")
+start_session()  # readable pandas tables, and the versions this ran with
 
 # %% [markdown]
 # ## The story

@@ -35,16 +35,16 @@
 # with a message otherwise.
 
 # %%
+# Figures show in the notebook whatever MPLBACKEND says (a comment when run as a script).
+# %matplotlib inline
 import inspect
 import os
 
 import arviz as az
 import matplotlib.pyplot as plt
 import pandas as pd
-import pyro
 import torch
 
-import pyromodels
 from pyromodels.crowd.ds.model import DawidSkene
 from pyromodels.crowd.emissions import log_emissions
 from pyromodels.crowd.majority import majority_vote
@@ -66,25 +66,15 @@ from pyromodels.crowd.mrf import (
 from pyromodels.data import Graph, WorkerPopulation, simulate_networked_annotations
 from pyromodels.experiments.crowd.inputs.builders import build_planetoid
 from pyromodels.experiments.crowd.scores import score_task
+from pyromodels.notebook import show, sizes, start_session
 
 SMOKE_TEST = os.environ.get("SMOKE_TEST") == "1"
-
-
-def size(full, smoke):
-    """A size or iteration count: ``full`` normally, ``smoke`` when SMOKE_TEST=1."""
-    return smoke if SMOKE_TEST else full
-
-
-def show(fig):
-    """Display ``fig`` in a notebook (a no-op in a script), then free it."""
-    plt.show()
-    plt.close(fig)
+size = sizes(SMOKE_TEST)  # size(full, smoke): full normally, smoke when SMOKE_TEST
 
 
 torch.set_default_dtype(torch.float64)
 torch.set_num_threads(1)
-pd.set_option("display.width", 120)
-print(f"pyromodels {pyromodels.__version__}, pyro {pyro.__version__}, torch {torch.__version__}")
+start_session()  # readable pandas tables, and the versions this ran with
 
 # %% [markdown]
 # ## The story
@@ -212,7 +202,7 @@ print(sbm.round(3))
 
 fig, ax = plt.subplots(figsize=(6.5, 3.2))
 sbm.plot.barh(ax=ax)
-ax.set(xlabel="accuracy", xlim=(0.5, 1.0), title=f"SBM, N = {num_items}, K = 4, M = 10")
+ax.set(xlabel="accuracy", ylabel="method", xlim=(0.5, 1.0), title=f"SBM, N = {num_items}, K = 4, M = 10")
 show(fig)
 
 # %% [markdown]

@@ -42,6 +42,8 @@
 # the numbers it prints are then rough.
 
 # %%
+# Figures show in the notebook whatever MPLBACKEND says (a comment when run as a script).
+# %matplotlib inline
 import math
 import os
 import time
@@ -55,7 +57,6 @@ import pyro.distributions as dist
 import torch
 from pyro import poutine
 
-import pyromodels
 from pyromodels import diagnostics, testing
 from pyromodels.bnp import (
     BlockedState,
@@ -83,28 +84,17 @@ from pyromodels.ddpm import (
     dp_mixture_crp,
     state_values,
 )
+from pyromodels.notebook import show, sizes, start_session
 
 SMOKE_TEST = os.environ.get("SMOKE_TEST") == "1"
-
-
-def size(full, smoke):
-    """An iteration count: ``full`` normally, ``smoke`` when SMOKE_TEST=1."""
-    return smoke if SMOKE_TEST else full
-
-
-def show(fig):
-    """Display ``fig`` in a notebook (a no-op in a script), then free it."""
-    plt.show()
-    plt.close(fig)
+size = sizes(SMOKE_TEST)  # size(full, smoke): full normally, smoke when SMOKE_TEST
 
 
 # Every tensor here is float64: the checks compare log densities to rounding error.
 torch.set_default_dtype(torch.float64)
 # The tensors are tiny: one thread avoids the cost of spreading each operation out.
 torch.set_num_threads(1)
-pd.set_option("display.width", 120)
-pd.set_option("display.max_columns", 12)
-print(f"pyromodels {pyromodels.__version__}, pyro {pyro.__version__}, torch {torch.__version__}")
+start_session()  # readable pandas tables, and the versions this ran with
 
 # %% [markdown]
 # ## Part 1: the Chinese restaurant, by hand
@@ -228,7 +218,7 @@ print(f"{prior_draw.num_clusters} clusters, sizes "
       f"{torch.bincount(prior_draw.labels).sort(descending=True).values.tolist()}")
 fig, ax = plt.subplots(figsize=(4.5, 4))
 ax.scatter(prior_draw.z[:, 0], prior_draw.z[:, 1], c=prior_draw.labels, s=8, cmap="tab20")
-ax.set_title("300 points from the DP mixture prior")
+ax.set(xlabel="z[:, 0]", ylabel="z[:, 1]", title="300 points from the DP mixture prior")
 show(fig)
 
 # %% [markdown]
@@ -345,7 +335,7 @@ centres = torch.tensor([[-3.0, 0.0], [3.0, 0.0], [0.0, 4.0]])
 z = centres[truth] + 0.7 * torch.randn(len(truth), 2, generator=gen)
 fig, ax = plt.subplots(figsize=(4.5, 4))
 ax.scatter(z[:, 0], z[:, 1], c=truth, s=10, cmap="viridis")
-ax.set_title("the data, coloured by the group it came from")
+ax.set(xlabel="z[:, 0]", ylabel="z[:, 1]", title="the data, coloured by the group it came from")
 show(fig)
 
 # %% [markdown]
@@ -478,7 +468,8 @@ print(az.summary(idatas["alg3"], kind="all", round_to=3))
 # %%
 for name in ("alg2", "blocked"):
     axes = az.plot_trace(idatas[name], var_names=["K", "log_joint"], compact=True)
-    fig = axes.ravel()[0].figure
+    # ArviZ leaves the axes bare; label_trace names them (and draws K as histograms)
+    fig = diagnostics.label_trace(axes, idatas[name])
     fig.suptitle(f"{name}: label-invariant statistics, {num_chains} chains")
     fig.tight_layout()
     show(fig)

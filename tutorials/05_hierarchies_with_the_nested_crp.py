@@ -44,7 +44,8 @@
 # numbers it prints are then rough.
 
 # %%
-import io
+# Figures show in the notebook whatever MPLBACKEND says (a comment when run as a script).
+# %matplotlib inline
 import os
 
 import arviz as az
@@ -54,11 +55,8 @@ import pandas as pd
 import pyro
 import pyro.distributions as dist
 import torch
-from IPython import get_ipython
-from IPython.display import Image, display
 from pyro import poutine
 
-import pyromodels
 from pyromodels.bhmc import (
     BHMC,
     BHMCPrior,
@@ -70,33 +68,17 @@ from pyromodels.bhmc import (
 from pyromodels.bnp import Tree, ncrp_log_prob, plot_tree, sample_tree_weights
 from pyromodels.experiments.bhmc.data import animals, planted_hierarchy
 from pyromodels.metrics import aid, aod, f_measure, f_measure_per_level
+from pyromodels.notebook import show, sizes, start_session
 
 SMOKE_TEST = os.environ.get("SMOKE_TEST") == "1"
-
-
-def size(full, smoke):
-    """An iteration count: ``full`` normally, ``smoke`` when SMOKE_TEST=1."""
-    return smoke if SMOKE_TEST else full
-
-
-def show(fig):
-    """Display ``fig`` in a notebook (a no-op in a script), then free it."""
-    if fig.canvas.manager is None and get_ipython() is not None:
-        # plot_tree returns a bare Figure that pyplot does not manage: display it as a PNG
-        png = io.BytesIO()
-        fig.savefig(png, format="png", bbox_inches="tight")
-        display(Image(png.getvalue()))
-    plt.show()
-    plt.close(fig)
+size = sizes(SMOKE_TEST)  # size(full, smoke): full normally, smoke when SMOKE_TEST
 
 
 # Every tensor here is float64: the checks compare log densities to rounding error.
 torch.set_default_dtype(torch.float64)
 # The tensors are tiny: one thread avoids the cost of spreading each operation out.
 torch.set_num_threads(1)
-pd.set_option("display.width", 120)
-pd.set_option("display.max_columns", 12)
-print(f"pyromodels {pyromodels.__version__}, pyro {pyro.__version__}, torch {torch.__version__}")
+start_session()  # readable pandas tables, and the versions this ran with
 
 # %% [markdown]
 # ## Part 1: the nested Chinese restaurant, by hand
@@ -206,6 +188,7 @@ for ax, gamma in zip(axes, (1.0, 30.0)):
     ax.set_title(f"gamma = {gamma:g}")
     ax.set_xlabel("component k (the last is the leftover mass)")
 axes[0].set_yticks(range(len(ids)), [f"node {ids[i]} (level {level_of[i]})" for i in order])
+axes[0].set_ylabel("node")
 fig.suptitle("node weights beta_z, same root draw, children below their parents")
 fig.tight_layout()
 show(fig)
@@ -221,12 +204,17 @@ show(fig)
 # sticks `o`, the components `theta`, one `v_{n}_{l}` per datum and level as in Part 1, one
 # `beta_{j}` per node opened, and the labels `c` and data `x` in a plate. `BHMCPrior` holds
 # $\alpha, \gamma, \gamma_0$, the depth $L$, the truncation $K$ (default 20, far more than the
-# data use) and $\nu_0$ (the prior scale of RBHMC's discriminants). `BHMC(prior)` is the
+# data use), $\nu_0$ (the prior scale of RBHMC's discriminants) and the units `loc`, `scale`
+# in which the story sees the data, $x' = (x - \mathrm{loc}) / \mathrm{scale}$: left at `None`
+# they are the data's own (its mean, and its spread matched to the story's marginal variance
+# of 2), so that `c * x + b` gets the hierarchy of `x`; here the data come from the story
+# itself, so we apply it to them as they are (`loc=0.0, scale=1.0`). `BHMC(prior)` is the
 # model class: `simulate` draws a state and data, `log_joint` scores the program at given site
 # values, `complete_log_joint` is the closed form, and `fit` runs the sampler.
 
 # %%
-small = BHMCPrior(alpha=1.0, gamma=1.0, gamma0=1.0, depth=2, num_components=5)
+small = BHMCPrior(alpha=1.0, gamma=1.0, gamma0=1.0, depth=2, num_components=5, loc=0.0,
+                  scale=1.0)
 pyro.set_rng_seed(1)
 program_trace = poutine.trace(bhmc_program).get_trace(6, 2, small)
 print("sites:", [name for name, site in program_trace.nodes.items() if site["type"] == "sample"])
@@ -261,7 +249,8 @@ print(f"log joint by the Pyro program {by_program:.10f}, closed form {closed_for
 planted = planted_hierarchy(n_top=2, n_sub=3, n_per_leaf=8, dim=5, seed=0)
 top_labels = torch.tensor(planted.info["top_labels"])
 print(planted.x.shape, "true paths of data 0, 8 and 24:", planted.true_paths[[0, 8, 24]].tolist())
-prior = BHMCPrior(alpha=1.0, gamma=1.0, gamma0=1.0, depth=2, num_components=12)
+prior = BHMCPrior(alpha=1.0, gamma=1.0, gamma0=1.0, depth=2, num_components=12, loc=0.0,
+                  scale=1.0)
 num_chains = 4
 fit = BHMC(prior).fit(planted.x, method="gibbs", num_warmup=size(150, 5),
                       num_samples=size(300, 10), num_chains=num_chains, seed=0, progress=False)

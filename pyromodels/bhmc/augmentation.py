@@ -3,7 +3,7 @@ r"""The max-margin pieces of RBHMC that need no tree: hinge, Polson-Scott kernel
 RBHMC (the posterior-regularised BHMC) multiplies the BHMC posterior by one hinge factor per
 datum (Lemma 1, eq. 5), :math:`\phi_n = \exp\{-2C \max(0, \zeta_n)\}` with
 :math:`\zeta_n = \varepsilon_0 - (\eta_{v} - \eta_{s})^\top x_n` the worst margin violation
-(spec 2.6). Polson and Scott's identity (eq. 6) writes it as a scale mixture,
+(RBHMC paper, eq. 2). Polson and Scott's identity (eq. 6) writes it as a scale mixture,
 
 .. math::
 
@@ -13,12 +13,12 @@ datum (Lemma 1, eq. 5), :math:`\phi_n = \exp\{-2C \max(0, \zeta_n)\}` with
 so the augmented target carries the kernel
 :math:`K(\lambda; \zeta) = (2\pi\lambda)^{-1/2} \exp\{-(C\zeta + \lambda)^2 / (2\lambda)\}`
 (eq. 8 with its constant; **not** a normalised density in :math:`\lambda`: it integrates to
-:math:`\phi`, spec 2.7 and 9.10). Expanding the square, :math:`\lambda \mid \zeta \sim
+:math:`\phi`). Expanding the square, :math:`\lambda \mid \zeta \sim
 \mathrm{GIG}(1/2, 1, C^2\zeta^2)` (eq. 7), whose mean is :math:`1 + C|\zeta|` and whose variance
 is :math:`2 + C|\zeta|` (from :math:`E[\lambda^r] = b^r K_{1/2 + r}(b) / K_{1/2}(b)`,
 :math:`b = C|\zeta|`, and the closed forms of the half-integer Bessel functions). Given the
 :math:`\lambda`'s, the augmented log density is quadratic in each :math:`\eta_z`
-(:func:`eta_conditional`, spec 3.4 with the paper's prior-precision error fixed).
+(:func:`eta_conditional`, with the paper's prior-precision error fixed).
 
 Example:
     >>> import torch
@@ -106,8 +106,11 @@ def hinge_log_factor(zeta, C) -> torch.Tensor:
         >>> float(hinge_log_factor(torch.tensor(0.25), 2.0))
         -1.0
     """
-    C = _check_c(C)
-    zeta = _as_float(zeta, "zeta")
+    return _hinge_log_factor(_as_float(zeta, "zeta"), _check_c(C))
+
+
+def _hinge_log_factor(zeta: torch.Tensor, C: float) -> torch.Tensor:
+    """:func:`hinge_log_factor` on checked arguments (a sampler's inner step)."""
     return -2.0 * C * torch.relu(zeta)
 
 
@@ -193,6 +196,12 @@ def sample_lambda(zeta, C, generator: torch.Generator, switch: float = DEFAULT_S
         raise ValueError(f"switch must be >= 0, got {switch}")
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    return _sample_lambda(zeta, C, generator, switch)
+
+
+def _sample_lambda(zeta: torch.Tensor, C: float, generator: torch.Generator,
+                   switch: float = DEFAULT_SWITCH) -> torch.Tensor:
+    """:func:`sample_lambda` on checked arguments (a sampler's inner step)."""
     b = C * zeta.abs()
     nu = torch.randn(zeta.shape, dtype=zeta.dtype, device=zeta.device, generator=generator)
     u = torch.rand(zeta.shape, dtype=zeta.dtype, device=zeta.device, generator=generator)
@@ -236,7 +245,7 @@ def eta_conditional(x_A, lam_A, eta_partner_A, x_B, lam_B, eta_partner_B, C, eps
         \qquad \eta_z \mid \cdot \sim N(\Lambda_z^{-1} h_z, \Lambda_z^{-1}),
 
     the exact conditional of the prior :math:`N(0, \nu_0^2 I)` times the kernels
-    :math:`K(\lambda_n; \zeta_n)` (spec 3.4). ``paper_literal=True`` uses the paper's printed
+    :math:`K(\lambda_n; \zeta_n)`. ``paper_literal=True`` uses the paper's printed
     prior precision :math:`+\nu_0^2 I` (wrong unless :math:`\nu_0 = 1`).
 
     Args:
@@ -272,6 +281,12 @@ def eta_conditional(x_A, lam_A, eta_partner_A, x_B, lam_B, eta_partner_B, C, eps
     if x_A.shape[1] != x_B.shape[1]:
         raise ValueError(f"x_A and x_B must have the same dimension D, got {x_A.shape[1]} "
                          f"and {x_B.shape[1]}")
+    return _eta_conditional(x_A, lam_A, p_A, x_B, lam_B, p_B, C, eps0, nu0, paper_literal)
+
+
+def _eta_conditional(x_A, lam_A, p_A, x_B, lam_B, p_B, C: float, eps0: float, nu0: float,
+                     paper_literal: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`eta_conditional` on checked arguments (the sampler's step for every node)."""
     D = x_A.shape[1]
     prior = nu0 ** 2 if paper_literal else nu0 ** -2
     scaled_A = x_A / lam_A.unsqueeze(-1)
@@ -311,6 +326,13 @@ def sample_gaussian_precision(mean, precision, generator: torch.Generator) -> to
                          f"for mean of shape {tuple(mean.shape)}, got {tuple(precision.shape)}")
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    return _sample_gaussian_precision(mean, precision, generator)
+
+
+def _sample_gaussian_precision(mean: torch.Tensor, precision: torch.Tensor,
+                               generator: torch.Generator) -> torch.Tensor:
+    """:func:`sample_gaussian_precision` on checked arguments; a precision that is not
+    positive definite still raises (a numerical failure, not an input check)."""
     factor, info = torch.linalg.cholesky_ex(precision)
     if bool((info != 0).any()):
         raise ValueError("precision must be symmetric positive definite: Cholesky failed")

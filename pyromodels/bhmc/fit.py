@@ -2,7 +2,7 @@ r"""Fitting BHMC and RBHMC: chains of the samplers gathered into a
 :class:`~pyromodels.core.Posterior` with label-invariant draws.
 
 Node ids, component labels and the order of children are not identifiable, so the draws that
-go to ArviZ are statistics that do not depend on them (spec 3.8), recorded after every sweep
+go to ArviZ are statistics that do not depend on them, recorded after every sweep
 past warm-up:
 
 ==================  ====================  ===============================================
@@ -81,14 +81,14 @@ def _run_chains(model, x, prior, warm, draws, chains, seed, C, eps0, paper_liter
                 checkpoint, checkpoint_every, resume):
     """The records of every chain, in pieces of ``checkpoint_every`` sweeps with a checkpoint
     after each (see :mod:`pyromodels.bhmc.resume`); ``(seed, records)``."""
-    config = run_config(x, prior, C, eps0, paper_literal, warm, draws, chains)
+    config = run_config(prior, C, eps0, paper_literal, warm, draws, chains)
     saved = {"records": [], "partial": None, "done": 0, "generator": None}
     if resume is not None:
         seed, saved = read_checkpoint(resume, engine="bhmc", model=model, seed=seed,
-                                      config=config)
+                                      config=config, data=x)
     seed = resolve_seed(seed)
     keeper = Checkpointer(checkpoint, checkpoint_every, engine="bhmc", model=model, seed=seed,
-                          config=config, build=lambda snapshot: snapshot)
+                          config=config, data=x, build=lambda snapshot: snapshot)
     every = checkpoint_every if keeper.enabled else None
     records, total = list(saved["records"]), warm + draws
     bar.update(len(records) * total)
@@ -116,7 +116,7 @@ def _tree_scores(x, paths) -> tuple[float, float]:
         return aid(x, paths), aod(x, paths)
 
 
-def fit_bhmc(model, data, method: str = "gibbs", C=None, eps0: float = 1.0,
+def fit_bhmc(model, data, method: str = "gibbs", C=None, eps0: float | None = None,
              num_warmup: int = 200, num_samples: int = 500, num_chains: int = 2,
              seed: int | None = None, progress: bool = True, paper_literal: bool = False,
              device=None, checkpoint=None, checkpoint_every: int | None = None,
@@ -128,7 +128,7 @@ def fit_bhmc(model, data, method: str = "gibbs", C=None, eps0: float = 1.0,
         data: ``(N, D)`` observations.
         method: ``"gibbs"`` (the Metropolis-within-Gibbs samplers).
         C: regularisation constant ``> 0`` of RBHMC, or ``None`` for BHMC.
-        eps0: margin :math:`\varepsilon_0 \ge 0` (RBHMC only).
+        eps0: margin :math:`\varepsilon_0 \ge 0` of RBHMC (default 1); only with ``C``.
         num_warmup: sweeps before the recorded draws (``>= 0``).
         num_samples: recorded sweeps per chain (``>= 1``).
         num_chains: chains (``>= 1``), run one after another.
@@ -153,8 +153,9 @@ def fit_bhmc(model, data, method: str = "gibbs", C=None, eps0: float = 1.0,
         ``cdl_trace`` (and ``rcdl_trace``) ``(chain, warmup + samples)``.
 
     Raises:
-        ValueError: a bad count, ``C <= 0``, ``eps0 < 0``, non-finite data, a device other than
-            the CPU, or a ``resume`` file of another run.
+        ValueError: a bad count, ``C <= 0``, ``eps0 < 0``, ``eps0`` without ``C`` (BHMC has no
+            margin), non-finite data, a device other than the CPU, or a ``resume`` file of
+            another run.
     """
     start = time.perf_counter()
     check_in(method, "method", ("gibbs",))
@@ -164,7 +165,10 @@ def fit_bhmc(model, data, method: str = "gibbs", C=None, eps0: float = 1.0,
     chains = check_int(num_chains, "num_chains", minimum=1)
     if C is not None:
         C = check_positive(C, "C")
-    eps0 = check_positive(eps0, "eps0", strict=False)
+    elif eps0 is not None:
+        raise ValueError(f"eps0 is the margin of RBHMC and needs C (the regularisation "
+                         f"constant); BHMC has no margin, got eps0={eps0!r} without C")
+    eps0 = check_positive(1.0 if eps0 is None else eps0, "eps0", strict=False)
     paper_literal = check_bool(paper_literal, "paper_literal")
     progress = check_bool(progress, "progress")
     if device is not None and torch.device(device).type != "cpu":

@@ -1,6 +1,6 @@
 r"""Closed-form log joints of a BHMC state: CDL, its marginal over the labels, and RCDL.
 
-With the labels instantiated (RBHMC paper, Fig. 2; spec 2.4), the log joint of a state
+With the labels instantiated (RBHMC paper, Fig. 2), the log joint of a state
 :math:`(V, B, \Theta, c)` and the data is
 
 .. math::
@@ -17,7 +17,7 @@ sum by :math:`\sum_n \log \sum_k \beta_{v_{nL} k} N(x_n; \theta_k, I)` (Fig. 2's
 RCDL (:func:`rcdl`; Sec. 4.5, eq. 5) adds the hinge of every datum's worst margin violation,
 :math:`-2C \max(0, \zeta_n)`, given the discriminants :math:`\eta`.
 
-Margin violations (eq. 2; spec 2.6, 3.2 c): for datum ``n``, level ``l`` and each sibling
+Margin violations (eq. 2): for datum ``n``, level ``l`` and each sibling
 ``z`` of its node :math:`v_{nl}`, :math:`\zeta_{nlz} = \varepsilon_0 - (\eta_{v_{nl}} -
 \eta_z)^\top x_n`; :math:`\zeta_n` is the largest over all levels and siblings, and a datum
 whose nodes have no siblings at any level has no constraint (its factor is 1).
@@ -138,6 +138,14 @@ def margin_violations(x, tree: Tree, eta: dict, eps0) -> tuple[torch.Tensor, tor
     ids, parent = node_arrays(tree)
     if not isinstance(eta, dict) or any(z not in eta for z in ids[1:]):
         raise ValueError("eta must be a dict holding a (D,) tensor for every living non-root node")
+    return _margin_violations(x, tree, eta, eps0, ids, parent)
+
+
+def _margin_violations(x: torch.Tensor, tree: Tree, eta: dict, eps0: float, ids=None,
+                       parent=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`margin_violations` on checked arguments (a sampler's trace after each sweep)."""
+    if ids is None:
+        ids, parent = node_arrays(tree)
     pos = {z: i for i, z in enumerate(ids)}
     e = torch.zeros(len(ids), x.shape[1], dtype=torch.float64)
     for i, z in enumerate(ids[1:], start=1):
@@ -164,7 +172,7 @@ def margin_violations(x, tree: Tree, eta: dict, eps0) -> tuple[torch.Tensor, tor
 
 
 def cdl(x, state: BHMCState, prior: BHMCPrior) -> torch.Tensor:
-    r"""The paper's CDL, :math:`\log p(X, c, V \mid B, \Theta)` (Sec. 4.5, spec 3.7):
+    r"""The paper's CDL, :math:`\log p(X, c, V \mid B, \Theta)` (Sec. 4.5):
     :func:`complete_log_joint` without the prior densities of :math:`B` and :math:`\Theta`.
 
     It is the statistic the chain traces and the best tree is picked by. The full joint is not
@@ -175,7 +183,11 @@ def cdl(x, state: BHMCState, prior: BHMCPrior) -> torch.Tensor:
 
     Arguments and returns as :func:`complete_log_joint`.
     """
-    x, state, prior = check_inputs(x, state, prior)
+    return _cdl(*check_inputs(x, state, prior))
+
+
+def _cdl(x: torch.Tensor, state: BHMCState, prior: BHMCPrior) -> torch.Tensor:
+    """:func:`cdl` on checked arguments (a sampler's trace after each sweep)."""
     ll = component_log_likelihoods(x, state.theta.to(torch.float64))
     n = torch.arange(x.shape[0])
     lw = torch.log(state.leaf_weights().to(torch.float64))
@@ -184,7 +196,7 @@ def cdl(x, state: BHMCState, prior: BHMCPrior) -> torch.Tensor:
 
 def rcdl(x, state: BHMCState, prior: BHMCPrior, eta: dict, C, eps0) -> torch.Tensor:
     r"""RCDL (also PCDL): :func:`cdl` plus :math:`\sum_n -2C\max(0, \zeta_n)` over the data
-    with a constraint (Sec. 4.5, eq. 5; spec 3.7), :math:`\zeta_n` from
+    with a constraint (Sec. 4.5, eq. 5), :math:`\zeta_n` from
     :func:`margin_violations`.
 
     Args:

@@ -1,6 +1,6 @@
 r"""BHMC's generative story as a Pyro program, and the model class.
 
-The story (RBHMC paper, Algorithm 1 with the finite-``K`` root of Fig. 1; spec 2.3), for ``N``
+The story (RBHMC paper, Algorithm 1 with the finite-``K`` root of Fig. 1), for ``N``
 data in ``D`` dimensions and a tree of depth ``L``::
 
     o_k            ~ Beta(1, gamma0),  k < K - 1        root sticks; beta_{z0} = GEM_K(o)
@@ -35,7 +35,8 @@ conditional against it.
 Example:
     >>> import torch
     >>> from pyromodels.bhmc import BHMCPrior
-    >>> model = BHMC(BHMCPrior(alpha=1.0, gamma=1.0, gamma0=1.0, depth=2, num_components=3))
+    >>> unit = {"loc": 0.0, "scale": 1.0}  # the story applied to the data as they are
+    >>> model = BHMC(BHMCPrior(alpha=1.0, gamma=1.0, gamma0=1.0, depth=2, num_components=3, **unit))
     >>> draw = model.simulate(5, 2, torch.Generator().manual_seed(0))
     >>> draw.x.shape, draw.state.tree.depth
     (torch.Size([5, 2]), 2)
@@ -175,7 +176,13 @@ class BHMC(Model):
     """Bayesian hierarchical mixture clustering (Huang et al. 2021; the RBHMC paper's BHMC).
 
     Args:
-        prior: the :class:`~pyromodels.bhmc.BHMCPrior`.
+        prior: the :class:`~pyromodels.bhmc.BHMCPrior`. The story sees the data in the
+            prior's units, ``x' = (x - loc) / scale`` (:meth:`standardize`); with ``loc`` and
+            ``scale`` left ``None`` those are the data's own, so ``c x + b`` gets the
+            hierarchy of ``x``. :meth:`model`, :meth:`complete_log_joint` and :meth:`fit` work
+            on ``x'`` (a density of ``x`` is that of ``x'`` minus ``N D log(scale)``; the
+            fit's ``theta`` are in ``x'``'s units and ``params["units"]`` holds
+            ``(loc, scale)``).
 
     The tree of unbounded size is out of reach of SVI, NUTS and enumeration; the model's
     engine is the Metropolis-within-Gibbs sampler of :mod:`pyromodels.bhmc.sampler` (and of
@@ -202,9 +209,17 @@ class BHMC(Model):
         """The observations as a finite ``(N, D)`` float tensor."""
         return as_float_tensor(data, "data", ndim=2, device=device)
 
-    def model(self, data):
-        """The generative story with ``data`` ``(N, D)`` observed."""
+    def standardize(self, data) -> torch.Tensor:
+        """``(x - loc) / scale`` for the observations ``data`` ``(N, D)``, with ``(loc, scale)``
+        = :meth:`BHMCPrior.units` of the data: the points the story sees."""
         x = self.prepare(data)
+        loc, scale = self.prior.units(x)
+        return (x - loc) / scale
+
+    def model(self, data):
+        """The generative story with ``data`` ``(N, D)`` observed (in the prior's units,
+        :meth:`standardize`)."""
+        x = self.standardize(data)
         return bhmc_program(x.shape[0], x.shape[1], self.prior, x)
 
     def fit(self, data, method: str = "gibbs", **kwargs):
@@ -215,11 +230,16 @@ class BHMC(Model):
         from .fit import fit_bhmc
 
         check_in(method, "method", self.engines)
-        return fit_bhmc(self, self.prepare(data), method, **kwargs)
+        x = self.prepare(data)
+        loc, scale = self.prior.units(x)
+        posterior = fit_bhmc(self, (x - loc) / scale, method, **kwargs)
+        posterior.params["units"] = (loc, scale)
+        return posterior
 
     def complete_log_joint(self, data, state: BHMCState) -> torch.Tensor:
-        """Closed-form CDL (:func:`~pyromodels.bhmc.joint.complete_log_joint`)."""
-        return complete_log_joint(self.prepare(data), state, self.prior)
+        """Closed-form CDL (:func:`~pyromodels.bhmc.joint.complete_log_joint`) of the data in
+        the prior's units (:meth:`standardize`)."""
+        return complete_log_joint(self.standardize(data), state, self.prior)
 
     @torch.no_grad()
     def simulate(self, num_points: int, dim: int, generator: torch.Generator) -> BHMCSample:
@@ -231,7 +251,9 @@ class BHMC(Model):
             generator: a CPU ``torch.Generator``.
 
         Returns:
-            :class:`BHMCSample` (float64), node ids in the order the data open them.
+            :class:`BHMCSample` (float64), node ids in the order the data open them; ``x`` in
+            the prior's units (``loc + scale * x'``, the given ones; the story's own for those
+            left ``None``), the state in the story's.
         """
         N = check_int(num_points, "num_points", minimum=1)
         D = check_int(dim, "dim", minimum=1)
@@ -245,4 +267,5 @@ class BHMC(Model):
         state = BHMCState(tree, dict(zip(ids, w)), theta, torch.zeros(N, dtype=torch.int64))
         state.c = sample_categorical(torch.log(state.leaf_weights()), generator)
         x = theta[state.c] + torch.randn(N, D, dtype=torch.float64, generator=generator)
+        x = x * (1.0 if p.scale is None else p.scale) + (0.0 if p.loc is None else p.loc)
         return BHMCSample(x, state)

@@ -1,6 +1,6 @@
 r"""Hyperparameters of BHMC (Bayesian hierarchical mixture clustering) and the paper's presets.
 
-The model (RBHMC paper, Algorithm 1 and Fig. 2; spec 2.3-2.5), truncated at ``K`` components:
+The model (RBHMC paper, Algorithm 1 and Fig. 2), truncated at ``K`` components:
 
 .. math::
 
@@ -13,6 +13,17 @@ The model (RBHMC paper, Algorithm 1 and Fig. 2; spec 2.3-2.5), truncated at ``K`
 
 and, for the max-margin variant (RBHMC), :math:`\eta_z \sim N(0, \nu_0^2 I_D)` per non-root
 node.
+
+**Units.** The story is written for data of centre 0 and unit spread: the model of data ``x``
+is the story for ``x' = (x - loc) / scale``. ``loc`` and ``scale`` default to ``None``, which
+resolves against the data (:meth:`BHMCPrior.units`: the column means and the root mean
+column variance over :math:`\sqrt 2`, from :func:`~pyromodels.conjugate.data_units`, so that
+``x'`` has the story's marginal variance, 2 per coordinate: 1 from :math:`\theta` and 1 from
+the noise), so that ``c x + b`` gets the
+hierarchy of ``x``; with the unit story applied to raw data, ``x * 1e-8`` is one cluster and
+``x + 1e6`` sits a million prior standard deviations from every component. The paper's
+presets apply the story to the data as they are (``loc = 0``, ``scale = 1``), as the paper
+does; explicit values are used as given.
 
 **Truncation default.** The paper's model is infinite and it never states a truncation. Under
 the truncated stick-breaking root, the leftover mass after ``K - 1`` sticks has mean
@@ -32,9 +43,14 @@ Example:
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, replace
 
+import torch
+
 from ..checks import check_in, check_int, check_positive
+from ..conjugate import data_units
 
 __all__ = ["BHMCPrior", "PAPER_PRESETS", "DEFAULT_NUM_COMPONENTS"]
 
@@ -55,6 +71,10 @@ class BHMCPrior:
             the ``K`` cells holds the leftover stick); default :data:`DEFAULT_NUM_COMPONENTS`.
         nu0: prior scale :math:`\\nu_0` of the max-margin discriminants :math:`\\eta_z` (> 0;
             unused by BHMC itself).
+        loc: the data's centre (a real number, the same in every column), or ``None``
+            (default) for the data's column means (module docstring, "Units").
+        scale: the data's unit of spread (> 0), or ``None`` (default) for the data's root mean
+            column variance over :math:`\\sqrt 2` (the story's marginal variance is 2).
 
     Raises:
         TypeError: a non-number (``depth``, ``num_components``: a non-integer).
@@ -72,13 +92,40 @@ class BHMCPrior:
     depth: int
     num_components: int = DEFAULT_NUM_COMPONENTS
     nu0: float = 1.0
+    loc: float | None = None
+    scale: float | None = None
 
     def __post_init__(self):
         for name in ("alpha", "gamma", "gamma0", "nu0"):
             object.__setattr__(self, name, check_positive(getattr(self, name), name))
+        if self.loc is not None:
+            if isinstance(self.loc, bool) or not isinstance(self.loc, numbers.Real):
+                raise TypeError(f"loc must be a real number or None, got {self.loc!r}")
+            if not math.isfinite(float(self.loc)):
+                raise ValueError(f"loc must be finite, got {self.loc}")
+            object.__setattr__(self, "loc", float(self.loc))
+        if self.scale is not None:
+            object.__setattr__(self, "scale", check_positive(self.scale, "scale"))
         object.__setattr__(self, "depth", check_int(self.depth, "depth", minimum=1))
         object.__setattr__(self, "num_components",
                            check_int(self.num_components, "num_components", minimum=2))
+
+    def units(self, x: torch.Tensor) -> tuple[torch.Tensor, float]:
+        """``(loc (D,), scale)`` in which the story sees the data ``x`` ``(N, D)``: the given
+        ``loc`` and ``scale``, and for those left ``None`` the data's (module docstring).
+
+        Raises:
+            ValueError: ``scale=None`` with all points identical (no spread to measure).
+
+        Example:
+            >>> loc, scale = BHMCPrior(1.0, 1.0, 1.0, 2, loc=0.0).units(torch.tensor([[0.0], [2.0]]))
+            >>> loc.tolist(), round(scale, 4)
+            ([0.0], 1.0)
+        """
+        scale = data_units(x)[1] / math.sqrt(2.0) if self.scale is None else self.scale
+        if self.loc is None:
+            return x.detach().mean(0), scale
+        return torch.full(x.shape[1:], self.loc, dtype=x.dtype, device=x.device), scale
 
     @classmethod
     def paper_preset(cls, dataset: str, num_components: int = DEFAULT_NUM_COMPONENTS) -> BHMCPrior:
@@ -88,6 +135,9 @@ class BHMCPrior:
             dataset: ``"animals"`` (alpha 0.4, gamma 1, gamma0 0.85, L 3) or ``"fashion"``
                 (MNIST-fashion: alpha 0.2, gamma 1.5, gamma0 0.85, L 4).
             num_components: the truncation ``K`` (not given in the paper).
+
+        The story is applied to the data as they are (``loc = 0``, ``scale = 1``), as in the
+        paper.
 
         Example:
             >>> BHMCPrior.paper_preset("fashion").depth
@@ -99,6 +149,6 @@ class BHMCPrior:
 
 #: Sec. 5.1 (Animals) and 5.2 (MNIST-fashion); nu0 = 1 in both
 PAPER_PRESETS = {
-    "animals": BHMCPrior(alpha=0.4, gamma=1.0, gamma0=0.85, depth=3),
-    "fashion": BHMCPrior(alpha=0.2, gamma=1.5, gamma0=0.85, depth=4),
+    "animals": BHMCPrior(alpha=0.4, gamma=1.0, gamma0=0.85, depth=3, loc=0.0, scale=1.0),
+    "fashion": BHMCPrior(alpha=0.2, gamma=1.5, gamma0=0.85, depth=4, loc=0.0, scale=1.0),
 }

@@ -14,8 +14,8 @@ With Polson and Scott's augmentation (eq. 6-9) the chain runs on :math:`(V, B, \
 
 whose :math:`\lambda`-marginal is the regularised posterior because :math:`\int K(\lambda;
 \zeta)\, d\lambda = e^{-2C\max(0, \zeta)}`. :math:`s_n` is the deterministic argmax, so it is
-not a separate variable. A datum without any sibling on its path has no constraint (spec 3.2
-c); it gets :math:`\tilde\zeta_n = 0`, for which :math:`K` is a normalised density (the
+not a separate variable. A datum without any sibling on its path has no constraint; it
+gets :math:`\tilde\zeta_n = 0`, for which :math:`K` is a normalised density (the
 chi-square with one degree of freedom), so its :math:`\lambda_n` is a pseudo-variable that
 integrates out to 1. Otherwise :math:`\tilde\zeta_n = \zeta_n`.
 
@@ -24,21 +24,22 @@ One sweep (:func:`rbhmc_sweep`):
 (a) **Paths** by Metropolis-Hastings as in :mod:`pyromodels.bhmc.sampler` (label marginalised,
     new nodes' :math:`\beta` from :math:`\mathrm{Dir}(\gamma\beta_{\mathrm{parent}})`), and new
     nodes' :math:`\eta` from their prior :math:`N(0, \nu_0^2 I)` as part of the proposal, so
-    both cancel (spec 3.2 a). Moving datum ``n`` changes sibling sets and so the
-    :math:`\zeta_m` of *other* data (spec 3.2 b): the ratio multiplies the likelihood ratio of
+    both cancel. Moving datum ``n`` changes sibling sets and so the
+    :math:`\zeta_m` of *other* data: the ratio multiplies the likelihood ratio of
     ``x_n`` by :math:`\prod_m K(\lambda_m; \tilde\zeta'_m) / K(\lambda_m; \tilde\zeta_m)` over
     **every** datum, which makes the step exact. ``paper_literal=True`` keeps only
     :math:`m = n` (the paper's App. A.1 ratio).
 (b)-(d) Labels, components and weights: the BHMC blocks (the hinge does not involve them).
 (e) **Discriminants**, one node at a time (:func:`sample_eta`). Propose :math:`\eta'_z` from
-    the Gaussian conditional given the current argmax :math:`s` (:func:`eta_conditional`,
-    spec 3.4) and accept with the Metropolis-Hastings ratio of :math:`\pi` (with :math:`s`
-    recomputed at :math:`\eta'`) and of the forward and reverse proposal densities (the
-    reverse one uses the :math:`s` of :math:`\eta'`). When the argmax does not change, the
+    the Gaussian conditional given the current argmax :math:`s`
+    (:func:`~pyromodels.bhmc.augmentation.eta_conditional`) and accept with the
+    Metropolis-Hastings ratio of :math:`\pi` (with :math:`s` recomputed at :math:`\eta'`)
+    and of the forward and reverse proposal densities (the reverse one uses the :math:`s` of
+    :math:`\eta'`). When the argmax does not change, the
     proposal is :math:`\pi`'s exact conditional on that region and the ratio is 1. The paper's
     literal step (``paper_literal=True``: recompute :math:`s`, draw from the untruncated
     Gaussian, always accept, and the printed prior precision :math:`+\nu_0^2 I`) is not
-    invariant (spec 8, 9.13).
+    invariant.
 (f) **Augmentation variables**: :math:`\lambda_n \sim \mathrm{GIG}(1/2, 1, C^2\tilde\zeta_n^2)`
     exactly (:func:`~pyromodels.bhmc.augmentation.sample_lambda`).
 
@@ -64,22 +65,23 @@ from ..bnp import path_proposal
 from ..checks import as_float_tensor, check_bool, check_int, check_positive
 from ..core.device import num_threads
 from .augmentation import (
-    eta_conditional,
-    hinge_log_factor,
+    _eta_conditional,
+    _hinge_log_factor,
+    _sample_gaussian_precision,
+    _sample_lambda,
     polson_scott_log_kernel,
-    sample_gaussian_precision,
     sample_lambda,
 )
-from .joint import cdl, component_log_likelihoods, margin_violations
+from .joint import _cdl, _margin_violations, component_log_likelihoods, margin_violations
 from .margins import MarginCache, kernel_log_ratio, node_rows, path_move_rows
 from .prior import BHMCPrior
 from .sampler import (
+    _sample_components,
+    _sample_labels,
+    _sample_weights,
     child_weights,
     init_state,
     leaf_log_ratio,
-    sample_components,
-    sample_labels,
-    sample_weights,
     shifted_likelihoods,
 )
 from .state import BHMCState, check_inputs
@@ -231,9 +233,14 @@ def sample_eta(x, state: RBHMCState, prior: BHMCPrior, C: float, eps0: float,
     """
     x = as_float_tensor(x, "x", ndim=2, dtype=torch.float64)
     C, eps0, paper_literal = _check_settings(C, eps0, paper_literal)
-    tree = state.tree
     if margins is None:
-        margins = MarginCache(x, tree, state.eta, eps0)
+        margins = MarginCache(x, state.tree, state.eta, eps0)
+    return _sample_eta(x, state, prior, C, eps0, generator, paper_literal, margins)
+
+
+def _sample_eta(x, state, prior, C, eps0, generator, paper_literal, margins) -> float:
+    """:func:`sample_eta` on checked arguments (inside :func:`rbhmc_sweep`)."""
+    tree = state.tree
     paths = tree.paths.numpy()
     lam = state.lam
     lam_np = lam.numpy()
@@ -243,10 +250,9 @@ def sample_eta(x, state: RBHMCState, prior: BHMCPrior, C: float, eps0: float,
         rows = node_rows(paths, tree, z)
         level, node = margins.level[rows], margins.node[rows]
         A, B = _blocks(x, lam, state.eta, z, paths, rows, level, node)
-        mean, prec = eta_conditional(*A, *B, C=C, eps0=eps0, nu0=prior.nu0,
-                                     paper_literal=paper_literal)
+        mean, prec = _eta_conditional(*A, *B, C, eps0, prior.nu0, paper_literal)
         old = state.eta[z]
-        new = sample_gaussian_precision(mean, prec, generator)
+        new = _sample_gaussian_precision(mean, prec, generator)
         state.eta[z] = new
         moved = margins.compute(tree, state.eta, rows)
         if paper_literal:
@@ -254,7 +260,7 @@ def sample_eta(x, state: RBHMCState, prior: BHMCPrior, C: float, eps0: float,
             margins.update(rows, moved)
             continue
         A2, B2 = _blocks(x, lam, state.eta, z, paths, rows, moved[1], moved[2])
-        mean2, prec2 = eta_conditional(*A2, *B2, C=C, eps0=eps0, nu0=prior.nu0)
+        mean2, prec2 = _eta_conditional(*A2, *B2, C, eps0, prior.nu0)
         log_k = kernel_log_ratio(lam_np[rows], moved, (margins.zeta[rows], level), C)
         log_ratio = (float(-0.5 * (new.pow(2).sum() - old.pow(2).sum()) / prior.nu0 ** 2)
                      + float(log_k)
@@ -279,19 +285,28 @@ def sample_lambdas(x, state: RBHMCState, C: float, eps0: float, generator: torch
 
 def rbhmc_sweep(x, state: RBHMCState, prior: BHMCPrior, C, eps0, generator: torch.Generator,
                 paper_literal: bool = False) -> tuple[float, float]:
-    """One RBHMC sweep (a)-(f), in place; returns the acceptance rates of paths and eta."""
+    """One RBHMC sweep (a)-(f), in place; returns the acceptance rates of paths and eta.
+
+    The inputs are checked once, here; the blocks inside take them as prepared."""
     C, eps0, paper_literal = _check_settings(C, eps0, paper_literal)
     x, state = check_rbhmc_state(x, state, prior)
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    return _rbhmc_sweep(x, state, prior, C, eps0, generator, paper_literal)
+
+
+def _rbhmc_sweep(x, state, prior, C, eps0, generator, paper_literal) -> tuple[float, float]:
+    """:func:`rbhmc_sweep` on checked arguments."""
     with num_threads(1):  # tiny tensors: see pyromodels.bhmc.sampler's docstring
         lik = shifted_likelihoods(component_log_likelihoods(x, state.theta))
         margins = MarginCache(x, state.tree, state.eta, eps0)  # kept in step by blocks (a), (e)
         acc = sum(_rbhmc_path_step(lik[n], x, state, n, prior, C, generator, paper_literal,
                                    margins) for n in range(x.shape[0])) / x.shape[0]
-        sample_labels(x, state, generator)
-        sample_components(x, state, generator)
-        sample_weights(state, prior, generator)
-        eta_acc = sample_eta(x, state, prior, C, eps0, generator, paper_literal, margins)
-        sample_lambdas(x, state, C, eps0, generator, margins)
+        _sample_labels(x, state, generator)
+        _sample_components(x, state, generator)
+        _sample_weights(state, prior, generator)
+        eta_acc = _sample_eta(x, state, prior, C, eps0, generator, paper_literal, margins)
+        state.lam = _sample_lambda(margins.effective(), C, generator)
     return acc, eta_acc
 
 
@@ -337,10 +352,11 @@ def run_rbhmc(x, prior: BHMCPrior, num_sweeps: int, C, eps0, generator: torch.Ge
     best, best_rcdl = None, -math.inf
     with num_threads(1):
         for s in range(S):
-            acc[s] = torch.tensor(rbhmc_sweep(x, state, prior, C, eps0, generator, paper_literal))
-            zeta, level, _ = margin_violations(x, state.tree, state.eta, eps0)
-            trace[s, 0] = cdl(x, state, prior)
-            trace[s, 1] = trace[s, 0] + hinge_log_factor(zeta[level >= 0], C).sum()
+            acc[s] = torch.tensor(_rbhmc_sweep(x, state, prior, C, eps0, generator,
+                                               paper_literal))
+            zeta, level, _ = _margin_violations(x, state.tree, state.eta, eps0)
+            trace[s, 0] = _cdl(x, state, prior)
+            trace[s, 1] = trace[s, 0] + _hinge_log_factor(zeta[level >= 0], C).sum()
             levels[s] = torch.tensor([len(state.tree.nodes_at_level(lv))
                                       for lv in range(1, prior.depth + 1)])
             if s >= burn_in and float(trace[s, 1]) > best_rcdl:

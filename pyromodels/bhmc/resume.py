@@ -10,8 +10,8 @@ the uninterrupted run.
 
 The checkpoint (see :mod:`pyromodels.core.checkpoint`) holds the records of the finished
 chains, the record so far of the running chain, its sweeps done and the state of its
-generator; its header names the model, the seed and the run's settings (data fingerprint,
-prior, ``C``, ``eps0``, ``paper_literal``, warm-up, draws, chains), all checked on resume.
+generator; its header names the model, the seed, the data's fingerprint and the run's settings
+(prior, ``C``, ``eps0``, ``paper_literal``, warm-up, draws, chains), all checked on resume.
 
 Example:
     >>> import torch
@@ -27,7 +27,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Callable
 
 import torch
@@ -100,12 +99,12 @@ def run_pieces(x, prior, num_warmup: int, num_samples: int, generator: torch.Gen
     return record
 
 
-def run_config(x: torch.Tensor, prior, C, eps0: float, paper_literal: bool, num_warmup: int,
-               num_samples: int, num_chains: int) -> dict:
+def run_config(prior, C, eps0: float, paper_literal: bool, num_warmup: int, num_samples: int,
+               num_chains: int) -> dict:
     """The settings a checkpoint of :func:`~pyromodels.bhmc.fit.fit_bhmc` must share with the
-    run that resumes it (the data by a fingerprint of their bytes)."""
-    digest = hashlib.sha256(x.detach().cpu().contiguous().numpy().tobytes()).hexdigest()
-    return {"data": f"{tuple(x.shape)} sha256:{digest[:16]}", "prior": repr(prior),
+    run that resumes it (the checkpoint binds the data by their fingerprint, as every
+    checkpoint does)."""
+    return {"prior": repr(prior),
             "C": None if C is None else float(C), "eps0": float(eps0),
             "paper_literal": bool(paper_literal), "num_warmup": num_warmup,
             "num_samples": num_samples, "num_chains": num_chains}

@@ -4,7 +4,7 @@ r"""The BHMC sampler (the RBHMC paper's :math:`C \to 0` limit): Metropolis-withi
 One sweep (:func:`sweep`) runs four blocks; each leaves the posterior
 :math:`p(V, B, \Theta, c \mid X)` of the program in :mod:`pyromodels.bhmc.model` invariant.
 
-(a) **Paths** (:func:`sample_paths`; Sec. 4.2, spec 3.2). For each datum ``n`` in turn, propose
+(a) **Paths** (:func:`sample_paths`; Sec. 4.2). For each datum ``n`` in turn, propose
     :math:`v'_n` from the nested CRP given the other paths (:func:`~pyromodels.bnp.path_proposal`),
     draw the weights of the nodes it opens from their prior :math:`\mathrm{Dir}(\gamma
     \beta_{\mathrm{parent}})`, top-down, and accept with probability
@@ -25,7 +25,7 @@ One sweep (:func:`sweep`) runs four blocks; each leaves the posterior
     N(x_n; \theta_k, I)`, independent over ``n`` given the rest: an exact Gibbs draw.
 (c) **Components** (:func:`sample_components`): with :math:`H = N(0, I)` and ``n_k`` data of
     sum :math:`S_k` on component ``k``, :math:`\theta_k \mid X, c \sim N(S_k / (n_k + 1),
-    I / (n_k + 1))`: an exact Gibbs draw (spec 3.6).
+    I / (n_k + 1))`: an exact Gibbs draw.
 (d) **Weights** (:func:`sample_weights`): :func:`~pyromodels.bnp.resample_tree_weights`, the
     two-block auxiliary-table Gibbs update of :math:`B` given the leaf label counts (its
     module documents its invariance).
@@ -61,7 +61,7 @@ from ..bnp import Tree, path_proposal, resample_tree_weights, sample_ncrp_paths,
 from ..checks import as_float_tensor, check_bool, check_int
 from ..conjugate.random import sample_categorical, sample_log_gamma
 from ..core.device import num_threads
-from .joint import cdl, component_log_likelihoods
+from .joint import _cdl, component_log_likelihoods
 from .prior import BHMCPrior
 from .state import BHMCState, check_inputs, check_state, node_arrays
 
@@ -159,8 +159,14 @@ def sample_paths(x, state: BHMCState, prior: BHMCPrior, generator: torch.Generat
                  likelihood: bool = True) -> float:
     """Block (a): :func:`path_step` for every datum in index order; returns the acceptance rate."""
     x, state, _ = check_inputs(x, state, prior)
-    _check_generator(generator)
-    lik = shifted_likelihoods(_loglik(x, state, check_bool(likelihood, "likelihood")))
+    return _sample_paths(x, state, prior, _check_generator(generator),
+                         check_bool(likelihood, "likelihood"))
+
+
+def _sample_paths(x, state, prior, generator, likelihood: bool) -> float:
+    """:func:`sample_paths` on checked arguments (the functions named ``_sample_*`` and
+    :func:`_sweep` are the sweep's inside: the public functions check, these trust)."""
+    lik = shifted_likelihoods(_loglik(x, state, likelihood))
     accepted = sum(_path_step(lik[n], state, n, prior, generator) for n in range(x.shape[0]))
     return accepted / x.shape[0]
 
@@ -169,13 +175,22 @@ def label_log_probs(x, state: BHMCState, likelihood: bool = True) -> torch.Tenso
     r"""``(N, K)`` normalised :math:`\log p(c_n = k \mid V, B, \Theta, X)` (block (b))."""
     x = as_float_tensor(x, "x", ndim=2, dtype=torch.float64)
     state = check_state(state, x)
+    return _label_log_probs(x, state, likelihood)
+
+
+def _label_log_probs(x, state, likelihood: bool) -> torch.Tensor:
     logits = torch.log(state.leaf_weights().to(torch.float64)) + _loglik(x, state, likelihood)
     return torch.log_softmax(logits, -1)
 
 
 def sample_labels(x, state: BHMCState, generator: torch.Generator, likelihood: bool = True) -> None:
     """Block (b): draw every label from :func:`label_log_probs`, in place."""
-    state.c = sample_categorical(label_log_probs(x, state, likelihood), _check_generator(generator))
+    x = as_float_tensor(x, "x", ndim=2, dtype=torch.float64)
+    _sample_labels(x, check_state(state, x), _check_generator(generator), likelihood)
+
+
+def _sample_labels(x, state, generator, likelihood: bool = True) -> None:
+    state.c = sample_categorical(_label_log_probs(x, state, likelihood), generator)
 
 
 def component_conditional(x, c, num_components: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -183,6 +198,10 @@ def component_conditional(x, c, num_components: int) -> tuple[torch.Tensor, torc
     I / (n_k + 1))` (block (c); an empty component gets its prior :math:`N(0, I)`)."""
     x = as_float_tensor(x, "x", ndim=2, dtype=torch.float64)
     K = check_int(num_components, "num_components", minimum=2)
+    return _component_conditional(x, c, K)
+
+
+def _component_conditional(x, c, K: int) -> tuple[torch.Tensor, torch.Tensor]:
     n_k = torch.bincount(c, minlength=K).to(torch.float64)
     sums = torch.zeros(K, x.shape[1], dtype=torch.float64).index_add_(0, c, x)
     return sums / (n_k + 1).unsqueeze(-1), 1.0 / (n_k + 1)
@@ -191,27 +210,37 @@ def component_conditional(x, c, num_components: int) -> tuple[torch.Tensor, torc
 def sample_components(x, state: BHMCState, generator: torch.Generator, likelihood: bool = True) -> None:
     """Block (c): draw every :math:`\\theta_k` from :func:`component_conditional`, in place."""
     x = as_float_tensor(x, "x", ndim=2, dtype=torch.float64)
+    _sample_components(x, state, _check_generator(generator), likelihood)
+
+
+def _sample_components(x, state, generator, likelihood: bool = True) -> None:
     K = state.num_components
     if likelihood:
-        mean, var = component_conditional(x, state.c, K)
+        mean, var = _component_conditional(x, state.c, K)
     else:
         mean, var = torch.zeros(K, x.shape[1], dtype=torch.float64), torch.ones(K, dtype=torch.float64)
-    noise = torch.randn(mean.shape, dtype=torch.float64, generator=_check_generator(generator))
+    noise = torch.randn(mean.shape, dtype=torch.float64, generator=generator)
     state.theta = mean + var.sqrt().unsqueeze(-1) * noise
 
 
 def sample_weights(state: BHMCState, prior: BHMCPrior, generator: torch.Generator) -> None:
     """Block (d): :func:`~pyromodels.bnp.resample_tree_weights` given the leaf label counts."""
+    _sample_weights(state, prior, _check_generator(generator))
+
+
+def _sample_weights(state, prior, generator) -> None:
     ids, parent, counts = state.leaf_counts()
     w = torch.stack([state.weights[z] for z in ids])
-    new = resample_tree_weights(parent, counts, w, prior.gamma0, prior.gamma,
-                                _check_generator(generator), root="gem")
+    new = resample_tree_weights(parent, counts, w, prior.gamma0, prior.gamma, generator,
+                                root="gem")
     state.weights = dict(zip(ids, new))
 
 
 def sweep(x, state: BHMCState, prior: BHMCPrior, generator: torch.Generator,
           likelihood: bool = True) -> float:
     """One sweep (a)-(d) of the module docstring, in place; returns the paths' acceptance rate.
+
+    The inputs are checked once, here; the blocks inside take them as prepared.
 
     Example:
         >>> from pyromodels.bhmc import BHMC, BHMCPrior
@@ -220,17 +249,24 @@ def sweep(x, state: BHMCState, prior: BHMCPrior, generator: torch.Generator,
         >>> 0.0 <= sweep(draw.x, draw.state, prior, torch.Generator().manual_seed(1)) <= 1.0
         True
     """
+    x, state, _ = check_inputs(x, state, prior)
+    return _sweep(x, state, prior, _check_generator(generator),
+                  check_bool(likelihood, "likelihood"))
+
+
+def _sweep(x, state, prior, generator, likelihood: bool = True) -> float:
+    """:func:`sweep` on checked arguments."""
     with num_threads(1):  # tiny tensors: more threads only spin (module docstring)
-        rate = sample_paths(x, state, prior, generator, likelihood)
-        sample_labels(x, state, generator, likelihood)
-        sample_components(x, state, generator, likelihood)
-        sample_weights(state, prior, generator)
+        rate = _sample_paths(x, state, prior, generator, likelihood)
+        _sample_labels(x, state, generator, likelihood)
+        _sample_components(x, state, generator, likelihood)
+        _sample_weights(state, prior, generator)
     return rate
 
 
 def init_state(x, prior: BHMCPrior, generator: torch.Generator) -> BHMCState:
     """A starting state: paths, weights and components from the prior, then labels and
-    components from their conditionals (spec 4's suggestion; the paper states none)."""
+    components from their conditionals (the paper states no initialisation)."""
     x = as_float_tensor(x, "x", ndim=2, dtype=torch.float64)
     if not isinstance(prior, BHMCPrior):
         raise TypeError(f"prior must be a BHMCPrior, got {type(prior).__name__}")
@@ -241,8 +277,8 @@ def init_state(x, prior: BHMCPrior, generator: torch.Generator) -> BHMCState:
     w = sample_tree_weights(parent, K, prior.gamma0, prior.gamma, generator, root="gem")
     theta = torch.randn(K, D, dtype=torch.float64, generator=generator)
     state = BHMCState(tree, dict(zip(ids, w)), theta, torch.zeros(N, dtype=torch.int64))
-    sample_labels(x, state, generator)
-    sample_components(x, state, generator)
+    _sample_labels(x, state, generator)
+    _sample_components(x, state, generator)
     return state
 
 
@@ -303,8 +339,8 @@ def run_bhmc(x, prior: BHMCPrior, num_sweeps: int, generator: torch.Generator,
     best, best_cdl = None, -math.inf
     with num_threads(1):
         for s in range(S):
-            acc[s] = sweep(x, state, prior, generator)
-            trace[s] = cdl(x, state, prior)
+            acc[s] = _sweep(x, state, prior, generator)
+            trace[s] = _cdl(x, state, prior)
             levels[s] = torch.tensor([len(state.tree.nodes_at_level(lv))
                                       for lv in range(1, prior.depth + 1)])
             used[s] = int(torch.unique(state.c).numel())

@@ -10,7 +10,8 @@ the DDPM family.
 - :mod:`.dp_state`: chain state with stable cluster ids; the parameter block (eq. 22).
 - :mod:`.dp_conditional`: single-site assignment conditionals; the torch reference pass.
 - :mod:`.dp_kernels`: compiled (numba) assignment passes.
-- :mod:`.dp_sweep`: one dispatcher per sweep (``backend="auto" | "numba" | "torch"``).
+- :mod:`.dp_sweep`: one dispatcher per sweep (``backend="auto" | "numba" | "torch"``),
+  chains checked once at their start, and the sequential-allocation start.
 - :mod:`.dp_joint`: instantiated and collapsed log joints, label-invariant statistics.
 - :mod:`.blocked`, :mod:`.blocked_model`, :mod:`.blocked_assign`: the truncated stick-breaking
   model and its blocked Gibbs sampler (Ishwaran and James), vectorised in torch for CPU and GPU.
@@ -36,11 +37,14 @@ from .antoniak import (
 from .blocked import (
     BlockedState,
     assignment_logits,
+    blocked_chain,
     blocked_init,
     blocked_labels,
     blocked_log_joint,
     blocked_sweep,
     component_posterior,
+    draw_blocked_labels,
+    draw_blocked_parameters,
     stick_log_weights,
     stick_posterior,
     truncated_dp_mixture,
@@ -49,7 +53,7 @@ from .crp import crp_expected_clusters, crp_log_prob, resample_concentration, sa
 from .dp_conditional import AssignmentConditional, assignment_log_probs
 from .dp_joint import StateStatistics, collapsed_log_joint, log_joint, state_statistics
 from .dp_state import DPState, init_state, resample_params
-from .dp_sweep import ChainResult, run_chain, sweep
+from .dp_sweep import ChainResult, chain_sweeps, run_chain, sequential_init, sweep
 from .exact import exact_partition_posterior
 from .hdp import (
     resample_tree_weights,
@@ -93,6 +97,8 @@ __all__ = [
     "resample_params",
     "sweep",
     "run_chain",
+    "chain_sweeps",
+    "sequential_init",
     "ChainResult",
     "log_joint",
     "collapsed_log_joint",
@@ -107,6 +113,9 @@ __all__ = [
     "blocked_labels",
     "blocked_log_joint",
     "blocked_sweep",
+    "blocked_chain",
+    "draw_blocked_parameters",
+    "draw_blocked_labels",
     "component_posterior",
     "stick_log_weights",
     "stick_posterior",

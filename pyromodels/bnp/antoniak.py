@@ -22,7 +22,7 @@ sampler and the moments
 (The variance is evaluated by direct summation of its first terms, the closed form only for
 the tail, because the closed form cancels badly at small ``n``.)
 
-In the HDP (BHMC paper, Sec. 2; spec sections 2.3 and 3.6) these are the auxiliary table
+In the HDP (BHMC paper, Sec. 2) these are the auxiliary table
 counts that make a node's weights conjugate given its children.
 
 The log Stirling numbers come from the recursion :math:`s(n + 1, k) = n\, s(n, k) +

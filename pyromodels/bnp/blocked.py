@@ -5,7 +5,7 @@ One sweep (:func:`blocked_sweep`) updates, in order, given the labels ``c``:
 
 1. per-component statistics ``n_k``, ``s_k = sum_{c_i=k} z_i``, ``q_k = sum_{c_i=k} ||z_i||^2``
    (one ``index_add``, accumulated in float64);
-2. ``(mu_k, lambda_k) ~ NG(posterior)`` for every ``k`` (spec eq. 22; empty components draw
+2. ``(mu_k, lambda_k) ~ NG(posterior)`` for every ``k`` (DDPM paper, eq. 22; empty components draw
    from the prior);
 3. ``v_k ~ Beta(1 + n_k, alpha + sum_{j>k} n_j)`` for ``k < T`` (drawn in log space);
 4. optionally ``alpha ~ Gamma(a + T - 1, b - sum_{k<T} log(1 - v_k))`` under a
@@ -64,6 +64,9 @@ __all__ = [
     "BlockedState",
     "blocked_init",
     "blocked_sweep",
+    "blocked_chain",
+    "draw_blocked_parameters",
+    "draw_blocked_labels",
     "blocked_log_joint",
     "blocked_labels",
     "truncated_dp_mixture",
@@ -94,7 +97,7 @@ def _stats(z: torch.Tensor, labels: torch.Tensor, T: int):
 
 
 def component_posterior(z, labels, prior, truncation) -> NormalGamma:
-    """Posterior of every component's ``(mu_k, lambda_k)`` given the labels (spec eq. 22).
+    """Posterior of every component's ``(mu_k, lambda_k)`` given the labels (DDPM paper, eq. 22).
 
     Args:
         z: ``(N, d)`` data.
@@ -219,6 +222,53 @@ def blocked_init(z, labels, prior, alpha, truncation, generator) -> BlockedState
     return _state_from(z, labels, mu, lam, log_v, log_1mv, alpha64)
 
 
+def _check_sweep_args(z, state, prior, generator, resample_alpha, chunk_rows):
+    """The checks of a sweep: ``(z, float64 prior, hyperprior, chunk_rows)``."""
+    z = check_data(z)
+    prior = check_prior(prior, z.shape[1])
+    T = check_state(z, state)
+    hyper = check_hyperprior(resample_alpha)
+    check_generator(generator, z.device)
+    check_positive(float(state.alpha), "state.alpha")
+    if chunk_rows is None:
+        chunk_rows = max(1, CHUNK_ENTRIES.get(z.device.type, 1 << 16) // T)
+    chunk_rows = check_int(chunk_rows, "chunk_rows", minimum=1)
+    return z, _as_float64_prior(prior, z.device), hyper, chunk_rows
+
+
+def draw_blocked_parameters(z, labels, prior, alpha, truncation, generator, hyper=None):
+    """Steps 1-4 on trusted inputs: ``(mu, lam, log v, log(1 - v), alpha)`` in float64 given
+    the labels (``alpha`` a float64 tensor; ``hyper`` as checked ``resample_alpha``)."""
+    return _parameter_update(z, labels, prior, alpha, truncation, generator, hyper)
+
+
+def draw_blocked_labels(z, mu, lam, log_v, log_1mv, generator, chunk_rows=None) -> torch.Tensor:
+    """Step 5 on trusted inputs: every label at once, given the float64 parameters (the
+    uniforms drawn in float64 from ``generator``)."""
+    if chunk_rows is None:
+        chunk_rows = max(1, CHUNK_ENTRIES.get(z.device.type, 1 << 16) // mu.shape[0])
+    # log pi from the log-space stick draws: exact even where v rounds to 1 in z's dtype
+    zero = log_v.new_zeros(1)
+    log_pi = torch.cat([log_v, zero]) + torch.cat([zero, torch.cumsum(log_1mv, 0)])
+    # uniforms on (0, 1], drawn in float64 whatever z's dtype, so float32 and float64 runs from
+    # one seed see the same numbers
+    u = torch.rand(z.shape[0], dtype=torch.float64, device=z.device, generator=generator)
+    w = (1.0 - u).to(z.dtype)
+    return draw_labels(z, log_pi.to(z.dtype), mu.to(z.dtype), lam.to(z.dtype), w, chunk_rows)
+
+
+def _step(z, state: BlockedState, prior64, generator, hyper, chunk_rows) -> BlockedState:
+    """One sweep on checked inputs (``prior64`` from :func:`_as_float64_prior`)."""
+    T = state.truncation
+    alpha_t = state.alpha.to(device=z.device, dtype=torch.float64).reshape(())
+    mu, lam, log_v, log_1mv, alpha64 = _parameter_update(
+        z, state.labels, prior64, alpha_t, T, generator, hyper
+    )
+    new = _state_from(z, state.labels, mu, lam, log_v, log_1mv, alpha64)
+    new.labels = draw_blocked_labels(z, mu, lam, log_v, log_1mv, generator, chunk_rows)
+    return new
+
+
 def blocked_sweep(
     z, state: BlockedState, prior, generator, resample_alpha=None, chunk_rows=None
 ) -> BlockedState:
@@ -248,26 +298,31 @@ def blocked_sweep(
         >>> state.mu.shape, bool(state.alpha > 0)
         (torch.Size([8, 2]), True)
     """
-    z = check_data(z)
-    prior = check_prior(prior, z.shape[1])
-    T = check_state(z, state)
-    hyper = check_hyperprior(resample_alpha)
-    check_generator(generator, z.device)
-    alpha = check_positive(float(state.alpha), "state.alpha")
-    if chunk_rows is None:
-        chunk_rows = max(1, CHUNK_ENTRIES.get(z.device.type, 1 << 16) // T)
-    chunk_rows = check_int(chunk_rows, "chunk_rows", minimum=1)
-    alpha_t = torch.tensor(alpha, dtype=torch.float64, device=z.device)
-    mu, lam, log_v, log_1mv, alpha64 = _parameter_update(
-        z, state.labels, prior, alpha_t, T, generator, hyper
-    )
-    new = _state_from(z, state.labels, mu, lam, log_v, log_1mv, alpha64)
-    # log pi from the log-space stick draws: exact even where v rounds to 1 in z's dtype
-    zero = log_v.new_zeros(1)
-    log_pi = torch.cat([log_v, zero]) + torch.cat([zero, torch.cumsum(log_1mv, 0)])
-    # uniforms on (0, 1], drawn in float64 whatever z's dtype, so float32 and float64 runs from
-    # one seed see the same numbers
-    u = torch.rand(z.shape[0], dtype=torch.float64, device=z.device, generator=generator)
-    w = (1.0 - u).to(z.dtype)
-    new.labels = draw_labels(z, log_pi.to(z.dtype), new.mu, new.lam, w, chunk_rows)
-    return new
+    z, prior64, hyper, chunk_rows = _check_sweep_args(z, state, prior, generator,
+                                                      resample_alpha, chunk_rows)
+    return _step(z, state, prior64, generator, hyper, chunk_rows)
+
+
+def blocked_chain(z, state: BlockedState, prior, generator, num_sweeps: int,
+                  resample_alpha=None, chunk_rows=None):
+    """``num_sweeps`` blocked sweeps as an iterator: the arguments are checked once, here,
+    and each step yields the next state (what :func:`blocked_sweep` returns, sweep by sweep).
+
+    Example:
+        >>> from pyromodels.conjugate import NormalGamma
+        >>> g = torch.Generator().manual_seed(0)
+        >>> z = torch.randn(20, 2, dtype=torch.float64, generator=g)
+        >>> prior = NormalGamma(torch.zeros(2, dtype=torch.float64), 0.5, 2.0, 1.0)
+        >>> state = blocked_init(z, 2, prior, 1.0, 8, g)
+        >>> [s.labels.shape for s in blocked_chain(z, state, prior, g, 2)]
+        [torch.Size([20]), torch.Size([20])]
+    """
+    num_sweeps = check_int(num_sweeps, "num_sweeps", minimum=1)
+    args = _check_sweep_args(z, state, prior, generator, resample_alpha, chunk_rows)
+    return _iterate(state, generator, num_sweeps, *args)
+
+
+def _iterate(state, generator, num_sweeps, z, prior64, hyper, chunk_rows):
+    for _ in range(num_sweeps):
+        state = _step(z, state, prior64, generator, hyper, chunk_rows)
+        yield state

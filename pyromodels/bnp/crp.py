@@ -160,7 +160,7 @@ def resample_concentration(alpha, num_clusters: int, n: int, shape, rate,
             + (1 - \pi)\, \mathrm{Gamma}(a + K - 1, b - \log\eta), \qquad
         \frac{\pi}{1 - \pi} = \frac{a + K - 1}{n (b - \log\eta)}.
 
-    This is not part of the DDPM paper, which fixes :math:`\alpha` (spec section 3.5).
+    This is not part of the DDPM paper, which fixes :math:`\alpha`.
 
     Args:
         alpha: current concentration (> 0).

@@ -116,9 +116,10 @@ def choose(log_w: torch.Tensor, u: float) -> int:
 
 
 def torch_pass(z, state: DPState, prior: NormalGamma, algorithm: str, u, log_new,
-               pool_gamma, pool_normal, pool_pos: list, start: int) -> int:
+               pool_gamma, pool_normal, pool_pos: list, start: int, seat: bool = False) -> int:
     """One assignment pass from point ``start`` in plain torch; returns where it stopped
-    (see :mod:`~pyromodels.bnp.dp_kernels` for the contract)."""
+    (see :mod:`~pyromodels.bnp.dp_kernels` for the contract; ``seat`` seats points that are
+    in no cluster yet, under the collapsed conditional)."""
     k0, b0 = float(prior.kappa), float(prior.b)
     m0 = prior.loc
     for i in range(start, z.shape[0]):
@@ -126,7 +127,8 @@ def torch_pass(z, state: DPState, prior: NormalGamma, algorithm: str, u, log_new
                 algorithm == "alg2" and pool_pos[0] == pool_gamma.shape[0]):
             return i
         zi = z[i]
-        remove_point(state, i, zi)
+        if not seat:
+            remove_point(state, i, zi)
         log_w = torch.cat([existing_log_weights(zi, state, prior, algorithm), log_new[i:i + 1]])
         choice = choose(log_w, float(u[i]))
         if choice == log_w.numel() - 1:

@@ -42,7 +42,7 @@ from .crp import check_torch_generator
 from .ng_predictive import check_data, check_prior
 from .partitions import canonical_labels
 
-__all__ = ["DPState", "init_state", "resample_params", "ALGORITHMS"]
+__all__ = ["DPState", "init_state", "empty_state", "resample_params", "ALGORITHMS"]
 
 ALGORITHMS = ("alg2", "alg3")
 
@@ -198,6 +198,25 @@ def as_float_tensor_2d(x, name: str, shape: tuple[int, int]) -> torch.Tensor:
     if not bool(torch.isfinite(t).all()):
         raise ValueError(f"{name} must be finite")
     return t
+
+
+def empty_state(num_points: int, dim: int, capacity: int = 16) -> DPState:
+    """A state with no cluster and no point seated (``slot`` is ``-1``): the start of a
+    sequential allocation (:func:`~pyromodels.bnp.dp_sweep.sequential_init`). Sizes are
+    trusted (the caller has checked the data)."""
+    return DPState(
+        slot=torch.full((num_points,), -1, dtype=torch.int64),
+        cluster_id=torch.full((capacity,), -1, dtype=torch.int64),
+        counts=torch.zeros(capacity, dtype=torch.int64),
+        sums=torch.zeros(capacity, dim, dtype=torch.float64),
+        sumsq=torch.zeros(capacity, dtype=torch.float64),
+        mu=torch.zeros(capacity, dim, dtype=torch.float64),
+        lam=torch.ones(capacity, dtype=torch.float64),
+        active=torch.zeros(capacity, dtype=torch.int64),
+        position=torch.zeros(capacity, dtype=torch.int64),
+        free=torch.arange(capacity - 1, -1, -1, dtype=torch.int64),
+        counters=torch.tensor([0, capacity, 0], dtype=torch.int64),
+    )
 
 
 def init_state(z, labels, prior: NormalGamma, generator: torch.Generator | None = None,

@@ -3,7 +3,7 @@ r"""Finite HDP weight diffusion down a tree: prior draws, log density and a Gibb
 A tree of ``M`` nodes is given by ``parent``, an ``(M,)`` int64 tensor holding each node's
 parent index and ``-1`` for the single root (any node order; a top-down order is computed).
 Every node ``z`` carries weights :math:`\beta_z` over ``K`` cells (BHMC paper, Algorithm 1 and
-Fig. 1; spec sections 2.3-2.4):
+Fig. 1):
 
 .. math::
 
@@ -220,8 +220,8 @@ def _top_down(parent, levels, m, K, gamma0, gamma, generator, root) -> torch.Ten
 
 
 def tree_weights_log_prob(parent, weights, gamma0, gamma, root: str = "gem") -> torch.Tensor:
-    r"""Log prior of the weights: :math:`\log p(o \mid \gamma_0) + \log p(B^- \mid \gamma)` (spec
-    2.4, Fig. 2).
+    r"""Log prior of the weights: :math:`\log p(o \mid \gamma_0) + \log p(B^- \mid \gamma)` (BHMC
+    paper, Fig. 2).
 
     With ``root="gem"`` the root factor is the density of the sticks
     :math:`o_k = \beta_{z_0 k} / \sum_{j \ge k} \beta_{z_0 j}` (``k < K - 1``) under

@@ -16,7 +16,7 @@ Base measure (DDPM paper, eq. 7): :math:`\lambda \sim \mathrm{Gamma}(\alpha_0, \
 the multivariate Student-t with :math:`2\alpha_0` degrees of freedom, location :math:`\mu_0`
 and scale :math:`\beta_0 \kappa' / (\alpha_0 \kappa_0)\, I_d`. The paper prints
 :math:`\tfrac12(\log\kappa_0 - \log\kappa')`, which is right only for :math:`d = 1`
-(spec section 9, item 1); ``paper_literal=True`` reproduces it. The same formula with the
+(an error in the DDPM paper); ``paper_literal=True`` reproduces it. The same formula with the
 posterior hyperparameters of a cluster (its points excluding :math:`z`) is the cluster's
 posterior predictive used by the collapsed sampler (Neal's Algorithm 3).
 
@@ -38,7 +38,7 @@ import torch
 from ..checks import as_float_tensor, check_bool
 from ..conjugate import NormalGamma
 
-__all__ = ["new_cluster_log_predictive", "check_prior", "check_data", "LOG_2PI"]
+__all__ = ["new_cluster_log_predictive", "log_predictive", "check_prior", "check_data", "LOG_2PI"]
 
 LOG_2PI = math.log(2.0 * math.pi)
 
@@ -101,7 +101,12 @@ def new_cluster_log_predictive(z, prior: NormalGamma, paper_literal: bool = Fals
     """
     z = check_data(z)
     prior = check_prior(prior, z.shape[1])
-    check_bool(paper_literal, "paper_literal")
+    return log_predictive(z, prior, check_bool(paper_literal, "paper_literal"))
+
+
+def log_predictive(z: torch.Tensor, prior: NormalGamma, paper_literal: bool) -> torch.Tensor:
+    """The body of :func:`new_cluster_log_predictive` on checked arguments (float64 CPU ``z``
+    and prior, as :func:`check_data` and :func:`check_prior` return them)."""
     d = z.shape[1]
     k0, a0, b0 = float(prior.kappa), float(prior.a), float(prior.b)
     k1, a1 = k0 + 1.0, a0 + 0.5 * d

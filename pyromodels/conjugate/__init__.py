@@ -10,7 +10,8 @@ log normaliser and closed-form KL):
 
 Generator-driven samplers (:mod:`pyromodels.conjugate.random`) make Gibbs blocks
 reproducible from a ``torch.Generator``; :class:`SufficientStats` keeps additive per-component
-statistics with ``add``/``remove`` for collapsed samplers.
+statistics with ``add``/``remove`` for collapsed samplers. :func:`data_units` gives the
+centre and spread in which data-dependent default priors are written.
 """
 
 from . import random
@@ -26,6 +27,7 @@ from .suffstats import (
     gaussian_stats,
     isotropic_gaussian_features,
 )
+from .units import data_scale, data_units
 
 __all__ = [
     "DirichletCategorical",
@@ -40,5 +42,7 @@ __all__ = [
     "categorical_stats",
     "gaussian_features",
     "isotropic_gaussian_features",
+    "data_scale",
+    "data_units",
 ]
 __all__ += random.__all__

@@ -14,6 +14,7 @@ from .monitor import ConvergenceMonitor
 from .posterior import Posterior, make_attrs
 from .progress import check_callbacks, progress_bar, run_callbacks
 from .seeding import derive_seed, make_generator, resolve_seed
+from .threads import with_fit_threads
 
 __all__ = ["run_em"]
 
@@ -39,6 +40,7 @@ def _check_rule(verdict) -> bool:
     return verdict
 
 
+@with_fit_threads
 def run_em(
     model,
     data,
@@ -55,6 +57,7 @@ def run_em(
     checkpoint=None,
     checkpoint_every: int | None = None,
     resume=None,
+    num_threads: int | None = None,
 ) -> Posterior:
     """Run the model's EM steps from ``n_init`` starts and keep the best objective.
 
@@ -74,9 +77,10 @@ def run_em(
     Args:
         model: a model object with the EM hooks.
         data: the data (validated by ``model.prepare``).
-        max_iter: EM steps per start.
+        max_iter: EM steps per start; ``0`` returns the start itself.
         tol: relative tolerance on the objective (see :class:`ConvergenceMonitor`); with the
-            model's ``em_converged`` rule, that must hold too.
+            model's ``em_converged`` rule, that must hold too. ``0`` never stops early: every
+            start runs ``max_iter`` steps.
         n_init: number of starts; start ``r`` uses a seed derived from ``seed`` and ``r``.
         init: parameters to start from instead of ``em_init`` (then ``n_init`` must be 1).
         seed: the fit's seed; ``None`` draws one (recorded in ``attrs``).
@@ -94,6 +98,10 @@ def run_em(
         resume: a checkpoint of an EM run of the same model, seed and settings to continue;
             ``n_init`` may be larger than the checkpoint's, which adds starts. The result
             equals the uninterrupted run's bit for bit.
+        num_threads: CPU threads of the fit: ``None`` (default) chooses them for the data's
+            size, never more than the caller's ``torch.get_num_threads()``; an integer
+            ``>= 1`` fixes them (see :mod:`pyromodels.core.threads`). The caller's count is
+            restored afterwards.
 
     Returns:
         A :class:`Posterior` whose samples hold the point estimate as one chain of one draw,
@@ -101,8 +109,8 @@ def run_em(
         quantity, and ``diagnostics`` the monitor of each start.
     """
     model._require("em_init", "em_step", "em_objective", engine="em")
-    max_iter = check_int(max_iter, "max_iter", minimum=1)
-    tol = check_positive(tol, "tol")
+    max_iter = check_int(max_iter, "max_iter", minimum=0)
+    tol = check_positive(tol, "tol", strict=False)
     n_init = check_int(n_init, "n_init", minimum=1)
     if init is not None and n_init != 1:
         raise ValueError(f"init fixes the start, so n_init must be 1, got {n_init}")
@@ -116,7 +124,7 @@ def run_em(
     best, best_params, monitors = None, None, []
     if resume is not None:
         seed, saved = read_checkpoint(resume, engine="em", model=model, seed=seed, config=config,
-                                      extendable=("n_init",))
+                                      data=data, extendable=("n_init",))
         monitors = list(saved["monitors"])
         if monitors:
             best, best_params = monitors[saved["best"]], saved["best_params"]
@@ -126,7 +134,7 @@ def run_em(
                 check_shapes({k: best_params.get(k) for k in fresh}, fresh, "EM parameter")
     seed = resolve_seed(seed)
     ckpt = Checkpointer(checkpoint, checkpoint_every, engine="em", model=model, seed=seed,
-                        config=config, build=lambda snapshot: snapshot)
+                        config=config, data=data, build=lambda snapshot: snapshot)
     start = time.perf_counter()
     with ckpt.guard(), progress_bar(max_iter, "em", progress) as bar:
         for r in range(len(monitors), n_init):
@@ -147,8 +155,8 @@ def run_em(
             )
             steps = _iterates(model, data, params)
             params, value = next(steps)
-            mon.update(value)
-            for new, value in steps:
+            done = mon.update(value)  # max_iter=0: the start is the result
+            for new, value in ([] if done else steps):
                 bar.update()
                 if not bar.disable:
                     bar.set_postfix(objective=f"{float(value):.6g}", refresh=False)

@@ -24,7 +24,8 @@ class ConvergenceMonitor:
     recorded in ``violations``.
 
     Args:
-        tol: relative tolerance, > 0.
+        tol: relative tolerance, >= 0 (``0`` never declares convergence: the loop runs its
+            whole budget).
         max_iter: iteration budget, >= 1.
         direction: ``"increase"`` (maximised objective) or ``"decrease"`` (minimised).
         monotone: whether the objective must never move the wrong way.
@@ -58,7 +59,7 @@ class ConvergenceMonitor:
         name: str = "objective",
         rule: str | None = None,
     ):
-        self.tol = check_positive(tol, "tol")
+        self.tol = check_positive(tol, "tol", strict=False)
         self.max_iter = check_int(max_iter, "max_iter", minimum=1)
         self.direction = check_in(direction, "direction", ("increase", "decrease"))
         self.monotone = bool(monotone)

@@ -16,6 +16,8 @@ import logging
 import sys
 from collections.abc import Callable, Iterable, Iterator
 
+from ..checks import check_bool
+
 __all__ = ["progress_bar", "bars_drawn", "tqdm_class", "check_callbacks", "run_callbacks"]
 
 logger = logging.getLogger("pyromodels")
@@ -28,8 +30,9 @@ def tqdm_class() -> type:
     else the plain text bar (``tqdm.auto`` without ipywidgets warns in a notebook).
 
     Example:
-        >>> tqdm_class().__name__
-        'tqdm'
+        >>> from tqdm.std import tqdm
+        >>> issubclass(tqdm_class(), tqdm)  # tqdm.auto's class, where used, is a tqdm too
+        True
     """
     if importlib.util.find_spec("ipywidgets") is not None:
         from tqdm.auto import tqdm
@@ -51,6 +54,7 @@ def bars_drawn(enabled: bool, stream=None) -> bool:
         >>> bars_drawn(True, io.StringIO())
         False
     """
+    enabled = check_bool(enabled, "progress")
     stream = sys.stderr if stream is None else stream
     isatty = getattr(stream, "isatty", None)
     return bool(enabled) and callable(isatty) and bool(isatty())
@@ -64,7 +68,8 @@ def progress_bar(total: int | None, desc: str, enabled: bool) -> Iterator:
         total: the number of steps, or ``None`` for a counter without an end.
         desc: the bar's label.
         enabled: ``True`` draws the bar when its stream (stderr) is a terminal and stays
-            silent otherwise (tqdm's ``disable=None``); ``False`` never draws it.
+            silent otherwise (tqdm's ``disable=None``); ``False`` never draws it. Every
+            engine's ``progress`` argument comes here.
 
     Yields:
         The bar (``update()``, ``set_postfix()``, ``reset()`` work whether it draws or not).
@@ -72,7 +77,11 @@ def progress_bar(total: int | None, desc: str, enabled: bool) -> Iterator:
     Example:
         >>> with progress_bar(3, "steps", enabled=False) as bar:
         ...     bar.update()
+
+    Raises:
+        TypeError: ``enabled`` not a bool (``progress="no"`` would read as true).
     """
+    enabled = check_bool(enabled, "progress")
     position = _open_bars[0]
     bar = tqdm_class()(total=total, desc=desc, disable=None if enabled else True, leave=False,
                        position=position, dynamic_ncols=True)

@@ -10,12 +10,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import random
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyro
-import torch
 
 from ..checks import check_int
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["resolve_seed", "derive_seed", "make_generator", "seeded"]
 
@@ -40,6 +42,8 @@ def derive_seed(seed: int, *keys) -> int:
 
 def make_generator(seed: int, device: torch.device | str | None = None) -> torch.Generator:
     """A ``torch.Generator`` on ``device`` seeded with ``seed``."""
+    import torch
+
     gen = torch.Generator(device=torch.device(device) if device is not None else "cpu")
     gen.manual_seed(int(seed) % (2**63))
     return gen
@@ -48,6 +52,9 @@ def make_generator(seed: int, device: torch.device | str | None = None) -> torch
 @contextlib.contextmanager
 def seeded(seed: int, devices: tuple = ()):
     """Seed Python, NumPy, torch (and CUDA on ``devices``) and Pyro; restore the old states after."""
+    import pyro
+    import torch
+
     py_state = random.getstate()
     np_state = np.random.get_state()
     with torch.random.fork_rng(devices=list(devices)):

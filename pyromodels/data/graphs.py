@@ -20,13 +20,49 @@ import pandas as pd
 import torch
 
 from ..checks import as_label_tensor, as_numeric_tensor, check_int
-from .idmaps import as_id_index, plain, repeated_keys
+from .idmaps import as_id_index, check_id_kinds, plain, repeated_keys
 from .tensors import TensorFields
 
 if TYPE_CHECKING:  # scipy.sparse is imported by the methods that use it, not with the package
     import scipy.sparse as sp
 
-__all__ = ["Graph"]
+__all__ = ["Graph", "node_ids"]
+
+
+def node_ids(columns: dict) -> pd.Index:
+    """The sorted distinct ids of the nodes named in ``columns`` (``{name: ids}``, for example
+    a table's task column and an edge list's two columns), checked to be of one kind.
+
+    ``'0'`` and ``0`` are different ids, and sorting ids that mix them fails inside pandas
+    (``'<' not supported``): every column must hold strings only or non-strings only, and all
+    columns the same kind.
+
+    Raises:
+        ValueError: a column mixing strings and non-strings, or columns of different kinds,
+            named with an example of each kind.
+
+    Example:
+        >>> list(node_ids({"df['task']": [2, 0], "edges['source']": [0, 1]}))
+        [0, 1, 2]
+    """
+    kinds: dict[bool, list[tuple[str, object]]] = {True: [], False: []}
+    parts = []
+    for name, values in columns.items():
+        series = pd.Series(np.asarray(values, dtype=object) if not isinstance(values, pd.Series)
+                           else values)
+        check_id_kinds(series, name)
+        if len(series):
+            first = series.dropna().iloc[0] if series.notna().any() else None
+            kinds[isinstance(first, str)].append((name, first))
+        parts.append(pd.Index(series))
+    if kinds[True] and kinds[False]:
+        (s_name, s_value), (o_name, o_value) = kinds[True][0], kinds[False][0]
+        raise ValueError(
+            f"{s_name} holds string ids ({s_value!r}) but {o_name} holds "
+            f"{type(plain(o_value)).__name__} ids ({plain(o_value)!r}): the same node would be "
+            "two ids. Convert them to one type first, e.g. with .astype(str)"
+        )
+    return parts[0].append(parts[1:]).unique().sort_values()
 
 
 @dataclass(frozen=True, eq=False)

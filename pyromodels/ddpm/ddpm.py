@@ -5,6 +5,16 @@ model as a user meets it: the flow's architecture is a model argument, and the f
 (:class:`~pyromodels.nn.NICE`, volume-preserving unless ``scaling=True``, starting as the
 identity map) is made for the width of the first data set it is given.
 
+**Units.** With ``prior=None`` the model also takes its units from that first data set: the
+features are standardized, ``y' = (y - loc) / scale`` with ``(loc, scale)`` =
+:func:`~pyromodels.conjugate.data_units` of the first data (kept in :attr:`DDPM.units`
+with the flow), before the flow and the default prior see them. A flow is not equivariant
+(its networks and its optimiser's steps have absolute sizes), so without this the features
+of ``y * 1e-8`` would be moved by steps of ``lr`` and those of ``y * 1e8`` not at all; with
+it, ``c y + b`` gives the clustering of ``y``. Every method (``model``, ``transform``,
+``complete_log_joint``, ``fit``) then works on ``y'``; the densities of ``y`` differ from
+those of ``y'`` by the constant ``-N d log(scale)``. An explicit prior leaves ``y`` as it is.
+
 Example:
     >>> import torch
     >>> from pyromodels.ddpm import DPMixturePrior
@@ -25,6 +35,7 @@ from collections.abc import Sequence
 import torch
 
 from ..checks import check_bool, check_int
+from ..conjugate import data_units
 from ..nn import NICE
 from .model import DPMixture
 from .prior import DPMixturePrior
@@ -45,8 +56,18 @@ class DDPM(DPMixture):
             objective; the paper's flow is volume-preserving).
         flow_seed: seed of the flow's initial weights (with the default identity start only
             the couplings' hidden layers are random).
-        dtype: the flow's dtype (float64 by default, as the sampler's).
+        dtype: the flow's floating dtype (float64 by default, as the sampler's).
+
+    Raises:
+        TypeError: ``dtype`` not a floating ``torch.dtype`` (the flow is fitted by gradients).
+
+    Attributes:
+        units: ``None``, or with ``prior=None`` the ``(loc (d,), scale)`` that standardize
+            the features, taken from the first data set (module docstring).
     """
+
+    #: Monte Carlo EM only: Gibbs sampling alone would hold the untrained flow fixed
+    engines: tuple[str, ...] = ("mcem",)
 
     def __init__(self, prior: DPMixturePrior | None = None, *, num_layers: int = 4,
                  hidden: Sequence[int] = (256, 256), scaling: bool = False, flow_seed: int = 0,
@@ -56,7 +77,11 @@ class DDPM(DPMixture):
         self.hidden = tuple(hidden)
         self.scaling = check_bool(scaling, "scaling")
         self.flow_seed = check_int(flow_seed, "flow_seed", minimum=0)
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise TypeError(f"dtype must be a floating torch.dtype (the flow is fitted by "
+                            f"gradients), such as torch.float64, got {dtype!r}")
         self.dtype = dtype
+        self.units = None
 
     def build(self, dim: int) -> NICE:
         """The flow for ``dim``-wide data: made on the first call, kept while ``dim`` matches.
@@ -75,9 +100,17 @@ class DDPM(DPMixture):
 
     def prepare(self, data, device=None) -> torch.Tensor:
         """The observed ``y`` as a finite ``(N, d)`` tensor of the flow's dtype, ``d >= 2``
-        (a flow needs two coordinates to couple); builds the flow on the first call."""
+        (a flow needs two coordinates to couple), standardized by :attr:`units` when the
+        prior is the default; builds the flow (and takes the units) on the first call."""
         x = super().prepare(data, device)
         if x.shape[1] < 2:
             raise ValueError(f"data must have at least 2 columns for a NICE flow, got {x.shape[1]}")
+        first = self.flow is None
         self.build(x.shape[1])
-        return x.to(self.dtype)
+        x = x.to(self.dtype)
+        if self.prior is None:
+            if first or self.units is None:
+                self.units = data_units(x)
+            loc, scale = self.units
+            x = (x - loc.to(x.device)) / scale
+        return x

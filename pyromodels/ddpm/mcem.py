@@ -42,6 +42,7 @@ from ..core.checkpoint import Checkpointer, clone_tree, read_checkpoint
 from ..core.posterior import Posterior, make_attrs
 from ..core.progress import progress_bar
 from ..core.seeding import derive_seed, make_generator, resolve_seed
+from ..core.threads import with_fit_threads
 from .baselines import kmeans
 from .prior import DPMixturePrior
 
@@ -249,9 +250,13 @@ class _Run:
         return len(self.traces["log_joint"])
 
     def snapshot(self) -> dict:
+        """The restart after a complete round, for a checkpoint: copies of its chain, flow and
+        optimiser, and its traces by reference with their lengths then (traces only grow, so
+        :func:`_saved_state` cuts them when it writes). Its cost does not grow with the
+        rounds."""
         return {"state": _state_dict(self.state), "generator": self.generator.get_state(),
                 "alpha": self.alpha, "snapshots": dict(self.snapshots),
-                "traces": copy.deepcopy(self.traces),
+                "traces": {name: (trace, len(trace)) for name, trace in self.traces.items()},
                 "flow": (None if self.optimiser is None
                          else clone_tree(self.flow.state_dict())),
                 "optimiser": (None if self.optimiser is None
@@ -267,6 +272,17 @@ def _outcome(run: _Run, y) -> dict:
             "lam": lam.clone(), "z": z, "flow": run.flow, "snapshots": dict(run.snapshots)}
 
 
+def _saved_state(snapshot: dict) -> dict:
+    """The state a checkpoint saves from a snapshot taken after a complete round: the
+    finished restarts' traces, the best restart so far and the running restart, its traces
+    cut to their lengths at the snapshot."""
+    current = snapshot["current"]
+    if current is not None:
+        traces = {name: list(trace[:n]) for name, (trace, n) in current["traces"].items()}
+        current = {**current, "traces": traces}
+    return {"done": snapshot["done"], "best": snapshot["best"], "current": current}
+
+
 def _label_order(assignments: torch.Tensor, ids: torch.Tensor):
     """``(labels, order)``: the canonical labels ``0..K-1`` (by first appearance) of the
     cluster ids ``assignments``, and the rows of ``ids`` (the clusters' ids in the sampler's
@@ -278,9 +294,11 @@ def _label_order(assignments: torch.Tensor, ids: torch.Tensor):
     return labels, torch.tensor([row[int(i)] for i in id_of_label.tolist()], dtype=torch.long)
 
 
+@with_fit_threads(data="y")
 def fit_mcem(model, y, prior: DPMixturePrior, flow=None, settings: MCEMSettings | None = None,
              *, seed: int | None = None, progress: bool = True, checkpoint=None,
-             checkpoint_every: int | None = None, resume=None) -> Posterior:
+             checkpoint_every: int | None = None, resume=None,
+             num_threads: int | None = None) -> Posterior:
     """Run Monte Carlo EM (see the module doc) and return the best restart as a Posterior.
 
     Args:
@@ -296,6 +314,9 @@ def fit_mcem(model, y, prior: DPMixturePrior, flow=None, settings: MCEMSettings 
             ``checkpoint_every`` rounds (and at the end, and on ``KeyboardInterrupt``) to
             ``checkpoint``; continue the run saved in ``resume`` (same model class, seed and
             settings) to the result of the uninterrupted run.
+        num_threads: CPU threads of the fit: ``None`` (default) chooses them for the data's
+            size, never more than the caller's ``torch.get_num_threads()``; an integer
+            ``>= 1`` fixes them (see :mod:`pyromodels.core.threads`).
 
     Returns:
         A :class:`~pyromodels.core.Posterior` with ``method="mcem"``: ``samples``
@@ -326,12 +347,12 @@ def fit_mcem(model, y, prior: DPMixturePrior, flow=None, settings: MCEMSettings 
     saved = None
     if resume is not None:
         seed, saved = read_checkpoint(resume, engine="mcem", model=model, seed=seed,
-                                      config=config)
+                                      config=config, data=y)
     seed = resolve_seed(seed)
     done: list[dict] = [] if saved is None else saved["done"]
     current: list = [None]
     keeper = Checkpointer(checkpoint, checkpoint_every, engine="mcem", model=model, seed=seed,
-                          config=config, build=lambda snap: snap)
+                          config=config, data=y, build=_saved_state)
     total = settings.restarts * settings.rounds
     best = None if saved is None else saved["best"]
     with keeper.guard(), progress_bar(total, "mcem rounds", progress) as bar:
@@ -347,16 +368,16 @@ def fit_mcem(model, y, prior: DPMixturePrior, flow=None, settings: MCEMSettings 
                     run.traces[name].append(value)
                 bar.update()
                 bar.set_postfix(K=run.traces["num_clusters"][-1])
-                keeper.commit(r * settings.rounds + t + 1,
-                              {"done": copy.deepcopy(done), "best": best,
-                               "current": run.snapshot()})
+                if keeper.enabled:  # finished restarts' traces are never changed: no copies
+                    keeper.commit(r * settings.rounds + t + 1,
+                                  {"done": list(done), "best": best, "current": run.snapshot()})
             outcome = _outcome(run, y)
             done.append(outcome["traces"])
             if best is None or outcome["log_joint"] > best["log_joint"]:
                 best = {k: v for k, v in outcome.items() if k != "traces"}
                 best["restart"] = r
             keeper.commit((r + 1) * settings.rounds,
-                          {"done": copy.deepcopy(done), "best": best, "current": None})
+                          {"done": list(done), "best": best, "current": None})
         keeper.write()
     labels, order = _label_order(best["assignments"], best["ids"])
     traces = {name: torch.tensor([d[name] for d in done], dtype=torch.float64)

@@ -44,7 +44,7 @@ from ..bnp import canonical_labels, sample_crp
 from ..checks import as_float_tensor, as_label_tensor, check_in, check_int
 from ..core.model import Model
 from .joint import complete_log_joint
-from .prior import EMPIRICAL, DPMixturePrior
+from .prior import EMPIRICAL, DPMixturePrior, resolve_prior
 
 __all__ = ["dp_mixture_crp", "state_values", "DPMixture", "DPMixtureSample"]
 
@@ -199,13 +199,18 @@ class DPMixture(Model):
     optionally observed through an invertible flow (the model of DPM and DDPM).
 
     Args:
-        prior: the hyperparameters (default ``DPMixturePrior()``: ``mu0 = 0`` and the rest 1).
+        prior: the hyperparameters, used as given; ``None`` (default) resolves, for each data
+            set the model meets, to :func:`~pyromodels.ddpm.prior.default_prior` of the points
+            ``z`` (``DPMixturePrior()`` in the data's units: ``mu0`` the column means,
+            ``beta0`` the squared root mean variance), so that the clustering of ``c z + b``
+            is that of ``z`` (:meth:`simulate`, without data, uses ``DPMixturePrior()``).
         flow: a ``torch.distributions.Transform`` ``f`` from features ``y`` to ``z`` (the
             NICE flow of DDPM), or ``None`` for the plain DP mixture on ``z`` (DPM).
 
     The data of :meth:`model` are the observed points: ``z`` without a flow, ``y`` with one.
-    No engine is wired here: a CRP with unbounded ``K`` is out of reach of SVI, NUTS and
-    enumeration, and the Gibbs and Monte Carlo EM drivers plug in from outside.
+    A CRP with unbounded ``K`` is out of reach of SVI, NUTS and enumeration; the engines are
+    Gibbs sampling (``method="gibbs"``, :func:`~pyromodels.ddpm.gibbs.fit_gibbs`) and Monte
+    Carlo EM (``method="mcem"``, :func:`~pyromodels.ddpm.mcem.fit_mcem`).
 
     Example:
         >>> import torch
@@ -220,15 +225,19 @@ class DPMixture(Model):
 
     discrete_sites: tuple[str, ...] = ()
     max_plate_nesting = 1
-    engines: tuple[str, ...] = ("mcem",)
+    engines: tuple[str, ...] = ("mcem", "gibbs")
+    site_dims = {"c": ("point",)}
 
     def __init__(self, prior: DPMixturePrior | None = None, flow=None):
-        if prior is None:
-            prior = DPMixturePrior()
-        if not isinstance(prior, DPMixturePrior):
+        if prior is not None and not isinstance(prior, DPMixturePrior):
             raise TypeError(f"prior must be a DPMixturePrior or None, got {type(prior).__name__}")
         self.prior = prior
         self.flow = _check_flow(flow)
+
+    def prior_for(self, z: torch.Tensor) -> DPMixturePrior:
+        """The prior a fit on the transformed points ``z`` ``(N, d)`` uses: the model's
+        ``prior``, or with ``prior=None`` the data-dependent default (class docstring)."""
+        return resolve_prior(self.prior, z.detach())
 
     def prepare(self, data, device=None) -> torch.Tensor:
         """The observed points as a finite ``(N, d)`` float tensor."""
@@ -239,8 +248,10 @@ class DPMixture(Model):
         with a flow)."""
         x = self.prepare(data)
         if self.flow is None:
-            return dp_mixture_crp(x.shape[0], x.shape[1], self.prior, x)
-        return dp_mixture_crp(x.shape[0], x.shape[1], self.prior, y=x, flow=self.flow)
+            return dp_mixture_crp(x.shape[0], x.shape[1], self.prior_for(x), x)
+        with torch.no_grad():
+            prior = self.prior_for(self.flow(x))
+        return dp_mixture_crp(x.shape[0], x.shape[1], prior, y=x, flow=self.flow)
 
     def transform(self, data) -> tuple[torch.Tensor, torch.Tensor]:
         """``(z, log|det df/dy|)`` for observed ``data``: ``(data, 0)`` without a flow."""
@@ -257,7 +268,7 @@ class DPMixture(Model):
         """Closed-form log joint (eqs. 16-19) of the state ``(labels, mu, lam)`` and ``data``,
         with the flow's ``log|det df/dy|`` added (see :func:`pyromodels.ddpm.complete_log_joint`)."""
         z, log_det = self.transform(data)
-        return complete_log_joint(z, labels, mu, lam, self.prior, log_det)
+        return complete_log_joint(z, labels, mu, lam, self.prior_for(z), log_det)
 
     @torch.no_grad()
     def simulate(self, num_points: int, generator: torch.Generator, *, dim: int | None = None,
@@ -277,12 +288,13 @@ class DPMixture(Model):
         num = check_int(num_points, "num_points", minimum=1)
         if not isinstance(generator, torch.Generator):
             raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+        prior = DPMixturePrior() if self.prior is None else self.prior
         if dim is None:
-            if not isinstance(self.prior.mu0, tuple):
+            if not isinstance(prior.mu0, tuple):
                 raise ValueError("dim is needed unless mu0 is a vector")
-            dim = len(self.prior.mu0)
-        ng = self.prior.normal_gamma(dim, dtype=dtype)
-        c = sample_crp(num, self.prior.alpha, generator)
+            dim = len(prior.mu0)
+        ng = prior.normal_gamma(dim, dtype=dtype)
+        c = sample_crp(num, prior.alpha, generator)
         mu, lam = ng.sample(generator, (int(c.max()) + 1,))
         noise = torch.randn(num, ng.dim, dtype=dtype, generator=generator)
         z = mu[c] + torch.rsqrt(lam)[c].unsqueeze(-1) * noise
@@ -290,25 +302,43 @@ class DPMixture(Model):
         return DPMixtureSample(z=z, labels=c, mu=mu, lam=lam, y=y)
 
     def fit(self, data, method: str = "mcem", **kwargs):
-        """Fit by Monte Carlo EM (:func:`~pyromodels.ddpm.mcem.fit_mcem`, the paper's
-        Algorithm 1): Gibbs sweeps of the DP mixture on ``z = f(y)`` and, with a trainable
-        flow, Adam steps on the flow between them; without one, the rounds are the Gibbs
-        sampler alone (DPM).
+        """Fit by Gibbs sampling or by Monte Carlo EM.
+
+        ``method="gibbs"`` (:func:`~pyromodels.ddpm.gibbs.fit_gibbs`): chains of Neal's
+        Algorithm 3 (``algorithm=3``, collapsed), Algorithm 2 (``algorithm=2``) or the blocked
+        sampler of the truncated model (``algorithm="blocked"``), on ``z`` (or ``f(y)`` with
+        the flow held fixed); draws of the canonical labels ``c``.
+
+        ``method="mcem"`` (:func:`~pyromodels.ddpm.mcem.fit_mcem`, the paper's Algorithm 1):
+        Gibbs sweeps of the DP mixture on ``z = f(y)`` and, with a trainable flow, Adam steps
+        on the flow between them; without one, the rounds are the Gibbs sampler alone (DPM).
+
+        With ``prior=None`` either engine resolves the prior once, against the starting ``z``
+        (:meth:`prior_for`); the prior used is recorded in ``attrs["prior"]``.
 
         Args:
             data: ``(N, d)`` observed points (``y`` with a flow, ``z`` without).
-            method: ``"mcem"``.
-            **kwargs: ``settings`` (:class:`~pyromodels.ddpm.mcem.MCEMSettings`), ``seed``,
-                ``progress``, ``checkpoint``, ``checkpoint_every``, ``resume``.
+            method: ``"mcem"`` or ``"gibbs"``.
+            **kwargs: for ``"gibbs"``: ``algorithm``, ``num_samples``, ``num_warmup``,
+                ``num_chains``, ``thin``, ``seed``, ``init``, ``truncation``,
+                ``alpha_prior``, ``backend``, ``paper_literal``, ``progress``; for
+                ``"mcem"``: ``settings`` (:class:`~pyromodels.ddpm.mcem.MCEMSettings`),
+                ``seed``, ``progress``, ``checkpoint``, ``checkpoint_every``, ``resume``.
 
         Returns:
-            A :class:`~pyromodels.core.Posterior` (``method="mcem"``; see
-            :func:`~pyromodels.ddpm.mcem.fit_mcem`).
+            A :class:`~pyromodels.core.Posterior` (see the engine's function).
         """
+        from .gibbs import fit_gibbs
         from .mcem import fit_mcem
 
         check_in(method, "method", self.engines)
         x = self.prepare(data)
         if x.shape[0] < 2:
             raise ValueError(f"data must hold at least 2 points, got {x.shape[0]}")
-        return fit_mcem(self, x, self.prior, self.flow, **kwargs)
+        if method == "gibbs":
+            return fit_gibbs(self, x, **kwargs)
+        with torch.no_grad():
+            prior = self.prior_for(x if self.flow is None else self.flow(x))
+        posterior = fit_mcem(self, x, prior, self.flow, **kwargs)
+        posterior.attrs["prior"] = repr(prior)
+        return posterior

@@ -14,6 +14,13 @@ paper's Appendix B gives ``(kappa0, alpha0, beta0, alpha)`` and the schedule ``(
 for four data sets, but never ``mu0``: the presets use ``mu0 = 0`` unless asked for the
 empirical mean of the transformed data (``mu0="empirical"``), resolved by :meth:`DPMixturePrior.loc`.
 
+**The default prior is written in the data's units.** A model built with ``prior=None`` fits
+with :func:`default_prior` of its data: ``DPMixturePrior()`` moved to the data's centre and
+spread (:func:`~pyromodels.conjugate.data_units`), that is ``mu0`` = the column means and
+``beta0 = scale^2``. Fitting ``c x + b`` then gives the clustering of ``x`` (the posterior of
+the partition is the same; ``mu`` and ``1 / lam`` move with the data), where a fixed prior
+sees one cluster at ``x * 1e-8`` or ``x + 1e6``. An explicit prior is used as given.
+
 Example:
     >>> prior = DPMixturePrior.paper_preset("mnist")
     >>> prior.kappa0, prior.alpha0, prior.beta0, prior.alpha
@@ -33,9 +40,12 @@ from dataclasses import dataclass, replace
 import torch
 
 from ..checks import as_float_tensor, check_in, check_int, check_positive
-from ..conjugate import NormalGamma
+from ..conjugate import NormalGamma, data_units
 
-__all__ = ["DPMixturePrior", "PaperSchedule", "PAPER_PRESETS", "PAPER_SCHEDULES", "EMPIRICAL"]
+__all__ = [
+    "DPMixturePrior", "PaperSchedule", "PAPER_PRESETS", "PAPER_SCHEDULES", "EMPIRICAL",
+    "default_prior", "resolve_prior",
+]
 
 #: value of ``mu0`` that asks for the mean of the (transformed) data
 EMPIRICAL = "empirical"
@@ -133,6 +143,28 @@ class DPMixturePrior:
         """A copy with another ``mu0``."""
         return replace(self, mu0=mu0)
 
+    def in_units(self, loc, scale: float) -> DPMixturePrior:
+        """This prior, written for data of centre 0 and spread 1, moved to data of centre
+        ``loc`` and spread ``scale``: ``mu0 -> loc + scale * mu0`` and
+        ``beta0 -> scale^2 beta0`` (``mu_k`` and ``lam_k^-1/2`` move with the data;
+        ``kappa0``, ``alpha0`` and ``alpha`` are unitless). ``mu0="empirical"`` stays.
+
+        Args:
+            loc: ``(d,)`` centre (a tensor or sequence of floats).
+            scale: ``> 0`` spread.
+
+        Example:
+            >>> p = DPMixturePrior(mu0=1.0, beta0=2.0).in_units([10.0, 20.0], 3.0)
+            >>> p.mu0, p.beta0
+            ((13.0, 23.0), 18.0)
+        """
+        scale = check_positive(scale, "scale")
+        centre = as_float_tensor(loc, "loc", ndim=1, dtype=torch.float64, device="cpu")
+        mu0 = self.mu0
+        if mu0 != EMPIRICAL:
+            mu0 = tuple(float(v) for v in centre + scale * self.loc(centre.shape[0]))
+        return replace(self, mu0=mu0, beta0=self.beta0 * scale ** 2)
+
     # ------------------------------------------------------------ resolution
     def loc(self, dim: int, data=None, dtype=torch.float64, device=None) -> torch.Tensor:
         """``mu0`` as a ``(dim,)`` tensor.
@@ -176,6 +208,29 @@ class DPMixturePrior:
             torch.tensor(self.alpha0, **opts),
             torch.tensor(self.beta0, **opts),
         )
+
+
+def default_prior(data, name: str = "data") -> DPMixturePrior:
+    """The prior a model built with ``prior=None`` fits ``data`` ``(N, d)`` with:
+    ``DPMixturePrior()`` in the data's units (module docstring), so the clustering does not
+    depend on the data's unit or origin.
+
+    Raises:
+        ValueError: all points identical (no spread to write the prior in; give a prior).
+
+    Example:
+        >>> import torch
+        >>> p = default_prior(torch.tensor([[1e6, 0.0], [1e6 + 2.0, 2.0]], dtype=torch.float64))
+        >>> p.mu0, round(p.beta0, 9)
+        ((1000001.0, 1.0), 2.0)
+    """
+    x = as_float_tensor(data, name, ndim=2)
+    return DPMixturePrior().in_units(*data_units(x, name))
+
+
+def resolve_prior(prior: DPMixturePrior | None, data, name: str = "data") -> DPMixturePrior:
+    """``prior`` when the user gave one, else :func:`default_prior` of ``data``."""
+    return default_prior(data, name) if prior is None else prior
 
 
 #: Appendix B, the hyperparameters shared by DPM and DDPM (``mu0 = 0``: not given in the paper)

@@ -3,7 +3,7 @@ blocked Gibbs sampling.
 
 The Chinese-restaurant form (:class:`~pyromodels.ddpm.DPMixture`) has an unbounded number of
 clusters, which neither SVI nor enumeration can handle. Truncating the stick-breaking
-construction of ``G ~ DP(G0, alpha)`` (spec section 2.2, eqs. 4-7; Ishwaran and James 2001)
+construction of ``G ~ DP(G0, alpha)`` (DDPM paper, eqs. 4-7; Ishwaran and James 2001)
 at ``T`` sticks gives a finite model with the same base measure
 ``G0 = NG(mu0, kappa0, alpha0, beta0)``:
 
@@ -33,7 +33,7 @@ enumeration; it broadcasts over an enumeration dimension of ``c`` and a batch di
 draws (components are indexed with ``Vindex``), and conditioned on a full state its
 ``log_prob_sum()`` is :func:`pyromodels.bnp.blocked_log_joint`.
 
-Engines (spec section 3.6, the variational alternative the paper leaves to future work):
+Engines (the variational one is the alternative the paper leaves to future work):
 
 * ``"svi"``: ``c`` is summed out exactly by ``TraceEnum_ELBO``; the guide is the default
   mean-field ``AutoNormal`` over ``v``, ``lam`` and ``mu`` (``c`` hidden), one independent
@@ -41,9 +41,11 @@ Engines (spec section 3.6, the variational alternative the paper leaves to futur
   (:meth:`TruncatedDPMixture.init_values`) is the conjugate posterior mean given k-means
   labels with ``min(T, N)`` clusters; surplus components empty out during the fit (each
   occupied component pays the KL of its parameters, the Occam factor of the ELBO).
-* ``"gibbs"``: the blocked Gibbs sampler as two blocks, ``(v, mu, lam) | c`` (spec eq. 22 and
-  ``v_k | c ~ Beta(1 + n_k, alpha + sum_{j>k} n_j)``) and ``c | v, mu, lam``, the same
-  conditionals as :func:`pyromodels.bnp.blocked_sweep`.
+* ``"gibbs"``: the blocked Gibbs sampler as two blocks, ``(v, mu, lam) | c`` (DDPM paper, eq. 22 and
+  ``v_k | c ~ Beta(1 + n_k, alpha + sum_{j>k} n_j)``) and ``c | v, mu, lam``. The blocks
+  call the one blocked implementation, :func:`pyromodels.bnp.draw_blocked_parameters` and
+  :func:`pyromodels.bnp.draw_blocked_labels`, so a chain from a state draws what
+  :func:`pyromodels.bnp.blocked_sweep` draws from it with the same generator.
 
 Caveat on tiny concentrations. The paper's ``alpha = 1e-5`` (Appendix B) makes
 ``Beta(1, alpha)`` numerically extreme: ``P(1 - v_k < 2^-53) = 2^(-53 alpha) = 1 - 3.7e-4``,
@@ -87,16 +89,18 @@ from ..bnp import (
     BlockedState,
     assignment_logits,
     component_posterior,
+    draw_blocked_labels,
+    draw_blocked_parameters,
     stick_log_weights,
     stick_posterior,
     truncated_dp_mixture,
 )
 from ..checks import as_float_tensor, check_int
-from ..conjugate import NormalGamma, sample_log_gamma
+from ..conjugate import NormalGamma
 from ..core.gibbs import GibbsBlock, GibbsSweep
 from ..core.model import Model
 from .baselines import kmeans
-from .prior import DPMixturePrior
+from .prior import DPMixturePrior, resolve_prior
 
 __all__ = ["TruncatedDPMixture", "TruncatedAssignment"]
 
@@ -126,8 +130,12 @@ class TruncatedDPMixture(Model):
     sticks (the module docstring has the model, its sites and the caveat on tiny ``alpha``).
 
     Args:
-        prior: the hyperparameters ``(mu0, kappa0, alpha0, beta0, alpha)`` (default
-            ``DPMixturePrior()``); ``mu0 = "empirical"`` resolves to the mean of the data.
+        prior: the hyperparameters ``(mu0, kappa0, alpha0, beta0, alpha)``, used as given
+            (``mu0 = "empirical"`` resolves to the mean of the data); ``None`` (default)
+            resolves, for each data set, to :func:`~pyromodels.ddpm.prior.default_prior` of
+            the data (``DPMixturePrior()`` in the data's units), so that Gibbs gives the
+            clustering of ``z`` for ``c z + b`` (SVI's optimiser steps are not in the data's
+            units: scale the data or the learning rate for it).
         truncation: number of sticks ``T >= 1`` (components the model can use).
 
     Raises:
@@ -168,12 +176,15 @@ class TruncatedDPMixture(Model):
     }
 
     def __init__(self, prior: DPMixturePrior | None = None, truncation: int = 20):
-        if prior is None:
-            prior = DPMixturePrior()
-        if not isinstance(prior, DPMixturePrior):
+        if prior is not None and not isinstance(prior, DPMixturePrior):
             raise TypeError(f"prior must be a DPMixturePrior or None, got {type(prior).__name__}")
         self.prior = prior
         self.truncation = check_int(truncation, "truncation", minimum=1)
+
+    @property
+    def alpha(self) -> float:
+        """The DP concentration (unitless: the default prior's is 1)."""
+        return (DPMixturePrior() if self.prior is None else self.prior).alpha
 
     # ----------------------------------------------------------------- data
     def prepare(self, data, device=None) -> torch.Tensor:
@@ -184,8 +195,9 @@ class TruncatedDPMixture(Model):
         return z
 
     def base_measure(self, z: torch.Tensor) -> NormalGamma:
-        """``G0`` as a :class:`~pyromodels.conjugate.NormalGamma` in ``z``'s dtype and device."""
-        return self.prior.normal_gamma(z.shape[1], data=z)
+        """``G0`` as a :class:`~pyromodels.conjugate.NormalGamma` in ``z``'s dtype and device
+        (with ``prior=None``, the default prior in ``z``'s units)."""
+        return resolve_prior(self.prior, z.detach()).normal_gamma(z.shape[1], data=z)
 
     def observed_data(self, data) -> dict:
         """``{"z": (N, d) array}`` for ArviZ's ``observed_data`` group."""
@@ -200,7 +212,7 @@ class TruncatedDPMixture(Model):
         """
         z = self.prepare(data)
         program = config_enumerate(truncated_dp_mixture, default="parallel")
-        return program(z, self.base_measure(z), self.prior.alpha, self.truncation)
+        return program(z, self.base_measure(z), self.alpha, self.truncation)
 
     # --------------------------------------------------------- starting points
     def init_labels(self, data, generator: torch.Generator) -> torch.Tensor:
@@ -218,7 +230,7 @@ class TruncatedDPMixture(Model):
         mu, lam = post.mean()
         values = {"lam": lam.to(z.dtype), "mu": mu.to(z.dtype)}
         if T > 1:
-            a, b = stick_posterior(labels, self.prior.alpha, T)
+            a, b = stick_posterior(labels, self.alpha, T)
             values["v"] = (a / (a + b)).to(device=z.device, dtype=z.dtype)
         return values
 
@@ -236,23 +248,22 @@ class TruncatedDPMixture(Model):
     # ------------------------------------------------------------------ gibbs
     def _blocked_state(self, state: dict, z: torch.Tensor) -> BlockedState:
         v = state.get("v", z.new_zeros(0))
-        alpha = torch.tensor(self.prior.alpha, dtype=z.dtype, device=z.device)
+        alpha = torch.tensor(self.alpha, dtype=z.dtype, device=z.device)
         return BlockedState(state["c"], _full_sticks(v), state["mu"], state["lam"], alpha)
 
     def _parameter_conditionals(self, state: dict, z: torch.Tensor):
         """``NG`` posterior of every component and the Beta parameters of the sticks."""
         T = self.truncation
         post = component_posterior(z, state["c"], self.base_measure(z), T)
-        a, b = stick_posterior(state["c"], self.prior.alpha, T)
+        a, b = stick_posterior(state["c"], self.alpha, T)
         return post, a.to(z.device), b.to(z.device)
 
     def _draw_parameters(self, state, data, generator) -> dict:
-        post, a, b = self._parameter_conditionals(state, data)
-        mu, lam = post.sample(generator)
+        alpha = torch.tensor(self.alpha, dtype=torch.float64, device=data.device)
+        mu, lam, log_v, _, _ = draw_blocked_parameters(
+            data, state["c"], self.base_measure(data), alpha, self.truncation, generator)
         out = {"mu": mu.to(data.dtype), "lam": lam.to(data.dtype)}
-        if self.truncation > 1:  # v = G_a / (G_a + G_b), unit-rate Gamma draws in log space
-            log_g = sample_log_gamma(torch.stack([a, b], -1), generator)
-            log_v = log_g[:, 0] - torch.logaddexp(log_g[:, 0], log_g[:, 1])
+        if self.truncation > 1:
             out["v"] = log_v.exp().to(data.dtype)
         return out
 
@@ -264,9 +275,10 @@ class TruncatedDPMixture(Model):
         return lp
 
     def _draw_labels(self, state, data, generator) -> dict:
-        logits = assignment_logits(data, self._blocked_state(state, data))
-        probs = torch.softmax(logits, dim=-1)
-        return {"c": torch.multinomial(probs, 1, generator=generator).squeeze(-1)}
+        v = state["v"].double() if self.truncation > 1 else data.new_zeros(0, dtype=torch.float64)
+        labels = draw_blocked_labels(data, state["mu"].double(), state["lam"].double(),
+                                     torch.log(v), torch.log1p(-v), generator)
+        return {"c": labels}
 
     def _label_log_density(self, values, state, data) -> torch.Tensor:
         logits = assignment_logits(data, self._blocked_state(state, data))
@@ -283,7 +295,16 @@ class TruncatedDPMixture(Model):
 
     # -------------------------------------------------------------- predictions
     def _check_points(self, posterior, z) -> torch.Tensor:
-        mu = posterior.samples["mu"]
+        sites = ("v", "mu", "lam") if self.truncation > 1 else ("mu", "lam")
+        samples = getattr(posterior, "samples", None)
+        if not isinstance(samples, dict) or any(k not in samples for k in sites):
+            held = sorted(samples) if isinstance(samples, dict) else type(posterior).__name__
+            raise TypeError(f"posterior must be a fit of this TruncatedDPMixture (with draws of "
+                            f"{', '.join(sites)}), got one holding {held}")
+        if samples["mu"].dim() < 2 or samples["mu"].shape[-2] != self.truncation:
+            raise ValueError(f"posterior must be a fit with truncation {self.truncation} (this "
+                             f"model's), got mu of shape {tuple(samples['mu'].shape)}")
+        mu = samples["mu"]
         x = as_float_tensor(z, "z", ndim=2, dtype=mu.dtype, device=mu.device)
         if x.shape[1] != mu.shape[-1]:
             raise ValueError(f"z must have {mu.shape[-1]} columns (the training dimension), got {x.shape[1]}")
@@ -313,6 +334,11 @@ class TruncatedDPMixture(Model):
 
         Returns:
             A :class:`TruncatedAssignment` ``(responsibilities (N, T), labels (N,))``.
+
+        Raises:
+            TypeError: ``posterior`` without draws of ``v``, ``mu``, ``lam`` (another
+                model's fit).
+            ValueError: a fit of another truncation; ``z`` of another width.
         """
         x = self._check_points(posterior, z)
         v = posterior.mean("v") if self.truncation > 1 else None

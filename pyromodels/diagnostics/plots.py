@@ -24,7 +24,7 @@ with warnings.catch_warnings():
                             category=FutureWarning)
     import arviz as az
 
-__all__ = ["plot_trace", "plot_rank", "plot_energy", "plot_coclustering", "plot_loss"]
+__all__ = ["plot_trace", "label_trace", "plot_rank", "plot_energy", "plot_coclustering", "plot_loss"]
 
 
 def _figure_of(axes) -> plt.Figure:
@@ -98,7 +98,32 @@ def plot_trace(posterior, var_names=None, site: str = "z", **kwargs) -> plt.Figu
     """
     idata, names = _plot_variables(posterior, var_names, site)
     legend = kwargs.pop("legend", True)
-    axes = np.atleast_2d(az.plot_trace(idata, var_names=names, **kwargs))
+    return label_trace(az.plot_trace(idata, var_names=names, **kwargs), idata, legend=legend)
+
+
+def label_trace(axes, idata, legend: bool = True) -> plt.Figure:
+    """Label the axes that ``arviz.plot_trace`` drew from ``idata`` (which leaves them bare):
+    the left panel of each variable gets the variable and ``density`` (``frequency`` for a
+    discrete variable, redrawn as one histogram per chain with a bin per value), the right
+    panel ``draw`` and the variable.
+
+    Args:
+        axes: the ``(variables, 2)`` array of axes ``arviz.plot_trace`` returned.
+        idata: the ``arviz.InferenceData`` it plotted.
+        legend: add a legend with one entry per chain (in its line style) to the first
+            trace panel.
+
+    Returns:
+        The figure, laid out.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> idata = az.from_dict(posterior={"K": rng.integers(1, 4, (2, 30))})
+        >>> fig = label_trace(az.plot_trace(idata), idata)
+        >>> [(ax.get_xlabel(), ax.get_ylabel()) for ax in fig.axes]
+        [('K', 'frequency'), ('draw', 'K')]
+    """
+    axes = np.atleast_2d(axes)
     for left, right in axes:
         name = left.get_title()
         discrete = name in idata.posterior and is_discrete(idata.posterior[name].values)

@@ -10,25 +10,9 @@ from __future__ import annotations
 
 import torch
 
+from ..conjugate.units import centred_units, data_scale
+
 __all__ = ["data_scale", "fittable_scales", "check_data_scale", "standardize"]
-
-
-def _centred_units(x: torch.Tensor) -> tuple[torch.Tensor, float]:
-    """``(u, peak)`` with ``x = peak * (u + mean)``: ``u`` centred, in units of ``x``'s largest
-    magnitude (so nothing here overflows for any finite ``x``)."""
-    peak = float(x.abs().amax())
-    if peak == 0.0:
-        return torch.zeros_like(x), 0.0
-    u = x / peak
-    return u - u.mean(0), peak
-
-
-def data_scale(x: torch.Tensor) -> float:
-    """Root mean column variance of ``x`` ``(N, d)``, finite for any finite ``x``; 0 when every
-    point is the same."""
-    u, peak = _centred_units(x)
-    per_entry = u.pow(2).sum() / (max(x.shape[0] - 1, 1) * x.shape[1])
-    return peak * float(per_entry.sqrt())
 
 
 def fittable_scales(x: torch.Tensor) -> tuple[float, float]:
@@ -86,6 +70,6 @@ def check_data_scale(x: torch.Tensor, name: str, scaled_prior: bool) -> float:
 def standardize(x: torch.Tensor) -> torch.Tensor:
     """``x`` centred and divided by its largest absolute deviation (entries in ``[-1, 1]``);
     a constant ``x`` gives zeros. Distances between standardized points cannot overflow."""
-    u, _ = _centred_units(x)
+    u, _ = centred_units(x)
     peak = u.abs().amax()
     return u / peak if float(peak) > 0 else u

@@ -29,6 +29,7 @@ import platformdirs
 import torch
 
 from ..core.checkpoint import write_checkpoint
+from ..core.fingerprint import data_fingerprint as fingerprint
 
 __all__ = ["CacheWarning", "WeightCache", "cache_key", "cache_root", "data_fingerprint",
            "resolve_cache_dir", "ENV_VAR"]
@@ -76,7 +77,8 @@ def resolve_cache_dir(cache, kind: str) -> Path | None:
 
 
 def data_fingerprint(x: torch.Tensor) -> str:
-    """SHA-256 (hex) of a tensor's dtype, shape and bytes (in C order, from the CPU).
+    """SHA-256 (hex) of a tensor's dtype, shape and bytes (in C order, from the CPU): the
+    fingerprint checkpoints keep (:func:`pyromodels.core.fingerprint.data_fingerprint`).
 
     Example:
         >>> a = data_fingerprint(torch.zeros(2, 3))
@@ -85,12 +87,7 @@ def data_fingerprint(x: torch.Tensor) -> str:
     """
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
-    h = hashlib.sha256()
-    h.update(f"{x.dtype}|{tuple(x.shape)}|".encode())
-    flat = x.detach().to("cpu").contiguous().reshape(-1)
-    if flat.numel():
-        h.update(memoryview(flat.view(torch.uint8).numpy()))
-    return h.hexdigest()
+    return fingerprint(x, "x")
 
 
 def cache_key(fingerprint: str, settings: Mapping) -> str:

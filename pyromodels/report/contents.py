@@ -2,9 +2,11 @@
 
 Every report gets a run id, written into each of its files: ``metrics.json`` keeps it under
 the reserved key :data:`RUN_KEY` together with the SHA-256 digest of every other file of the
-report, ``index.html`` in a ``<meta name="pyromodels-run-id">`` tag and each NetCDF file in its
-root attribute :data:`RUN_ID_ATTR`. :func:`read_report` uses them to tell a whole report from
-a partial one (a file missing, truncated or altered) or a mixed one (files of different runs).
+report and that of the metrics themselves, ``index.html`` in a
+``<meta name="pyromodels-run-id">`` tag and each NetCDF file in its root attribute
+:data:`RUN_ID_ATTR`. :func:`read_report` uses them to tell a whole report from a partial one (a
+file missing, truncated or altered, or a metric edited) or a mixed one (files of different
+runs).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import re
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+
+from .result import metrics_digest
 
 __all__ = [
     "INDEX_NAME",
@@ -66,10 +70,16 @@ def _run_record(metrics: dict, where: Path) -> tuple[str, dict[str, str]]:
         not isinstance(record, dict)
         or not isinstance(record.get("run_id"), str)
         or not isinstance(record.get("files"), dict)
+        or not isinstance(record.get("metrics"), str)
     ):
         raise IncompleteReportError(
             f"report in {where} cannot be checked: {METRICS_NAME} holds no run id (written by an "
             "older pyromodels, or edited); write the report again"
+        )
+    if metrics_digest(metrics) != record["metrics"]:
+        raise IncompleteReportError(
+            f"report in {where} is partial: {METRICS_NAME} holds metrics that differ from those "
+            f"run {record['run_id']} wrote (edited)"
         )
     return record["run_id"], record["files"]
 

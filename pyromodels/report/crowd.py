@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field, replace
 
 import matplotlib.pyplot as plt
@@ -34,7 +35,8 @@ from .fit_warnings import (
 from .result import DemoResult
 
 __all__ = ["CrowdOutputs", "crowd_outputs", "label_table", "entropy", "gold_scores",
-           "plot_worker_confusions", "with_crowd_outputs", "LABELS_FILE", "CONFUSION_FILE"]
+           "GoldLabelWarning", "plot_worker_confusions", "with_crowd_outputs", "LABELS_FILE",
+           "CONFUSION_FILE"]
 
 LABELS_FILE = "labels.csv"
 CONFUSION_FILE = "worker_confusion.csv"
@@ -100,11 +102,31 @@ def _draws(confusion) -> np.ndarray:
     return draws.reshape(-1, *draws.shape[-3:]).numpy()
 
 
-def gold_scores(labels: pd.DataFrame, gold: pd.Series) -> dict:
+def _some(values, shown: int = 5) -> str:
+    """Up to ``shown`` of ``values`` by their repr, sorted, with ``...`` when there are more."""
+    names = sorted(repr(v) for v in values)
+    return ", ".join(names[:shown]) + (", ..." if len(names) > shown else "")
+
+
+class GoldLabelWarning(UserWarning):
+    """Gold labels that no worker gives: the fit cannot predict them, so they score as errors."""
+
+
+def gold_scores(labels: pd.DataFrame, gold: pd.Series, classes=None) -> dict:
     """Accuracy and macro-F1 of ``labels`` (a :func:`label_table`) on the tasks that have gold.
+
+    Args:
+        labels: the :func:`label_table` of the fit.
+        gold: gold labels indexed by task id.
+        classes: the labels the workers give (the table's classes); a scored gold label
+            outside them can never be predicted and gets a :class:`GoldLabelWarning`.
 
     Raises:
         ValueError: no task of ``labels`` has a gold label.
+
+    Warns:
+        GoldLabelWarning: naming the gold labels no worker gives and how many scored tasks
+            hold them (often the same label written as another type, ``'1'`` for ``1``).
     """
     predicted = labels.set_index("task")["label"]
     common = predicted.index.intersection(gold.index)
@@ -112,6 +134,15 @@ def gold_scores(labels: pd.DataFrame, gold: pd.Series) -> dict:
         raise ValueError("no task of the data has a gold label: check that the gold file uses "
                          "the same task ids")
     y_pred, y_true = predicted.loc[common].to_numpy(), gold.loc[common].to_numpy()
+    if classes is not None:
+        known = set(classes)
+        unknown = pd.Series(y_true)[[v not in known for v in y_true]]
+        if len(unknown):
+            warnings.warn(
+                f"gold holds labels that no worker gives, {_some(set(unknown))} (on "
+                f"{len(unknown)} of the {len(common)} scored tasks): the fit cannot predict "
+                f"them, so they score as errors; the workers give {_some(known)} (check the "
+                "gold file's label ids and their type)", GoldLabelWarning, stacklevel=3)
     return {"accuracy": float(np.mean(y_pred == y_true)),
             "macro_f1": macro_f1(y_true, y_pred), "num_scored": int(len(common)),
             "num_without_gold": int(len(predicted) - len(common))}
@@ -234,7 +265,7 @@ def crowd_outputs(table: AnnotationTable, probabilities, confusion, *, gold=None
                "confusion_interval": interval if sampled else None}
     warnings = near_uniform_warnings(mean, table.workers)
     if gold is not None:
-        metrics["gold"] = gold_scores(labels, gold)
+        metrics["gold"] = gold_scores(labels, gold, table.classes)
         if majority is not None:
             base = gold_scores(_majority_table(table, majority), gold)
             metrics["majority_vote"] = base

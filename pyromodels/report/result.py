@@ -9,6 +9,8 @@ directory. Names become directory and file names there, so they must pass
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import numbers
 from collections.abc import Mapping
@@ -19,7 +21,7 @@ import numpy as np
 
 from ..checks import check_name
 
-__all__ = ["DemoResult", "check_metrics"]
+__all__ = ["DemoResult", "check_metrics", "metrics_digest"]
 
 
 def _check_str_dict(
@@ -77,6 +79,19 @@ def check_metrics(metrics, name: str = "metrics"):
         f"{name} must be a number, string, bool, None, list or dict, got "
         f"{type(metrics).__name__}; convert arrays and tensors with float(x) or x.tolist()"
     )
+
+
+def metrics_digest(metrics: dict) -> str:
+    """The SHA-256 (hex) of ``metrics`` (as :func:`check_metrics` returns them) written as
+    canonical JSON, sorted keys and no spaces: the same for the metrics a report writes and
+    for those read back from its ``metrics.json``, so an edited value shows.
+
+    Example:
+        >>> metrics_digest({"a": 1, "b": [0.5]}) == metrics_digest({"b": [0.5], "a": 1})
+        True
+    """
+    text = json.dumps(metrics, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass

@@ -4,7 +4,8 @@ Layout of ``out_dir`` after :func:`write_report`::
 
     index.html            the self-contained page (figures embedded as PNG)
     metrics.json          {result name: metrics}, strict JSON (``null`` for NaN), and under
-                          the key "_report" the run id and each other file's SHA-256 digest
+                          the key "_report" the run id, each other file's SHA-256 digest and
+                          the digest of the metrics themselves
     <result>/<engine>.nc  each result's arviz.InferenceData, one file per engine
 
 The report is built in a new directory beside ``out_dir`` and swapped into place whole, so
@@ -34,7 +35,7 @@ from .contents import (
     read_report,
 )
 from .html import render_page
-from .result import DemoResult, check_metrics
+from .result import DemoResult, check_metrics, metrics_digest
 
 __all__ = ["write_report", "read_metrics", "library_versions", "INDEX_NAME", "METRICS_NAME"]
 
@@ -163,7 +164,8 @@ def write_report(results: list[DemoResult], out_dir, title: str, files: dict | N
             page = render_page(results, title, generated, library_versions(), links, run_id)
             (stage / INDEX_NAME).write_text(page, encoding="utf-8")
             written = [INDEX_NAME, *extra, *(p for r in links.values() for p in r.values())]
-            record = {"run_id": run_id, "files": {p: file_digest(stage / p) for p in written}}
+            record = {"run_id": run_id, "files": {p: file_digest(stage / p) for p in written},
+                      "metrics": metrics_digest(metrics)}
             # strict JSON: no NaN, Infinity
             text = json.dumps({**metrics, RUN_KEY: record}, indent=2, allow_nan=False)
             (stage / METRICS_NAME).write_text(text + "\n", encoding="utf-8")

@@ -13,7 +13,8 @@ from pyromodels.bnp import Tree
 from pyromodels.core import Posterior
 from pyromodels.core.seeding import derive_seed
 
-PRIOR = BHMCPrior(alpha=1.0, gamma=1.0, gamma0=1.0, depth=2, num_components=4)
+PRIOR = BHMCPrior(alpha=1.0, gamma=1.0, gamma0=1.0, depth=2, num_components=4, loc=0.0,
+                  scale=1.0)
 
 
 @pytest.fixture(scope="module")

@@ -165,14 +165,14 @@ def test_sweeps_run_on_one_torch_thread_and_restore_the_callers_count(which, mon
 
     x, prior, state, g = _problem(8, N=6)
     seen = []
-    original = sampler.sample_weights
+    original = sampler._sample_weights  # the sweep's (unchecked) weights block
 
     def spy(*args, **kwargs):
         seen.append(torch.get_num_threads())
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(sampler, "sample_weights", spy)
-    monkeypatch.setattr(regularised, "sample_weights", spy)
+    monkeypatch.setattr(sampler, "_sample_weights", spy)
+    monkeypatch.setattr(regularised, "_sample_weights", spy)
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:

@@ -63,7 +63,8 @@ def test_sticks_round_trip():
 
 
 def _draw(seed, N=6, D=2, K=3, L=2, alpha=1.5):
-    prior = BHMCPrior(alpha=alpha, gamma=0.7, gamma0=1.3, depth=L, num_components=K)
+    prior = BHMCPrior(alpha=alpha, gamma=0.7, gamma0=1.3, depth=L, num_components=K,
+                      loc=0.0, scale=1.0)
     model = BHMC(prior)
     return model, model.simulate(N, D, torch.Generator().manual_seed(seed))
 

@@ -133,16 +133,6 @@ def test_bad_settings():
         run_rbhmc(x, prior, 1, 1.0, 1.0, g, init=bad)
 
 
-def _candidate(tree, n):
-    """The candidate of path_conditional_log_probs that datum n's path realises: its path down
-    to the deepest node that other data also pass through, then NEW markers."""
-    path = list(tree.path(n))
-    for lv in range(len(path) - 1, -1, -1):
-        if lv == 0 or tree.count(path[lv]) > 1:
-            return tuple(path[:lv + 1] + [NEW] * (len(path) - 1 - lv))
-    raise AssertionError
-
-
 def _path_target(state, x, n, prior, C, eps0, own_only):
     """Exact conditional of datum n's path with the hinge on (lam and the living nodes' eta
     fixed): nCRP(v | V^-n) * sum_k beta_{a,k} N(x_n; theta_k, 1) * E[prod_m K(lam_m; zeta_m)],
@@ -191,7 +181,7 @@ def _path_fixture():
 
 
 @pytest.mark.parametrize("paper_literal, steps", [(False, 6000), (True, 6000)])
-def test_rbhmc_path_step_matches_the_exact_conditional(paper_literal, steps):
+def test_rbhmc_path_step_matches_the_exact_conditional(paper_literal, steps, realised_candidate):
     """Datum 3's path under rbhmc_path_step alone against _path_target, on a tree where its
     move changes the other data's sibling sets. Batch means (60 batches), Student t bound at
     family-wise level 1e-3 over the 6 candidates. The exact step targets every datum's
@@ -208,7 +198,7 @@ def test_rbhmc_path_step_matches_the_exact_conditional(paper_literal, steps):
     hits = torch.zeros(steps, len(cands), dtype=F64)
     for t in range(steps):
         rbhmc_path_step(loglik, x, state, n, prior, C, eps0, g, paper_literal=paper_literal)
-        hits[t, cands.index(_candidate(state.tree, n))] = 1.0
+        hits[t, cands.index(realised_candidate(state.tree, n))] = 1.0
     b = hits.reshape(batches, -1, len(cands)).mean(1)
     se = b.std(0) / math.sqrt(batches)
     bound = stats.t.ppf(1 - 1e-3 / (2 * len(cands)), batches - 1)

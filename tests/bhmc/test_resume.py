@@ -12,7 +12,8 @@ from pyromodels.bhmc import BHMC, BHMCPrior
 from pyromodels.bhmc import resume as resume_module
 from pyromodels.bhmc.resume import run_pieces
 
-PRIOR = BHMCPrior(alpha=1.0, gamma=1.0, gamma0=1.0, depth=2, num_components=4)
+PRIOR = BHMCPrior(alpha=1.0, gamma=1.0, gamma0=1.0, depth=2, num_components=4, loc=0.0,
+                  scale=1.0)
 RBHMC = {"C": 0.5, "eps0": 1.0}
 
 
@@ -109,7 +110,7 @@ def test_a_checkpoint_of_another_run_is_refused(x, tmp_path):
     BHMC(PRIOR).fit(x, checkpoint=path, **options)
     with pytest.raises(ValueError, match="resume: the checkpoint's run has C=None"):
         BHMC(PRIOR).fit(x, resume=path, C=1.0, **options)
-    with pytest.raises(ValueError, match="resume: the checkpoint's run has data="):
+    with pytest.raises(ValueError, match="resume: the checkpoint was written for other data"):
         BHMC(PRIOR).fit(x + 1.0, resume=path, **options)
     with pytest.raises(ValueError, match="resume: the checkpoint's run has num_samples=2"):
         BHMC(PRIOR).fit(x, resume=path, **{**options, "num_samples": 3})

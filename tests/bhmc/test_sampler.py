@@ -31,7 +31,8 @@ F64 = torch.float64
 
 
 def _draw(seed, N=6, D=2, K=3, L=2):
-    prior = BHMCPrior(alpha=1.5, gamma=0.8, gamma0=1.2, depth=L, num_components=K)
+    prior = BHMCPrior(alpha=1.5, gamma=0.8, gamma0=1.2, depth=L, num_components=K,
+                      loc=0.0, scale=1.0)
     model = BHMC(prior)
     return model, model.simulate(N, D, torch.Generator().manual_seed(seed))
 
@@ -73,16 +74,6 @@ def test_component_conditional_is_the_programs():
     assert var[2] == 1.0 and torch.equal(mean[2], torch.zeros(2, dtype=F64))  # empty: the prior
 
 
-def _candidate(tree, n):
-    """The candidate of path_conditional_log_probs that datum n's path realises: its path down
-    to the deepest node that other data also pass through, then NEW markers."""
-    path = list(tree.path(n))
-    for lv in range(len(path) - 1, -1, -1):
-        if lv == 0 or tree.count(path[lv]) > 1:
-            return tuple(path[:lv + 1] + [NEW] * (len(path) - 1 - lv))
-    raise AssertionError
-
-
 def _batch_z(indicators, exact, batches):
     """z statistics by batch means: the chain's frequency minus the exact probability over the
     standard error estimated from `batches` consecutive batch means (nearly independent
@@ -92,7 +83,7 @@ def _batch_z(indicators, exact, batches):
     return (indicators.mean(0) - exact) / se, se
 
 
-def test_path_kernel_matches_the_exact_conditional():
+def test_path_kernel_matches_the_exact_conditional(realised_candidate):
     """Datum 3's path under the path kernel alone (other variables fixed) must follow
     p(v_3 | rest) = nCRP(v_3 | V^-3) * sum_k beta_{a,k} N(x_3; theta_k, 1) / Z, with a the
     deepest existing node of the candidate: a new node's weights are integrated out by their
@@ -120,7 +111,7 @@ def test_path_kernel_matches_the_exact_conditional():
     hits = torch.zeros(steps, len(cands), dtype=F64)
     for t in range(steps):
         path_step(loglik, state, 3, prior, g)
-        hits[t, cands.index(_candidate(state.tree, 3))] = 1.0
+        hits[t, cands.index(realised_candidate(state.tree, 3))] = 1.0
     z, se = _batch_z(hits, exact, batches)
     bound = stats.t.ppf(1 - 1e-3 / (2 * len(cands)), batches - 1)
     assert float(z.abs().max()) < bound, (hits.mean(0), exact)

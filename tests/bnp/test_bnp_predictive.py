@@ -51,7 +51,7 @@ def test_paper_literal_form_differs_exactly_when_d_exceeds_one(d):
     gap = 0.5 * (d - 1) * math.log(1.3 / 0.3)  # ((d - 1) / 2) log(kappa' / kappa_0)
     torch.testing.assert_close(literal - correct, torch.full_like(correct, gap), rtol=0,
                                atol=1e-12)
-    if d == 10:  # the spec's worked figure: 6.6 nats at d = 10, kappa_0 = 0.3
+    if d == 10:  # the worked figure: 6.6 nats at d = 10, kappa_0 = 0.3
         assert gap == pytest.approx(6.6, abs=0.01)
 
 

@@ -126,19 +126,25 @@ def test_log_prob_equals_sequential_seating_in_any_order():
     assert float(ncrp_log_prob(Tree(2, 3), 1.0)) == 0.0
 
 
-def test_sampler_frequencies_match_the_tree_probabilities():
-    alpha, draws = 0.7, 20000
+def _distance_from_the_ncrp(draw, alpha, draws):
+    """Total variation between the nCRP law of 3 data on trees of depth 2 and the frequencies
+    of ``draws`` calls of ``draw()`` (each returning the 3 paths); also the law itself and the
+    frequencies by tree."""
     trees = nested_partitions(3, 2)
     keys = [nested_key(t) for t in trees]
     p = np.exp([float(ncrp_log_prob(Tree.from_paths(t), alpha)) for t in trees])
-    gen = torch.Generator().manual_seed(11)
-    seen = {k: 0 for k in keys}
+    seen = dict.fromkeys(keys, 0)
     for _ in range(draws):
-        paths = sample_ncrp_paths(3, 2, alpha, gen)
-        seen[nested_key(paths)] += 1
+        seen[nested_key(draw())] += 1
     freq = np.array([seen[k] for k in keys]) / draws
-    tv = 0.5 * np.abs(freq - p).sum()
-    assert tv < tv_bound(p, draws), (tv, dict(zip(keys, freq)))
+    return 0.5 * np.abs(freq - p).sum(), p, dict(zip(keys, freq))
+
+
+def test_sampler_frequencies_match_the_tree_probabilities():
+    alpha, draws = 0.7, 20000
+    gen = torch.Generator().manual_seed(11)
+    tv, p, freq = _distance_from_the_ncrp(lambda: sample_ncrp_paths(3, 2, alpha, gen), alpha, draws)
+    assert tv < tv_bound(p, draws), (tv, freq)
 
 
 def test_sampler_ids_follow_opening_order_and_level_one_nodes_follow_the_crp_mean():
@@ -210,18 +216,16 @@ def test_a_sweep_of_proposals_leaves_the_ncrp_invariant():
     # is the exact conditional, so every move is accepted). The end states are independent
     # draws that must again follow p(V); their frequencies get the multinomial TV bound.
     alpha, draws = 0.9, 8000
-    trees = nested_partitions(3, 2)
-    keys = [nested_key(t) for t in trees]
-    p = np.exp([float(ncrp_log_prob(Tree.from_paths(t), alpha)) for t in trees])
     gen = torch.Generator().manual_seed(17)
-    seen = dict.fromkeys(keys, 0)
-    for _ in range(draws):
+
+    def swept_prior_draw():
         tree = Tree.from_paths(sample_ncrp_paths(3, 2, alpha, gen))
         for n in (2, 0, 1):
             tree.move_path(n, path_proposal(tree, n, alpha, gen).path)
-        seen[nested_key(tree.paths)] += 1
-    freq = np.array([seen[k] for k in keys]) / draws
-    assert 0.5 * np.abs(freq - p).sum() < tv_bound(p, draws, seed=1)
+        return tree.paths
+
+    tv, p, _ = _distance_from_the_ncrp(swept_prior_draw, alpha, draws)
+    assert tv < tv_bound(p, draws, seed=1)
 
 
 def test_proposal_applies_with_move_path_and_undo():

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from pyromodels.core import Model, nuts, run_em, run_gibbs, run_nuts, run_svi
-from pyromodels.core.checkpoint import write_checkpoint
+from pyromodels.core.checkpoint import load_checkpoint, write_checkpoint
 from pyromodels.mixture import BayesianGaussianMixture
 
 
@@ -131,7 +131,7 @@ def test_nuts_interrupted_and_resumed_equals_the_uninterrupted_run(points, tmp_p
     with pytest.raises(KeyboardInterrupt):
         run_nuts(model, points, checkpoint=ck, **opts)
     monkeypatch.undo()
-    state = torch.load(ck, weights_only=False)["state"]
+    state = load_checkpoint(ck)["state"]
     assert (state["chain"], state["done"]) == (1, stop_at)
     resumed = run_nuts(model, points, resume=ck, **opts)
     _assert_same(full, resumed)
@@ -212,7 +212,7 @@ def test_resume_of_another_engine_model_or_data_is_a_value_error(points, gibbs_c
         run_svi(BayesianGaussianMixture(2), points, num_steps=2, num_samples=2, seed=1,
                 progress=False, resume=str(svi_checkpoint))
     opts = dict(num_samples=3, num_warmup=1, num_chains=1, seed=1, progress=False)
-    with pytest.raises(ValueError, match=r"^resume: Gibbs state 'z' has shape \(30,\)"):
+    with pytest.raises(ValueError, match="^resume: the checkpoint was written for other data"):
         run_gibbs(BayesianGaussianMixture(2), points[:20], resume=gibbs_checkpoint, **opts)
 
 
@@ -220,11 +220,12 @@ def test_resume_of_a_missing_or_foreign_file_is_a_value_error(points, tmp_path):
     with pytest.raises(ValueError, match="^resume must be an existing checkpoint file"):
         run_gibbs(BayesianGaussianMixture(2), points, resume=tmp_path / "none.ckpt")
     other = tmp_path / "other.ckpt"
-    torch.save({"format": "something else"}, other)
-    with pytest.raises(ValueError, match="^resume: .* is not a pyromodels checkpoint"):
+    torch.save({"format": "pyromodels.Checkpoint/1"}, other)
+    with pytest.raises(ValueError, match="^resume: .* is not a pyromodels checkpoint .*\\(it is a "
+                                         "torch file: checkpoints of the formats before"):
         run_gibbs(BayesianGaussianMixture(2), points, resume=other)
     other.write_text("not a pickle")
-    with pytest.raises(ValueError, match="^resume: .* is not a readable checkpoint"):
+    with pytest.raises(ValueError, match="^resume: .* is not a pyromodels checkpoint"):
         run_gibbs(BayesianGaussianMixture(2), points, resume=other)
 
 

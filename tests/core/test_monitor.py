@@ -43,7 +43,7 @@ def test_nan_objective_raises():
 @pytest.mark.parametrize(
     "kwargs, err, match",
     [
-        ({"tol": 0}, ValueError, "tol must be > 0"),
+        ({"tol": -1e-3}, ValueError, "tol must be >= 0"),
         ({"max_iter": 0}, ValueError, "max_iter must be an integer >= 1"),
         ({"max_iter": 2.0}, TypeError, "max_iter must be an integer"),
         ({"direction": "up"}, ValueError, "direction must be one of"),
@@ -52,6 +52,15 @@ def test_nan_objective_raises():
 def test_bad_arguments(kwargs, err, match):
     with pytest.raises(err, match=match):
         ConvergenceMonitor(**kwargs)
+
+
+def test_tol_zero_never_declares_convergence():
+    # a flat objective converges at any tol > 0, never at tol = 0: the loop runs its budget
+    mon = ConvergenceMonitor(tol=0, max_iter=4)
+    assert [mon.update(-5.0) for _ in range(4)] == [False, False, False, True]
+    assert not mon.converged
+    positive = ConvergenceMonitor(tol=1e-12, max_iter=4)
+    assert [positive.update(-5.0) for _ in range(2)] == [False, True]
 
 
 def test_the_caller_s_stopping_rule_must_hold_as_well():

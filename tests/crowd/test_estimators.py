@@ -10,7 +10,7 @@ from pyromodels.core import NotFittedError
 from pyromodels.crowd.ds import em
 from pyromodels.crowd.ds.model import DawidSkene
 from pyromodels.crowd.estimators import DawidSkeneEstimator, MajorityVote
-from pyromodels.crowd.estimators.dawid_skene import EM_DIAGONAL
+from pyromodels.crowd.estimators.dawid_skene import em_diagonal
 from pyromodels.crowd.majority import vote_fractions
 from pyromodels.data import AnnotationTable, WorkerPopulation, simulate_annotations
 
@@ -36,7 +36,7 @@ COLUMNS = {"task": "item", "worker": "annotator", "label": "answer"}
 def test_results_are_indexed_by_the_users_ids_and_equal_the_models():
     df, table, truth = string_frame()
     est = DawidSkeneEstimator(**COLUMNS).fit(df)
-    post = DawidSkene(diagonal=EM_DIAGONAL).fit(table, method="em", seed=0, progress=False,
+    post = DawidSkene(diagonal=em_diagonal(table)).fit(table, method="em", seed=0, progress=False,
                                                 max_iter=100, tol=1e-5)
     ids = pd.Index([f"song-{i:03d}" for i in range(120)], name="item")
     assert est.labels_.index.equals(ids) and est.labels_.name == "agg_label"

@@ -104,3 +104,53 @@ def test_no_warning_when_every_class_has_two_workers():
     with warnings.catch_warnings():
         warnings.simplefilter("error", SingleWorkerClassWarning)
         DawidSkene().prepare(small_frame())
+
+
+def sparse_private_code_frame(seed, num_items=300, num_workers=30, per_item=5, accuracy=0.75):
+    """Binary labels, each item from ``per_item`` of ``num_workers`` workers (a sixth of the
+    grid filled); the first worker of item 0 answers :data:`PRIVATE` there instead."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, 2, num_items)
+    workers = np.stack([rng.choice(num_workers, per_item, replace=False)
+                        for _ in range(num_items)])
+    right = rng.random(workers.shape) < accuracy
+    labels = np.where(right, truth[:, None], 1 - truth[:, None])
+    labels[0, 0] = PRIVATE
+    items = np.repeat(np.arange(num_items), per_item)
+    df = pd.DataFrame({"task": items, "worker": workers.ravel(), "label": labels.ravel()})
+    return df, truth
+
+
+def test_the_default_diagonal_is_the_share_of_the_grid_that_holds_a_label():
+    df, _ = private_code_frame(0)
+    assert fit(df).model_.diagonal == 1.0  # every worker labels every task
+    sparse, _ = sparse_private_code_frame(0)
+    assert fit(sparse).model_.diagonal == pytest.approx(5 / 30)
+    assert fit(sparse, diagonal=0.5).model_.diagonal == 0.5
+    assert fit(sparse, method="gibbs", num_samples=5, num_warmup=5,
+               num_chains=1).model_.diagonal is None  # flat priors for the Bayesian methods
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_default_prior_keeps_the_fix_in_a_sparse_table(seed):
+    df, truth = sparse_private_code_frame(seed)
+    ml = fit(df, diagonal=0.0)
+    assert ml.labels_.loc[0] == PRIVATE  # the degenerate optimum is there in sparse tables too
+    est = fit(df)
+    assert (est.labels_ != PRIVATE).all() and est.probas_.loc[0, PRIVATE] < 1e-3
+
+
+def test_the_default_prior_costs_nothing_against_maximum_likelihood_on_the_web_set():
+    # a fixed diagonal=1 outweighs the few labels of most rows there: 0.806 against the
+    # converged maximum-likelihood fit's 0.824 (float64, as every test here)
+    from pyromodels.data import load_crowd
+
+    answers, gold = load_crowd("web")
+    tasks = gold.index.intersection(pd.Index(answers["task"].unique()))
+
+    def right(est):
+        return int((est.labels_.loc[tasks].to_numpy() == gold.loc[tasks].to_numpy()).sum())
+
+    ml = right(fit(answers, diagonal=0.0, allow_repeats=True, n_iter=5000, tol=1e-12))
+    assert right(fit(answers, allow_repeats=True)) >= ml
+    assert right(fit(answers, diagonal=1.0, allow_repeats=True)) < ml - 30

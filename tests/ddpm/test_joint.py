@@ -1,5 +1,5 @@
 """The new-cluster predictive of eq. 24 with the DDPM prior's base measure: the Student-t with the
-prior's hyperparameters, and the spec's figure for the paper-literal term at MNIST's preset.
+prior's hyperparameters, and the worked figure for the paper-literal term at MNIST's preset.
 (The predictive itself, its Monte Carlo check and the exact paper-literal gap at any d are tested
 on :func:`pyromodels.bnp.new_cluster_log_predictive` in tests/bnp.)"""
 

@@ -234,3 +234,43 @@ def test_fit_report_traces_the_statistics_not_per_point_labels():
     titles = {ax.get_title() for ax in mcmc_figures(post)["trace plot (one line per chain)"].axes}
     assert "num_clusters" in titles and "occupied_clusters" not in titles
     assert "alpha" not in titles  # fixed, so constant
+
+
+def _list_items(value) -> int:
+    """How many list items ``value`` holds, nested lists and dicts included."""
+    if isinstance(value, dict):
+        return sum(_list_items(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return len(value) + sum(_list_items(v) for v in value)
+    return 0
+
+
+@pytest.mark.parametrize("checkpointed", [False, True], ids=["no-checkpoint", "checkpoint"])
+def test_a_round_copies_no_history(tmp_path, monkeypatch, checkpointed):
+    # a round's cost must not grow with the rounds before it: the traces so far are copied
+    # once per restart (its outcome), never per round, so the list items deep-copied grow
+    # linearly in the rounds (equal second differences), and without a checkpoint no
+    # snapshot of the run is taken at all
+    y, _ = _blobs(n_per=5)
+    copied, snapshots = [0], [0]
+    deepcopy, snapshot = mcem.copy.deepcopy, mcem._Run.snapshot
+
+    def counting_deepcopy(value, *args, **kwargs):
+        copied[0] += _list_items(value)
+        return deepcopy(value, *args, **kwargs)
+
+    def counting_snapshot(self):
+        snapshots[0] += 1
+        return snapshot(self)
+
+    monkeypatch.setattr(mcem.copy, "deepcopy", counting_deepcopy)
+    monkeypatch.setattr(mcem._Run, "snapshot", counting_snapshot)
+    items = []
+    for rounds in (4, 8, 16):
+        copied[0] = snapshots[0] = 0
+        settings = MCEMSettings(rounds=rounds, init_clusters=2, gibbs_sweeps=1, backend="torch")
+        path = tmp_path / f"{rounds}.ckpt" if checkpointed else None
+        DPMixture(PRIOR).fit(y, settings=settings, seed=0, progress=False, checkpoint=path)
+        items.append(copied[0])
+        assert snapshots[0] == (rounds if checkpointed else 0)
+    assert items[2] - items[1] == 2 * (items[1] - items[0]) > 0

@@ -27,7 +27,8 @@ def test_presets_are_appendix_b(dataset, kappa0, alpha0, beta0, alpha, e_dpm, e_
 
 
 def test_implied_cluster_scale_of_the_presets():
-    # spec 2.4: implied cluster sd sqrt(beta0/alpha0): MNIST 5.0, HAR 0.224, REU 1.414, STL 0.316
+    # the presets (DDPM paper, App. B) imply a cluster sd sqrt(beta0/alpha0):
+    # MNIST 5.0, HAR 0.224, REU 1.414, STL 0.316
     sd = {k: math.sqrt(p.beta0 / p.alpha0) for k, p in PAPER_PRESETS.items()}
     assert sd["mnist"] == pytest.approx(5.0)
     assert sd["har"] == pytest.approx(0.2236, abs=1e-4)

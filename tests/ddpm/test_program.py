@@ -214,5 +214,5 @@ def test_bad_input_is_named():
         DPMixture(DPMixturePrior(mu0="empirical")).simulate(3, torch.Generator(), dim=2)
     with pytest.raises(ValueError, match="data must be 2-dimensional"):
         DPMixture(PRIOR).model(torch.zeros(3))
-    with pytest.raises(ValueError, match=r"method must be one of \['mcem'\], got 'gibbs'"):
-        DPMixture(PRIOR).fit(torch.zeros(3, 3), method="gibbs")
+    with pytest.raises(ValueError, match=r"method must be one of \['mcem', 'gibbs'\], got 'svi'"):
+        DPMixture(PRIOR).fit(torch.zeros(3, 3), method="svi")

@@ -321,3 +321,22 @@ def test_bad_input_is_named():
         model.fit(z, method="nuts")
 
 
+
+
+@pytest.mark.parametrize("T", [1, 4])
+def test_gibbs_sweep_is_the_bnp_blocked_sweep(T):
+    # one blocked implementation: the model's two blocks and bnp's blocked chain, started from
+    # one state with generators of one seed, draw the same chain
+    from pyromodels.bnp import blocked_chain
+
+    model = TruncatedDPMixture(PRIOR, truncation=T)
+    state, z = _state(T, 40, 2, seed=6)
+    blocked = BlockedState(state["c"], _full_v(state, T), state["mu"], state["lam"],
+                           torch.tensor(PRIOR.alpha, dtype=F64))
+    sweep = model.gibbs_sweep(z)
+    g_model, g_bnp = torch.Generator().manual_seed(11), torch.Generator().manual_seed(11)
+    for theirs in blocked_chain(z, blocked, model.base_measure(z), g_bnp, 6):
+        state = sweep(state, z, g_model)
+        assert torch.equal(state["c"], theirs.labels)
+        assert torch.equal(state["mu"], theirs.mu) and torch.equal(state["lam"], theirs.lam)
+        assert torch.equal(_full_v(state, T), theirs.v)

@@ -139,6 +139,10 @@ def _damage(kind: str, out: Path, other: Path) -> None:
         (out / "labels.csv").write_text("label\n9\n")
     elif kind == "truncated metrics":
         (out / "metrics.json").write_text((out / "metrics.json").read_text()[:40])
+    elif kind == "edited metric":
+        metrics = json.loads((out / "metrics.json").read_text())
+        metrics["run"]["gibbs"]["value"] = 0.5
+        (out / "metrics.json").write_text(json.dumps(metrics))
     elif kind == "no run record":
         metrics = json.loads((out / "metrics.json").read_text())
         del metrics["_report"]
@@ -156,6 +160,7 @@ def _damage(kind: str, out: Path, other: Path) -> None:
         ("edited CSV", "is partial: labels.csv differs from the file run "),
         ("truncated metrics", "is partial: metrics.json cannot be read"),
         ("no run record", "metrics.json holds no run id"),
+        ("edited metric", "is partial: metrics.json holds metrics that differ from those run "),
     ],
 )
 def test_a_partial_or_mixed_report_is_refused_in_one_line(tmp_path, capsys, kind, message):
@@ -247,3 +252,82 @@ def test_sigint_at_any_moment_leaves_one_whole_report(tmp_path):
             subprocess.run([sys.executable, "-c", _WRITER, str(out), "1"], env=env, check=True,
                            capture_output=True, timeout=120)
     assert seen <= {1.0, 2.0}
+
+
+_KILLED = textwrap.dedent(
+    """
+    import os, signal, sys
+    from pathlib import Path
+    from pyromodels.report.atomic import staged_directory
+    target, moment = Path(sys.argv[1]), sys.argv[2]
+    rename = os.rename
+
+    def rename_then_die(src, dst):  # SIGKILL right after the old target is set aside
+        rename(src, dst)
+        if ".old-" in str(dst):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    if moment == "swap":
+        os.rename = rename_then_die
+    with staged_directory(target) as stage:
+        (stage / "a").write_text("new")
+        if moment == "build":
+            os.kill(os.getpid(), signal.SIGKILL)
+    """
+)
+
+
+def _killed_write(target: Path, moment: str) -> None:
+    """Run a write of ``target`` in a child process that SIGKILLs itself at ``moment``."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    child = subprocess.run([sys.executable, "-c", _KILLED, str(target), moment], env=env,
+                           capture_output=True, timeout=120)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGKILL and flock")
+def test_a_killed_write_leaves_a_staging_directory_that_the_next_write_removes(tmp_path):
+    target = tmp_path / "t"
+    target.mkdir()
+    (target / "a").write_text("old")
+    _killed_write(target, "build")
+    assert (target / "a").read_text() == "old"
+    assert [name.startswith(".t.new-") for name in _siblings(target)] == [True]
+    with staged_directory(target) as stage:
+        (stage / "a").write_text("next")
+    assert (target / "a").read_text() == "next" and _siblings(target) == []
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGKILL and flock")
+def test_a_write_killed_mid_swap_is_completed_by_the_next_write(tmp_path):
+    target = tmp_path / "t"
+    target.mkdir()
+    (target / "a").write_text("old")
+    (target / "notes.txt").write_text("mine")  # moved into the new directory by the swap
+    _killed_write(target, "swap")
+    assert not target.exists() and len(_siblings(target)) == 2
+    with staged_directory(target) as stage:
+        (stage / "b").write_text("next")
+    assert sorted(os.listdir(target)) == ["a", "b", "notes.txt"]
+    assert (target / "a").read_text() == "new" and (target / "notes.txt").read_text() == "mine"
+    assert _siblings(target) == []
+
+
+@pytest.mark.skipif(os.name != "posix", reason="flock")
+def test_the_staging_directory_of_a_live_write_is_left_alone(tmp_path):
+    import fcntl
+
+    target = tmp_path / "t"
+    live = tmp_path / ".t.new-0123456789ab"
+    live.mkdir()
+    fd = os.open(live, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # as a writer in another process holds its own
+        with staged_directory(target) as stage:
+            (stage / "a").write_text("new")
+        assert _siblings(target) == [live.name]
+    finally:
+        os.close(fd)
+    with staged_directory(target) as stage:
+        (stage / "a").write_text("newer")
+    assert _siblings(target) == []

@@ -33,7 +33,7 @@ def test_metrics_json_is_strict_json(tmp_path):
         raise ValueError(f"non-standard JSON constant {constant}")
 
     metrics = json.loads(text, parse_constant=reject)
-    assert set(metrics.pop("_report")) == {"run_id", "files"}  # the run record (test_atomic.py)
+    assert set(metrics.pop("_report")) == {"run_id", "files", "metrics"}  # the run record (test_atomic.py)
     assert metrics == {"r": {"nuts": {"rhat": None, "ess": None, "lp": -3.0}}}
 
 

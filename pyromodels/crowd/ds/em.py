@@ -43,9 +43,14 @@ doing, not the start's or the floor's: the degenerate point has the higher likel
 ``em_floor=0`` too (the floor only keeps a class that starts empty from reviving). A
 ``diagonal`` pseudo-count ``d`` on each row's true class costs such a class a factor
 ``1/(1 + d)`` per worker whose label it must reproduce, so ``d = 1`` removes it whenever
-workers are right more often than not; :class:`~pyromodels.crowd.estimators.DawidSkeneEstimator`
-uses ``diagonal=1`` for EM by default. Preparing data where a class is used by a single worker
-warns (:class:`~pyromodels.crowd.ds.data.SingleWorkerClassWarning`).
+workers are right more often than not in a table where every worker labels every item. In a
+sparse table the lone worker covers a fraction of the class's items, which makes the
+degenerate point less attractive, and a smaller ``d`` is enough:
+:class:`~pyromodels.crowd.estimators.DawidSkeneEstimator`'s EM default is the share of the
+item x worker grid that holds a label
+(:func:`~pyromodels.crowd.estimators.dawid_skene.em_diagonal`; 1 for a full grid), a prior
+worth one correctly labelled item of each class. Preparing data where a class is used by a
+single worker warns (:class:`~pyromodels.crowd.ds.data.SingleWorkerClassWarning`).
 
 **Objective** (never decreases):
 :math:`\log p(\text{labels}, \pi, \Gamma) = \log \mathrm{Dir}(\pi; \alpha) + \sum_{m,k} \log
@@ -81,6 +86,7 @@ import torch
 from ...conjugate import log_multivariate_beta
 from ..emissions import confusion_counts, log_emissions, normalize_rows
 from ..majority import vote_fractions
+from . import array_em
 from .data import DSData, check_stochastic, resolve_ds_backend
 from .kernels import compiled
 
@@ -95,6 +101,7 @@ __all__ = [
     "em_step_objective",
     "log_marginal",
     "log_posterior",
+    "log_prior",
     "majority_start",
     "check_params",
     "check_em_prior",
@@ -202,11 +209,13 @@ def _made_for(data: DSData, params) -> bool:
 
 
 def m_step(data: DSData, q: torch.Tensor, floor: float = 0.0,
-           backend: str | None = None) -> dict:
+           backend: str | None = None, extra_counts: torch.Tensor | None = None) -> dict:
     """The MAP parameters given class posteriors ``q`` ``(N, K)`` (see the module doc).
 
     Returns ``{"prior": (K,), "confusion": (M, K, K)}``; ``prior`` is the fixed one when the
     model holds it fixed. ``backend`` as in :func:`e_step` (for the counts).
+    ``extra_counts`` ``(M, K, K)`` (rows = true class), when given, are added to the expected
+    counts: labels of each worker counted elsewhere (a history of answers on known classes).
     """
     q = q.to(data.dtype)
     chosen = _backend(data, backend, q)
@@ -215,21 +224,45 @@ def m_step(data: DSData, q: torch.Tensor, floor: float = 0.0,
         counts = counts.to(data.dtype)
     else:
         counts = confusion_counts(data.table, q, data.num_workers)
+    if extra_counts is not None:
+        counts = counts + extra_counts.to(counts)
     return _map_params(data, counts, q.sum(0), floor)
 
 
-def _em_pass(data: DSData, params: dict, floor: float, backend: str | None):
-    """``(em_step(params), log p(labels | params))`` from one E-step."""
+def _array_prior(data: DSData) -> array_em.ArrayPrior:
+    """The data's priors as NumPy arrays (for the M-step after a compiled E-step)."""
+    fixed = None if data.fixed_prior is None else data.fixed_prior.numpy()
+    return array_em.ArrayPrior(data.prior_concentration.numpy(),
+                               data.confusion_concentration.numpy(), fixed)
+
+
+def _from_arrays(data: DSData, params: tuple) -> MStepParams:
+    prior, confusion = params
+    prior = data.fixed_prior if data.fixed_prior is not None else torch.from_numpy(prior)
+    return MStepParams(prior=prior, confusion=torch.from_numpy(confusion))
+
+
+def _em_pass(data: DSData, params: dict, floor: float, backend: str | None,
+             objective: bool = True):
+    """``(em_step(params), log_posterior(params))`` from one E-step (the objective ``None``
+    when not asked for). After a compiled E-step the M-step and the objective are those of
+    :mod:`.array_em` (the arithmetic of the array path, so both give the same numbers)."""
     prior, confusion = _prior(data, params), params["confusion"]
     chosen = _backend(data, backend, prior, confusion)
     if chosen in compiled.BACKENDS:
         counts, totals, loglik = compiled.em_counts(data.table, prior, confusion,
                                                     data.num_workers, chosen)
         if math.isfinite(loglik):
-            new = _map_params(data, counts.to(data.dtype), totals.to(data.dtype), floor)
-            return new, torch.tensor(loglik, dtype=data.dtype)
+            spec = _array_prior(data)
+            new = _from_arrays(data, array_em.map_params(spec, counts.numpy(), totals.numpy(),
+                                                         floor))
+            if not objective:
+                return new, None
+            value = array_em.objective(spec, loglik, prior.numpy(), confusion.numpy())
+            return new, torch.tensor(value, dtype=data.dtype)
     q, log_norm = e_step(data, params, "torch")
-    return m_step(data, q, floor, "torch"), log_norm.sum()
+    new = m_step(data, q, floor, "torch")
+    return new, (log_norm.sum() + log_prior(data, params)) if objective else None
 
 
 def em_step_objective(data: DSData, params: dict, floor: float = 0.0,
@@ -237,14 +270,13 @@ def em_step_objective(data: DSData, params: dict, floor: float = 0.0,
     """One E-step and one M-step, and the objective :func:`log_posterior` of ``params`` (the
     E-step's normalisers give it for free). ``backend`` as in :func:`e_step`; the compiled
     passes never form ``q``."""
-    new, loglik = _em_pass(data, params, floor, backend)
-    return new, loglik + _log_prior(data, params)
+    return _em_pass(data, params, floor, backend)
 
 
 def em_step(data: DSData, params: dict, floor: float = 0.0,
             backend: str | None = None) -> dict:
     """One E-step followed by one M-step (``backend`` as in :func:`e_step`)."""
-    return _em_pass(data, params, floor, backend)[0]
+    return _em_pass(data, params, floor, backend, objective=False)[0]
 
 
 def log_marginal(data: DSData, params: dict, backend: str | None = None) -> torch.Tensor:
@@ -267,7 +299,9 @@ def _dirichlet_log_density(concentration: torch.Tensor, value: torch.Tensor) -> 
             - log_multivariate_beta(concentration)).sum()
 
 
-def _log_prior(data: DSData, params: dict) -> torch.Tensor:
+def log_prior(data: DSData, params: dict) -> torch.Tensor:
+    """``log Dir(prior; alpha) + sum log Dir(confusion rows; B)``: the objective's prior term
+    (without the class prior's when it is held fixed)."""
     out = _dirichlet_log_density(data.confusion_concentration, params["confusion"])
     if data.fixed_prior is None:
         out = out + _dirichlet_log_density(data.prior_concentration, params["prior"])
@@ -276,7 +310,7 @@ def _log_prior(data: DSData, params: dict) -> torch.Tensor:
 
 def log_posterior(data: DSData, params: dict, backend: str | None = None) -> torch.Tensor:
     """The EM objective: ``log p(labels, pi, Gamma)`` with ``z`` summed out (a scalar)."""
-    return log_marginal(data, params, backend) + _log_prior(data, params)
+    return log_marginal(data, params, backend) + log_prior(data, params)
 
 
 def majority_start(data: DSData, floor: float = 0.0, backend: str | None = None) -> dict:
@@ -284,7 +318,8 @@ def majority_start(data: DSData, floor: float = 0.0, backend: str | None = None)
     backend the fractions are formed inside the counting pass)."""
     if _backend(data, backend, data.confusion_concentration) == "c":
         counts, totals = compiled.vote_counts(data.table, data.num_workers)
-        return _map_params(data, counts.to(data.dtype), totals.to(data.dtype), floor)
+        return _from_arrays(data, array_em.map_params(_array_prior(data), counts.numpy(),
+                                                      totals.numpy(), floor))
     return m_step(data, vote_fractions(data.table), floor, backend)
 
 

@@ -5,7 +5,8 @@ estimator, and results come back as pandas objects indexed by the user's own ids
 user's own class values:
 
 * ``labels_``: Series ``task -> label`` (name ``agg_label``, as crowd-kit);
-* ``probas_``: DataFrame tasks x classes of class probabilities;
+* ``probas_``: DataFrame tasks x classes of class probabilities (float64);
+* for :class:`MajorityVote` also ``skills_`` (each worker's agreement with ``labels_``);
 * for the Dawid-Skene family also ``errors_`` (crowd-kit's layout: rows
   ``(worker, label given)``, the true labels as columns), ``confusions_`` (rows
   ``(worker, true label)``, the labels given as columns: the models' ``confusion`` site),
@@ -15,7 +16,11 @@ user's own class values:
 The facades:
 
 * :class:`MajorityVote` and :class:`DawidSkeneEstimator` (``method`` ``"em"``, ``"gibbs"``,
-  ``"svi"`` or ``"nuts"``): columns ``task``, ``worker``, ``label``;
+  ``"svi"`` or ``"nuts"``): columns ``task``, ``worker``, ``label``; they take crowd-kit's
+  argument names too (``fit(df, skills=...)``, ``on_missing_skill``, ``default_skill``;
+  ``fit(df, true_labels=..., initial_error=...)``, ``initial_error_strategy``, ``n_iter=0``,
+  ``tol=0``), and crowd-kit's own tests of its ``MajorityVote`` and ``DawidSkene`` run
+  against them;
 * :class:`SequentialDawidSkeneEstimator`: items in sequences, columns ``sequence``,
   ``position``, ``worker``, ``label`` (each (sequence, position) pair is one item);
 * :class:`NetworkedDawidSkeneEstimator`: items on a graph, ``fit(df, edges)`` with an edge
@@ -35,16 +40,19 @@ rather than the model, and they have no ``get_params``, so ``clone`` refuses the
 one, build it again from its arguments or use ``copy.deepcopy``, or wrap it in a facade.
 
 Each facade's module has a runnable example (:mod:`.majority_vote`, :mod:`.dawid_skene`).
+
+The facades load on first use (:mod:`pyromodels.lazy`).
 """
 
-from .dawid_skene import DawidSkeneEstimator
-from .majority_vote import MajorityVote
-from .networked import NetworkedDawidSkeneEstimator
-from .sequential import SequentialDawidSkeneEstimator
+from ...lazy import lazy_attributes
 
-__all__ = [
-    "DawidSkeneEstimator",
-    "MajorityVote",
-    "NetworkedDawidSkeneEstimator",
-    "SequentialDawidSkeneEstimator",
-]
+_ORIGINS = {
+    "DawidSkeneEstimator": ".dawid_skene",
+    "MajorityVote": ".majority_vote",
+    "NetworkedDawidSkeneEstimator": ".networked",
+    "SequentialDawidSkeneEstimator": ".sequential",
+}
+
+__all__ = list(_ORIGINS)
+
+__getattr__, __dir__ = lazy_attributes(__name__, _ORIGINS)

@@ -5,14 +5,21 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import torch
 
 from ...checks import check_in, check_int, check_memory, check_positive
-from ...data.annotations import AnnotationTable, check_columns, item_column
+from ...data.columns import LabelCodes, check_columns, item_column
+from ...data.idmaps import to_numpy
+from ..ds.array_em import working_dtype
 from .params import EstimatorParams, is_default
+
+if TYPE_CHECKING:
+    import torch
+
+    from ...data.annotations import AnnotationTable
 
 __all__ = ["CrowdAggregator", "resolve_random_state", "errors_frame", "confusions_frame",
            "draw_frequencies", "mcmc_history", "check_edges"]
@@ -44,7 +51,8 @@ def errors_frame(table: AnnotationTable, confusion: torch.Tensor, worker: str,
     """Confusion matrices ``(M, K, K)`` (rows = true class) in crowd-kit's ``errors_`` layout:
     rows ``(worker, label given)``, columns the true labels, each worker's block
     column-stochastic."""
-    conf = confusion.detach().cpu().transpose(-1, -2).numpy()  # [m, given, true]
+    conf = to_numpy(confusion, "confusion").astype(np.float64)
+    conf = np.swapaxes(conf, -1, -2)  # [m, given, true]
     M, K = table.num_workers, table.num_classes
     rows = pd.MultiIndex.from_product([table.workers, table.classes], names=[worker, label])
     return pd.DataFrame(conf.reshape(M * K, K), index=rows, columns=list(table.classes))
@@ -53,13 +61,15 @@ def errors_frame(table: AnnotationTable, confusion: torch.Tensor, worker: str,
 def confusions_frame(table: AnnotationTable, confusion: torch.Tensor, label: str) -> pd.DataFrame:
     """Confusion matrices ``(M, K, K)`` with rows ``(worker, true label)`` and the labels given
     as columns, each row summing to one."""
-    frame = table.index_workers(confusion.detach().cpu())
+    frame = table.index_workers(to_numpy(confusion, "confusion").astype(np.float64))
     frame.columns.name = label
     return frame
 
 
 def draw_frequencies(draws: torch.Tensor, num_classes: int) -> torch.Tensor:
     """``(N, K)`` share of the draws ``(chain, draw, N)`` in which each item has each class."""
+    import torch
+
     one_hot = torch.nn.functional.one_hot(draws.long(), num_classes).double()
     return one_hot.mean(dim=(0, 1))
 
@@ -156,17 +166,22 @@ class CrowdAggregator(EstimatorParams):
         if not isinstance(self.allow_repeats, bool):
             raise TypeError(f"allow_repeats must be a bool, got {self.allow_repeats!r}")
 
-    def _table(self, df, items=None) -> AnnotationTable:
+    def _codes(self, df, items=None) -> LabelCodes:
+        """The columns of ``df`` checked and coded (no torch), and the fit's memory checked."""
         self._check_columns()
         task = item_column(df, self.task)
         # name the facade's own arguments (task=, worker=, label=) when a column is missing
         check_columns(df, {"task": task, "worker": self.worker, "label": self.label})
-        table = AnnotationTable.from_dataframe(
-            df, item=task, worker=self.worker, label=self.label, classes=self.classes,
-            items=items, allow_repeats=self.allow_repeats,
-        )
-        self._check_memory(table)
-        return table
+        codes = LabelCodes.from_dataframe(df, item=task, worker=self.worker, label=self.label,
+                                          classes=self.classes, items=items)
+        self._check_memory(codes)
+        return codes
+
+    def _table(self, df, items=None) -> AnnotationTable:
+        from ...data.annotations import AnnotationTable
+
+        return AnnotationTable.from_codes(self._codes(df, items),
+                                          allow_repeats=self.allow_repeats)
 
     def _check_method_params(self) -> None:
         """Refuse a parameter set away from its default that ``self.method`` does not read:
@@ -197,7 +212,7 @@ class CrowdAggregator(EstimatorParams):
         """Refuse, before anything is allocated, a fit whose main arrays cannot fit in memory
         (``classes=range(10**6)`` asks for ``M x 10**12`` confusion entries)."""
         N, M, K = table.num_items, table.num_workers, table.num_classes
-        size = torch.finfo(torch.get_default_dtype()).bits // 8
+        size = working_dtype().itemsize
         parts = [(f"{N} tasks x {K} classes of probabilities", N * K * size)]
         confusion = M * K * K * size if self._per_worker_confusions else 0
         draws = self._kept_draws() if confusion else 0
@@ -220,8 +235,9 @@ class CrowdAggregator(EstimatorParams):
         self._check_method_params()
         common = {"seed": self._seed(), "progress": self.progress, "device": self.device}
         if self.method == "em":
-            return {**common, "max_iter": check_int(self.n_iter, "n_iter", minimum=1),
-                    "tol": check_positive(self.tol, "tol")}
+            # n_iter=0 returns the start, tol=0 never stops early (crowd-kit's meanings)
+            return {**common, "max_iter": check_int(self.n_iter, "n_iter", minimum=0),
+                    "tol": check_positive(self.tol, "tol", strict=False)}
         return {**common, "num_samples": self.num_samples, "num_warmup": self.num_warmup,
                 "num_chains": self.num_chains}
 
@@ -241,12 +257,15 @@ class CrowdAggregator(EstimatorParams):
         self.labels_ = self._series(table, labels)
 
     def _frame(self, table: AnnotationTable, probas: torch.Tensor) -> pd.DataFrame:
-        frame = table.index_items(probas.detach().cpu())
+        """``probas`` as a float64 DataFrame tasks x classes, each row normalised again in
+        float64 (a fit in float32 leaves rows a few 1e-8 off one)."""
+        probas = to_numpy(probas, "probas").astype(np.float64)
+        frame = table.index_items(probas / probas.sum(-1, keepdims=True))
         frame.index.name, frame.columns.name = self._item_name(), self.label
         return frame
 
     def _series(self, table: AnnotationTable, labels: torch.Tensor) -> pd.Series:
-        series = table.index_items(labels.detach().cpu(), decode=True).rename("agg_label")
+        series = table.index_items(to_numpy(labels, "labels"), decode=True).rename("agg_label")
         series.index.name = self._item_name()
         return series
 
@@ -257,10 +276,12 @@ class CrowdAggregator(EstimatorParams):
     def fit(self, df):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def fit_predict(self, df) -> pd.Series:
-        """Fit, then return ``labels_`` (Series indexed by task, the user's class values)."""
-        return self.fit(df).labels_
+    def fit_predict(self, df, *args, **kwargs) -> pd.Series:
+        """Fit (``fit(df, *args, **kwargs)``), then return ``labels_`` (Series indexed by task,
+        the user's class values)."""
+        return self.fit(df, *args, **kwargs).labels_
 
-    def fit_predict_proba(self, df) -> pd.DataFrame:
-        """Fit, then return ``probas_`` (DataFrame tasks x classes)."""
-        return self.fit(df).probas_
+    def fit_predict_proba(self, df, *args, **kwargs) -> pd.DataFrame:
+        """Fit (``fit(df, *args, **kwargs)``), then return ``probas_`` (DataFrame tasks x
+        classes)."""
+        return self.fit(df, *args, **kwargs).probas_

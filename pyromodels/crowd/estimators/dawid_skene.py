@@ -11,32 +11,55 @@ Example:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
 
 from ...checks import check_in
-from ...data.annotations import AnnotationTable, check_columns
-from ..ds.data import check_stochastic
-from ..ds.em import majority_start
-from ..ds.model import DawidSkene
+from ...data.columns import check_columns, labelled_cells
+from .array_fit import ARRAY_RESULTS, array_results, fit_on_arrays
 from .base import CrowdAggregator
 
-__all__ = ["DawidSkeneEstimator"]
+if TYPE_CHECKING:  # the torch path's modules load where it runs (see fit)
+    import torch
+
+    from ...data.annotations import AnnotationTable
+    from ..ds.model import DawidSkene
+
+__all__ = ["DawidSkeneEstimator", "em_diagonal"]
 
 METHODS = ("em", "gibbs", "svi", "nuts")
 
-#: EM's diagonal pseudo-count when ``diagonal`` is left at ``None``: maximum likelihood lets a
-#: class that one worker alone uses become a class of its own for the items that worker
-#: labelled with it (see :mod:`pyromodels.crowd.ds.em`); one pseudo-label on each confusion
-#: row's true class rules that out whenever workers are right more often than not.
-EM_DIAGONAL = 1.0
+def em_diagonal(table: AnnotationTable) -> float:
+    r"""EM's diagonal pseudo-count when ``diagonal`` is left at ``None``: the share of the
+    task x worker grid that holds a label, :math:`d = \#\{(n, m) \text{ labelled}\} / (N M)`.
+
+    The prior is then worth one imaginary task of each class, labelled correctly by each worker
+    with the probability that a worker labels a task: its ``d M`` pseudo-labels per class are
+    those of an average task (``d = 1`` when every worker labels every task). It is chosen from
+    the design of the table alone, never from labels or gold, and it is what a row of a class
+    too thin to identify needs while vanishing beside the rows of classes with many tasks:
+    maximum likelihood (``d = 0``) lets a class that one worker alone uses, or any class of one
+    or two tasks, become a class of its own for those tasks (see :mod:`pyromodels.crowd.ds.em`),
+    and this prior rules that out, in dense and sparse designs alike. A fixed ``d = 1`` does
+    too, but on sparse tables, where most rows rest on a few labels, it outweighs them and
+    makes careless workers look accurate (on the web-search set it cost 2.4 points of accuracy
+    against maximum likelihood; ``scripts/ds_em_default_accuracy.py`` compares the ten bundled
+    sets).
+    """
+    M = table.num_workers
+    cells = labelled_cells(table)
+    return cells / (table.num_items * M)
 
 
 class DawidSkeneEstimator(CrowdAggregator):
     """Dawid-Skene aggregation by EM, Gibbs sampling, SVI or NUTS (see :class:`DawidSkene`).
 
     Args:
-        n_iter: maximum EM iterations (``method="em"``).
-        tol: EM stops when the objective changes by less than ``tol * max(1, |objective|)``.
+        n_iter: maximum EM iterations (``method="em"``); ``0`` returns the start (one M-step
+            from the majority-vote fractions, crowd-kit's start) with its posteriors.
+        tol: EM stops when the objective changes by less than ``tol * max(1, |objective|)``;
+            ``0`` never stops early (``n_iter`` steps, no convergence warning).
         method: ``"em"`` (MAP: crowd-kit's algorithm with a diagonal prior), ``"gibbs"``
             (Bayesian posterior by blocked Gibbs sampling), ``"svi"`` (mean-field Dirichlet
             posterior) or ``"nuts"`` (Hamiltonian Monte Carlo with the classes summed out,
@@ -48,16 +71,23 @@ class DawidSkeneEstimator(CrowdAggregator):
             or ``numpy.random.Generator`` (one draw from it is the seed). When it is not
             ``None`` it wins over ``seed``; left at ``None``, ``seed`` is used.
         prior_concentration, confusion_concentration, diagonal: the Dirichlet priors (see
-            :class:`DawidSkene`). ``diagonal=None`` (default) is :data:`EM_DIAGONAL` (1.0)
-            for ``method="em"``, which makes EM a MAP estimate with one pseudo-label on each
-            confusion row's true class, and 0 (flat priors) for the Bayesian methods.
-            ``diagonal=0`` gives maximum likelihood, crowd-kit's estimate, which can let a
-            label that a single worker uses claim items (see :mod:`pyromodels.crowd.ds.em`).
+            :class:`DawidSkene`). ``diagonal=None`` (default) is, for ``method="em"``, the
+            share of the task x worker grid that holds a label (:func:`em_diagonal`: 1 when
+            every worker labels every task), which makes EM a MAP estimate whose prior is
+            worth one correctly labelled task of each class; it is 0 (flat priors) for the
+            Bayesian methods. ``diagonal=0`` gives maximum likelihood, crowd-kit's estimate,
+            which can let a label that a single worker uses claim items (see
+            :mod:`pyromodels.crowd.ds.em`). The value used is ``model_.diagonal``.
         init_confusion: EM's starting confusion matrices: an array ``(M, K, K)`` (rows = true
             class) in the sorted order of workers and classes, or a DataFrame laid out like
             ``confusions_`` (second row level named ``"true"``, or unnamed) or like ``errors_``
             (second row level named as the ``label`` column, crowd-kit's layout). Default: one M-step
             from the majority-vote fractions (crowd-kit's start).
+        initial_error_strategy: how ``fit(df, initial_error=...)`` uses workers' confusion
+            matrices from elsewhere (crowd-kit's names): ``"assign"`` starts EM from them
+            (probabilities, each true-label column summing to one per worker, or counts;
+            every worker of ``df`` needed), ``"addition"`` adds them as counts to those of the
+            majority-vote start (any workers); ``None`` (default) uses none.
         em_floor: EM's pseudo-count that keeps probabilities off exactly zero.
         num_samples, num_warmup, num_chains: draws kept per chain, warm-up sweeps or steps and
             chains (``method="gibbs"`` and ``"nuts"``); ``num_samples`` is also the number of
@@ -78,7 +108,14 @@ class DawidSkeneEstimator(CrowdAggregator):
         confusions_: the same matrices with rows ``(worker, true label)`` and the labels given
             as columns, each row summing to one (the orientation of
             :class:`DawidSkene`'s ``confusion`` site).
-        priors_: class prior, Series indexed by class.
+        priors_: class prior, Series indexed by class (name ``prior``).
+
+    ``labels_``, ``probas_``, ``errors_``, ``confusions_`` and ``priors_`` hold float64 values
+    whatever the dtype of the fit. For EM, ``probas_`` are the class posteriors under the
+    reported ``errors_`` and ``priors_`` (crowd-kit reports those of the E-step before its last
+    M-step; the two agree at convergence). A column missing from ``df`` raises
+    :class:`~pyromodels.data.annotations.MissingColumnError`, both a ``KeyError`` (as
+    crowd-kit) and a ``ValueError``.
         loss_history_: EM objective (log joint, increasing) per iteration; SVI loss per step;
             Gibbs and NUTS mean log joint per kept draw.
         n_iter_: EM iterations, SVI steps, or Gibbs sweeps / NUTS steps per chain.
@@ -104,6 +141,7 @@ class DawidSkeneEstimator(CrowdAggregator):
     _fitted = ("labels_", "probas_", "table_", "errors_", "confusions_", "priors_",
                "loss_history_", "n_iter_", "converged_", "posterior_", "model_")
     _method_params = {"n_iter": ("em",), "tol": ("em",), "init_confusion": ("em",),
+                      "initial_error_strategy": ("em",),
                       "em_floor": ("em",), "num_samples": ("gibbs", "nuts", "svi"),
                       "num_warmup": ("gibbs", "nuts"), "num_chains": ("gibbs", "nuts"),
                       "num_steps": ("svi",), "lr": ("svi",)}
@@ -111,7 +149,8 @@ class DawidSkeneEstimator(CrowdAggregator):
     def __init__(self, n_iter: int = 100, tol: float = 1e-5, method: str = "em",
                  update_prior: bool = True, seed: int | None = 0, *, random_state=None,
                  prior_concentration=None, confusion_concentration=None, diagonal=None,
-                 init_confusion=None, em_floor: float = 1e-10, num_samples: int = 500,
+                 init_confusion=None, initial_error_strategy: str | None = None,
+                 em_floor: float = 1e-10, num_samples: int = 500,
                  num_warmup: int = 300, num_chains: int = 2, num_steps: int = 1500,
                  lr: float = 0.05, task: str = "task", worker: str = "worker",
                  label: str = "label", classes=None, allow_repeats: bool = False,
@@ -126,6 +165,7 @@ class DawidSkeneEstimator(CrowdAggregator):
         self.confusion_concentration = confusion_concentration
         self.diagonal = diagonal
         self.init_confusion = init_confusion
+        self.initial_error_strategy = initial_error_strategy
         self.em_floor = em_floor
         self.num_samples = num_samples
         self.num_warmup = num_warmup
@@ -140,17 +180,24 @@ class DawidSkeneEstimator(CrowdAggregator):
         self.progress = progress
         self.device = device
 
-    def _model(self) -> DawidSkene:
+    def _model_args(self, table) -> dict:
+        """The :class:`DawidSkene` arguments of a fit to ``table`` (an annotation table or
+        :class:`~pyromodels.data.columns.LabelCodes`)."""
         diagonal = self.diagonal
         if diagonal is None and self.method == "em":
-            diagonal = EM_DIAGONAL
-        return DawidSkene(
-            prior_concentration=self.prior_concentration,
-            confusion_concentration=self.confusion_concentration,
-            diagonal=diagonal,
-            update_prior=self.update_prior,
-            em_floor=self.em_floor,
-        )
+            diagonal = em_diagonal(table)
+        return dict(prior_concentration=self.prior_concentration,
+                    confusion_concentration=self.confusion_concentration,
+                    diagonal=diagonal, update_prior=self.update_prior, em_floor=self.em_floor)
+
+    def _model(self, table: AnnotationTable, known: torch.Tensor | None = None) -> DawidSkene:
+        """The model for ``table``; with ``known`` (class codes, -1 where unknown) one whose EM
+        holds those tasks' classes fixed."""
+        from ..ds.model import DawidSkene
+        from .ds_inputs import KnownClassesDawidSkene
+
+        options = self._model_args(table)
+        return DawidSkene(**options) if known is None else KnownClassesDawidSkene(known, **options)
 
     def _init_frame(self, value: pd.DataFrame, table: AnnotationTable):
         """``init_confusion`` given as a DataFrame: ``(M, K, K)`` values, rows = true class."""
@@ -177,26 +224,65 @@ class DawidSkeneEstimator(CrowdAggregator):
         arr = value.reindex(index=rows, columns=table.classes).to_numpy().reshape(M, K, K)
         return arr.transpose(0, 2, 1) if transposed else arr
 
-    def _em_init(self, model: DawidSkene, table: AnnotationTable):
-        if self.init_confusion is None:
-            return None
-        data = model.prepare(table)
-        value = self.init_confusion
-        if isinstance(value, pd.DataFrame):
-            value = self._init_frame(value, table)
-        start = majority_start(data, model.em_floor)
+    def _em_start(self, model: DawidSkene, data, initial_error) -> dict:
+        """EM's start: one M-step from the majority-vote fractions (known tasks clamped,
+        ``"addition"`` counts added), or ``init_confusion`` / ``initial_error`` (``"assign"``)
+        as the starting confusion matrices."""
+        import torch
+
+        from ..ds import em
+        from ..ds.data import check_stochastic
+        from ..emissions import normalize_rows
+        from ..majority import vote_fractions
+        from .ds_inputs import ERROR_SUM_MESSAGE, KnownClassesDawidSkene, error_counts
+
+        em.check_em_prior(data)
+        table, strategy = data.table, self.initial_error_strategy
         M, K = table.num_workers, table.num_classes
-        start["confusion"] = check_stochastic(value, "init_confusion", (M, K, K), data.dtype,
-                                              data.device)
+        extra = None
+        if initial_error is not None and strategy == "addition":
+            extra = error_counts(initial_error, table, self.worker, self.label, partial=True)
+        if extra is None and not isinstance(model, KnownClassesDawidSkene):
+            # the fractions and their counts in one pass on the C backend, as the array path
+            start = em.majority_start(data, model.em_floor)
+        else:
+            q0 = vote_fractions(table).to(data.dtype)
+            if isinstance(model, KnownClassesDawidSkene):
+                q0 = model.clamp(q0)
+            start = em.m_step(data, q0, model.em_floor, extra_counts=extra)
+        confusion, name = None, "init_confusion"
+        if self.init_confusion is not None:
+            confusion = self.init_confusion
+            if isinstance(confusion, pd.DataFrame):
+                confusion = self._init_frame(confusion, table)
+        elif initial_error is not None and strategy == "assign":
+            counts = error_counts(initial_error, table, self.worker, self.label, partial=False)
+            if bool((counts <= 1).all()) and not torch.allclose(counts.sum(-1), torch.ones(())):
+                raise ValueError(
+                    f"{ERROR_SUM_MESSAGE} for every true label (down each column of the errors_ "
+                    "layout) when its values are probabilities (none above 1); counts need "
+                    "some value above 1"
+                )
+            confusion, name = normalize_rows(counts, model.em_floor), "initial_error"
+        if confusion is not None:
+            start["confusion"] = check_stochastic(confusion, name, (M, K, K), data.dtype,
+                                                  data.device)
         return start
+
+    def _fit_em(self, model: DawidSkene, table: AnnotationTable, initial_error):
+        """Run EM from :meth:`_em_start`; ``n_iter=0`` returns the start itself."""
+        common = self._engine_options(METHODS)
+        data = model.prepare(table, device=self.device)
+        start = self._em_start(model, data, initial_error)
+        # a fixed number of steps (tol=0) or the start itself (n_iter=0) is no failure
+        fixed = common["tol"] == 0 or common["max_iter"] == 0
+        return model.fit(data, method="em", init=start, warn_not_converged=not fixed, **common)
 
     def _run(self, model: DawidSkene, table: AnnotationTable):
         if self.method == "svi":
             common = {"seed": self._seed(), "progress": self.progress, "device": self.device}
         else:
             common = self._engine_options(METHODS)
-        if self.method == "em":
-            return model.fit(table, method="em", init=self._em_init(model, table), **common)
         if self.method == "gibbs":
             return model.fit(table, method="gibbs", lp_every=10, **common)
         if self.method == "nuts":
@@ -204,25 +290,68 @@ class DawidSkeneEstimator(CrowdAggregator):
         return model.fit(table, method="svi", num_steps=self.num_steps, lr=self.lr,
                          num_samples=self.num_samples, **common)
 
-    def fit(self, df) -> DawidSkeneEstimator:
-        """Fit the model to ``df`` (one row per judgement)."""
+    def _check_em_inputs(self, true_labels, initial_error) -> None:
+        strategy = self.initial_error_strategy
+        if strategy is not None:
+            check_in(strategy, "initial_error_strategy", ("assign", "addition"))
+        if self.method != "em":
+            for name, value in (("true_labels", true_labels), ("initial_error", initial_error)):
+                if value is not None:
+                    raise ValueError(f"{name} is used only by method='em', got "
+                                     f"method={self.method!r}")
+        if initial_error is not None:
+            if strategy is None:
+                raise ValueError("initial_error needs initial_error_strategy='assign' (the start's "
+                                 "confusion matrices) or 'addition' (counts added to the start's)")
+            if self.init_confusion is not None:
+                raise ValueError("init_confusion and initial_error both set the start's confusion "
+                                 "matrices: give one")
+
+    def fit(self, df, true_labels: pd.Series | None = None,
+            initial_error: pd.DataFrame | None = None) -> DawidSkeneEstimator:
+        """Fit the model to ``df`` (one row per judgement).
+
+        Args:
+            df: the labels, one row per judgement.
+            true_labels: known classes of some tasks (a Series ``task -> label``, crowd-kit's
+                gold labels; ``method="em"``): EM holds them fixed, as observed classes.
+            initial_error: workers' confusion matrices from elsewhere, laid out like
+                ``errors_`` (rows ``(worker, label given)``, true labels as columns), used as
+                ``initial_error_strategy`` says (``method="em"``).
+
+        ``method="em"`` on the CPU without ``true_labels``, ``initial_error`` or
+        ``init_confusion`` runs on NumPy arrays and the C passes (:mod:`.array_fit`) with the
+        same results, importing neither torch nor Pyro; ``posterior_``, ``model_`` and
+        ``table_`` are then built on first use.
+        """
         check_in(self.method, "method", METHODS)
         self._check_method_params()
-        table = self._table(df)
-        model = self._model()
-        post = self._run(model, table)
-        table = post.data.table
-        # an EM fit's outputs already hold the posteriors of its own tasks and their argmax
+        self._check_em_inputs(true_labels, initial_error)
+        self.__dict__.pop("_em_arrays", None)
+        codes = self._codes(df)
+        if true_labels is None and initial_error is None and fit_on_arrays(self, codes):
+            return self
+        from ...data.annotations import AnnotationTable
+        from .ds_inputs import known_classes
+
+        table = AnnotationTable.from_codes(codes, allow_repeats=self.allow_repeats)
+        known = None if true_labels is None else known_classes(true_labels, table, self.task)
+        model = self._model(table, known)
         if self.method == "em":
+            post = self._fit_em(model, table, initial_error)
+            # EM's outputs hold the posteriors of its own tasks under the fitted parameters
             probas, labels = post.params["probas"], post.params["labels"]
         else:
-            probas = model.predict(post, table)
+            post = self._run(model, table)
+            probas = model.predict(post, post.data.table)
             labels = probas.argmax(-1)
+        table = post.data.table
         self._store(table, probas, labels)
         self.model_, self.posterior_ = model, post
         self._store_confusions(table, post.mean("confusion"))
         prior = post.data.fixed_prior if post.data.fixed_prior is not None else post.mean("prior")
-        self.priors_ = pd.Series(prior.cpu().numpy(), index=table.classes, name="prior")
+        self.priors_ = pd.Series(prior.detach().cpu().double().numpy(),
+                                 index=pd.Index(table.classes, name=self.label), name="prior")
         if post.method == "svi":
             self.loss_history_ = post.losses.tolist()
             self.n_iter_, self.converged_ = len(self.loss_history_), None
@@ -230,7 +359,18 @@ class DawidSkeneEstimator(CrowdAggregator):
             self._record_run(post)
         return self
 
+    def __getattr__(self, name):
+        if name in ARRAY_RESULTS and "_em_arrays" in self.__dict__:
+            return array_results(self)[name]
+        return super().__getattr__(name)
+
+    def _forget_fit(self) -> None:
+        self.__dict__.pop("_em_arrays", None)
+        super()._forget_fit()
+
     def _new_table(self, df) -> AnnotationTable:
+        from ...data.annotations import AnnotationTable
+
         fitted = self.table_
         check_columns(df, self._columns())
         unknown = pd.Index(df[self.worker]).difference(fitted.workers)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...data.graphs import Graph
+from ...data.graphs import Graph, node_ids
 from ..mrf import NetworkedDawidSkene
 from .base import CrowdAggregator, check_edges, draw_frequencies
 
@@ -103,9 +103,9 @@ class NetworkedDawidSkeneEstimator(CrowdAggregator):
         self._check_columns()
         if not isinstance(df, pd.DataFrame) or self.task not in df.columns:
             return self._table(df), None  # the table's own checks name the problem
-        ids = pd.Index(df[self.task]).append([pd.Index(edges[self.source]),
-                                              pd.Index(edges[self.target])])
-        items = ids.unique().sort_values()
+        items = node_ids({f"df[{self.task!r}]": df[self.task],
+                          f"edges[{self.source!r}]": edges[self.source],
+                          f"edges[{self.target!r}]": edges[self.target]})
         table = self._table(df, items=items)
         codes = np.stack([items.get_indexer(edges[self.source]),
                           items.get_indexer(edges[self.target])], axis=1).astype(np.int64)

@@ -1,6 +1,6 @@
 r"""The networked Dawid-Skene model: crowd labels of items whose true labels form a Potts MRF.
 
-Generative story (ensemble paper, section 2 and 5; model C of the spec), with ``N`` items on
+Generative story (ensemble paper, sections 2 and 5: the networked model), with ``N`` items on
 an undirected graph, ``M`` workers and ``K`` classes::
 
     confusion[m, k, :]  ~ Dirichlet(alpha[m, k, :])              m = 1..M, k = 1..K

@@ -52,7 +52,8 @@ def planned_requests(data, hyper, runs: dict, seed: int) -> list[ChainRequest]:
 
 
 def _fit_one(prior: BHMCPrior, x, C, eps0, burn_in: int, draws: int, seed: int):
-    return BHMC(prior).fit(x, C=C, eps0=1.0 if C is None else eps0, num_warmup=burn_in,
+    margin = {} if C is None else {"eps0": eps0}
+    return BHMC(prior).fit(x, C=C, **margin, num_warmup=burn_in,
                            num_samples=draws, num_chains=1, seed=seed, progress=False)
 
 

@@ -121,10 +121,11 @@ def test_bad_priors_and_settings():
     msg = r"method must be one of \['em', 'gibbs', 'svi', 'nuts'\], got 'mcmc'"
     with pytest.raises(ValueError, match=msg):
         DawidSkeneEstimator(method="mcmc").fit(frame())
-    with pytest.raises(ValueError, match="n_iter must be an integer >= 1, got 0"):
-        DawidSkeneEstimator(n_iter=0).fit(frame())
-    with pytest.raises(ValueError, match="tol must be > 0"):
-        DawidSkeneEstimator(tol=0.0).fit(frame())
+    # n_iter=0 (the start) and tol=0 (never stop early) are crowd-kit's settings, both valid
+    with pytest.raises(ValueError, match="n_iter must be an integer >= 0, got -1"):
+        DawidSkeneEstimator(n_iter=-1).fit(frame())
+    with pytest.raises(ValueError, match="tol must be >= 0"):
+        DawidSkeneEstimator(tol=-1e-3).fit(frame())
     with pytest.raises(ValueError, match=r"ties must be one of \['random', 'smallest', 'first'\]"):
         MajorityVote(ties="last").fit(frame())
 

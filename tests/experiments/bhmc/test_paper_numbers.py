@@ -1,4 +1,4 @@
-"""The paper's recorded settings, claims and Table 1, against the spec and the vendored data."""
+"""The paper's recorded settings, claims and Table 1, against the paper and the vendored data."""
 
 from collections import Counter
 
