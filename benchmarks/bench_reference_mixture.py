@@ -37,7 +37,7 @@ from sklearn.mixture import GaussianMixture as SkGaussianMixture
 
 from pyromodels.conjugate.suffstats import one_hot
 from pyromodels.core.seeding import derive_seed, make_generator
-from pyromodels.mixture import BayesianGaussianMixture, MixtureData
+from pyromodels.mixture import GaussianMixtureModel, MixtureData
 from pyromodels.mixture.densities import component_log_density
 from pyromodels.mixture.em import em_step, m_step, responsibilities
 from pyromodels.mixture.gibbs import sweep
@@ -79,7 +79,7 @@ def make_points(N: int, d: int, num_components: int, generator: torch.Generator)
 def _problem(N: int, d: int, device: str) -> Problem:
     gen = make_generator(derive_seed(SEED, "points", N, d))
     x = make_points(N, d, K, gen)
-    model = BayesianGaussianMixture(K)
+    model = GaussianMixtureModel(K)
     data = model.prepare(x, device=device)
     z = kmeans_init(data.x, K, make_generator(derive_seed(SEED, "init", N, d), device))
     # the model's own starting point (init_state), with the labels one-hot in the data's dtype

@@ -14,10 +14,13 @@ G-means), the paper's metric row and the synthetic protocol.
   flow built for the data.
 * :mod:`.truncated`: :class:`TruncatedDPMixture`, the truncated stick-breaking form fitted by SVI
   (``c`` enumerated) or blocked Gibbs.
+* :mod:`.estimators`: the scikit-learn estimators :class:`DPGaussianMixture` (``DPMixture`` by
+  Gibbs) and :class:`TruncatedDPGaussianMixture` (``TruncatedDPMixture`` by blocked Gibbs).
 """
 
 from .baselines import ClusteringResult, anderson_darling_normal, anderson_darling_pvalue, gmeans, kmeans
 from .ddpm import DDPM
+from .estimators import DPGaussianMixture, TruncatedDPGaussianMixture
 from .gibbs import fit_gibbs
 from .joint import cluster_log_prior, complete_log_joint, gaussian_log_likelihood
 from .mcem import MCEMSettings, fit_mcem
@@ -36,6 +39,8 @@ from .truncated import TruncatedAssignment, TruncatedDPMixture
 
 __all__ = [
     "DDPM",
+    "DPGaussianMixture",
+    "TruncatedDPGaussianMixture",
     "MCEMSettings",
     "fit_mcem",
     "fit_gibbs",

@@ -1,6 +1,6 @@
 """The reference model on real data: a Bayesian Gaussian mixture fitted to the wine cultivars.
 
-Model (:class:`~pyromodels.mixture.BayesianGaussianMixture`, ``K = 3`` components)::
+Model (:class:`~pyromodels.mixture.GaussianMixtureModel`, ``K = 3`` components)::
 
     weights ~ Dirichlet(1_K),  Sigma_k ~ InverseWishart(d + 2, S),
     mu_k | Sigma_k ~ Normal(xbar, Sigma_k),  z_n ~ Categorical(weights),
@@ -37,7 +37,7 @@ from ...core.device import num_threads
 from ...core.seeding import derive_seed
 from ...data import load_sklearn
 from ...data.index_columns import check_no_index_column
-from ...mixture import BayesianGaussianMixture
+from ...mixture import GaussianMixtureModel
 from ...registry import ModelEntry, register
 from ..arguments import demo_arguments, reproduction_arguments
 from .fit_report import describe_fit
@@ -93,10 +93,10 @@ SETTINGS = {
 }
 
 
-def default_model(num_components: int = NUM_COMPONENTS) -> BayesianGaussianMixture:
-    """The registered model: ``BayesianGaussianMixture(num_components)`` (default 3) with the
+def default_model(num_components: int = NUM_COMPONENTS) -> GaussianMixtureModel:
+    """The registered model: ``GaussianMixtureModel(num_components)`` (default 3) with the
     data-driven default prior."""
-    return BayesianGaussianMixture(num_components)
+    return GaussianMixtureModel(num_components)
 
 
 def load_features() -> tuple[np.ndarray, np.ndarray, float]:
