@@ -24,7 +24,8 @@ PUBLIC = {
                       "WeightCache"],
     "pyromodels.ddpm": ["DPMixture", "DPMixturePrior", "dp_mixture_crp", "state_values",
                         "complete_log_joint", "kmeans", "gmeans", "paper_scores",
-                        "simulate_warped_clusters", "PAPER_PRESETS"],
+                        "simulate_warped_clusters", "PAPER_PRESETS", "DPGaussianMixture",
+                        "TruncatedDPGaussianMixture"],
 }
 
 

@@ -12,6 +12,8 @@ inference.
 
 from __future__ import annotations
 
+import re
+
 import torch
 
 from ..checks import check_in, check_int, check_positive
@@ -24,6 +26,8 @@ __all__ = ["BayesianGaussianMixture"]
 
 #: the engines the facade offers (``method=``)
 METHODS = ("em", "gibbs")
+#: the model's names of the prior arguments that the facade calls ``<name>_prior``
+_PRIOR_NAMES = re.compile(r"\b(weight_concentration|mean_precision|degrees_of_freedom)\b")
 
 
 class BayesianGaussianMixture(MixtureClusterer):
@@ -132,7 +136,10 @@ class BayesianGaussianMixture(MixtureClusterer):
             degrees_of_freedom=self.degrees_of_freedom_prior,
             covariance_prior=self.covariance_prior,
         )
-        posterior = model.fit(x, method=self.method, seed=seed, **options)
+        try:
+            posterior = model.fit(x, method=self.method, seed=seed, **options)
+        except (ValueError, TypeError) as error:  # name the facade's arguments, not the model's
+            raise type(error)(_PRIOR_NAMES.sub(lambda m: m[0] + "_prior", str(error))) from error
         if self.method == "em":
             self.converged_ = bool(posterior.diagnostics["converged"])
             self.n_iter_ = int(posterior.diagnostics["n_iter"])
