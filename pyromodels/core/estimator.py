@@ -12,56 +12,25 @@ two methods:
   with the integer ``seed``, and set the fitted attributes (``posterior_`` among them);
 * ``_log_joint(x)``: ``(N, K)`` values ``log w_k + log p_k(x_n)`` of the fitted mixture.
 
-``random_state`` follows scikit-learn: an int is the fit's seed, a ``numpy.random.RandomState``
-or ``numpy.random.Generator`` gives one draw as the seed, and ``None`` draws a fresh seed from
-the operating system (the global NumPy state is never read). The seed used is ``seed_``.
+``random_state`` follows scikit-learn (:func:`~pyromodels.core.seeding.seed_from_random_state`):
+an int is the fit's seed, a ``numpy.random.RandomState`` or ``numpy.random.Generator`` gives
+one draw as the seed, and ``None`` draws a fresh seed from the operating system (the global
+NumPy state is never read). The seed used is ``seed_``.
+
+This module imports scikit-learn; the families load their facades on first use, so that
+importing a family does not (scikit-learn costs about a second of a fresh process).
 """
 
 from __future__ import annotations
-
-import numbers
 
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClusterMixin, DensityMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..checks import check_int
-from .seeding import resolve_seed
+from .seeding import resolve_seed, seed_from_random_state
 
-__all__ = ["seed_from_random_state", "MixtureClusterer"]
-
-
-def seed_from_random_state(random_state) -> int | None:
-    """The seed that scikit-learn's ``random_state`` names, or ``None`` for ``None``.
-
-    Args:
-        random_state: ``None``, an int ``>= 0``, a ``numpy.random.RandomState`` or a
-            ``numpy.random.Generator`` (one draw of it is the seed).
-
-    Raises:
-        TypeError: any other type. ValueError: a negative int.
-
-    Example:
-        >>> seed_from_random_state(7), seed_from_random_state(None)
-        (7, None)
-        >>> import numpy as np
-        >>> a, b = np.random.RandomState(0), np.random.RandomState(0)
-        >>> seed_from_random_state(a) == seed_from_random_state(b)
-        True
-    """
-    if random_state is None:
-        return None
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(2**31 - 1))
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(2**31 - 1))
-    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
-        raise TypeError(
-            "random_state must be None, an int, a numpy RandomState or a numpy Generator, got "
-            f"{type(random_state).__name__} {random_state!r}"
-        )
-    return check_int(random_state, "random_state", minimum=0)
+__all__ = ["MixtureClusterer"]
 
 
 class MixtureClusterer(ClusterMixin, DensityMixin, BaseEstimator):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import numbers
 import random
 
 import numpy as np
@@ -17,7 +18,7 @@ import torch
 
 from ..checks import check_int
 
-__all__ = ["resolve_seed", "derive_seed", "make_generator", "seeded"]
+__all__ = ["resolve_seed", "derive_seed", "make_generator", "seeded", "seed_from_random_state"]
 
 _MAX_SEED = 2**63 - 1
 
@@ -27,6 +28,38 @@ def resolve_seed(seed: int | None) -> int:
     if seed is None:
         return int(np.random.SeedSequence().generate_state(1, dtype=np.uint64)[0] >> 1)
     return check_int(seed, "seed", minimum=0, maximum=_MAX_SEED)
+
+
+def seed_from_random_state(random_state) -> int | None:
+    """The seed that scikit-learn's ``random_state`` names, or ``None`` for ``None``.
+
+    Args:
+        random_state: ``None``, an int ``>= 0``, a ``numpy.random.RandomState`` or a
+            ``numpy.random.Generator`` (one draw of it is the seed).
+
+    Raises:
+        TypeError: any other type. ValueError: a negative int.
+
+    Example:
+        >>> seed_from_random_state(7), seed_from_random_state(None)
+        (7, None)
+        >>> import numpy as np
+        >>> a, b = np.random.RandomState(0), np.random.RandomState(0)
+        >>> seed_from_random_state(a) == seed_from_random_state(b)
+        True
+    """
+    if random_state is None:
+        return None
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(2**31 - 1))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(2**31 - 1))
+    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
+        raise TypeError(
+            "random_state must be None, an int, a numpy RandomState or a numpy Generator, got "
+            f"{type(random_state).__name__} {random_state!r}"
+        )
+    return check_int(random_state, "random_state", minimum=0)
 
 
 def derive_seed(seed: int, *keys) -> int:

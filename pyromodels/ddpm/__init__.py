@@ -15,12 +15,12 @@ G-means), the paper's metric row and the synthetic protocol.
 * :mod:`.truncated`: :class:`TruncatedDPMixture`, the truncated stick-breaking form fitted by SVI
   (``c`` enumerated) or blocked Gibbs.
 * :mod:`.estimators`: the scikit-learn estimators :class:`DPGaussianMixture` (``DPMixture`` by
-  Gibbs) and :class:`TruncatedDPGaussianMixture` (``TruncatedDPMixture`` by blocked Gibbs).
+  Gibbs) and :class:`TruncatedDPGaussianMixture` (``TruncatedDPMixture`` by blocked Gibbs),
+  loaded on first use (they import scikit-learn, which importing the family does not).
 """
 
 from .baselines import ClusteringResult, anderson_darling_normal, anderson_darling_pvalue, gmeans, kmeans
 from .ddpm import DDPM
-from .estimators import DPGaussianMixture, TruncatedDPGaussianMixture
 from .gibbs import fit_gibbs
 from .joint import cluster_log_prior, complete_log_joint, gaussian_log_likelihood
 from .mcem import MCEMSettings, fit_mcem
@@ -69,3 +69,11 @@ __all__ = [
     "TruncatedDPMixture",
     "TruncatedAssignment",
 ]
+
+
+def __getattr__(name: str):
+    if name in ("DPGaussianMixture", "TruncatedDPGaussianMixture"):
+        from . import estimators
+
+        return getattr(estimators, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

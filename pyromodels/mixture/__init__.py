@@ -3,12 +3,20 @@
 * :class:`GaussianMixtureModel`: the Pyro model class (the story, fitted by EM, Gibbs, SVI or
   NUTS; ``fit`` returns a :class:`~pyromodels.core.Posterior`).
 * :class:`BayesianGaussianMixture`: the scikit-learn estimator around it (``fit`` returns the
-  estimator; ``predict``, ``predict_proba``, ``labels_``, ``score``).
+  estimator; ``predict``, ``predict_proba``, ``labels_``, ``score``), loaded on first use
+  (it imports scikit-learn, which importing the family does not).
 """
 
-from .estimator import BayesianGaussianMixture
 from .gaussian import GaussianMixtureModel
 from .prior import MixtureData, MixturePrior, resolve_prior
 
 __all__ = ["BayesianGaussianMixture", "GaussianMixtureModel", "MixtureData", "MixturePrior",
            "resolve_prior"]
+
+
+def __getattr__(name: str):
+    if name == "BayesianGaussianMixture":
+        from .estimator import BayesianGaussianMixture
+
+        return BayesianGaussianMixture
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,7 +9,7 @@ import pandas as pd
 import torch
 
 from ...checks import check_in, check_int, check_memory, check_positive
-from ...core.estimator import seed_from_random_state
+from ...core.seeding import seed_from_random_state
 from ...data.annotations import AnnotationTable, check_columns, item_column
 from .params import EstimatorParams, is_default
 
@@ -22,7 +22,7 @@ def resolve_random_state(seed, random_state):
 
     ``random_state`` wins when it is not ``None``: an int is the seed; a
     ``numpy.random.RandomState`` or ``numpy.random.Generator`` gives one draw as the seed
-    (:func:`pyromodels.core.estimator.seed_from_random_state`).
+    (:func:`pyromodels.core.seeding.seed_from_random_state`).
     With ``random_state=None``, ``seed`` is used as it is.
     """
     return seed if random_state is None else seed_from_random_state(random_state)
