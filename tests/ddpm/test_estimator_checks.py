@@ -2,8 +2,8 @@
 
 The instances given to the checks carry small sampler settings (the checks fit dozens of
 times); every check applies and none is expected to fail. scikit-learn itself skips
-``check_array_api_input`` unless ``SCIPY_ARRAY_API=1`` is set (the facades do not declare
-array-API support: they take NumPy-convertible input).
+``check_array_api_input`` unless ``SCIPY_ARRAY_API=1`` is set; with it set, that check
+passes too.
 """
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
