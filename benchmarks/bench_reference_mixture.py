@@ -19,6 +19,15 @@ Cases, at ``N`` in {10,000, 100,000} points, ``d`` in {2, 10}, ``K = 5``, float6
 * ``mixture.component_log_density``: :func:`pyromodels.mixture.densities.component_log_density`
   for all ``N x K`` pairs against ``scipy.stats.multivariate_normal.logpdf`` looped over the
   components (covariances computed beforehand, outside the timing). Agreement to 1e-8 nats.
+* ``mixture.quickstart_gibbs`` (seconds per sweep): the README's quick start, the Gibbs fit of
+  :class:`~pyromodels.mixture.GaussianMixtureModel` on 200 points in 2-D (two chains of
+  ``QUICKSTART_SWEEPS`` sweeps each; ``--quick``: ``QUICK_QUICKSTART_SWEEPS``), run with the
+  caller's thread count at torch's start-up default (:data:`TORCH_DEFAULT_THREADS`, the
+  harness's own limit lifted). Ours lets the engine choose its threads for the problem's
+  size (:mod:`pyromodels.core.threads`: one thread here); the peer ``default_threads``
+  passes ``num_threads=TORCH_DEFAULT_THREADS``, how every fit ran before the engines chose.
+  Same seed on both sides, so the check compares the draws (equal up to the last bits of
+  sums taken on another thread count).
 """
 
 from __future__ import annotations
@@ -36,7 +45,9 @@ from sklearn.mixture import BayesianGaussianMixture as SkBayesianGaussianMixture
 from sklearn.mixture import GaussianMixture as SkGaussianMixture
 
 from pyromodels.conjugate.suffstats import one_hot
+from pyromodels.core.device import num_threads
 from pyromodels.core.seeding import derive_seed, make_generator
+from pyromodels.data import simulate_gaussian_mixture
 from pyromodels.mixture import GaussianMixtureModel, MixtureData
 from pyromodels.mixture.densities import component_log_density
 from pyromodels.mixture.em import em_step, m_step, responsibilities
@@ -53,6 +64,12 @@ FULL_SIZES = ((10_000, 2), (10_000, 10), (100_000, 2), (100_000, 10))
 QUICK_SIZES = ((300, 2),)
 #: responsibilities lie in [0, 1]: float64 round-off is ~1e-15, so 1e-10 leaves room only for bugs
 RESPONSIBILITY_TOLERANCE = 1e-10
+#: torch's intra-op threads when this module is imported, before the harness limits them
+TORCH_DEFAULT_THREADS = torch.get_num_threads()
+#: warm-up and kept sweeps of each quick-start chain (the README runs 200 and 300); quick runs
+#: take QUICK_QUICKSTART_SWEEPS
+QUICKSTART_SWEEPS = (20, 30)
+QUICK_QUICKSTART_SWEEPS = (1, 2)
 #: log densities reach a few hundred nats for far points; float64 Cholesky vs eigh differs ~1e-12
 LOG_DENSITY_TOLERANCE = 1e-8
 
@@ -221,6 +238,32 @@ def _density_check(N, d, device):
     return check
 
 
+# ----------------------------------------------------------------------- README quick start
+def _quickstart(threads: int | None, sweeps: tuple[int, int]):
+    """The quick start's Gibbs fit at the caller's default thread count, ``sweeps`` (warm-up,
+    kept) per chain; ``threads`` is the engine's ``num_threads`` (``None``: it chooses)."""
+    x, _ = simulate_gaussian_mixture(200, weights=[0.6, 0.4], means=[[-2.0, 0.0], [2.0, 1.0]],
+                                     covs=[[[1.0, 0.0], [0.0, 1.0]]] * 2, seed=0)
+    model = GaussianMixtureModel(num_components=2)
+    warmup, kept = sweeps
+
+    def run():
+        with num_threads(TORCH_DEFAULT_THREADS):
+            return model.fit(x, method="gibbs", num_chains=2, num_warmup=warmup,
+                             num_samples=kept, seed=0, progress=False, num_threads=threads)
+
+    return run
+
+
+def _quickstart_check(sweeps: tuple[int, int]):
+    chosen = _quickstart(None, sweeps)()
+    default = _quickstart(TORCH_DEFAULT_THREADS, sweeps)()
+    # sums over 200 points may round differently on another thread count: 1e-9 is far above
+    # float64 rounding and far below any change of the draws
+    return {"locs": agreement(chosen.samples["locs"], default.samples["locs"], 1e-9,
+                              f"num_threads={TORCH_DEFAULT_THREADS}")}
+
+
 def cases(quick: bool, device: torch.device | None = None) -> list[Case]:
     """The mixture cases; ``quick`` gives one tiny size and few repeats (a harness check).
 
@@ -253,5 +296,17 @@ def cases(quick: bool, device: torch.device | None = None) -> list[Case]:
             ours=_ours_density(N, d, dev),
             peers={"scipy.stats.multivariate_normal": _scipy_density(N, d, dev)},
             metric="seconds", check=_density_check(N, d, dev), **timing,
+        ))
+    if device is None or torch.device(device).type == "cpu":
+        per_chain = QUICK_QUICKSTART_SWEEPS if quick else QUICKSTART_SWEEPS
+        sweeps = 2 * sum(per_chain)
+        out.append(Case(
+            "mixture.quickstart_gibbs",
+            {"N": 200, "d": 2, "K": 2, "chains": 2, "sweeps_per_call": sweeps},
+            ours=_quickstart(None, per_chain),
+            peers={"default_threads": _quickstart(TORCH_DEFAULT_THREADS, per_chain)},
+            metric="seconds_per_iter", iterations=sweeps,
+            check=functools.partial(_quickstart_check, per_chain),
+            warmup=1, repeats=2 if quick else 5,
         ))
     return out

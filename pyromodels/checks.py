@@ -2,6 +2,9 @@
 
 Each check raises a ``ValueError`` or ``TypeError`` whose message names the argument and the
 expected form; nothing is silently coerced, dropped or clipped.
+
+torch is imported inside the checks that take tensors: the command line's answers that fit
+nothing (``pyromodels --help``, ``list``, usage errors) use the other checks without it.
 """
 
 from __future__ import annotations
@@ -10,11 +13,15 @@ import numbers
 import os
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
+    "seed_from_random_state",
     "broadcast_shapes",
     "check_bool",
     "check_int",
@@ -93,6 +100,37 @@ def check_in(value, name: str, allowed: Sequence):
 _NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
+def seed_from_random_state(random_state) -> int | None:
+    """The seed that scikit-learn's ``random_state`` names, or ``None`` for ``None``.
+
+    Args:
+        random_state: ``None``, an int ``>= 0``, a ``numpy.random.RandomState`` or a
+            ``numpy.random.Generator`` (one draw of it is the seed).
+
+    Raises:
+        TypeError: any other type. ValueError: a negative int.
+
+    Example:
+        >>> seed_from_random_state(7), seed_from_random_state(None)
+        (7, None)
+        >>> a, b = np.random.RandomState(0), np.random.RandomState(0)
+        >>> seed_from_random_state(a) == seed_from_random_state(b)
+        True
+    """
+    if random_state is None:
+        return None
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(2**31 - 1))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(2**31 - 1))
+    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
+        raise TypeError(
+            "random_state must be None, an int, a numpy RandomState or a numpy Generator, got "
+            f"{type(random_state).__name__} {random_state!r}"
+        )
+    return check_int(random_state, "random_state", minimum=0)
+
+
 def check_name(value, name: str) -> str:
     """Raise unless ``value`` is a name usable as a file name: letters, digits, ``.``, ``_``, ``-``.
 
@@ -112,6 +150,8 @@ def check_name(value, name: str) -> str:
 
 def check_finite(tensor: torch.Tensor, name: str) -> torch.Tensor:
     """Raise if ``tensor`` holds NaN or infinite values."""
+    import torch
+
     if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
         bad = int((~torch.isfinite(tensor)).sum())
         raise ValueError(f"{name} must be finite: found {bad} NaN or infinite value(s)")
@@ -130,6 +170,8 @@ def as_numeric_tensor(x, name: str) -> torch.Tensor:
         >>> as_numeric_tensor([[0, -1], [2, 3]], "x").dtype
         torch.int64
     """
+    import torch
+
     if isinstance(x, torch.Tensor):
         return x
     if hasattr(x, "to_numpy"):  # pandas objects
@@ -168,6 +210,8 @@ def as_float_tensor(
         device: device of the result; defaults to ``x``'s device.
         allow_empty: whether a tensor with zero elements is accepted.
     """
+    import torch
+
     t = as_numeric_tensor(x, name)
     if t.dtype == torch.bool or t.is_complex():
         raise TypeError(f"{name} must hold real numbers, got dtype {t.dtype}")
@@ -197,6 +241,8 @@ def as_label_tensor(
     than classes. The result is contiguous (a strided view, ``codes[:, 0]``, is copied), as
     the compiled passes over codes read them row-major.
     """
+    import torch
+
     t = as_numeric_tensor(x, name)
     if t.dtype == torch.bool:
         raise TypeError(f"{name} must hold integer labels, got dtype bool")
@@ -307,6 +353,8 @@ def check_stochastic(
         >>> check_stochastic([[0.5, 0.25], [0.0, 0.25]], "joint", axis_sum="total").sum().item()
         1.0
     """
+    import torch
+
     check_in(axis_sum, "axis_sum", ("rows", "total"))
     if shape is not None:
         shape = tuple(check_int(s, "shape entries", minimum=1) for s in shape)
@@ -347,17 +395,28 @@ def check_stochastic(
     return t.to(dtype=dtype)
 
 
-def memory_size(device=None) -> int | None:
-    """Bytes of memory of ``device``: the GPU's for a CUDA device, else the machine's physical
-    memory; ``None`` where the platform does not say."""
+def _device_type(device) -> str:
+    """``device``'s type (``"cpu"``, ``"cuda"``, ...); the CPU without importing torch."""
+    if device is None or device == "cpu":
+        return "cpu"
+    import torch
+
     try:
-        device = torch.device("cpu" if device is None else device)
+        return torch.device(device).type
     except (RuntimeError, TypeError) as exc:
         raise ValueError(
             f"device must name a torch device such as 'cpu' or 'cuda', got {device!r}"
         ) from exc
-    if device.type == "cuda" and torch.cuda.is_available():
-        return int(torch.cuda.mem_get_info(device)[1])
+
+
+def memory_size(device=None) -> int | None:
+    """Bytes of memory of ``device``: the GPU's for a CUDA device, else the machine's physical
+    memory; ``None`` where the platform does not say."""
+    if _device_type(device) == "cuda":
+        import torch
+
+        if torch.cuda.is_available():
+            return int(torch.cuda.mem_get_info(device)[1])
     try:
         return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
     except (AttributeError, ValueError, OSError):
@@ -390,8 +449,7 @@ def check_memory(parts: Sequence[tuple[str, float]], device=None, hint: str = ""
     if limit is None or total <= limit:
         return
     listed = "; ".join(f"{what}: {format_bytes(nbytes)}" for what, nbytes in parts if nbytes)
-    where = "the GPU" if torch.device("cpu" if device is None else device).type == "cuda" \
-        else "this machine"
+    where = "the GPU" if _device_type(device) == "cuda" else "this machine"
     raise ValueError(
         f"this fit would need about {format_bytes(total)} of memory ({listed}), more than the "
         f"{format_bytes(limit)} of {where}{'; ' + hint if hint else ''}"
@@ -411,5 +469,7 @@ def broadcast_shapes(*shapes) -> torch.Size:
         >>> broadcast_shapes((3, 1), (4,))
         torch.Size([3, 4])
     """
+    import torch
+
     return torch.Size(np.broadcast_shapes(*(tuple(shape) for shape in shapes)))
 

@@ -1,12 +1,11 @@
-"""The built-in models: importing this module registers each of them.
+"""The built-in models: :data:`MODELS`, the declarations that `registry.load_builtin` declares.
 
-:func:`pyromodels.registry.load_builtin` imports it. Each line imports one registering module
-of an experiment package (its paper reproduction, or its models as ``fit`` choices), whose
-import adds its :class:`~pyromodels.registry.ModelEntry` objects; a new paper adds a line.
+The declarations are plain data (:mod:`pyromodels.experiments.catalogue`): importing this
+module loads no model family. Each declaration names the experiment module whose import
+registers the model's callables; :func:`pyromodels.registry.get` imports it when the model is
+first used. A new model adds its declaration to the catalogue.
 """
 
-from .experiments.bhmc import reproduction as _bhmc  # noqa: F401 - registers "bhmc"
-from .experiments.crowd import fit_entries as _crowd_models  # noqa: F401 - the crowd models
-from .experiments.crowd import reproduction as _crowd  # noqa: F401 - registers "crowd"
-from .experiments.ddpm import reproduction as _ddpm  # noqa: F401 - registers "ddpm"
-from .experiments.reference_mixture import reproduction as _mixture  # noqa: F401 - "gaussian-mixture"
+from .experiments.catalogue import MODELS
+
+__all__ = ["MODELS"]

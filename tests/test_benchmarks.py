@@ -16,6 +16,7 @@ QUICK_LABELS = {
     "mixture.em_iteration[N=300,d=2,K=5,dtype=float64,iterations_per_call=2]",
     "mixture.gibbs_sweep[N=300,d=2,K=5,dtype=float64,iterations_per_call=2]",
     "mixture.component_log_density[N=300,d=2,K=5,dtype=float64]",
+    "mixture.quickstart_gibbs[N=200,d=2,K=2,chains=2,sweeps_per_call=6]",
 }
 
 
@@ -72,6 +73,9 @@ def test_quick_run_peers_and_checks_per_case(quick_run):
     assert em["agreement"]["responsibilities"]["tolerance"] == 1e-10
     assert by_case["mixture.gibbs_sweep"]["peers"] == {}
     assert by_case["mixture.gibbs_sweep"]["agreement"] == {}
+    quickstart = by_case["mixture.quickstart_gibbs"]
+    assert set(quickstart["peers"]) == {"default_threads"}
+    assert set(quickstart["agreement"]) == {"locs"}
     dens = by_case["mixture.component_log_density"]
     assert set(dens["peers"]) == {"scipy.stats.multivariate_normal"}
     assert dens["metric"] == "seconds"
@@ -79,7 +83,7 @@ def test_quick_run_peers_and_checks_per_case(quick_run):
 
 def test_only_runs_the_matching_cases(bench, tmp_path, capsys):
     out = tmp_path / "only.jsonl"
-    assert bench.cli.main(["--quick", "--only", "gibbs", "--out", str(out)]) == 0
+    assert bench.cli.main(["--quick", "--only", "gibbs_sweep", "--out", str(out)]) == 0
     (line,) = out.read_text().splitlines()
     assert json.loads(line)["case"] == "mixture.gibbs_sweep"
     assert "mixture.gibbs_sweep[" in capsys.readouterr().out

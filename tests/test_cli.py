@@ -75,6 +75,7 @@ def _fake_loader(path):
 def fake_registry(monkeypatch):
     """A registry holding only the fake models (the built-in index is not loaded)."""
     monkeypatch.setattr(registry, "_REGISTRY", {})
+    monkeypatch.setattr(registry, "_DECLARED", {})
     monkeypatch.setattr(registry, "load_builtin", lambda: None)
     registry.register(
         ModelEntry(
@@ -179,9 +180,11 @@ def test_argument_errors_return_2_instead_of_exiting(fake_registry, capsys):
 def test_list_shows_the_registered_models(fake_registry, capsys):
     assert main(["list"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["NAME", "ENGINES", "PAPER", "TITLE"]
-    assert lines[1].split() == ["bare-model", "svi", "reference", "Bare"]
-    assert lines[2].split() == ["fake-model", "nuts,em", "Nobody", "(2024)", "Fake", "model"]
+    assert [line.split() for line in lines[:6]] == [
+        ["NAME", "METHODS", "TITLE"], ["paper"],
+        ["bare-model", "svi*", "Bare"], ["reference"],
+        ["fake-model", "nuts*,em", "Fake", "model"], ["Nobody", "(2024)"]]
+    assert "* the default method" in lines[7]
 
 
 def test_fit_writes_the_report_of_one_fit(fake_registry, tmp_path, capsys):

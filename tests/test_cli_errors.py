@@ -46,6 +46,7 @@ def counted(monkeypatch):
     """A registry holding one fake model whose fits are counted and whose demo can be made
     to raise."""
     monkeypatch.setattr(registry, "_REGISTRY", {})
+    monkeypatch.setattr(registry, "_DECLARED", {})
     monkeypatch.setattr(registry, "load_builtin", lambda: None)
     monkeypatch.setitem(_calls, "fit", 0)
     monkeypatch.setattr(sys.modules[__name__], "_demo_raises", [])
@@ -162,6 +163,7 @@ _SLOW_DEMO = textwrap.dedent(
         time.sleep(60)
 
     registry._REGISTRY.clear()
+    registry._DECLARED.clear()
     registry.load_builtin = lambda: None
     registry.register(ModelEntry(name="slow", title="Slow", paper="none", engines=("em",),
                                  factory=dict, demo=demo))

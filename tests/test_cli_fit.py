@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import arviz as az
@@ -27,6 +28,7 @@ from pyromodels.data import (
     simulate_networked_annotations,
     simulate_sequential_annotations,
 )
+from pyromodels.report import read_metrics
 
 SHARED = Path(os.environ.get("PYROMODELS_DATA", Path(__file__).resolve().parents[2] / "shared"
                              / "data"))
@@ -116,15 +118,27 @@ def test_fit_help_shows_the_models_methods_data_format_and_options(capsys):
 def test_an_option_of_another_model_is_a_one_line_error(capsys):
     assert main(["fit", "gaussian-mixture", "--method", "em", "--edges", "e.csv"]) == 2
     assert "--edges does not apply to model 'gaussian-mixture'" in _one_error_line(capsys)
-    assert main(["fit", "dawid-skene"]) == 2
-    assert "fit needs --method, one of model 'dawid-skene'" in _one_error_line(capsys)
+    assert main(["fit", "dawid-skene", "--method", "bogus"]) == 2
+    line = _one_error_line(capsys)
+    assert "model 'dawid-skene' has no method 'bogus'; its methods: em, gibbs, svi, nuts" in line
+    assert "''" not in line
+
+
+def test_method_defaults_to_the_models_natural_engine(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert main(["fit", "dawid-skene", "--out", str(out), "--no-progress"]) == 0
+    assert [p.name for p in out.iterdir() if p.is_dir()] == ["dawid-skene-em"]
+    assert list(read_metrics(out)[1]["dawid-skene-em"]) == ["em"]
+    assert main(["fit", "bhmc", "--help"]) == 0
+    assert "--method {gibbs} the inference method (default gibbs)" in " ".join(
+        capsys.readouterr().out.split())
 
 
 def test_every_fit_option_is_known_to_the_registry():
     from pyromodels.cli.parser import FIT_OPTIONS
 
-    assert set(FIT_OPTIONS) == set(registry.LOADER_OPTIONS + registry.MODEL_OPTIONS
-                                   + registry.REPORT_OPTIONS + tuple(registry.FIT_ARGUMENTS))
+    assert set(FIT_OPTIONS) == set(registry.LOADER_OPTIONS + registry.REPORT_OPTIONS
+                                   + tuple(registry.FIT_ARGUMENTS))
 
 
 @pytest.mark.parametrize("argv", [[], ["fit", "--bogus"], ["nope"], ["list", "extra"]])
@@ -313,6 +327,74 @@ def test_resume_errors(tmp_path, capsys):
     assert f"continues with the arguments saved in {out}: give no --method" in _one_error_line(capsys)
     assert main(["fit", "--resume", str(out), "--seed", "5"]) == 2
     assert "the checkpointed fit has --seed 0, not 5" in _one_error_line(capsys)
+
+
+# ---------------------------------------------------------------- the clustering models
+def _points(tmp_path) -> Path:
+    rng = np.random.default_rng(0)
+    points = np.concatenate([rng.normal(-4, 1, (25, 2)), rng.normal(4, 1, (25, 2))])
+    path = tmp_path / "points.csv"
+    np.savetxt(path, points, delimiter=",")
+    return path
+
+
+@pytest.mark.parametrize(("model", "options"), [
+    ("ddpm", ["--rounds", "2"]),
+    ("truncated-dp-mixture", ["--num-samples", "20", "--num-warmup", "20", "--truncation", "5"]),
+])
+def test_clustering_fits_write_labels_and_a_scatter_by_cluster(model, options, tmp_path):
+    out = _fit([model, "--data", str(_points(tmp_path)), *options], tmp_path)
+    labels = pd.read_csv(out / "labels.csv")
+    assert labels.columns.tolist()[:2] == ["point", "cluster"]
+    assert labels["point"].tolist() == list(range(50))
+    metrics = read_metrics(out)[1]
+    (name,) = metrics
+    method = name.removeprefix(model + "-")
+    assert metrics[name][method]["num_clusters"] == labels["cluster"].nunique()
+    assert metrics[name][method]["largest_cluster"] == labels["cluster"].value_counts().max()
+    # the two blobs, four standard deviations apart, are never put in one cluster
+    first, second = labels["cluster"][:25], labels["cluster"][25:]
+    assert not set(first) & set(second)
+    assert "clusters" in (out / "index.html").read_text()
+
+
+def test_options_of_other_engines_are_not_listed_and_are_one_line_errors(capsys):
+    assert main(["fit", "ddpm", "--help"]) == 0
+    text = capsys.readouterr().out
+    assert "--rounds" in text
+    for option in ("--num-steps", "--max-iter", "--num-samples", "--num-chains", "--device"):
+        assert option not in text
+        assert main(["fit", "ddpm", option, "5"]) == 2
+        assert f"{option} does not apply to method 'mcem'" in _one_error_line(capsys)
+
+
+def test_list_shows_every_declared_model_within_100_columns(capsys):
+    registry.load_builtin()
+    assert main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    rows = {line.split()[0]: line.split()[1] for line in lines[2:] if line[:1].strip()}
+    for model in registry.infos():
+        methods = [model.default_method + "*"] + [e for e in model.engines
+                                                 if e != model.default_method]
+        assert rows[model.name] == ",".join(methods)
+    assert rows["truncated-dp-mixture"] == "gibbs*,svi"
+
+
+def test_the_readme_table_and_list_agree_on_every_models_methods():
+    registry.load_builtin()
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Models and engines", 1)[1].split("\n## ", 1)[0]
+    table = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+        if len(cells) >= 3 and cells[1].startswith("`"):
+            table[cells[1].strip("`")] = [m.strip(" `*") for m in cells[2].split(",")]
+    for model in registry.infos():
+        assert model.name in table, f"{model.name} is not in the README's table"
+        assert set(table[model.name]) == set(model.engines), model.name
+        assert table[model.name][0] == model.default_method, model.name
+    assert set(table) == {m.name for m in registry.infos()}
 
 
 def test_resume_on_a_data_file_changed_since_the_checkpoint_is_refused(tmp_path, capsys):

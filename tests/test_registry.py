@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -20,6 +23,7 @@ def _entry(name: str, **overrides) -> ModelEntry:
 def empty_registry(monkeypatch):
     """A registry holding nothing, restored after the test."""
     monkeypatch.setattr(registry, "_REGISTRY", {})
+    monkeypatch.setattr(registry, "_DECLARED", {})
 
 
 def test_register_get_unregister_round_trip(empty_registry):
@@ -121,3 +125,118 @@ def test_registering_the_builtin_models_leaves_the_plotting_stack_unloaded(fresh
         "print(sorted(m for m in ('arviz', 'matplotlib', 'pyromodels.report') if m in sys.modules))\n"
     )
     assert fresh_python(code) == "[]"
+
+
+# ---------------------------------------------------------------- declarations
+def test_a_declared_model_is_known_before_its_module_is_imported(monkeypatch, tmp_path,
+                                                                 empty_registry):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = "pyromodels_test_declared_model"
+    (tmp_path / f"{module}.py").write_text(
+        "from pyromodels import registry\n"
+        "registry.register(registry.info('lazy').entry(factory=dict))\n")
+    declared = registry.declare(registry.ModelInfo(
+        name="lazy", title="t", paper="p", engines=("gibbs", "em"), default_method="em",
+        module=module, arguments=(registry.Argument("alpha", "positive", "a prior"),)))
+    try:
+        assert registry.info("lazy") is declared and module not in sys.modules
+        assert [m.name for m in registry.infos()] == ["lazy"]
+        entry = registry.get("lazy")  # imports the module, which registers the entry
+        assert module in sys.modules and entry.factory is dict
+        assert entry.declaration() == declared and entry.default_method == "em"
+        assert registry.info("lazy") is entry and registry.entries() == (entry,)
+        assert registry.declare(declared) is declared  # the same declaration again: no-op
+        with pytest.raises(ValueError, match="'lazy' is already declared"):
+            registry.declare(replace(declared, title="another"))
+    finally:
+        sys.modules.pop(module, None)
+
+
+def test_an_entry_must_carry_its_declaration(empty_registry):
+    declared = registry.declare(registry.ModelInfo(name="kept", title="t", paper="p",
+                                                   engines=("em",)))
+    with pytest.raises(ValueError, match="differs from its declaration"):
+        registry.register(_entry("kept", title="t", paper="p", engines=("em", "gibbs")))
+    assert registry.register(declared.entry(factory=dict)).engines == ("em",)
+
+
+@pytest.mark.parametrize(("overrides", "error", "message"), [
+    ({"default_method": "nuts"}, ValueError, "default_method must be one of engines"),
+    ({"arguments": ("alpha",)}, TypeError, "arguments must be a tuple of Argument"),
+    ({"options": ("gold",), "arguments": (registry.Argument("gold", "real", "x"),)},
+     ValueError, "must not repeat each other or the options"),
+    ({"module": 3}, TypeError, "module must be a string"),
+])
+def test_declaration_validation(overrides, error, message):
+    with pytest.raises(error, match=message):
+        registry.ModelInfo(name="m", title="t", paper="p", engines=("em",), **overrides)
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"dest": "not an identifier"}, "dest must be a Python identifier"),
+    ({"kind": "string"}, "kind must be one of"),
+])
+def test_argument_validation(fields, message):
+    with pytest.raises(ValueError, match=message):
+        registry.Argument(**{"dest": "alpha", "kind": "positive", "help": "h", **fields})
+
+
+def test_the_built_in_declarations_match_their_models():
+    registry.load_builtin()
+    for declared in registry.infos():
+        entry = registry.get(declared.name)
+        assert entry.declaration() == declared.declaration()
+        # every declared constructor argument is a keyword of the factory, and the model the
+        # factory makes has the declared engines
+        parameters = inspect.signature(entry.factory).parameters
+        takes_any = any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+        for argument in declared.arguments:
+            assert takes_any or argument.dest in parameters, (declared.name, argument.dest)
+        model = entry.factory()
+        assert set(model.engines) == set(declared.engines), declared.name
+
+
+def test_demos_are_first_looks_and_leave_the_long_protocols_to_reproduce():
+    from pyromodels.experiments.ddpm import reproduction as ddpm
+    from pyromodels.experiments.reference_mixture import reproduction as mixture
+
+    def work(plan):  # Monte Carlo EM sweeps over points of the synthetic set
+        mcem = plan.synthetic_protocol.mcem
+        return plan.synthetic_points * mcem.rounds * mcem.restarts
+
+    demo, small = ddpm.PLANS["demo"], ddpm.PLANS["small"]
+    assert work(demo) * 10 <= work(small)
+    assert demo.images_protocol.mcem.restarts == 1
+    assert sum(demo.autoencoder.dims) < sum(small.autoencoder.dims)
+    assert demo.autoencoder.finetune_epochs < small.autoencoder.finetune_epochs
+    demo, small = mixture.SETTINGS["demo"], mixture.SETTINGS["small"]
+    assert 2 * (demo.nuts_warmup + demo.nuts_samples) <= small.nuts_warmup + small.nuts_samples
+    assert 2 * (demo.gibbs_warmup + demo.gibbs_samples) <= small.gibbs_warmup + small.gibbs_samples
+
+
+#: constructor parameters of the built-in models that are not command-line options, and why
+NOT_OFFERED = {
+    "num_classes": "taken from the data",
+    "update_prior": "a switch of the class prior's estimation, not a prior value",
+    "class_prior": "a vector", "initial": "a mode, not a prior value",
+    "initial_probs": "a vector", "mean_prior": "a vector", "covariance_prior": "a matrix",
+    "delta": "the Potts coupling: a mode or a number, fitted by the EM",
+    "allow_unlabelled": "a data contract", "em_floor": "a numerical floor",
+    "backend": "a kernel choice", "paper_literal": "a switch to the paper's misprint",
+    "num_layers": "the flow's architecture", "hidden": "the flow's architecture",
+    "scaling": "the flow's architecture", "flow_seed": "a seed", "dtype": "a precision",
+    "prior": "a prior object: its fields are checked instead",
+}
+
+
+def test_every_prior_of_the_built_in_models_is_an_option():
+    registry.load_builtin()
+    for declared in registry.infos():
+        model = registry.get(declared.name).factory()
+        names = [p for p in inspect.signature(type(model).__init__).parameters if p != "self"]
+        prior = getattr(model, "prior", None)
+        if dataclasses.is_dataclass(prior):
+            names += [f.name for f in dataclasses.fields(prior)]
+        offered = {a.dest for a in declared.arguments}
+        missing = [n for n in names if n not in offered and n not in NOT_OFFERED]
+        assert not missing, f"{declared.name}: constructor arguments not offered: {missing}"

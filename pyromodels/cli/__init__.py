@@ -3,7 +3,7 @@
 Usage::
 
     pyromodels list
-    pyromodels fit dawid-skene --method gibbs --data answers.csv --gold gold.csv
+    pyromodels fit dawid-skene --data answers.csv --gold gold.csv   # EM, its natural method
     pyromodels fit dawid-skene --help             # the model's methods, data format, options
     pyromodels fit gaussian-mixture --method gibbs --num-samples 500 --out reports/gmm
     pyromodels demo --smoke                       # every registered demo, one report
@@ -15,6 +15,10 @@ A user error (unknown model, a method the model lacks, missing or malformed data
 argument, an ``--out`` that cannot be written, no report or a partial one) exits with
 status 2 and a one-line message on standard error; Ctrl-C exits with status 130 and one line.
 Any other error is a bug, and keeps its traceback.
+
+The arguments are parsed and checked against the models' declarations
+(:mod:`pyromodels.registry`) before any model, torch or Pyro is imported: ``--help``,
+``list``, ``fit MODEL --help`` and every usage error answer at once.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import sys
 
 from .. import registry
 from .commands import cmd_demo, cmd_list, cmd_report, cmd_reproduce
-from .common import UsageError, check_out
+from .common import UsageError
 from .fit import cmd_fit
 from .parser import ENGINE_OPTIONS, build_parser
 
@@ -51,6 +55,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _run(argv: list[str] | None) -> int:
+    registry.load_builtin()  # the declarations only: the parser offers their options
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -58,11 +63,7 @@ def _run(argv: list[str] | None) -> int:
         return exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 2
     if args.verbose:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        if getattr(args, "out", None) is not None:
-            args.out = check_out(args.out)  # before any fit: a bad --out fails at once
-        if args.command != "report":
-            registry.load_builtin()
+    try:  # each command checks --out once its arguments are checked, before any fit
         return _COMMANDS[args.command](args)
     except USER_ERRORS as exc:
         print(f"pyromodels: error: {_one_line(exc)}", file=sys.stderr)

@@ -1,7 +1,9 @@
 """The argument parser of the ``pyromodels`` command, and the help of one model's ``fit``.
 
 Argument errors are reported like every other user error: one line on standard error,
-``pyromodels: error: <message>``, and exit status 2.
+``pyromodels: error: <message>``, and exit status 2. The parser and the help are built from
+the models' declarations (:func:`pyromodels.registry.infos`): nothing here imports a model,
+so ``--help``, ``list`` and usage errors answer without loading torch.
 """
 
 from __future__ import annotations
@@ -14,22 +16,28 @@ from pathlib import Path
 from .. import registry
 from ..checks import check_int, check_positive
 
-__all__ = ["Parser", "build_parser", "fit_help", "ENGINE_OPTIONS", "FIT_OPTIONS", "flag"]
+__all__ = ["Parser", "build_parser", "fit_help", "ENGINE_OPTIONS", "CHECKPOINT_ENGINES",
+           "FIT_OPTIONS", "argument_dests", "engine_options_of", "flag"]
 
 SCALES = registry.SCALES
 
-# Command-line engine options: destination -> the core engines whose runner takes it. A method
-# outside this table (a model's own engine) receives the options given, and checks them itself.
+#: Command-line engine options: destination -> the engines whose fit takes it (``mcem`` is
+#: DDPM's Monte Carlo EM: ``--rounds``, ``--n-init`` restarts and ``--lr`` of the flow's Adam
+#: steps). A model's help lists the options of its own engines only; an option given to a
+#: method that does not take it is a usage error.
 ENGINE_OPTIONS: dict[str, tuple[str, ...]] = {
     "num_samples": ("svi", "nuts", "gibbs"),
     "num_warmup": ("nuts", "gibbs"),
     "num_chains": ("nuts", "gibbs"),
     "num_steps": ("svi",),
-    "lr": ("svi",),
+    "lr": ("svi", "mcem"),
     "max_iter": ("em",),
-    "n_init": ("em",),
+    "n_init": ("em", "mcem"),
+    "rounds": ("mcem",),
     "device": ("svi", "nuts", "gibbs", "em"),
 }
+#: the engines whose runs ``--checkpoint-every`` saves and ``--resume`` continues
+CHECKPOINT_ENGINES = ("svi", "nuts", "gibbs", "em", "mcem")
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -105,7 +113,7 @@ def _nonnegative_float(text: str) -> float:
 
 
 #: the model-specific ``fit`` options: destination -> (metavar, type, help); an entry lists
-#: those it takes in ``ModelEntry.options``
+#: those it takes in ``ModelInfo.options`` (its constructor arguments are its ``arguments``)
 FIT_OPTIONS: dict[str, tuple[str, object, str]] = {
     "dataset": ("NAME", str, "a named crowd data set instead of --data: a bundled one (rte, "
                 "temp, bluebirds, ducks, dog, web, product, adult, face, music_genre) or a "
@@ -118,7 +126,6 @@ FIT_OPTIONS: dict[str, tuple[str, object, str]] = {
                      "(default: position)"),
     "edges": ("FILE", str, "the graph between tasks: a CSV whose first two columns hold the "
               "task ids of each edge"),
-    "num_components": ("K", _components, "number of mixture components (default 3)"),
     "gold": ("FILE", str, "gold labels, a CSV with task (or item) and label columns: the "
              "report scores the fit's labels against them (accuracy, macro-F1)"),
     "regularisation": ("C", _positive_float, "RBHMC's regularisation constant C > 0: fit the "
@@ -136,44 +143,115 @@ def _add_run_options(parser: argparse.ArgumentParser, out_help: str) -> None:
     )
 
 
-def _add_fit_arguments(parser: argparse.ArgumentParser, methods: tuple[str, ...] | None,
-                       options) -> None:
-    """The ``fit`` arguments; ``methods`` and ``options`` narrow them to one model's."""
+def _real(text: str) -> float:
+    """argparse type: a finite real number."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+#: the argparse type of each kind of declared constructor argument
+_ARGUMENT_TYPES = {"positive": _positive_float, "nonnegative": _nonnegative_float,
+                   "real": _real, "count": _count, "components": _components}
+
+#: the engine options: destination -> (metavar, type, help)
+_ENGINE_HELP: dict[str, tuple[str, object, str]] = {
+    "num_samples": ("N", _count, "posterior draws per chain"),
+    "num_warmup": ("N", _count, "warm-up iterations per chain"),
+    "num_chains": ("N", _count, "number of chains"),
+    "num_steps": ("N", _count, "SVI optimisation steps"),
+    "lr": ("RATE", _positive_float, "learning rate (SVI's; Monte Carlo EM's Adam steps on the "
+           "flow)"),
+    "max_iter": ("N", _count, "EM iterations at most"),
+    "n_init": ("N", _count, "restarts (the best one is kept)"),
+    "rounds": ("N", _count, "Monte Carlo EM rounds"),
+    "device": ("DEVICE", str, "torch device, for example cpu or cuda"),
+}
+
+
+def engine_options_of(engines: tuple[str, ...]) -> list[str]:
+    """The engine options (destinations) that apply to one of ``engines``."""
+    return [dest for dest, takers in ENGINE_OPTIONS.items() if set(takers) & set(engines)]
+
+
+def _union_arguments(infos) -> dict[str, registry.Argument]:
+    """Every declared constructor argument of ``infos`` by destination; one destination
+    declared with two kinds is an error of the declarations."""
+    found: dict[str, registry.Argument] = {}
+    for model in infos:
+        for argument in model.arguments:
+            known = found.setdefault(argument.dest, argument)
+            if (known.kind, known.metavar) != (argument.kind, argument.metavar):
+                raise ValueError(f"argument {argument.dest!r} is declared with two kinds: "
+                                 f"{known.kind} {known.metavar} and {argument.kind} "
+                                 f"{argument.metavar}")
+    return found
+
+
+def argument_dests() -> tuple[str, ...]:
+    """The destinations of every declared model's constructor arguments."""
+    return tuple(_union_arguments(registry.infos()))
+
+
+def _applies(dest: str, engines: tuple[str, ...]) -> str:
+    """`` (methods: ...)`` naming which of ``engines`` take the engine option ``dest``, when
+    not all of them do."""
+    takers = [e for e in engines if e in ENGINE_OPTIONS[dest]]
+    if takers == list(engines):
+        return ""
+    return f" ({'methods' if len(takers) > 1 else 'method'} {', '.join(takers)})"
+
+
+def _add_fit_arguments(parser: argparse.ArgumentParser, model: registry.ModelInfo | None) -> None:
+    """The ``fit`` arguments: those of every declared model (``model`` ``None``), or only
+    ``model``'s own."""
     parser.add_argument("-h", "--help", action="store_true", help="show this help and exit")
-    method_help = ("the inference method, one of the model's (see `pyromodels fit MODEL "
-                   "--help`)" if methods is None else "the inference method")
-    parser.add_argument("--method", metavar="{" + ",".join(methods) + "}" if methods else None,
+    if model is None:
+        method_help = ("the inference method, one of the model's (default: the model's "
+                       "natural one; see `pyromodels fit MODEL --help`)")
+    else:
+        method_help = f"the inference method (default {model.default_method})"
+    parser.add_argument("--method", metavar="{" + ",".join(model.engines) + "}" if model else None,
                         help=method_help)
     parser.add_argument("--data", default=None, metavar="PATH",
                         help="data file (its format: `pyromodels fit MODEL --help`; default: "
                              "the model's data set where it has one)")
     _add_run_options(parser, "report directory (default reports/fit/MODEL-METHOD)")
-    chosen = [o for o in FIT_OPTIONS if options is None or o in options]
+    chosen = [o for o in FIT_OPTIONS if model is None or o in model.options]
     if chosen:
         group = parser.add_argument_group("model options (the model's own, see its help)")
         for dest in chosen:
             metavar, kind, text = FIT_OPTIONS[dest]
             group.add_argument(flag(dest), dest=dest, metavar=metavar, type=kind, help=text)
+    arguments = (_union_arguments(registry.infos()).values() if model is None
+                 else model.arguments)
+    if arguments:
+        group = parser.add_argument_group("model arguments (priors and sizes; default: the "
+                                          "model's own)")
+        for argument in arguments:
+            group.add_argument(flag(argument.dest), dest=argument.dest, metavar=argument.metavar,
+                               type=_ARGUMENT_TYPES[argument.kind], help=argument.help)
     engine = parser.add_argument_group("engine options (passed only when given)")
-    engine.add_argument("--num-samples", type=_count, metavar="N", help="posterior draws per chain")
-    engine.add_argument(
-        "--num-warmup", type=_count, metavar="N", help="warm-up iterations per chain"
-    )
-    engine.add_argument("--num-chains", type=_count, metavar="N", help="number of chains")
-    engine.add_argument("--num-steps", type=_count, metavar="N", help="SVI optimisation steps")
-    engine.add_argument("--lr", type=_positive_float, metavar="RATE", help="SVI learning rate")
-    engine.add_argument("--max-iter", type=_count, metavar="N", help="EM iterations at most")
-    engine.add_argument("--n-init", type=_count, metavar="N", help="EM restarts")
-    engine.add_argument("--device", help="torch device, for example cpu or cuda")
-    engine.add_argument(
-        "--checkpoint-every", type=_count, metavar="N",
-        help="write the run's state into the report directory every N steps (sweeps, "
-             "transitions, SVI steps or EM starts), at the end and on Ctrl-C; "
-             "`pyromodels fit --resume DIR` continues it")
-    parser.add_argument(
-        "--resume", type=Path, metavar="DIR", default=None,
-        help="continue the fit checkpointed in the report directory DIR, with the arguments "
-             "saved there (give no other fit arguments)")
+    for dest in ENGINE_OPTIONS:
+        if model is None or dest in engine_options_of(model.engines):
+            metavar, kind, text = _ENGINE_HELP[dest]
+            if model is not None:
+                text += _applies(dest, model.engines)
+            engine.add_argument(flag(dest), dest=dest, metavar=metavar, type=kind, help=text)
+    if model is None or set(model.engines) & set(CHECKPOINT_ENGINES):
+        engine.add_argument(
+            "--checkpoint-every", type=_count, metavar="N",
+            help="write the run's state into the report directory every N steps (sweeps, "
+                 "transitions, SVI steps, EM starts or Monte Carlo EM rounds), at the end and "
+                 "on Ctrl-C; `pyromodels fit --resume DIR` continues it")
+        parser.add_argument(
+            "--resume", type=Path, metavar="DIR", default=None,
+            help="continue the fit checkpointed in the report directory DIR, with the "
+                 "arguments saved there (give no other fit arguments)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -192,7 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "shows the models; `pyromodels fit MODEL --help` shows a model's methods, "
                     "data format and options.")
     fit.add_argument("model", nargs="?", help="a registered model name (see `pyromodels list`)")
-    _add_fit_arguments(fit, None, None)
+    _add_fit_arguments(fit, None)
 
     demo = sub.add_parser("demo", help="run every registered demo and write one report")
     _add_run_options(demo, "report directory (default reports/demo)")
@@ -211,24 +289,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def fit_help(entry: registry.ModelEntry | None) -> str:
-    """The help of ``pyromodels fit MODEL`` for ``entry`` (its methods, data format and
-    options), or of ``pyromodels fit`` with the registered models listed (``None``)."""
-    if entry is None:
+def fit_help(model: registry.ModelInfo | None) -> str:
+    """The help of ``pyromodels fit MODEL`` for the declaration ``model`` (its methods, data
+    format and options), or of ``pyromodels fit`` with the declared models listed (``None``)."""
+    if model is None:
         fit = Parser(prog="pyromodels fit", add_help=False,
-                     usage="pyromodels fit MODEL --method METHOD [options]",
+                     usage="pyromodels fit MODEL [--method METHOD] [options]",
                      description="Fit one model with one method and write its report.",
                      epilog="models (`pyromodels fit MODEL --help` for one model's data "
                             "format and options): " + "; ".join(
                                 f"{e.name} ({', '.join(e.engines)})"
-                                for e in registry.entries() if e.loader is not None))
-        _add_fit_arguments(fit, None, None)
+                                for e in registry.infos() if e.data_format))
+        _add_fit_arguments(fit, None)
         return fit.format_help()
-    text = f"{entry.title}. Methods: {', '.join(entry.engines)}."
-    if entry.data_format:
-        text += f" Data: {entry.data_format}."
-    fit = Parser(prog=f"pyromodels fit {entry.name}", add_help=False, description=text,
-                 usage=f"pyromodels fit {entry.name} --method {{{','.join(entry.engines)}}} "
+    text = (f"{model.title}. Methods: {', '.join(model.engines)} (default "
+            f"{model.default_method}).")
+    if model.data_format:
+        text += f" Data: {model.data_format}."
+    fit = Parser(prog=f"pyromodels fit {model.name}", add_help=False, description=text,
+                 usage=f"pyromodels fit {model.name} [--method {{{','.join(model.engines)}}}] "
                        "[options]")
-    _add_fit_arguments(fit, entry.engines, entry.options)
+    _add_fit_arguments(fit, model)
     return fit.format_help()

@@ -1,56 +1,44 @@
-"""The inference core: engines, the result type, Gibbs blocks, seeding and checks."""
+"""The inference core: engines, the result type, Gibbs blocks, seeding and checks.
 
-from .device import resolve_device, resolve_dtype
-from .em import run_em
-from .enumeration import first_available_dim, marginal_log_joint, sample_discrete
-from .errors import ConvergenceWarning, DeviceFallbackWarning, ModelSpecError
-from .gibbs import GibbsBlock, GibbsSweep, run_gibbs
-from .kernel import GibbsKernel, posterior_from_mcmc
-from .model import Model
-from .monitor import ConvergenceMonitor
-from .nuts import run_nuts
-from .posterior import Posterior
-from .seeding import derive_seed, make_generator, resolve_seed, seeded
-from .svi import default_guide, run_svi
-from .transforms import VechToPositiveDefinite, register_positive_definite_transform
+Each name loads its module (and torch) on first use (see :mod:`pyromodels.lazy`), so a
+program that needs one light module of the core (:mod:`.monitor`, :mod:`.errors`) does not
+import torch and Pyro.
+"""
 
-register_positive_definite_transform()
+from ..lazy import lazy_attributes
 
-__all__ = [
-    "ConvergenceMonitor",
-    "ConvergenceWarning",
-    "DeviceFallbackWarning",
-    "GibbsBlock",
-    "GibbsKernel",
-    "GibbsSweep",
-    "Model",
-    "ModelSpecError",
-    "NotFittedError",
-    "Posterior",
-    "VechToPositiveDefinite",
-    "default_guide",
-    "derive_seed",
-    "first_available_dim",
-    "make_generator",
-    "register_positive_definite_transform",
-    "marginal_log_joint",
-    "posterior_from_mcmc",
-    "resolve_device",
-    "resolve_dtype",
-    "resolve_seed",
-    "run_em",
-    "run_gibbs",
-    "run_nuts",
-    "run_svi",
-    "sample_discrete",
-    "seeded",
-]
+_ORIGINS = {
+    "ConvergenceMonitor": ".monitor",
+    "ConvergenceWarning": ".errors",
+    "DeviceFallbackWarning": ".errors",
+    "GibbsBlock": ".gibbs",
+    "GibbsKernel": ".kernel",
+    "GibbsSweep": ".gibbs",
+    "Model": ".model",
+    "ModelSpecError": ".errors",
+    # NotFittedError subclasses scikit-learn's, whose import costs about a second
+    "NotFittedError": ".not_fitted",
+    "Posterior": ".posterior",
+    "VechToPositiveDefinite": ".transforms",
+    "default_guide": ".svi",
+    "derive_seed": ".seeding",
+    "first_available_dim": ".enumeration",
+    "inference_data_from_trace": ".trace_inference",
+    "make_generator": ".seeding",
+    "register_positive_definite_transform": ".transforms",
+    "marginal_log_joint": ".enumeration",
+    "posterior_from_mcmc": ".kernel",
+    "resolve_device": ".device",
+    "resolve_dtype": ".device",
+    "resolve_seed": ".seeding",
+    "run_em": ".em",
+    "run_gibbs": ".gibbs",
+    "run_nuts": ".nuts",
+    "run_svi": ".svi",
+    "sample_discrete": ".enumeration",
+    "seeded": ".seeding",
+}
 
+__all__ = list(_ORIGINS)
 
-def __getattr__(name: str):
-    # NotFittedError imports scikit-learn, so it is loaded on first use (see core.errors)
-    if name == "NotFittedError":
-        from .not_fitted import NotFittedError
-
-        return NotFittedError
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_attributes(__name__, _ORIGINS)

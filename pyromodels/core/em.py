@@ -14,6 +14,7 @@ from .monitor import ConvergenceMonitor
 from .posterior import Posterior, make_attrs
 from .progress import check_callbacks, progress_bar, run_callbacks
 from .seeding import derive_seed, make_generator, resolve_seed
+from .threads import with_fit_threads
 
 __all__ = ["run_em"]
 
@@ -39,6 +40,7 @@ def _check_rule(verdict) -> bool:
     return verdict
 
 
+@with_fit_threads
 def run_em(
     model,
     data,
@@ -55,6 +57,7 @@ def run_em(
     checkpoint=None,
     checkpoint_every: int | None = None,
     resume=None,
+    num_threads: int | None = None,
 ) -> Posterior:
     """Run the model's EM steps from ``n_init`` starts and keep the best objective.
 
@@ -95,6 +98,10 @@ def run_em(
         resume: a checkpoint of an EM run of the same model, seed and settings to continue;
             ``n_init`` may be larger than the checkpoint's, which adds starts. The result
             equals the uninterrupted run's bit for bit.
+        num_threads: CPU threads of the fit: ``None`` (default) chooses them for the data's
+            size, never more than the caller's ``torch.get_num_threads()``; an integer
+            ``>= 1`` fixes them (see :mod:`pyromodels.core.threads`). The caller's count is
+            restored afterwards.
 
     Returns:
         A :class:`Posterior` whose samples hold the point estimate as one chain of one draw,

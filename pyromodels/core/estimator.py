@@ -12,7 +12,7 @@ two methods:
   with the integer ``seed``, and set the fitted attributes (``posterior_`` among them);
 * ``_log_joint(x)``: ``(N, K)`` values ``log w_k + log p_k(x_n)`` of the fitted mixture.
 
-``random_state`` follows scikit-learn (:func:`~pyromodels.core.seeding.seed_from_random_state`):
+``random_state`` follows scikit-learn (:func:`~pyromodels.checks.seed_from_random_state`):
 an int is the fit's seed, a ``numpy.random.RandomState`` or ``numpy.random.Generator`` gives
 one draw as the seed, and ``None`` draws a fresh seed from the operating system (the global
 NumPy state is never read). The seed used is ``seed_``.
@@ -28,7 +28,8 @@ import torch
 from sklearn.base import BaseEstimator, ClusterMixin, DensityMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .seeding import resolve_seed, seed_from_random_state
+from ..checks import seed_from_random_state
+from .seeding import resolve_seed
 
 __all__ = ["MixtureClusterer"]
 

@@ -4,8 +4,9 @@ A checkpoint stores the fingerprint of the data its run was fitted to, and a res
 data with another one (see :mod:`pyromodels.core.checkpoint`). The fingerprint covers the
 values, shapes and dtypes of tensors and arrays (read from the CPU, so a GPU copy of the data
 has the fingerprint of the CPU original), the labels of pandas objects, numbers, strings and
-the structure around them: lists, tuples, dicts and dataclasses, with their class names.
-Anything else is a ``TypeError``: a value that cannot be read exactly cannot vouch for data.
+the structure around them: lists, tuples, dicts and dataclasses, with their class names. A
+dataclass field that says how to compute rather than what the data are (a backend choice)
+opts out with ``field(metadata={"fingerprint": False})``. Anything else is a ``TypeError``: a value that cannot be read exactly cannot vouch for data.
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ def _feed(digest, value, where: str) -> None:
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         digest.update(f"{_class_name(value)}(".encode())
         for field in dataclasses.fields(value):
+            if not field.metadata.get("fingerprint", True):
+                continue
             digest.update(f"{field.name}=".encode())
             _feed(digest, getattr(value, field.name), f"{where}.{field.name}")
         digest.update(b")")

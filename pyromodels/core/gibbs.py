@@ -20,6 +20,7 @@ from .device import resolve_device
 from .posterior import Posterior, make_attrs, stack_chains
 from .progress import check_callbacks, progress_bar, run_callbacks
 from .seeding import derive_seed, make_generator, resolve_seed
+from .threads import with_fit_threads
 
 __all__ = ["GibbsBlock", "GibbsSweep", "run_gibbs", "run_chain"]
 
@@ -150,6 +151,7 @@ def run_chain(
     return samples, torch.tensor(lps, dtype=torch.float64)
 
 
+@with_fit_threads
 def run_gibbs(
     model,
     data,
@@ -168,6 +170,7 @@ def run_gibbs(
     checkpoint=None,
     checkpoint_every: int | None = None,
     resume=None,
+    num_threads: int | None = None,
 ) -> Posterior:
     """Blocked Gibbs sampling with the model's sweep.
 
@@ -191,6 +194,10 @@ def run_gibbs(
         resume: a checkpoint of a Gibbs run of the same model, seed and settings to continue;
             the result equals the uninterrupted run's bit for bit. ``num_samples`` may be
             larger than the checkpoint's while its first chain is unfinished, which extends it.
+        num_threads: CPU threads of the fit: ``None`` (default) chooses them for the data's
+            size, never more than the caller's ``torch.get_num_threads()``; an integer
+            ``>= 1`` fixes them (see :mod:`pyromodels.core.threads`). The caller's count is
+            restored afterwards.
 
     Returns:
         A :class:`Posterior` with samples ``(chain, draw, ...)`` and ``sample_stats["lp"]``.

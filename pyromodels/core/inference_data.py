@@ -186,7 +186,8 @@ def from_groups(groups: dict, attrs: dict, coords=None, dims=None, point_estimat
 
     Args:
         groups: ``{group: {variable: array}}``; arrays are shaped ``(chain, draw, ...)`` except
-            in ``observed_data`` (``None`` or an empty dict leaves a group out).
+            in ``observed_data`` and ``constant_data`` (``None`` or an empty dict leaves a
+            group out).
         attrs: NetCDF-safe metadata (see :func:`inference_attrs`).
         coords: ArviZ coordinates, ``{dim_name: values}``.
         dims: dimension names per variable, ``{var_name: [dim_name, ...]}``, naming the axes
@@ -201,7 +202,7 @@ def from_groups(groups: dict, attrs: dict, coords=None, dims=None, point_estimat
     for group, arrays in groups.items():
         if not arrays:
             continue
-        sample_axes = 0 if group == "observed_data" else 2
+        sample_axes = 0 if group in ("observed_data", "constant_data") else 2
         group_attrs = dict(attrs) if group in ("posterior", "sample_stats") else None
         datasets[group] = az.dict_to_dataset(
             arrays,

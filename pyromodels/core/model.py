@@ -26,6 +26,7 @@ from pyro import poutine
 from pyro.poutine.util import site_is_subsample
 
 from ..checks import check_in
+from . import transforms  # noqa: F401 - registers the positive-definite transform
 from .errors import ModelSpecError
 
 __all__ = ["Model"]

@@ -24,6 +24,7 @@ from .enumeration import marginal_log_joint, sample_discrete
 from .posterior import Posterior, make_attrs
 from .progress import progress_bar
 from .seeding import derive_seed, make_generator, resolve_seed, seeded
+from .threads import with_fit_threads
 
 __all__ = ["run_nuts"]
 
@@ -64,6 +65,7 @@ class _EnergyRecordingNUTS(NUTS):
         return kinetic
 
 
+@with_fit_threads
 def run_nuts(
     model,
     data,
@@ -80,6 +82,7 @@ def run_nuts(
     checkpoint=None,
     checkpoint_every: int | None = None,
     resume=None,
+    num_threads: int | None = None,
 ) -> Posterior:
     """NUTS on the model with its discrete sites enumerated, chains run one after another.
 
@@ -108,6 +111,10 @@ def run_nuts(
             from any transition, in warm-up or after; the result equals the uninterrupted
             run's bit for bit. ``num_samples`` may be larger than the checkpoint's while its
             first chain is unfinished, which extends it.
+        num_threads: CPU threads of the fit: ``None`` (default) chooses them for the data's
+            size, never more than the caller's ``torch.get_num_threads()``; an integer
+            ``>= 1`` fixes them (see :mod:`pyromodels.core.threads`). The caller's count is
+            restored afterwards.
 
     Returns:
         A :class:`Posterior` with samples ``(chain, draw, ...)``, ``sample_stats["diverging"]``,

@@ -246,8 +246,8 @@ def _wants_predictive(predictive, posterior, observed, num_draws, num_prior_draw
 
 
 def _predictive_groups(posterior, shape, num_prior_draws, seed) -> dict:
-    from .predictive import posterior_predictive_draws, prior_draws
-    from .seeding import derive_seed, resolve_seed
+    from .seeding import resolve_seed
+    from .trace_inference import predictive_groups
 
     model, data = posterior.model, posterior.data
     if model is None or data is None:
@@ -256,16 +256,44 @@ def _predictive_groups(posterior, shape, num_prior_draws, seed) -> dict:
             "posterior.data are set by every engine; set them for a hand-built Posterior)"
         )
     seed = resolve_seed(seed if seed is not None else posterior.attrs.get("seed"))
-    prior, prior_pred = prior_draws(model, data, num_prior_draws, seed=derive_seed(seed, "prior"))
-    post_pred = posterior_predictive_draws(
-        model, data, posterior.samples, seed=derive_seed(seed, "posterior_predictive")
-    )
-    prior_shape = (1, num_prior_draws)
-    return {
-        "posterior_predictive": chain_draw_arrays(post_pred, shape, "posterior_predictive"),
-        "prior": chain_draw_arrays(prior, prior_shape, "prior"),
-        "prior_predictive": chain_draw_arrays(prior_pred, prior_shape, "prior_predictive"),
-    }
+    return predictive_groups(model, data, posterior.samples, shape, num_prior_draws, seed)
+
+
+def _program(posterior, needed: bool):
+    """The posterior's model bound to its data as a :class:`~pyromodels.core.trace_data.
+    BoundProgram`, when a group must be read from the trace (``needed``) and the draws are
+    the program's (they hold its every continuous latent site); else ``None``."""
+    model, data = posterior.model, posterior.data
+    if not needed or data is None or not callable(getattr(model, "model", None)):
+        return None
+    from .trace_data import BoundProgram, covers_program
+
+    try:
+        program = BoundProgram(model.model, (model.prepare(data),),
+                               max_plate_nesting=getattr(model, "max_plate_nesting", None),
+                               discrete_sites=getattr(model, "discrete_sites", None))
+    except NotImplementedError:  # the base class's model(): there is no program to run
+        return None
+    return program if covers_program(program, posterior.samples) else None
+
+
+def _trace_groups(posterior, groups, log_likelihood, point):
+    """Fill the groups the model's hooks left empty from its program's trace; returns the
+    plates' axis names and the program (``None`` when nothing was read from a trace)."""
+    wants_ll = log_likelihood and not point and groups["log_likelihood"] is None
+    program = _program(posterior, wants_ll or groups["observed_data"] is None)
+    if program is None:
+        return {}, None
+    from .trace_data import constant_values, observed_values, program_dims
+    from .trace_inference import log_likelihood_or_none
+
+    shape = (posterior.num_chains, posterior.num_draws)
+    if wants_ll:
+        groups["log_likelihood"] = log_likelihood_or_none(program, posterior.samples, shape)
+    if groups["observed_data"] is None:
+        groups["observed_data"] = observed_values(program)
+        groups["constant_data"] = constant_values(program)
+    return program_dims(program), program
 
 
 def to_inference_data(
@@ -306,6 +334,16 @@ def to_inference_data(
       ``predictive=True`` always adds them (an error without model and data),
       ``predictive=False`` never.
 
+    A model without the ``log_likelihood_pointwise`` or ``observed_data`` hook (a user's own
+    :class:`~pyromodels.core.Model` subclass) gets those groups, and ``constant_data``, read
+    from its program's trace when the draws are the program's (they hold its every
+    continuous latent site), see :mod:`pyromodels.core.trace_data`: the pointwise
+    log-likelihood of every observed site with the ``discrete_sites`` and the sites marked
+    for enumeration summed out (other discrete sites with draws are conditioned on, as
+    ``arviz.from_pyro`` does), the observed sites' values, and axes named by the plates. A
+    program with a ``pyro.factor`` gets no ``log_likelihood`` (a warning says why) and no
+    predictive groups by default.
+
     Axes are named by the model's ``site_dims`` (for example the mixture's ``locs`` is
     ``(chain, draw, component, feature)``), with ``dims`` taking precedence.
 
@@ -323,7 +361,7 @@ def to_inference_data(
         predictive: whether to add the prior and predictive groups: ``None`` (default) when
             they can be made and are not too large, ``True`` always (needs the posterior's
             model and data), ``False`` never.
-        num_prior_draws: how many prior draws for the ``prior`` groups.
+        num_prior_draws: how many prior draws for the ``prior`` groups (0: none).
         seed: seed of the predictive draws (default: the fit's seed).
 
     Returns:
@@ -350,11 +388,14 @@ def to_inference_data(
                            if log_likelihood and not point else None),
         "observed_data": observed_arrays(model, data),
     }
+    plate_dims, program = _trace_groups(posterior, groups, log_likelihood, point)
+    if predictive is None and program is not None and program.factors:
+        predictive = False  # a program with a factor cannot be simulated
     if _wants_predictive(predictive, posterior, groups["observed_data"],
                          shape[0] * shape[1], num_prior_draws):
         groups.update(_predictive_groups(posterior, shape, num_prior_draws, seed))
     attrs = inference_attrs(posterior.attrs, posterior.method)
-    return from_groups(groups, attrs, coords=coords, dims=_default_dims(model, dims),
+    return from_groups(groups, attrs, coords=coords, dims={**plate_dims, **_default_dims(model, dims)},
                        point_estimate=point)
 
 

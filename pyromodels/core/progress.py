@@ -30,8 +30,9 @@ def tqdm_class() -> type:
     else the plain text bar (``tqdm.auto`` without ipywidgets warns in a notebook).
 
     Example:
-        >>> tqdm_class().__name__
-        'tqdm'
+        >>> from tqdm.std import tqdm
+        >>> issubclass(tqdm_class(), tqdm)  # tqdm.auto's class, where used, is a tqdm too
+        True
     """
     if importlib.util.find_spec("ipywidgets") is not None:
         from tqdm.auto import tqdm

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import numbers
 import random
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyro
-import torch
 
 from ..checks import check_int
 
-__all__ = ["resolve_seed", "derive_seed", "make_generator", "seeded", "seed_from_random_state"]
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["resolve_seed", "derive_seed", "make_generator", "seeded"]
 
 _MAX_SEED = 2**63 - 1
 
@@ -28,38 +29,6 @@ def resolve_seed(seed: int | None) -> int:
     if seed is None:
         return int(np.random.SeedSequence().generate_state(1, dtype=np.uint64)[0] >> 1)
     return check_int(seed, "seed", minimum=0, maximum=_MAX_SEED)
-
-
-def seed_from_random_state(random_state) -> int | None:
-    """The seed that scikit-learn's ``random_state`` names, or ``None`` for ``None``.
-
-    Args:
-        random_state: ``None``, an int ``>= 0``, a ``numpy.random.RandomState`` or a
-            ``numpy.random.Generator`` (one draw of it is the seed).
-
-    Raises:
-        TypeError: any other type. ValueError: a negative int.
-
-    Example:
-        >>> seed_from_random_state(7), seed_from_random_state(None)
-        (7, None)
-        >>> import numpy as np
-        >>> a, b = np.random.RandomState(0), np.random.RandomState(0)
-        >>> seed_from_random_state(a) == seed_from_random_state(b)
-        True
-    """
-    if random_state is None:
-        return None
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(2**31 - 1))
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(2**31 - 1))
-    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
-        raise TypeError(
-            "random_state must be None, an int, a numpy RandomState or a numpy Generator, got "
-            f"{type(random_state).__name__} {random_state!r}"
-        )
-    return check_int(random_state, "random_state", minimum=0)
 
 
 def derive_seed(seed: int, *keys) -> int:
@@ -73,6 +42,8 @@ def derive_seed(seed: int, *keys) -> int:
 
 def make_generator(seed: int, device: torch.device | str | None = None) -> torch.Generator:
     """A ``torch.Generator`` on ``device`` seeded with ``seed``."""
+    import torch
+
     gen = torch.Generator(device=torch.device(device) if device is not None else "cpu")
     gen.manual_seed(int(seed) % (2**63))
     return gen
@@ -81,6 +52,9 @@ def make_generator(seed: int, device: torch.device | str | None = None) -> torch
 @contextlib.contextmanager
 def seeded(seed: int, devices: tuple = ()):
     """Seed Python, NumPy, torch (and CUDA on ``devices``) and Pyro; restore the old states after."""
+    import pyro
+    import torch
+
     py_state = random.getstate()
     np_state = np.random.get_state()
     with torch.random.fork_rng(devices=list(devices)):

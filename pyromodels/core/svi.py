@@ -25,6 +25,7 @@ from .enumeration import sample_discrete, site_shapes
 from .posterior import Posterior, make_attrs
 from .progress import check_callbacks, progress_bar, run_callbacks
 from .seeding import derive_seed, make_generator, resolve_seed, seeded
+from .threads import with_fit_threads
 
 __all__ = ["run_svi", "default_guide"]
 
@@ -41,6 +42,7 @@ def default_guide(model, data, generator: torch.Generator | None = None):
     return AutoNormal(hidden, init_loc_fn=init)
 
 
+@with_fit_threads
 def run_svi(
     model,
     data,
@@ -59,6 +61,7 @@ def run_svi(
     checkpoint=None,
     checkpoint_every: int | None = None,
     resume=None,
+    num_threads: int | None = None,
 ) -> Posterior:
     """Fit a guide by SVI, then draw from it (one chain) and restore the discrete sites.
 
@@ -87,6 +90,10 @@ def run_svi(
         resume: a checkpoint of an SVI run of the same model, seed and settings to continue;
             ``num_steps`` may be larger than the checkpoint's, which extends the run. The
             result equals the uninterrupted run's bit for bit.
+        num_threads: CPU threads of the fit: ``None`` (default) chooses them for the data's
+            size, never more than the caller's ``torch.get_num_threads()``; an integer
+            ``>= 1`` fixes them (see :mod:`pyromodels.core.threads`). The caller's count is
+            restored afterwards.
 
     Returns:
         A :class:`Posterior` with ``losses`` (negative ELBO per step), guide draws shaped

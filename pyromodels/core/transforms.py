@@ -91,3 +91,8 @@ def register_positive_definite_transform() -> None:
             registry(constraints.positive_definite)
         except NotImplementedError:
             registry.register(constraints.positive_definite)(lambda c: VechToPositiveDefinite())
+
+
+# every model module imports this one (through pyromodels.core.model), so the transform is
+# registered before any fit, as it was when pyromodels.core imported every engine at once
+register_positive_definite_transform()

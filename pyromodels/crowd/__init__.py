@@ -14,23 +14,42 @@ and :class:`NetworkedDawidSkeneEstimator`; their ``errors_`` follow crowd-kit's 
 the model classes (:class:`DawidSkene`, ...): they are not estimators, as ``fit`` returns a
 :class:`~pyromodels.core.Posterior` and the model object holds no fitted state, so there is
 nothing to reset; build a new one from the same arguments (or ``copy.deepcopy`` it).
+
+Every name loads its module on first use (:mod:`pyromodels.lazy`): ``from pyromodels.crowd
+import DawidSkeneEstimator`` and an EM fit on the CPU's C passes import neither torch nor
+Pyro; the other models and methods load them when they are used.
 """
 
-from .ds.data import DSData, SingleWorkerClassWarning, SparseWorkerWarning
-from .ds.model import DawidSkene
-from .emissions import confusion_counts, log_emissions, normalize_rows
-from .estimators import (
-    DawidSkeneEstimator,
-    MajorityVote,
-    NetworkedDawidSkeneEstimator,
-    SequentialDawidSkeneEstimator,
-)
-from .hmm import SequentialDawidSkene
-from .majority import majority_vote, vote_fractions
-from .moments.fit import MomentEstimate, fit_moments, moment_labels, moment_posterior
-from .moments.sequential import SequentialMomentEstimate, fit_sequential_moments
-from .moments.statistics import population_moments, sample_moments
-from .mrf import NetworkedData, NetworkedDawidSkene
+from ..lazy import lazy_attributes
+
+_ORIGINS = {
+    "DSData": ".ds.data",
+    "SingleWorkerClassWarning": ".ds.label_checks",
+    "SparseWorkerWarning": ".ds.label_checks",
+    "DawidSkene": ".ds.model",
+    "confusion_counts": ".emissions",
+    "log_emissions": ".emissions",
+    "normalize_rows": ".emissions",
+    "DawidSkeneEstimator": ".estimators.dawid_skene",
+    "MajorityVote": ".estimators.majority_vote",
+    "NetworkedDawidSkeneEstimator": ".estimators.networked",
+    "SequentialDawidSkeneEstimator": ".estimators.sequential",
+    "SequentialDawidSkene": ".hmm",
+    "majority_vote": ".majority",
+    "vote_fractions": ".majority",
+    "MomentEstimate": ".moments.fit",
+    "fit_moments": ".moments.fit",
+    "moment_labels": ".moments.fit",
+    "moment_posterior": ".moments.fit",
+    "SequentialMomentEstimate": ".moments.sequential",
+    "fit_sequential_moments": ".moments.sequential",
+    "population_moments": ".moments.statistics",
+    "sample_moments": ".moments.statistics",
+    "NetworkedData": ".mrf",
+    "NetworkedDawidSkene": ".mrf",
+}
+# the subpackages, reachable as attributes without an import of their own
+_SUBPACKAGES = {name: f".{name}" for name in ("ds", "estimators", "hmm", "moments", "mrf")}
 
 __all__ = [
     "DSData",
@@ -58,3 +77,5 @@ __all__ = [
     "sample_moments",
     "vote_fractions",
 ]
+
+__getattr__, __dir__ = lazy_attributes(__name__, {**_ORIGINS, **_SUBPACKAGES})

@@ -4,41 +4,54 @@ Contracts hold integer codes in torch tensors and the user's ids in pandas index
 :class:`AnnotationTable` (long item/worker/label crowd labels), :class:`Sequences` (ragged
 sequences), :class:`Graph` (edge list with sparse views) and :class:`PairwiseAnnotations`
 (must-link / cannot-link judgements). Simulators return a contract and the truth. Loaders
-read real data sets without downloading anything.
+read real data sets without downloading anything. Every name loads its module on first use
+(:mod:`pyromodels.lazy`); :mod:`.columns` codes DataFrame columns without torch.
 """
 
 from __future__ import annotations
 
-from . import loaders
-from .annotations import AnnotationTable
-from .graphs import Graph, node_ids
-from .loaders import *  # noqa: F403 - re-exports exactly loaders.__all__
-from .pairwise import PairwiseAnnotations
-from .sequences import Sequences
-from .simulate import simulate_gaussian_mixture
-from .simulate_crowd import (
-    WorkerPopulation,
-    random_confusions,
-    random_transitions,
-    sbm_graph,
-    simulate_annotations,
-    simulate_networked_annotations,
-    simulate_sequential_annotations,
+from ..lazy import lazy_attributes
+
+#: the loaders' names (``loaders.__all__``), re-exported here
+LOADERS = (
+    "list_crowd_datasets",
+    "load_crowd",
+    "load_ducks_species",
+    "load_animals",
+    "load_sklearn",
+    "load_mnist_5k",
+    "load_fashion_mnist",
+    "read_idx",
+    "load_planetoid",
+    "PlanetoidData",
+    "load_conll_ner_crowd",
+    "load_pico",
+    "spans_to_tokens",
+    "CrowdTokenData",
+    "SpanAnnotations",
+    "load_nltk_treebank",
+    "load_nltk_brown",
+    "load_universal_tagset_map",
+    "TaggedCorpus",
 )
 
-__all__ = [
-    "AnnotationTable",
-    "Sequences",
-    "Graph",
-    "node_ids",
-    "PairwiseAnnotations",
-    "simulate_gaussian_mixture",
-    "simulate_annotations",
-    "WorkerPopulation",
-    "random_confusions",
-    "random_transitions",
-    "simulate_sequential_annotations",
-    "sbm_graph",
-    "simulate_networked_annotations",
-]
-__all__ += loaders.__all__
+_ORIGINS = {
+    "AnnotationTable": ".annotations",
+    "Sequences": ".sequences",
+    "Graph": ".graphs",
+    "node_ids": ".graphs",
+    "PairwiseAnnotations": ".pairwise",
+    "simulate_gaussian_mixture": ".simulate",
+    "simulate_annotations": ".simulate_crowd",
+    "WorkerPopulation": ".simulate_crowd",
+    "random_confusions": ".simulate_crowd",
+    "random_transitions": ".simulate_crowd",
+    "simulate_sequential_annotations": ".simulate_crowd",
+    "sbm_graph": ".simulate_crowd",
+    "simulate_networked_annotations": ".simulate_crowd",
+    **{name: ".loaders" for name in LOADERS},
+}
+
+__all__ = [*_ORIGINS]
+
+__getattr__, __dir__ = lazy_attributes(__name__, {**_ORIGINS, "loaders": ".loaders"})

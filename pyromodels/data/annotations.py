@@ -10,112 +10,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 import torch
 
 from ..checks import check_int
+from .columns import (
+    IdMaps,
+    LabelCodes,
+    MissingColumnError,
+    check_columns,
+    count_labels,
+    item_column,
+)
 from .idmaps import (
-    ItemWorkerSizes,
     as_id_index,
     c_table_passes,
     check_codes,
     encode_ids,
-    factorize_ids,
-    index_values,
     plain,
     repeated_keys,
-    to_numpy,
 )
 from .tensors import TensorFields
 
 __all__ = ["AnnotationTable", "TableSizes", "MissingColumnError", "check_columns", "item_column"]
-
-
-class MissingColumnError(KeyError, ValueError):
-    """A table lacks a column it needs: a ``ValueError`` (bad input) that is also a
-    ``KeyError``, what pandas and crowd-kit raise for a missing column."""
-
-    __str__ = ValueError.__str__  # the message itself, not KeyError's quoted repr
-
-
-def check_columns(df, columns: dict[str, str]) -> None:
-    """Raise unless ``df`` is a non-empty DataFrame holding every column in ``columns``
-    (a missing one raises :class:`MissingColumnError`).
-
-    Args:
-        df: the user's table.
-        columns: ``{argument name: column name}``, e.g. ``{"item": "task"}``.
-    """
-    if not isinstance(df, pd.DataFrame):
-        raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
-    missing = {arg: col for arg, col in columns.items() if col not in df.columns}
-    if missing:
-        hint = ", ".join(f"{arg}=" for arg in missing)
-        raise MissingColumnError(
-            f"df is missing column(s) {list(missing.values())}; it has {list(df.columns)}. "
-            f"Name the right columns with {hint}"
-        )
-    doubled = sorted({col for col in columns.values() if int((df.columns == col).sum()) > 1})
-    if doubled:
-        raise ValueError(
-            f"df has more than one column named {doubled}; rename or drop the extra ones so "
-            "that each column the table reads is unique"
-        )
-    if len(df) == 0:
-        raise ValueError("df must not be empty: it has no rows")
-
-
-#: integer ids whose range spans at most this many times the number of rows (plus
-#: :data:`_DENSE_SLACK`) are coded through a table over the range instead of a hash table
-_DENSE_SPAN = 4
-_DENSE_SLACK = 1024
-
-
-def _factorize(values: pd.Series, name: str, known, known_name: str):
-    """:func:`~pyromodels.data.idmaps.factorize_ids`, with a faster path for a column of
-    plain integer ids and no ``known`` list: the same codes and sorted index.
-
-    When the ids lie in a range ``[lo, hi]`` not much wider than the column, a boolean table
-    over the range marks the ids present; its running count gives each id's rank among the
-    sorted distinct ids, i.e. its code. That is one pass over the rows and one over the
-    range (about five times faster than hashing on 500,000 rows). Anything else (other
-    dtypes, nullable integers, sparse ranges, a ``known`` list) goes to ``factorize_ids``.
-    """
-    dtype = values.dtype
-    if known is not None or not isinstance(dtype, np.dtype) or dtype.kind not in "iu":
-        return factorize_ids(values, name, known, known_name)
-    arr = values.to_numpy()
-    lo, hi = arr.min(), arr.max()
-    span = int(hi) - int(lo) + 1
-    if span > _DENSE_SPAN * len(arr) + _DENSE_SLACK:
-        return factorize_ids(values, name, known, known_name)
-    passes = c_table_passes()
-    if passes is not None and dtype == np.int64:  # the same in one C pass over the rows
-        codes, present = np.empty(len(arr), dtype=np.int64), np.empty(span, dtype=np.uint8)
-        passes.dense_codes(np.ascontiguousarray(arr), int(lo), codes, present)
-        return codes, pd.Index(lo + np.flatnonzero(present).astype(dtype))
-    offset = (arr - lo).astype(np.intp)
-    present = np.zeros(span, dtype=bool)
-    present[offset] = True
-    rank = np.cumsum(present, dtype=np.int64) - 1
-    uniques = lo + np.flatnonzero(present).astype(dtype)
-    return rank[offset], pd.Index(uniques)
-
-
-def item_column(df, item: str = "task") -> str:
-    """The name of the item column of ``df``: ``item``, or ``"item"`` when ``item`` is the
-    default ``"task"``, ``df`` has no such column and has an ``"item"`` column (the shared
-    crowd data name it so).
-
-    Example:
-        >>> item_column(pd.DataFrame({"item": [1], "worker": [2], "label": [0]}))
-        'item'
-    """
-    if (item == "task" and isinstance(df, pd.DataFrame) and "task" not in df.columns
-            and "item" in df.columns):
-        return "item"
-    return item
 
 
 class TableSizes:
@@ -139,7 +56,7 @@ class TableSizes:
 
 
 @dataclass(frozen=True, eq=False)
-class AnnotationTable(ItemWorkerSizes, TensorFields):
+class AnnotationTable(IdMaps, TensorFields):
     r"""Crowd labels in long format with id maps.
 
     Row :math:`l` says that worker ``worker_idx[l]`` gave label ``label_idx[l]`` to item
@@ -249,20 +166,21 @@ class AnnotationTable(ItemWorkerSizes, TensorFields):
             UserWarning: string ids or labels that differ only by surrounding whitespace
                 (``'cat '`` and ``'cat'``): they stay different ids.
         """
-        item = item_column(df, item)
-        check_columns(df, {"item": item, "worker": worker, "label": label})
-        item_codes, item_index = _factorize(df[item], f"df[{item!r}]", items, "items")
-        worker_codes, worker_index = _factorize(df[worker], f"df[{worker!r}]", workers, "workers")
-        if classes is None and isinstance(df[label].dtype, pd.CategoricalDtype):
-            classes = df[label].cat.categories  # the declared classes, used or not
-        label_codes, class_index = _factorize(df[label], f"df[{label!r}]", classes, "classes")
+        codes = LabelCodes.from_dataframe(df, item, worker, label, classes, items=items,
+                                          workers=workers)
+        return cls.from_codes(codes, allow_repeats=allow_repeats)
+
+    @classmethod
+    def from_codes(cls, codes: LabelCodes, allow_repeats: bool = False) -> AnnotationTable:
+        """The table of NumPy-coded labels (:class:`~pyromodels.data.columns.LabelCodes`),
+        validated as any table."""
         return cls(
-            torch.from_numpy(item_codes),
-            torch.from_numpy(worker_codes),
-            torch.from_numpy(label_codes),
-            item_index,
-            worker_index,
-            class_index,
+            torch.from_numpy(codes.item_idx),
+            torch.from_numpy(codes.worker_idx),
+            torch.from_numpy(codes.label_idx),
+            codes.items,
+            codes.workers,
+            codes.classes,
             allow_repeats=allow_repeats,
         )
 
@@ -299,11 +217,6 @@ class AnnotationTable(ItemWorkerSizes, TensorFields):
 
     # ------------------------------------------------------------------ sizes
     @property
-    def num_classes(self) -> int:
-        """Number of classes ``K``."""
-        return len(self.classes)
-
-    @property
     def num_labels(self) -> int:
         """Number of rows ``L``."""
         return int(self.item_idx.shape[0])
@@ -330,18 +243,15 @@ class AnnotationTable(ItemWorkerSizes, TensorFields):
         """``(counts_per_item(), counts_per_worker(), pairs)`` with ``pairs`` the ``(K, M)``
         bool mask of the (class, worker) pairs that occur; one C pass over the rows for a CPU
         table (where the extension was built), three scatters otherwise."""
-        N, M, K = self.num_items, self.num_workers, self.num_classes
+        M, K = self.num_workers, self.num_classes
         passes = c_table_passes() if self.device.type == "cpu" else None
         if passes is None:
             pairs = torch.zeros(K, M, dtype=torch.bool, device=self.device)
             pairs[self.label_idx, self.worker_idx] = True
             return self.counts_per_item(), self.counts_per_worker(), pairs
-        per_item, per_worker = np.empty(N, dtype=np.int64), np.empty(M, dtype=np.int64)
-        pairs = np.empty((K, M), dtype=np.uint8)
-        codes = (self.item_idx.numpy(), self.worker_idx.numpy(), self.label_idx.numpy())
-        passes.label_statistics(N, M, K, *codes, per_item, per_worker, pairs)
+        per_item, per_worker, pairs = count_labels(self, passes)
         return (torch.from_numpy(per_item), torch.from_numpy(per_worker),
-                torch.from_numpy(pairs.view(bool)))
+                torch.from_numpy(pairs))
 
     def vote_counts(self) -> torch.Tensor:
         r"""Votes per item and class, long tensor ``(N, K)``: :math:`c_{nk} = \#\{l: n_l=n,
@@ -386,56 +296,6 @@ class AnnotationTable(ItemWorkerSizes, TensorFields):
     def encode_classes(self, ids) -> torch.Tensor:
         """Codes of class ids (raises on ids that are not classes of this table)."""
         return torch.from_numpy(encode_ids(self.classes, ids, "ids", "the table's classes"))
-
-    def decode_classes(self, codes) -> np.ndarray:
-        """Class ids of integer class codes (any shape)."""
-        arr = to_numpy(codes, "codes")
-        t = check_codes(arr.reshape(-1), "codes", self.num_classes, "num_classes")
-        return self.classes.to_numpy()[t.numpy()].reshape(arr.shape)
-
-    def index_items(self, values, columns=None, decode: bool = False):
-        """Per-item results indexed by item id.
-
-        Args:
-            values: ``(N,)`` or ``(N, C)`` tensor / array.
-            columns: column labels for 2-D input; default: the class ids when ``C == K``,
-                else ``0 .. C - 1``.
-            decode: treat 1-D ``values`` as class codes and return class ids.
-
-        Returns:
-            A Series (1-D) or DataFrame (2-D) indexed by ``items``.
-        """
-        if decode:
-            values = self.decode_classes(values)
-        return index_values(values, self.items, "values", self._columns(values, columns))
-
-    def index_workers(self, values, columns=None):
-        """Per-worker results indexed by worker id.
-
-        ``(M,)`` gives a Series, ``(M, C)`` a DataFrame, and confusion matrices ``(M, K, K)``
-        (rows = true class) a DataFrame with a (worker, true class) row index and the
-        response classes as columns.
-        """
-        arr = to_numpy(values, "values")
-        if arr.ndim == 3:
-            m, k, k2 = arr.shape
-            if m != self.num_workers or k != self.num_classes or k2 != self.num_classes:
-                raise ValueError(
-                    f"values must have shape ({self.num_workers}, {self.num_classes}, "
-                    f"{self.num_classes}), got {tuple(arr.shape)}"
-                )
-            rows = pd.MultiIndex.from_product([self.workers, self.classes],
-                                              names=["worker", "true"])
-            return pd.DataFrame(arr.reshape(m * k, k2), index=rows, columns=self.classes)
-        return index_values(arr, self.workers, "values", self._columns(arr, columns))
-
-    def _columns(self, values, columns):
-        if columns is not None:
-            return columns
-        shape = getattr(values, "shape", ())
-        if len(shape) == 2 and shape[1] == self.num_classes:
-            return self.classes
-        return None
 
     def to_frame(self, item: str = "task", worker: str = "worker",
                  label: str = "label") -> pd.DataFrame:

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import torch
 
 from ..checks import as_label_tensor
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "as_id_index",
@@ -31,10 +35,18 @@ __all__ = [
     "repeated_keys",
     "c_table_passes",
     "plain",
+    "is_tensor",
     "ItemWorkerSizes",
 ]
 
 _SHOW = 5  # how many offending values an error message lists
+
+
+def is_tensor(value) -> bool:
+    """Whether ``value`` is a torch tensor, without importing torch (a process that has not
+    imported torch holds no tensor)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
 
 
 def plain(value):
@@ -62,7 +74,7 @@ def check_no_missing(series: pd.Series, name: str) -> None:
 def _id_values(ids, name: str):
     """``ids`` ready for :class:`pandas.Index` (a tensor as a NumPy array); a single string,
     which pandas would refuse without naming the argument, is a ``TypeError`` naming it."""
-    if isinstance(ids, torch.Tensor):
+    if is_tensor(ids):
         return ids.detach().cpu().numpy()
     if isinstance(ids, (str, bytes)):
         raise TypeError(
@@ -204,7 +216,7 @@ def check_codes(x, name: str, size: int | None, size_name: str, device=None) -> 
 
 def to_numpy(values, name: str) -> np.ndarray:
     """``values`` (tensor, array, list) as a numpy array, detached and on the CPU."""
-    if isinstance(values, torch.Tensor):
+    if is_tensor(values):
         return values.detach().cpu().numpy()
     if isinstance(values, (pd.Series, pd.DataFrame)):
         return values.to_numpy()
@@ -263,6 +275,8 @@ def repeated_keys(*codes: torch.Tensor, sizes: tuple[int, ...] | None = None) ->
     number of codes of each column when they are known to lie in ``0 .. size - 1`` (checked
     codes), which saves two passes over each column; default: read from the codes.
     """
+    import torch
+
     cols = [c.cpu() for c in codes]
     if cols[0].numel() == 0:
         return torch.zeros(0, dtype=torch.long)

@@ -19,6 +19,7 @@ G-means), the paper's metric row and the synthetic protocol.
   loaded on first use (they import scikit-learn, which importing the family does not).
 """
 
+from ..lazy import lazy_attributes
 from .baselines import ClusteringResult, anderson_darling_normal, anderson_darling_pvalue, gmeans, kmeans
 from .ddpm import DDPM
 from .gibbs import fit_gibbs
@@ -71,9 +72,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    if name in ("DPGaussianMixture", "TruncatedDPGaussianMixture"):
-        from . import estimators
-
-        return getattr(estimators, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_attributes(__name__, {"DPGaussianMixture": ".estimators",
+                                                  "TruncatedDPGaussianMixture": ".estimators"})

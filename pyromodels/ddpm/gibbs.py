@@ -54,6 +54,7 @@ from ..checks import check_bool, check_in, check_int, check_positive
 from ..core.posterior import Posterior, make_attrs, stack_chains
 from ..core.progress import progress_bar
 from ..core.seeding import derive_seed, make_generator, resolve_seed
+from ..core.threads import with_fit_threads
 
 __all__ = ["fit_gibbs", "GIBBS_ALGORITHMS", "GIBBS_INITS"]
 
@@ -100,11 +101,13 @@ def _blocked_chain(z, base, alpha, gen, init, total, truncation, opts):
         yield current.labels, float(current.alpha)
 
 
+@with_fit_threads(data="x")
 def fit_gibbs(model, x: torch.Tensor, *, algorithm=3, num_samples: int = 200,
               num_warmup: int = 50, num_chains: int = 2, thin: int = 1, seed: int | None = None,
               init: str = "sequential", truncation: int = 50,
               alpha_prior: tuple[float, float] | None = None, backend: str = "auto",
-              paper_literal: bool = False, progress: bool = True) -> Posterior:
+              paper_literal: bool = False, progress: bool = True,
+              num_threads: int | None = None) -> Posterior:
     """Gibbs sampling of a :class:`~pyromodels.ddpm.DPMixture` (see the module doc).
 
     Args:
@@ -125,6 +128,9 @@ def fit_gibbs(model, x: torch.Tensor, *, algorithm=3, num_samples: int = 200,
             sequential start.
         paper_literal: the new-cluster weight of eq. 24 as printed.
         progress: show a progress bar over the sweeps.
+        num_threads: CPU threads of the fit: ``None`` (default) chooses them for the data's
+            size, never more than the caller's ``torch.get_num_threads()``; an integer
+            ``>= 1`` fixes them (see :mod:`pyromodels.core.threads`).
 
     Returns:
         A :class:`~pyromodels.core.Posterior` with ``method="gibbs"``: samples ``c``

@@ -42,6 +42,7 @@ from ..core.checkpoint import Checkpointer, clone_tree, read_checkpoint
 from ..core.posterior import Posterior, make_attrs
 from ..core.progress import progress_bar
 from ..core.seeding import derive_seed, make_generator, resolve_seed
+from ..core.threads import with_fit_threads
 from .baselines import kmeans
 from .prior import DPMixturePrior
 
@@ -293,9 +294,11 @@ def _label_order(assignments: torch.Tensor, ids: torch.Tensor):
     return labels, torch.tensor([row[int(i)] for i in id_of_label.tolist()], dtype=torch.long)
 
 
+@with_fit_threads(data="y")
 def fit_mcem(model, y, prior: DPMixturePrior, flow=None, settings: MCEMSettings | None = None,
              *, seed: int | None = None, progress: bool = True, checkpoint=None,
-             checkpoint_every: int | None = None, resume=None) -> Posterior:
+             checkpoint_every: int | None = None, resume=None,
+             num_threads: int | None = None) -> Posterior:
     """Run Monte Carlo EM (see the module doc) and return the best restart as a Posterior.
 
     Args:
@@ -311,6 +314,9 @@ def fit_mcem(model, y, prior: DPMixturePrior, flow=None, settings: MCEMSettings 
             ``checkpoint_every`` rounds (and at the end, and on ``KeyboardInterrupt``) to
             ``checkpoint``; continue the run saved in ``resume`` (same model class, seed and
             settings) to the result of the uninterrupted run.
+        num_threads: CPU threads of the fit: ``None`` (default) chooses them for the data's
+            size, never more than the caller's ``torch.get_num_threads()``; an integer
+            ``>= 1`` fixes them (see :mod:`pyromodels.core.threads`).
 
     Returns:
         A :class:`~pyromodels.core.Posterior` with ``method="mcem"``: ``samples``

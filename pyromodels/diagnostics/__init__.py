@@ -2,7 +2,10 @@
 
 * :func:`to_inference_data` builds ``arviz.InferenceData`` from a
   :class:`~pyromodels.core.Posterior` (posterior, sample_stats, marginal log_likelihood,
-  observed_data), storable as NetCDF; :func:`summary` is ArviZ's summary table of it. Both are
+  observed_data, and, read from the model's own trace where it has no hooks, constant_data,
+  prior and predictive groups), storable as NetCDF; :func:`summary` is ArviZ's summary table
+  of it; :func:`inference_data_from_trace` does the same for any Pyro program, its arguments
+  and draws (from ``pyro.infer.MCMC`` or elsewhere). The first two are
   defined beside the ``Posterior`` (:mod:`pyromodels.core.posterior`, whose methods of the same
   names call them) and offered here with the other diagnostics.
 * Label switching: :func:`label_invariant_stats`, :func:`occupied_clusters`,
@@ -16,6 +19,7 @@
 
 from ..core.inference_data import SAMPLE_STATS_ALIASES, netcdf_safe_attrs
 from ..core.posterior import summary, to_inference_data
+from ..core.trace_inference import inference_data_from_trace
 from .label_invariant import (
     cluster_sizes,
     coclustering,
@@ -35,6 +39,7 @@ __all__ = [
     "coclustering_from_probs",
     "compare_engines",
     "hungarian_relabel",
+    "inference_data_from_trace",
     "label_invariant_stats",
     "label_trace",
     "largest_cluster_fraction",

@@ -7,6 +7,7 @@
   (it imports scikit-learn, which importing the family does not).
 """
 
+from ..lazy import lazy_attributes
 from .gaussian import GaussianMixtureModel
 from .prior import MixtureData, MixturePrior, resolve_prior
 
@@ -14,9 +15,4 @@ __all__ = ["BayesianGaussianMixture", "GaussianMixtureModel", "MixtureData", "Mi
            "resolve_prior"]
 
 
-def __getattr__(name: str):
-    if name == "BayesianGaussianMixture":
-        from .estimator import BayesianGaussianMixture
-
-        return BayesianGaussianMixture
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_attributes(__name__, {"BayesianGaussianMixture": ".estimator"})

@@ -58,7 +58,7 @@ class BayesianGaussianMixture(MixtureClusterer):
         num_samples: kept sweeps per chain (``"gibbs"``).
         num_chains: chains (``"gibbs"``).
         random_state: ``None``, an int, a ``numpy.random.RandomState`` or ``Generator``
-            (:func:`~pyromodels.core.seeding.seed_from_random_state`; ``None`` draws a
+            (:func:`~pyromodels.checks.seed_from_random_state`; ``None`` draws a
             fresh seed, recorded as ``seed_``).
         verbose: ``> 0`` shows a progress bar.
 

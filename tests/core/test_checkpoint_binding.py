@@ -163,3 +163,17 @@ def test_the_fingerprint_covers_values_dtypes_and_structure():
     assert data_fingerprint(table) != data_fingerprint(renamed)
     with pytest.raises(TypeError, match=r"^data\['f'\] holds a builtins.function"):
         data_fingerprint({"f": lambda: None})
+
+
+def test_a_checkpoint_resumes_on_another_backend_of_the_same_data(tmp_path):
+    """The fingerprint covers what the data are, not how the passes run: a Dawid-Skene EM
+    checkpoint written on the torch passes resumes on the compiled ones (and an HMM Gibbs
+    checkpoint likewise), rather than being refused as other data."""
+    table, path = _crowd_table(), tmp_path / "ds.ckpt"
+    options = dict(max_iter=3, progress=False)
+    DawidSkene(backend="torch").fit(table, method="em", seed=1, checkpoint=path, **options)
+    DawidSkene(backend="auto").fit(table, method="em", seed=1, resume=path, **options)
+    seqs, _ = _sequences()
+    path = tmp_path / "hmm.ckpt"
+    SequentialDawidSkene(backend="torch").fit(seqs, method="gibbs", seed=1, checkpoint=path, **CHAINS)
+    SequentialDawidSkene(backend="numba").fit(seqs, method="gibbs", seed=1, resume=path, **CHAINS)

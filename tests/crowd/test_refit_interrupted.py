@@ -4,7 +4,7 @@ earlier fit's results under the new parameters (or a mix of both fits' results).
 import pytest
 
 from pyromodels.core import NotFittedError, em
-from pyromodels.crowd.estimators import DawidSkeneEstimator
+from pyromodels.crowd.estimators import DawidSkeneEstimator, array_fit
 from pyromodels.crowd.estimators.base import CrowdAggregator
 
 from .test_estimators import COLUMNS, string_frame
@@ -26,8 +26,9 @@ def test_a_failed_refit_leaves_the_estimator_unfitted(monkeypatch, error, where)
     est = DawidSkeneEstimator(**COLUMNS, n_iter=5).fit(df)
     assert est.labels_ is not None and est.confusions_ is not None
     est.set_params(n_iter=7)
-    if where == "engine":  # the engine stops mid-fit
+    if where == "engine":  # the engine stops mid-fit (the torch path's or the arrays')
         monkeypatch.setattr(em, "run_em", _raise(error))
+        monkeypatch.setattr(array_fit, "fit_em", _raise(error))
     else:  # the new labels are stored, the confusions are not
         monkeypatch.setattr(CrowdAggregator, "_store_confusions", _raise(error))
     with pytest.raises(type(error)):

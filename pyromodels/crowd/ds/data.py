@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import warnings
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -30,10 +29,10 @@ from ... import checks
 from ...checks import as_float_tensor, check_int, check_positive
 from ...core.backend import resolve_backend
 from ...data.annotations import AnnotationTable, TableSizes
-from ...data.idmaps import plain
 from ...data.tensors import on_device
 from ..emissions import START_ATOL
 from .kernels.native import have_c
+from .label_checks import SingleWorkerClassWarning, SparseWorkerWarning, check_label_counts
 
 __all__ = [
     "BACKENDS",
@@ -60,16 +59,6 @@ def resolve_ds_backend(backend: str, *tensors: torch.Tensor) -> str:
     numba's, and torch on other devices (see :func:`~pyromodels.core.backend.resolve_backend`).
     """
     return resolve_backend(backend, *tensors, have_c=have_c)
-
-
-class SparseWorkerWarning(UserWarning):
-    """Some workers gave a single label: their confusion matrices rest on one response."""
-
-
-class SingleWorkerClassWarning(UserWarning):
-    """A class is used by a single worker: nothing but that worker's labels ties it to its
-    code, and maximum-likelihood EM can turn it into a class of its own (see
-    :mod:`pyromodels.crowd.ds.em`)."""
 
 
 class PaddedView(NamedTuple):
@@ -104,7 +93,8 @@ class DSData(TableSizes):
     prior_concentration: torch.Tensor
     confusion_concentration: torch.Tensor
     fixed_prior: torch.Tensor | None = None
-    backend: str = "torch"
+    #: how the passes run, not what the data are: outside the checkpoints' data fingerprint
+    backend: str = dataclasses.field(default="torch", metadata={"fingerprint": False})
 
     @functools.cached_property
     def padded(self) -> PaddedView:
@@ -213,44 +203,9 @@ def _concentration(value, name: str, K: int, shape: tuple, dtype, device) -> tor
 
 
 def _check_items_and_workers(table: AnnotationTable, allow_unlabelled: bool) -> None:
-    per_item, per_worker, pairs = table.label_statistics()
-    empty = torch.nonzero(per_item == 0).flatten()
-    if len(empty) and not allow_unlabelled:
-        ids = [plain(table.items[int(i)]) for i in empty[:5]]
-        raise ValueError(
-            f"{len(empty)} item(s) have no label, e.g. {ids}; their class would come from the "
-            "prior alone. Drop them or pass allow_unlabelled=True"
-        )
-    _warn_single_worker_classes(table, pairs)
-    single = torch.nonzero(per_worker == 1).flatten()
-    if len(single):
-        ids = [plain(table.workers[int(i)]) for i in single[:5]]
-        warnings.warn(
-            f"{len(single)} worker(s) gave a single label, e.g. {ids}: their confusion matrices "
-            "rest on one response (the prior and that label); results for them are uncertain",
-            SparseWorkerWarning,
-            stacklevel=4,
-        )
-
-
-def _warn_single_worker_classes(table: AnnotationTable, used: torch.Tensor) -> None:
-    """Warn, naming each class and its worker, when a class is used by exactly one worker
-    (``used``: the ``(K, M)`` mask of the (class, worker) pairs that occur)."""
-    users = used.sum(1)
-    lone = torch.nonzero(users == 1).flatten().tolist()
-    if not lone:
-        return
-    worker_of = {k: int(torch.nonzero(used[k]).flatten()[0]) for k in lone}
-    named = ", ".join(f"class {plain(table.classes[k])!r} only by worker "
-                      f"{plain(table.workers[worker_of[k]])!r}" for k in lone[:5])
-    warnings.warn(
-        f"{len(lone)} class(es) are used by a single worker: {named}. Nothing else ties such "
-        "a class to its label, and maximum-likelihood EM (diagonal=0) can make it absorb "
-        "items that the other workers agree on; check that worker's labels, or keep a "
-        "diagonal prior (diagonal > 0, as DawidSkeneEstimator's EM default)",
-        SingleWorkerClassWarning,
-        stacklevel=5,
-    )
+    per_item, per_worker, pairs = (t.cpu().numpy() for t in table.label_statistics())
+    # the warnings name the caller of DawidSkene.prepare
+    check_label_counts(per_item, per_worker, pairs, table, allow_unlabelled, stacklevel=4)
 
 
 def prepare_ds_data(

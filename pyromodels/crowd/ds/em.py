@@ -86,6 +86,7 @@ import torch
 from ...conjugate import log_multivariate_beta
 from ..emissions import confusion_counts, log_emissions, normalize_rows
 from ..majority import vote_fractions
+from . import array_em
 from .data import DSData, check_stochastic, resolve_ds_backend
 from .kernels import compiled
 
@@ -228,18 +229,40 @@ def m_step(data: DSData, q: torch.Tensor, floor: float = 0.0,
     return _map_params(data, counts, q.sum(0), floor)
 
 
-def _em_pass(data: DSData, params: dict, floor: float, backend: str | None):
-    """``(em_step(params), log p(labels | params))`` from one E-step."""
+def _array_prior(data: DSData) -> array_em.ArrayPrior:
+    """The data's priors as NumPy arrays (for the M-step after a compiled E-step)."""
+    fixed = None if data.fixed_prior is None else data.fixed_prior.numpy()
+    return array_em.ArrayPrior(data.prior_concentration.numpy(),
+                               data.confusion_concentration.numpy(), fixed)
+
+
+def _from_arrays(data: DSData, params: tuple) -> MStepParams:
+    prior, confusion = params
+    prior = data.fixed_prior if data.fixed_prior is not None else torch.from_numpy(prior)
+    return MStepParams(prior=prior, confusion=torch.from_numpy(confusion))
+
+
+def _em_pass(data: DSData, params: dict, floor: float, backend: str | None,
+             objective: bool = True):
+    """``(em_step(params), log_posterior(params))`` from one E-step (the objective ``None``
+    when not asked for). After a compiled E-step the M-step and the objective are those of
+    :mod:`.array_em` (the arithmetic of the array path, so both give the same numbers)."""
     prior, confusion = _prior(data, params), params["confusion"]
     chosen = _backend(data, backend, prior, confusion)
     if chosen in compiled.BACKENDS:
         counts, totals, loglik = compiled.em_counts(data.table, prior, confusion,
                                                     data.num_workers, chosen)
         if math.isfinite(loglik):
-            new = _map_params(data, counts.to(data.dtype), totals.to(data.dtype), floor)
-            return new, torch.tensor(loglik, dtype=data.dtype)
+            spec = _array_prior(data)
+            new = _from_arrays(data, array_em.map_params(spec, counts.numpy(), totals.numpy(),
+                                                         floor))
+            if not objective:
+                return new, None
+            value = array_em.objective(spec, loglik, prior.numpy(), confusion.numpy())
+            return new, torch.tensor(value, dtype=data.dtype)
     q, log_norm = e_step(data, params, "torch")
-    return m_step(data, q, floor, "torch"), log_norm.sum()
+    new = m_step(data, q, floor, "torch")
+    return new, (log_norm.sum() + log_prior(data, params)) if objective else None
 
 
 def em_step_objective(data: DSData, params: dict, floor: float = 0.0,
@@ -247,14 +270,13 @@ def em_step_objective(data: DSData, params: dict, floor: float = 0.0,
     """One E-step and one M-step, and the objective :func:`log_posterior` of ``params`` (the
     E-step's normalisers give it for free). ``backend`` as in :func:`e_step`; the compiled
     passes never form ``q``."""
-    new, loglik = _em_pass(data, params, floor, backend)
-    return new, loglik + log_prior(data, params)
+    return _em_pass(data, params, floor, backend)
 
 
 def em_step(data: DSData, params: dict, floor: float = 0.0,
             backend: str | None = None) -> dict:
     """One E-step followed by one M-step (``backend`` as in :func:`e_step`)."""
-    return _em_pass(data, params, floor, backend)[0]
+    return _em_pass(data, params, floor, backend, objective=False)[0]
 
 
 def log_marginal(data: DSData, params: dict, backend: str | None = None) -> torch.Tensor:
@@ -296,7 +318,8 @@ def majority_start(data: DSData, floor: float = 0.0, backend: str | None = None)
     backend the fractions are formed inside the counting pass)."""
     if _backend(data, backend, data.confusion_concentration) == "c":
         counts, totals = compiled.vote_counts(data.table, data.num_workers)
-        return _map_params(data, counts.to(data.dtype), totals.to(data.dtype), floor)
+        return _from_arrays(data, array_em.map_params(_array_prior(data), counts.numpy(),
+                                                      totals.numpy(), floor))
     return m_step(data, vote_fractions(data.table), floor, backend)
 
 

@@ -40,16 +40,19 @@ rather than the model, and they have no ``get_params``, so ``clone`` refuses the
 one, build it again from its arguments or use ``copy.deepcopy``, or wrap it in a facade.
 
 Each facade's module has a runnable example (:mod:`.majority_vote`, :mod:`.dawid_skene`).
+
+The facades load on first use (:mod:`pyromodels.lazy`).
 """
 
-from .dawid_skene import DawidSkeneEstimator
-from .majority_vote import MajorityVote
-from .networked import NetworkedDawidSkeneEstimator
-from .sequential import SequentialDawidSkeneEstimator
+from ...lazy import lazy_attributes
 
-__all__ = [
-    "DawidSkeneEstimator",
-    "MajorityVote",
-    "NetworkedDawidSkeneEstimator",
-    "SequentialDawidSkeneEstimator",
-]
+_ORIGINS = {
+    "DawidSkeneEstimator": ".dawid_skene",
+    "MajorityVote": ".majority_vote",
+    "NetworkedDawidSkeneEstimator": ".networked",
+    "SequentialDawidSkeneEstimator": ".sequential",
+}
+
+__all__ = list(_ORIGINS)
+
+__getattr__, __dir__ = lazy_attributes(__name__, _ORIGINS)

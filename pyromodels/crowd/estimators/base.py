@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import functools
 import inspect
+from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
-import torch
 
-from ...checks import check_in, check_int, check_memory, check_positive
-from ...core.seeding import seed_from_random_state
-from ...data.annotations import AnnotationTable, check_columns, item_column
+from ...checks import check_in, check_int, check_memory, check_positive, seed_from_random_state
+from ...data.columns import LabelCodes, check_columns, item_column
+from ...data.idmaps import to_numpy
+from ..ds.array_em import working_dtype
 from .params import EstimatorParams, is_default
+
+if TYPE_CHECKING:
+    import torch
+
+    from ...data.annotations import AnnotationTable
 
 __all__ = ["CrowdAggregator", "resolve_random_state", "errors_frame", "confusions_frame",
            "draw_frequencies", "mcmc_history", "check_edges"]
@@ -22,7 +29,7 @@ def resolve_random_state(seed, random_state):
 
     ``random_state`` wins when it is not ``None``: an int is the seed; a
     ``numpy.random.RandomState`` or ``numpy.random.Generator`` gives one draw as the seed
-    (:func:`pyromodels.core.seeding.seed_from_random_state`).
+    (:func:`pyromodels.checks.seed_from_random_state`).
     With ``random_state=None``, ``seed`` is used as it is.
     """
     return seed if random_state is None else seed_from_random_state(random_state)
@@ -33,7 +40,8 @@ def errors_frame(table: AnnotationTable, confusion: torch.Tensor, worker: str,
     """Confusion matrices ``(M, K, K)`` (rows = true class) in crowd-kit's ``errors_`` layout:
     rows ``(worker, label given)``, columns the true labels, each worker's block
     column-stochastic."""
-    conf = confusion.detach().cpu().double().transpose(-1, -2).numpy()  # [m, given, true]
+    conf = to_numpy(confusion, "confusion").astype(np.float64)
+    conf = np.swapaxes(conf, -1, -2)  # [m, given, true]
     M, K = table.num_workers, table.num_classes
     rows = pd.MultiIndex.from_product([table.workers, table.classes], names=[worker, label])
     return pd.DataFrame(conf.reshape(M * K, K), index=rows, columns=list(table.classes))
@@ -42,13 +50,15 @@ def errors_frame(table: AnnotationTable, confusion: torch.Tensor, worker: str,
 def confusions_frame(table: AnnotationTable, confusion: torch.Tensor, label: str) -> pd.DataFrame:
     """Confusion matrices ``(M, K, K)`` with rows ``(worker, true label)`` and the labels given
     as columns, each row summing to one."""
-    frame = table.index_workers(confusion.detach().cpu().double())
+    frame = table.index_workers(to_numpy(confusion, "confusion").astype(np.float64))
     frame.columns.name = label
     return frame
 
 
 def draw_frequencies(draws: torch.Tensor, num_classes: int) -> torch.Tensor:
     """``(N, K)`` share of the draws ``(chain, draw, N)`` in which each item has each class."""
+    import torch
+
     one_hot = torch.nn.functional.one_hot(draws.long(), num_classes).double()
     return one_hot.mean(dim=(0, 1))
 
@@ -145,17 +155,22 @@ class CrowdAggregator(EstimatorParams):
         if not isinstance(self.allow_repeats, bool):
             raise TypeError(f"allow_repeats must be a bool, got {self.allow_repeats!r}")
 
-    def _table(self, df, items=None) -> AnnotationTable:
+    def _codes(self, df, items=None) -> LabelCodes:
+        """The columns of ``df`` checked and coded (no torch), and the fit's memory checked."""
         self._check_columns()
         task = item_column(df, self.task)
         # name the facade's own arguments (task=, worker=, label=) when a column is missing
         check_columns(df, {"task": task, "worker": self.worker, "label": self.label})
-        table = AnnotationTable.from_dataframe(
-            df, item=task, worker=self.worker, label=self.label, classes=self.classes,
-            items=items, allow_repeats=self.allow_repeats,
-        )
-        self._check_memory(table)
-        return table
+        codes = LabelCodes.from_dataframe(df, item=task, worker=self.worker, label=self.label,
+                                          classes=self.classes, items=items)
+        self._check_memory(codes)
+        return codes
+
+    def _table(self, df, items=None) -> AnnotationTable:
+        from ...data.annotations import AnnotationTable
+
+        return AnnotationTable.from_codes(self._codes(df, items),
+                                          allow_repeats=self.allow_repeats)
 
     def _check_method_params(self) -> None:
         """Refuse a parameter set away from its default that ``self.method`` does not read:
@@ -186,7 +201,7 @@ class CrowdAggregator(EstimatorParams):
         """Refuse, before anything is allocated, a fit whose main arrays cannot fit in memory
         (``classes=range(10**6)`` asks for ``M x 10**12`` confusion entries)."""
         N, M, K = table.num_items, table.num_workers, table.num_classes
-        size = torch.finfo(torch.get_default_dtype()).bits // 8
+        size = working_dtype().itemsize
         parts = [(f"{N} tasks x {K} classes of probabilities", N * K * size)]
         confusion = M * K * K * size if self._per_worker_confusions else 0
         draws = self._kept_draws() if confusion else 0
@@ -233,13 +248,13 @@ class CrowdAggregator(EstimatorParams):
     def _frame(self, table: AnnotationTable, probas: torch.Tensor) -> pd.DataFrame:
         """``probas`` as a float64 DataFrame tasks x classes, each row normalised again in
         float64 (a fit in float32 leaves rows a few 1e-8 off one)."""
-        probas = probas.detach().cpu().double()
-        frame = table.index_items(probas / probas.sum(-1, keepdim=True))
+        probas = to_numpy(probas, "probas").astype(np.float64)
+        frame = table.index_items(probas / probas.sum(-1, keepdims=True))
         frame.index.name, frame.columns.name = self._item_name(), self.label
         return frame
 
     def _series(self, table: AnnotationTable, labels: torch.Tensor) -> pd.Series:
-        series = table.index_items(labels.detach().cpu(), decode=True).rename("agg_label")
+        series = table.index_items(to_numpy(labels, "labels"), decode=True).rename("agg_label")
         series.index.name = self._item_name()
         return series
 

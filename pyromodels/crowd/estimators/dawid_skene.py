@@ -11,18 +11,20 @@ Example:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
-import torch
 
 from ...checks import check_in
-from ...data.annotations import AnnotationTable, check_columns
-from ..ds import em
-from ..ds.data import check_stochastic
-from ..ds.model import DawidSkene
-from ..emissions import normalize_rows
-from ..majority import vote_fractions
+from ...data.columns import check_columns, labelled_cells
+from .array_fit import ARRAY_RESULTS, array_results, fit_on_arrays
 from .base import CrowdAggregator
-from .ds_inputs import ERROR_SUM_MESSAGE, KnownClassesDawidSkene, error_counts, known_classes
+
+if TYPE_CHECKING:  # the torch path's modules load where it runs (see fit)
+    import torch
+
+    from ...data.annotations import AnnotationTable
+    from ..ds.model import DawidSkene
 
 __all__ = ["DawidSkeneEstimator", "em_diagonal"]
 
@@ -46,7 +48,7 @@ def em_diagonal(table: AnnotationTable) -> float:
     sets).
     """
     M = table.num_workers
-    cells = torch.unique(table.item_idx * M + table.worker_idx).numel()
+    cells = labelled_cells(table)
     return cells / (table.num_items * M)
 
 
@@ -178,15 +180,23 @@ class DawidSkeneEstimator(CrowdAggregator):
         self.progress = progress
         self.device = device
 
-    def _model(self, table: AnnotationTable, known: torch.Tensor | None = None) -> DawidSkene:
-        """The model for ``table``; with ``known`` (class codes, -1 where unknown) one whose EM
-        holds those tasks' classes fixed."""
+    def _model_args(self, table) -> dict:
+        """The :class:`DawidSkene` arguments of a fit to ``table`` (an annotation table or
+        :class:`~pyromodels.data.columns.LabelCodes`)."""
         diagonal = self.diagonal
         if diagonal is None and self.method == "em":
             diagonal = em_diagonal(table)
-        options = dict(prior_concentration=self.prior_concentration,
-                       confusion_concentration=self.confusion_concentration,
-                       diagonal=diagonal, update_prior=self.update_prior, em_floor=self.em_floor)
+        return dict(prior_concentration=self.prior_concentration,
+                    confusion_concentration=self.confusion_concentration,
+                    diagonal=diagonal, update_prior=self.update_prior, em_floor=self.em_floor)
+
+    def _model(self, table: AnnotationTable, known: torch.Tensor | None = None) -> DawidSkene:
+        """The model for ``table``; with ``known`` (class codes, -1 where unknown) one whose EM
+        holds those tasks' classes fixed."""
+        from ..ds.model import DawidSkene
+        from .ds_inputs import KnownClassesDawidSkene
+
+        options = self._model_args(table)
         return DawidSkene(**options) if known is None else KnownClassesDawidSkene(known, **options)
 
     def _init_frame(self, value: pd.DataFrame, table: AnnotationTable):
@@ -218,16 +228,28 @@ class DawidSkeneEstimator(CrowdAggregator):
         """EM's start: one M-step from the majority-vote fractions (known tasks clamped,
         ``"addition"`` counts added), or ``init_confusion`` / ``initial_error`` (``"assign"``)
         as the starting confusion matrices."""
+        import torch
+
+        from ..ds import em
+        from ..ds.data import check_stochastic
+        from ..emissions import normalize_rows
+        from ..majority import vote_fractions
+        from .ds_inputs import ERROR_SUM_MESSAGE, KnownClassesDawidSkene, error_counts
+
         em.check_em_prior(data)
         table, strategy = data.table, self.initial_error_strategy
         M, K = table.num_workers, table.num_classes
-        q0 = vote_fractions(table).to(data.dtype)
-        if isinstance(model, KnownClassesDawidSkene):
-            q0 = model.clamp(q0)
         extra = None
         if initial_error is not None and strategy == "addition":
             extra = error_counts(initial_error, table, self.worker, self.label, partial=True)
-        start = em.m_step(data, q0, model.em_floor, extra_counts=extra)
+        if extra is None and not isinstance(model, KnownClassesDawidSkene):
+            # the fractions and their counts in one pass on the C backend, as the array path
+            start = em.majority_start(data, model.em_floor)
+        else:
+            q0 = vote_fractions(table).to(data.dtype)
+            if isinstance(model, KnownClassesDawidSkene):
+                q0 = model.clamp(q0)
+            start = em.m_step(data, q0, model.em_floor, extra_counts=extra)
         confusion, name = None, "init_confusion"
         if self.init_confusion is not None:
             confusion = self.init_confusion
@@ -296,11 +318,23 @@ class DawidSkeneEstimator(CrowdAggregator):
             initial_error: workers' confusion matrices from elsewhere, laid out like
                 ``errors_`` (rows ``(worker, label given)``, true labels as columns), used as
                 ``initial_error_strategy`` says (``method="em"``).
+
+        ``method="em"`` on the CPU without ``true_labels``, ``initial_error`` or
+        ``init_confusion`` runs on NumPy arrays and the C passes (:mod:`.array_fit`) with the
+        same results, importing neither torch nor Pyro; ``posterior_``, ``model_`` and
+        ``table_`` are then built on first use.
         """
         check_in(self.method, "method", METHODS)
         self._check_method_params()
         self._check_em_inputs(true_labels, initial_error)
-        table = self._table(df)
+        self.__dict__.pop("_em_arrays", None)
+        codes = self._codes(df)
+        if true_labels is None and initial_error is None and fit_on_arrays(self, codes):
+            return self
+        from ...data.annotations import AnnotationTable
+        from .ds_inputs import known_classes
+
+        table = AnnotationTable.from_codes(codes, allow_repeats=self.allow_repeats)
         known = None if true_labels is None else known_classes(true_labels, table, self.task)
         model = self._model(table, known)
         if self.method == "em":
@@ -325,7 +359,18 @@ class DawidSkeneEstimator(CrowdAggregator):
             self._record_run(post)
         return self
 
+    def __getattr__(self, name):
+        if name in ARRAY_RESULTS and "_em_arrays" in self.__dict__:
+            return array_results(self)[name]
+        return super().__getattr__(name)
+
+    def _forget_fit(self) -> None:
+        self.__dict__.pop("_em_arrays", None)
+        super()._forget_fit()
+
     def _new_table(self, df) -> AnnotationTable:
+        from ...data.annotations import AnnotationTable
+
         fitted = self.table_
         check_columns(df, self._columns())
         unknown = pd.Index(df[self.worker]).difference(fitted.workers)

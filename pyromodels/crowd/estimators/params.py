@@ -23,7 +23,8 @@ import inspect
 
 import numpy as np
 import pandas as pd
-import torch
+
+from ...data.idmaps import is_tensor
 
 __all__ = ["EstimatorParams", "is_default"]
 
@@ -33,8 +34,8 @@ def is_default(value, default) -> bool:
     value of the same type (arrays, tensors and frames count as changed unless identical)."""
     if value is default:
         return True
-    if type(value) is not type(default) or isinstance(value, (np.ndarray, torch.Tensor,
-                                                                pd.DataFrame, pd.Series)):
+    if (type(value) is not type(default) or is_tensor(value)
+            or isinstance(value, (np.ndarray, pd.DataFrame, pd.Series))):
         return False
     try:
         return bool(value == default)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 
 import torch
@@ -47,7 +47,8 @@ class SequentialCrowdData:
     initial_concentration: torch.Tensor
     transition_concentration: torch.Tensor
     confusion_concentration: torch.Tensor
-    backend: str = "torch"
+    #: how the passes run, not what the data are: outside the checkpoints' data fingerprint
+    backend: str = field(default="torch", metadata={"fingerprint": False})
 
     @property
     def device(self) -> torch.device:

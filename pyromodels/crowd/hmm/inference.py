@@ -31,8 +31,10 @@ from .kernels.inputs import check_log_inputs
 from .kernels.parallel import torch_forward, torch_forward_backward, torch_forward_filter
 from .kernels.result import ForwardBackward
 from .kernels.sampling import torch_backward_sample
-from .kernels.scaled import numba_backward_sample, numba_forward, numba_forward_backward, numba_viterbi
 from .kernels.viterbi import torch_viterbi
+
+# the numba kernels (.kernels.scaled) are imported where they run: numba's start-up costs
+# a few tenths of a second that a torch-backend fit never needs
 
 __all__ = ["ForwardBackward", "forward_backward", "log_likelihood", "forward_filter", "viterbi",
            "ffbs_sample"]
@@ -95,6 +97,8 @@ def forward_backward(
     check_in(pairwise, "pairwise", _PAIRWISE)
     e, a, tr, lengths = check_log_inputs(log_emissions, log_initial, log_transition, lengths)
     if resolve_backend(backend, e, a, tr) == "numba":
+        from .kernels.scaled import numba_forward_backward
+
         out = numba_forward_backward(e, a, tr, lengths, pairwise)
         if _scaled_ok(backend, out.log_likelihood):
             _raise_if_impossible(out.log_likelihood, "posterior marginals")
@@ -111,6 +115,8 @@ def log_likelihood(log_emissions, log_initial, log_transition, lengths=None, *, 
     """
     e, a, tr, lengths = check_log_inputs(log_emissions, log_initial, log_transition, lengths)
     if resolve_backend(backend, e, a, tr) == "numba":
+        from .kernels.scaled import numba_forward
+
         loglik = numba_forward(e, a, tr, lengths)[1]
         if _scaled_ok(backend, loglik):
             return loglik
@@ -121,6 +127,8 @@ def _filter(e, a, tr, lengths, which: str, fallback: bool):
     """:func:`forward_filter` on validated inputs with the resolved backend ``which``;
     ``fallback``: redo in log space if a scaled step underflowed."""
     if which == "numba":
+        from .kernels.scaled import numba_forward
+
         filtered, loglik = numba_forward(e, a, tr, lengths)
         if not fallback or _scaled_ok("auto", loglik):
             _raise_if_impossible(loglik, "filtering distributions")
@@ -168,6 +176,8 @@ def viterbi(log_emissions, log_initial, log_transition, lengths=None, *, backend
     """
     e, a, tr, lengths = check_log_inputs(log_emissions, log_initial, log_transition, lengths)
     if resolve_backend(backend, e, a, tr) == "numba":
+        from .kernels.scaled import numba_viterbi
+
         return numba_viterbi(e, a, tr, lengths)
     return torch_viterbi(e, a, tr, lengths)
 
@@ -204,5 +214,7 @@ def ffbs_sample(log_emissions, log_initial, log_transition, lengths=None, *, gen
     log_filt, _ = _filter(e, a, tr, lengths, which, fallback=False)
     u = torch.rand((num_samples, e.shape[0]), generator=generator, dtype=torch.float64, device=e.device)
     if which == "numba":
+        from .kernels.scaled import numba_backward_sample
+
         return numba_backward_sample(log_filt, tr, lengths, u)
     return torch_backward_sample(log_filt, tr, lengths, u)

@@ -262,6 +262,26 @@ class SequentialDawidSkene(Model):
         return baum_welch.e_step(data.table, data.lengths, params, pairwise=None, backend=data.backend,
                                  paper_literal=self.paper_literal).log_likelihood
 
+    def log_likelihood_pointwise(self, data, samples) -> dict:
+        """Marginal ``log p(labels of sequence s | initial, transition, confusion)`` per draw,
+        the label path ``z`` summed out by the forward pass (a trace of the program would give
+        the likelihood given the drawn path instead).
+
+        Returns ``{"sequences": (chain, draw, S)}``.
+        """
+        data = self._prepared(data)
+        draws = samples["transition"]
+        lead = tuple(draws.shape[:2])
+        flat = {name: samples[name].reshape((-1,) + tuple(samples[name].shape[2:]))
+                for name in ("transition", "confusion", "initial") if name in samples}
+        out = []
+        for i in range(flat["transition"].shape[0]):
+            initial = flat["initial"][i] if "initial" in flat else None
+            params = self.start_from(data, confusion=flat["confusion"][i],
+                                     transition=flat["transition"][i], initial=initial)
+            out.append(self.log_likelihood(data, params))
+        return {"sequences": torch.stack(out).reshape(lead + (-1,))}
+
     def log_prior(self, data, params: dict) -> torch.Tensor:
         """Log Dirichlet densities of the parameters the program samples."""
         data = self._prepared(data)

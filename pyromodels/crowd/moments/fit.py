@@ -32,7 +32,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from scipy.optimize import linear_sum_assignment
 
 from ...checks import check_int, check_positive
 from ...core.monitor import ConvergenceMonitor
@@ -108,6 +107,8 @@ def align_classes(prior, confusion) -> tuple[torch.Tensor, torch.Tensor]:
     :math:`\sum_a C_a` (maximised).
     """
     total = confusion.sum(0).detach().cpu().numpy()
+    from scipy.optimize import linear_sum_assignment  # loaded where it is used
+
     rows, cols = linear_sum_assignment(total, maximize=True)
     perm = torch.empty(len(rows), dtype=torch.long)
     perm[torch.as_tensor(cols)] = torch.as_tensor(rows)

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ...bhmc import BHMC, BHMCPrior
-from ...registry import ModelEntry, register
+from ...registry import register
 from ..arguments import demo_arguments, reproduction_arguments
+from ..catalogue import BHMC as BHMC_INFO
 from ..stages import stage_reporter
 from .chains import ChainSampler, planned_requests
 from .paper_numbers import HYPERPARAMETERS
@@ -45,7 +46,7 @@ __all__ = ["NAME", "SCALES", "DatasetPlan", "Plan", "PLANS", "prior_for",
            "default_model"]
 
 NAME = "bhmc"
-SCALES = ("small", "medium", "paper")
+SCALES = BHMC_INFO.scales
 
 
 @dataclass(frozen=True)
@@ -195,25 +196,12 @@ def describe(posterior, data, *, name: str):
     return describe_fit(posterior, data, name=name)
 
 
-def default_model() -> BHMC:
-    """The registered model: BHMC with the paper's animals hyperparameters."""
-    return BHMC(prior_for("animals"))
+def default_model(**prior) -> BHMC:
+    """The registered model: BHMC with the paper's animals hyperparameters, each of which
+    ``prior`` may replace (``alpha``, ``gamma``, ``gamma0``, ``depth``, ``num_components``,
+    ``nu0``: the fields of :class:`~pyromodels.bhmc.BHMCPrior`)."""
+    return BHMC(replace(prior_for("animals"), **prior))
 
 
-ENTRY = register(
-    ModelEntry(
-        name=NAME,
-        title="Bayesian hierarchical mixture clustering (BHMC / max-margin RBHMC)",
-        paper="Posterior Regularisation on Bayesian Hierarchical Mixture Clustering",
-        engines=("gibbs",),
-        factory=default_model,
-        demo=demo,
-        reproduce=reproduce,
-        loader=loader,
-        scales=SCALES,
-        data_format=("a CSV of numbers, one row per point, with or without a header line; "
-                     "default: the 33 animals' 7 principal components"),
-        options=("regularisation", "margin"),
-        describe=describe,
-    )
-)
+ENTRY = register(BHMC_INFO.entry(factory=default_model, demo=demo, reproduce=reproduce,
+                                 loader=loader, describe=describe))

@@ -27,7 +27,15 @@ from ...data.crowd_files import (
     read_csv_table,
     read_edges,
 )
-from ...registry import FitOutput, ModelEntry, register
+from ...registry import FitOutput, register
+from ..catalogue import (
+    ANSWERS_FORMAT,
+    DAWID_SKENE,
+    NETWORKED_DAWID_SKENE,
+    NETWORKED_FORMAT,
+    SEQUENTIAL_DAWID_SKENE,
+    SEQUENTIAL_FORMAT,
+)
 
 __all__ = [
     "COLUMN_HINT",
@@ -43,10 +51,6 @@ __all__ = [
 ]
 
 COLUMN_HINT = "choose the columns with --task-col, --worker-col and --label-col"
-ANSWERS_FORMAT = ("a CSV with one row per judgement and columns task (or item), worker, label "
-                  "(other names: --task-col, --worker-col, --label-col), or --dataset NAME (a "
-                  "bundled crowd set or a folder NAME/answers.csv under $PYROMODELS_DATA)")
-_CROWD_OPTIONS = ("dataset", "task_col", "worker_col", "label_col", "gold")
 
 
 def _hinted(exc: ValueError) -> ValueError:
@@ -177,45 +181,12 @@ def describe_fit(posterior, data, *, name: str, gold=None) -> FitOutput:
     return FitOutput(result, outputs.files)
 
 
-SEQUENTIAL_FORMAT = ("a CSV with one row per judgement and columns task (or item), worker, "
-                     "label, sequence, position (the task's sequence and its place in it; other "
-                     "names: --task-col, --worker-col, --label-col, --sequence-col, "
-                     "--position-col)")
-NETWORKED_FORMAT = (ANSWERS_FORMAT + ", and --edges FILE: a CSV whose first two columns hold "
-                    "the task ids of each edge of the graph between tasks")
+# What each entry says of itself (name, engines, data format, options, prior arguments) is
+# its declaration in the catalogue; here it gains its callables.
+PLAIN = register(DAWID_SKENE.entry(factory=DawidSkene, loader=load_plain, describe=describe_fit))
 
-PLAIN = register(ModelEntry(
-    name="dawid-skene",
-    title="Dawid-Skene: true labels of independent tasks from crowd labels",
-    paper="Dawid & Skene (1979), Bayesian with Dirichlet priors",
-    engines=DawidSkene.engines,
-    factory=DawidSkene,
-    loader=load_plain,
-    data_format=ANSWERS_FORMAT + "; default: the bundled bluebirds set",
-    options=_CROWD_OPTIONS,
-    describe=describe_fit,
-))
+SEQUENTIAL = register(SEQUENTIAL_DAWID_SKENE.entry(
+    factory=SequentialDawidSkene, loader=load_sequential, describe=describe_fit))
 
-SEQUENTIAL = register(ModelEntry(
-    name="sequential-dawid-skene",
-    title="Sequential Dawid-Skene: tasks in sequences, true labels a Markov chain",
-    paper="Traganitis & Giannakis (IEEE TKDE), HMM ensemble",
-    engines=SequentialDawidSkene.engines,
-    factory=SequentialDawidSkene,
-    loader=load_sequential,
-    data_format=SEQUENTIAL_FORMAT,
-    options=("task_col", "worker_col", "label_col", "sequence_col", "position_col", "gold"),
-    describe=describe_fit,
-))
-
-NETWORKED = register(ModelEntry(
-    name="networked-dawid-skene",
-    title="Networked Dawid-Skene: tasks on a graph, true labels a Potts field",
-    paper="Traganitis & Giannakis (IEEE TKDE), MRF ensemble",
-    engines=NetworkedDawidSkene.engines,
-    factory=NetworkedDawidSkene,
-    loader=load_networked,
-    data_format=NETWORKED_FORMAT,
-    options=_CROWD_OPTIONS + ("edges",),
-    describe=describe_fit,
-))
+NETWORKED = register(NETWORKED_DAWID_SKENE.entry(
+    factory=NetworkedDawidSkene, loader=load_networked, describe=describe_fit))

@@ -39,11 +39,12 @@ import torch
 from ...core.device import default_dtype
 from ...core.errors import ConvergenceWarning
 from ...crowd.ds.model import DawidSkene
-from ...registry import ModelEntry, register
+from ...registry import register
 from ..arguments import demo_arguments, reproduction_arguments
+from ..catalogue import CROWD
 from ..stages import stage_reporter
 from . import iid as crowd_iid
-from .fit_entries import ANSWERS_FORMAT, crowd_table, describe_fit
+from .fit_entries import crowd_table, describe_fit
 from .synthetic import SyntheticSettings
 from .tables import MethodSettings
 
@@ -55,7 +56,7 @@ __all__ = ["NAME", "SCALES", "Plan", "PLANS", "PANELS", "ENTRY", "run", "demo", 
 
 NAME = "crowd"
 #: the scales :func:`reproduce` runs at
-SCALES = ("small", "medium", "paper")
+SCALES = CROWD.scales
 #: the synthetic panels: sequential against N (Figs. 4-5) and M (Figs. 6-7), networked at mean
 #: degree 0.5 (Figs. 8-9) and 5 (Fig. 10)
 PANELS = ("sequential-N", "sequential-M", "networked-0.5", "networked-5")
@@ -87,6 +88,9 @@ class Plan:
 _FAST = MethodSettings(mm_max_iter=10, mm_max_workers=8, em_max_iter=10, mrf_max_iter=5,
                        icm_max_iter=10)
 _DEMO = MethodSettings(mm_max_iter=40, mm_max_workers=10, em_max_iter=50, mrf_max_iter=20)
+#: ``pyromodels demo``: short budgets, for a first look in seconds
+_FIRST_LOOK = MethodSettings(mm_max_iter=20, mm_max_workers=8, em_max_iter=30, mrf_max_iter=10,
+                             icm_max_iter=20)
 _SMALL = MethodSettings(mm_max_iter=50, mm_max_workers=15, em_max_iter=50, em_tol=1e-6,
                         mrf_max_iter=20)
 _MEDIUM = MethodSettings(mm_n_init=3, mm_max_iter=300, mm_tol=1e-8, em_max_iter=300,
@@ -100,10 +104,10 @@ PLANS = {
     "smoke": Plan("small", _FAST, ("ner",), ("cora",),
                   SyntheticSettings(runs=1, sizes=(200, 400), methods=_FAST), ("sequential-N",),
                   crowd_iid.IidSettings(("rte",), 100, 1e-6, 10, 20, 1)),
-    "demo": Plan("small", _SMALL, ("ner",), ("cora",),
-                 SyntheticSettings(runs=3, sizes=(400, 1000, 2000), methods=_DEMO),
-                 ("sequential-N",), crowd_iid.IidSettings(("rte", "temp", "bluebirds"), 500,
-                                                          1e-7, 50, 100, 2)),
+    "demo": Plan("small", _FIRST_LOOK, ("ner",), ("cora",),
+                 SyntheticSettings(runs=1, sizes=(400, 1000), methods=_FIRST_LOOK),
+                 ("sequential-N",), crowd_iid.IidSettings(("temp", "bluebirds"), 300, 1e-6,
+                                                          30, 60, 2)),
     "small": Plan("small", _SMALL, _ALL_I, ("cora", "citeseer", "music_genre"),
                   SyntheticSettings(runs=2, sizes=(400, 1000, 2000), worker_counts=(4, 8, 12),
                                     networked_sizes=(500, 2000), methods=_DEMO),
@@ -371,22 +375,6 @@ def loader(path: str | None, *, dataset=None, task_col=None, worker_col=None, la
     return read_annotations(path, task_col, worker_col, label_col)
 
 
-ENTRY = register(
-    ModelEntry(
-        name=NAME,
-        title="Crowd ensembles: Dawid-Skene, HMM and MRF extensions",
-        paper="Traganitis & Giannakis, Unsupervised Ensemble Classification with Sequential "
-              "and Networked Data (IEEE TKDE)",
-        engines=DawidSkene.engines,
-        factory=DawidSkene,  # the i.i.d. Dawid-Skene model with flat Dirichlet priors
-        demo=demo,
-        reproduce=reproduce,
-        loader=loader,
-        scales=SCALES,
-        data_format=("as dawid-skene (this entry fits plain Dawid-Skene; the sequential and "
-                     "networked models are the entries sequential-dawid-skene and "
-                     "networked-dawid-skene): " + ANSWERS_FORMAT),
-        options=("dataset", "task_col", "worker_col", "label_col", "gold"),
-        describe=describe_fit,
-    )
-)
+# The i.i.d. Dawid-Skene model with flat Dirichlet priors, declared in the catalogue.
+ENTRY = register(CROWD.entry(factory=DawidSkene, demo=demo, reproduce=reproduce, loader=loader,
+                             describe=describe_fit))

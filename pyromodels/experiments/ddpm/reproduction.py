@@ -25,15 +25,16 @@ to how it is made (cluster sd 1, centres sd 5).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ...core.device import num_threads
 from ...core.seeding import derive_seed
 from ...ddpm import DDPM, DPMixturePrior
 from ...ddpm.mcem import MCEMSettings
-from ...registry import ModelEntry, register
+from ...registry import register
 from ..arguments import demo_arguments, reproduction_arguments
+from ..catalogue import DDPM as DDPM_INFO
 from ..stages import stage_reporter
 from .table1 import ProtocolSettings
 
@@ -41,10 +42,10 @@ if TYPE_CHECKING:  # the report package loads ArviZ: registering the entry stays
     from ...report import DemoResult
 
 __all__ = ["NAME", "SCALES", "Plan", "PLANS", "SYNTHETIC_PRIOR", "ENTRY", "run", "demo",
-           "reproduce", "loader"]
+           "reproduce", "loader", "default_model", "fit", "describe", "FIT_POINTS"]
 
 NAME = "ddpm"
-SCALES = ("small", "medium", "paper")
+SCALES = DDPM_INFO.scales
 
 #: the synthetic set's prior: cluster precision near 1 (its clusters' sd), centres of sd 5
 SYNTHETIC_PRIOR = DPMixturePrior(kappa0=0.04, alpha0=100.0, beta0=100.0, alpha=1.0)
@@ -92,12 +93,15 @@ def _synthetic(rounds: int, restarts: int, grid=()) -> ProtocolSettings:
                             flow_hidden=(64,), init_grid=grid)
 
 
-#: ``smoke`` (seconds, tests), ``demo`` (``pyromodels demo``), ``small``, ``medium`` and
-#: ``paper`` (the paper's 10 restarts)
+#: ``smoke`` (seconds, tests), ``demo`` (``pyromodels demo``: a first look in well under a
+#: minute on a new machine, with a small autoencoder, one restart and short runs; the paper's
+#: autoencoder and schedules are ``reproduce``'s), ``small``, ``medium`` and ``paper`` (the
+#: paper's 10 restarts)
 PLANS = {
     "smoke": Plan(("digits",), _images(2, 1, 20, flow_hidden=(16,)),
                   Autoencoder((32, 10), 1, 2), 300, _synthetic(3, 1)),
-    "demo": Plan(("digits",), _images(30, 2, 100), Autoencoder(), 2000, _synthetic(60, 2)),
+    "demo": Plan(("digits",), _images(10, 1, 100), Autoencoder((256, 64, 10), 3, 10), 600,
+                 _synthetic(20, 1)),
     "small": Plan(("digits", "mnist5k"), _images(30, 2, 100, grid=(20, 200)), Autoencoder(),
                   2000, _synthetic(60, 2, grid=(6, 30))),
     "medium": Plan(("digits", "mnist5k", "fashion10k"), _images(30, 3, 100, grid=(20, 200)),
@@ -162,35 +166,47 @@ def reproduce(*, scale: str = "small", progress: bool = True, seed: int = 0) -> 
     return run(PLANS[scale], f"{NAME}-{scale}", **options)
 
 
+#: size of the warped synthetic set that ``pyromodels fit ddpm`` fits by default
+FIT_POINTS = 2000
+
+
 def loader(path: str | None):
     """The data ``pyromodels fit ddpm`` fits: a numeric CSV (one row per point, at least two
-    columns), or by default the synthetic warped set of the demo."""
+    columns), or by default :data:`FIT_POINTS` points of the synthetic warped set."""
     from ..reference_mixture.reproduction import read_numeric_csv
     from .features import warped_clusters
 
     if path is None:
-        return warped_clusters(PLANS["demo"].synthetic_points).y.numpy()
+        return warped_clusters(FIT_POINTS).y.numpy()
     return read_numeric_csv(path)
 
 
-def default_model() -> DDPM:
-    """The registered model: :class:`~pyromodels.ddpm.DDPM` with the synthetic set's prior."""
-    return DDPM(SYNTHETIC_PRIOR, hidden=(64,))
+def default_model(**prior) -> DDPM:
+    """The registered model: :class:`~pyromodels.ddpm.DDPM` with the synthetic set's prior,
+    each field of which ``prior`` may replace (``mu0``, ``kappa0``, ``alpha0``, ``beta0``,
+    ``alpha``: see :class:`~pyromodels.ddpm.DPMixturePrior`)."""
+    return DDPM(replace(SYNTHETIC_PRIOR, **prior), hidden=(64,))
 
 
-ENTRY = register(
-    ModelEntry(
-        name=NAME,
-        title="Deep Dirichlet process mixture (DP mixture on NICE-flow features)",
-        paper="Deep Dirichlet Process Mixture Models (UAI 2022)",
-        engines=("mcem",),
-        factory=default_model,
-        demo=demo,
-        reproduce=reproduce,
-        loader=loader,
-        scales=SCALES,
-        data_format=("a CSV of numbers, one row per point and at least two columns (the flow "
-                     "couples coordinates), with or without a header line; default: the "
-                     "demo's synthetic warped clusters"),
-    )
-)
+def fit(model: DDPM, data, *, method: str, seed: int, progress: bool, rounds: int | None = None,
+        n_init: int | None = None, lr: float | None = None, **checkpointing):
+    """``pyromodels fit ddpm``: Monte Carlo EM with the default schedule
+    (:class:`~pyromodels.ddpm.mcem.MCEMSettings`), of which the command line's ``--rounds``,
+    ``--n-init`` (restarts) and ``--lr`` (the flow's Adam step) replace what they give;
+    ``checkpointing`` holds ``checkpoint``, ``checkpoint_every`` and ``resume``."""
+    given = {"rounds": rounds, "restarts": n_init, "lr": lr}
+    settings = replace(MCEMSettings(), **{k: v for k, v in given.items() if v is not None})
+    return model.fit(data, method=method, settings=settings, seed=seed, progress=progress,
+                     **checkpointing)
+
+
+def describe(posterior, data, *, name: str):
+    """The report of ``pyromodels fit ddpm``: the generic one, ``labels.csv`` (each point's
+    cluster) and a scatter of the data by cluster (:func:`.fit_report.cluster_report`)."""
+    from .fit_report import cluster_report
+
+    return cluster_report(posterior, data, posterior.params["labels"].cpu().numpy(), name=name)
+
+
+ENTRY = register(DDPM_INFO.entry(factory=default_model, demo=demo, reproduce=reproduce,
+                                 loader=loader, describe=describe, fit=fit))

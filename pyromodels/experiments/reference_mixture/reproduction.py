@@ -38,8 +38,9 @@ from ...core.seeding import derive_seed
 from ...data import load_sklearn
 from ...data.index_columns import check_no_index_column
 from ...mixture import GaussianMixtureModel
-from ...registry import ModelEntry, register
+from ...registry import register
 from ..arguments import demo_arguments, reproduction_arguments
+from ..catalogue import GAUSSIAN_MIXTURE
 from .fit_report import describe_fit
 
 if TYPE_CHECKING:  # the report package loads ArviZ: registering the entry stays light
@@ -65,7 +66,7 @@ __all__ = [
 NAME = "gaussian-mixture"
 NUM_COMPONENTS = 3
 #: the scales :func:`reproduce` runs at (the reference model reproduces no paper)
-SCALES = ("small", "medium")
+SCALES = GAUSSIAN_MIXTURE.scales
 PCA_DIMS = 2
 
 
@@ -85,18 +86,21 @@ class Settings:
     num_chains: int
 
 
-#: ``smoke`` checks the plumbing in seconds; ``small`` is the demo; ``medium`` runs longer chains.
+#: ``smoke`` checks the plumbing in seconds; ``demo`` is ``pyromodels demo``'s first look (short
+#: chains, NUTS the shortest); ``small`` and ``medium`` are the reproductions, with longer chains.
 SETTINGS = {
     "smoke": Settings(3, 300, 40, 60, 150, 0.03, 100, 15, 15, 2),
+    "demo": Settings(5, 300, 200, 300, 600, 0.03, 500, 60, 60, 2),
     "small": Settings(10, 500, 1000, 2000, 1500, 0.03, 1000, 300, 300, 2),
     "medium": Settings(20, 1000, 2000, 4000, 5000, 0.01, 4000, 500, 500, 4),
 }
 
 
-def default_model(num_components: int = NUM_COMPONENTS) -> GaussianMixtureModel:
-    """The registered model: ``GaussianMixtureModel(num_components)`` (default 3) with the
-    data-driven default prior."""
-    return GaussianMixtureModel(num_components)
+def default_model(num_components: int = NUM_COMPONENTS, **prior) -> GaussianMixtureModel:
+    """The registered model: ``GaussianMixtureModel(num_components, **prior)`` (default 3
+    components) with the data-driven default prior where ``prior`` gives no value (its
+    keywords: ``weight_concentration``, ``mean_precision``, ``degrees_of_freedom``)."""
+    return GaussianMixtureModel(num_components, **prior)
 
 
 def load_features() -> tuple[np.ndarray, np.ndarray, float]:
@@ -219,19 +223,19 @@ def demo(*, smoke: bool, progress: bool, seed: int) -> DemoResult:
     """The demo: every engine on the wine projection (``smoke``: tiny iteration counts).
 
     Args:
-        smoke: run :data:`SETTINGS` ``["smoke"]`` (a few seconds) instead of ``["small"]``.
+        smoke: run :data:`SETTINGS` ``["smoke"]`` (a few seconds) instead of ``["demo"]``.
         progress: show progress bars.
         seed: integer ``>= 0``; each engine derives its own seed from it.
 
     Returns:
         The :class:`~pyromodels.report.DemoResult` named ``"gaussian-mixture"``.
     """
-    key, options = demo_arguments(smoke, progress, seed, size="small")
+    key, options = demo_arguments(smoke, progress, seed, size="demo")
     return run(SETTINGS[key], NAME, **options)
 
 
 def reproduce(*, scale: str, progress: bool, seed: int) -> DemoResult:
-    """The demo at ``scale`` ``"small"`` (the demo's sizes) or ``"medium"`` (longer chains).
+    """The reproduction at ``scale`` ``"small"`` or ``"medium"`` (longer chains than the demo).
 
     The reference model reproduces no paper, so there is no ``"paper"`` scale.
 
@@ -325,21 +329,5 @@ def loader(path: str | None) -> np.ndarray:
     return read_numeric_csv(path)
 
 
-ENTRY = register(
-    ModelEntry(
-        name=NAME,
-        title="Finite Bayesian Gaussian mixture (reference model)",
-        paper="reference model of the inference core",
-        engines=("em", "gibbs", "svi", "nuts"),
-        factory=default_model,
-        demo=demo,
-        reproduce=reproduce,
-        loader=loader,
-        scales=SCALES,
-        data_format=("a CSV of numbers, one row per point and one column per dimension, with "
-                     "or without a header line (no saved index column); default: the wine "
-                     "data projected on two principal components"),
-        options=("num_components",),
-        describe=describe_fit,
-    )
-)
+ENTRY = register(GAUSSIAN_MIXTURE.entry(factory=default_model, demo=demo, reproduce=reproduce,
+                                        loader=loader, describe=describe_fit))

@@ -15,7 +15,7 @@ from pyromodels.crowd.ds import em
 from pyromodels.crowd.ds.kernels import compiled
 from pyromodels.crowd.ds.kernels.groups import item_cells, item_groups
 from pyromodels.crowd.ds.model import DawidSkene
-from pyromodels.data import AnnotationTable, WorkerPopulation, annotations, simulate_annotations
+from pyromodels.data import AnnotationTable, WorkerPopulation, columns, simulate_annotations
 
 
 def _forbidden(*args, **kwargs):
@@ -76,8 +76,8 @@ def _reference_codes(values: pd.Series):
 def test_integer_ids_are_coded_without_hashing_and_as_before(column, monkeypatch):
     values = pd.Series(column)
     expected = _reference_codes(values)
-    monkeypatch.setattr(annotations, "factorize_ids", _forbidden)  # hashing
-    codes, index = annotations._factorize(values, "df['task']", None, "items")
+    monkeypatch.setattr(columns, "factorize_ids", _forbidden)  # hashing
+    codes, index = columns.factorize_column(values, "df['task']", None, "items")
     np.testing.assert_array_equal(codes, expected[0])
     assert codes.dtype == np.int64
     assert index.equals(expected[1]) and index.dtype == expected[1].dtype
@@ -91,11 +91,11 @@ def test_integer_ids_are_coded_without_hashing_and_as_before(column, monkeypatch
 ])
 def test_other_columns_still_go_through_factorize_ids(column, known, monkeypatch):
     calls = []
-    original = annotations.factorize_ids
-    monkeypatch.setattr(annotations, "factorize_ids",
+    original = columns.factorize_ids
+    monkeypatch.setattr(columns, "factorize_ids",
                         lambda *a, **k: calls.append(a) or original(*a, **k))
     try:
-        annotations._factorize(column, "df['task']", known, "items")
+        columns.factorize_column(column, "df['task']", known, "items")
     except ValueError as exc:  # the nullable column holds a missing id
         assert "missing value" in str(exc)
     assert len(calls) == 1

@@ -222,3 +222,25 @@ def test_simulated_program_draws_have_the_declared_sites():
     draw = simulate_joint(model, data)
     assert set(draw) == {"initial", "transition", "confusion", "z", "labels"}
     assert draw["z"].shape == (5,) and draw["labels"].shape == (data.table.num_labels,)
+
+
+@pytest.mark.parametrize("mode", ["learned", "fixed"])
+def test_pointwise_log_likelihood_sums_out_each_sequences_path(mode):
+    """ArviZ's log_likelihood of a Gibbs fit is each sequence's marginal (every label path
+    summed out, checked by enumeration), not the likelihood given the drawn path."""
+    seqs, params = tiny(K=2, lengths=(2, 3), seed=3)
+    model = SequentialDawidSkene(initial=mode, initial_probs=params["initial"] if mode == "fixed" else None)
+    post = model.fit(seqs, method="gibbs", seed=0, progress=False, num_samples=3, num_warmup=2,
+                     num_chains=2)
+    ll = post.to_inference_data(predictive=False).log_likelihood["sequences"].values
+    assert ll.shape == (2, 3, 2)
+    data = model.prepare(seqs)
+    for c, d in [(0, 0), (1, 2)]:
+        draw = {k: v[c, d] for k, v in post.samples.items() if k in ("initial", "transition", "confusion")}
+        used = model.start_from(data, confusion=draw["confusion"], transition=draw["transition"],
+                                initial=draw.get("initial"))
+        sites = _sites(mode, draw)
+        paths = torch.stack([model.log_joint(data, {**sites, "z": z}) for z in _all_paths(2, 5)])
+        exact = torch.logsumexp(paths, 0) - model.log_prior(data, used)
+        assert float(ll[c, d].sum()) == pytest.approx(float(exact), abs=1e-9)
+        assert ll[c, d] == pytest.approx(model.log_likelihood(data, used).numpy(), abs=1e-12)

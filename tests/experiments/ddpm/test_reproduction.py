@@ -109,7 +109,7 @@ def test_registered_with_its_scales():
     with pytest.raises(ValueError, match="scale"):
         rep.reproduce(scale="huge", progress=False)
     y = rep.loader(None)
-    assert y.shape == (rep.PLANS["demo"].synthetic_points, 4)
+    assert y.shape == (rep.FIT_POINTS, 4)
 
 
 def test_fit_from_the_command_line_writes_a_report_with_traces(tmp_path):

@@ -43,8 +43,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .groups import item_cells, item_groups
-from .native import c_passes as _c
+from . import array_passes
 
 __all__ = ["BACKENDS", "posteriors", "vote_counts", "em_counts", "confusion_counts",
            "log_marginal", "as_numpy", "columns"]
@@ -63,27 +62,13 @@ def columns(confusion: torch.Tensor) -> np.ndarray:
     return as_numpy(confusion.transpose(-1, -2))
 
 
-def _sizes(table, confusion: torch.Tensor) -> tuple[int, int, int]:
-    return table.num_items, confusion.shape[-3], confusion.shape[-1]
-
-
 def posteriors(table, prior: torch.Tensor, confusion: torch.Tensor, backend: str = "c",
                best: bool = False):
     """``(q, log_norm)``: class posteriors ``(N, K)`` and ``log p(labels_n | theta)`` ``(N,)``
     in ``confusion``'s dtype; with ``best=True`` also each item's most probable class ``(N,)``
     (long, the first on ties: ``q.argmax(-1)``, formed inside the C pass)."""
-    N, M, K = _sizes(table, confusion)
-    q = np.empty((N, K))
-    loglik = np.empty(N)
-    pi, conf = as_numpy(prior), columns(confusion)
-    labels = np.empty(N, dtype=np.int64) if best and backend == "c" else None
-    if backend == "c":
-        _c().posteriors(N, M, K, *item_cells(table), pi, conf, q, loglik, labels)
-    else:
-        from .unrolled import posteriors_kernel, prior_argument
-
-        posteriors_kernel(K)(*item_groups(table), prior_argument(pi), conf, q, loglik)
-        labels = q.argmax(-1) if best else None
+    q, loglik, labels = array_passes.posteriors(table, as_numpy(prior), columns(confusion),
+                                                backend, best)
     out = tuple(torch.from_numpy(t).to(confusion.dtype) for t in (q, loglik))
     return out + (torch.from_numpy(labels),) if best else out
 
@@ -93,10 +78,7 @@ def vote_counts(table, num_workers: int):
     majority-vote fractions ``q`` (:func:`pyromodels.crowd.majority.vote_fractions`: each
     item's share of labels per class, uniform without labels), formed item by item inside one
     C pass (``backend="c"`` only: elsewhere the fractions are formed first)."""
-    K = table.num_classes
-    counts = np.zeros((num_workers, K, K))  # [m, j, k]
-    qsum = np.zeros(K)
-    _c().vote_counts(table.num_items, num_workers, K, *item_cells(table), counts, qsum)
+    counts, qsum = array_passes.vote_counts(table, num_workers)
     return torch.from_numpy(counts).transpose(1, 2), torch.from_numpy(qsum)
 
 
@@ -105,18 +87,9 @@ def em_counts(table, prior: torch.Tensor, confusion: torch.Tensor, num_workers: 
     """``(counts, class_totals, log_marginal)`` of one E-step: the expected confusion counts
     ``(num_workers, K, K)``, ``sum_n q[n]`` ``(K,)`` (both float64) and ``log p(labels |
     theta)`` (a float) under ``prior`` ``(K,)`` and ``confusion`` ``(M, K, K)``."""
-    N, M, K = _sizes(table, confusion)
-    counts = np.zeros((num_workers, K, K))  # [m, j, k]: transposed back below
-    qsum = np.zeros(K)
-    pi, conf = as_numpy(prior), columns(confusion)
-    if backend == "c":
-        total = _c().em_counts(N, M, K, *item_cells(table), pi, conf, counts, qsum)
-    else:
-        from .unrolled import em_counts_kernel, prior_argument
-
-        total = em_counts_kernel(K)(*item_groups(table), prior_argument(pi), conf, counts,
-                                    qsum)
-    return torch.from_numpy(counts).transpose(1, 2), torch.from_numpy(qsum), float(total)
+    counts, qsum, total = array_passes.em_counts(table, as_numpy(prior), columns(confusion),
+                                                 num_workers, backend)
+    return torch.from_numpy(counts).transpose(1, 2), torch.from_numpy(qsum), total
 
 
 def confusion_counts(table, q: torch.Tensor, num_workers: int,
@@ -124,23 +97,11 @@ def confusion_counts(table, q: torch.Tensor, num_workers: int,
     """Expected confusion counts ``(num_workers, K, K)`` (float64) given class posteriors ``q``
     ``(N, K)`` (:func:`pyromodels.crowd.emissions.confusion_counts` without the sparse
     incidence matrix)."""
-    K = q.shape[-1]
-    counts = np.zeros((num_workers, table.num_classes, K))  # [m, j, k]
-    if backend == "c":
-        _c().counts(table.num_items, num_workers, K, *item_cells(table), as_numpy(q), counts)
-    else:
-        from .passes import counts_pass
-
-        counts_pass(*item_groups(table), as_numpy(q), counts)
+    counts = array_passes.confusion_counts(table, as_numpy(q), num_workers, backend)
     return torch.from_numpy(counts).transpose(1, 2)
 
 
 def log_marginal(table, prior: torch.Tensor, confusion: torch.Tensor,
                  backend: str = "c") -> float:
     """``log p(labels | prior, confusion)`` with the classes summed out."""
-    pi, conf = as_numpy(prior), columns(confusion)
-    if backend == "c":
-        return float(_c().log_marginal(*_sizes(table, confusion), *item_cells(table), pi, conf))
-    from .passes import log_marginal_pass
-
-    return float(log_marginal_pass(*item_groups(table), pi, conf))
+    return array_passes.log_marginal(table, as_numpy(prior), columns(confusion), backend)

@@ -20,11 +20,16 @@ def _cached(table, kind: str, build):
     return per_table[kind]
 
 
+def _codes(codes) -> np.ndarray:
+    """A code column (a CPU tensor or a NumPy array) as a NumPy array."""
+    return codes.cpu().numpy() if hasattr(codes, "cpu") else np.asarray(codes)
+
+
 def _ptr(table) -> np.ndarray:
     """``(N + 1,)`` int64: item ``n``'s labels are rows ``ptr[n] .. ptr[n + 1] - 1`` of the
     grouped arrays."""
     def build():
-        item = table.item_idx.cpu().numpy()
+        item = _codes(table.item_idx)
         ptr = np.zeros(table.num_items + 1, dtype=np.int64)
         np.cumsum(np.bincount(item, minlength=table.num_items), out=ptr[1:])
         return ptr
@@ -44,12 +49,13 @@ def item_groups(table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
     Args:
         table: an annotation table (``item_idx``, ``worker_idx``, ``label_idx`` of length
-            ``num_labels``, and ``num_items``, ``num_workers``, ``num_classes``).
+            ``num_labels``, CPU tensors or NumPy arrays, and ``num_items``, ``num_workers``,
+            ``num_classes``).
     """
     def build():
         ptr = _ptr(table)
-        item = table.item_idx.cpu().numpy()
-        workers, labels = table.worker_idx.cpu().numpy(), table.label_idx.cpu().numpy()
+        item = _codes(table.item_idx)
+        workers, labels = _codes(table.worker_idx), _codes(table.label_idx)
         small = max(table.num_workers, table.num_classes) < 2 ** 31
         code = np.int32 if small else np.int64
         if bool(np.all(item[1:] >= item[:-1])):
@@ -73,7 +79,7 @@ def item_cells(table) -> tuple[np.ndarray, np.ndarray]:
         ptr = _ptr(table)
         cells = np.empty(table.num_labels, dtype=np.int32)
         c_passes().group_by_item(table.num_items, table.num_workers, table.num_classes,
-                                 *(np.ascontiguousarray(t.cpu().numpy(), dtype=np.int64)
+                                 *(np.ascontiguousarray(_codes(t), dtype=np.int64)
                                    for t in (table.item_idx, table.worker_idx, table.label_idx)),
                                  ptr, cells)
         return ptr, cells

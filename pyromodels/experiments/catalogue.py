@@ -1,0 +1,192 @@
+"""The declarations of the built-in models: what ``pyromodels list`` and ``fit --help`` show.
+
+Each :class:`~pyromodels.registry.ModelInfo` here is plain data (this module imports no model
+family, nor torch): the command line answers ``list``, ``fit MODEL --help`` and usage errors
+from it alone. The module each one names registers the model's callables with
+``register(INFO.entry(factory=..., ...))``, so that what the command line says and what it
+runs come from this one declaration.
+"""
+
+from __future__ import annotations
+
+from ..registry import Argument, ModelInfo
+
+__all__ = [
+    "ANSWERS_FORMAT",
+    "NUMBERS_FORMAT",
+    "DAWID_SKENE",
+    "SEQUENTIAL_DAWID_SKENE",
+    "NETWORKED_DAWID_SKENE",
+    "CROWD",
+    "GAUSSIAN_MIXTURE",
+    "DDPM",
+    "TRUNCATED_DP_MIXTURE",
+    "BHMC",
+    "MODELS",
+]
+
+ANSWERS_FORMAT = ("a CSV with one row per judgement and columns task (or item), worker, label "
+                  "(other names: --task-col, --worker-col, --label-col), or --dataset NAME (a "
+                  "bundled crowd set or a folder NAME/answers.csv under $PYROMODELS_DATA)")
+SEQUENTIAL_FORMAT = ("a CSV with one row per judgement and columns task (or item), worker, "
+                     "label, sequence, position (the task's sequence and its place in it; other "
+                     "names: --task-col, --worker-col, --label-col, --sequence-col, "
+                     "--position-col)")
+NETWORKED_FORMAT = (ANSWERS_FORMAT + ", and --edges FILE: a CSV whose first two columns hold "
+                    "the task ids of each edge of the graph between tasks")
+#: the numeric tables of the clustering models
+NUMBERS_FORMAT = "a CSV of numbers, one row per point, with or without a header line"
+
+_CROWD_OPTIONS = ("dataset", "task_col", "worker_col", "label_col", "gold")
+
+
+def _concentration(what: str) -> Argument:
+    return Argument(f"{what}_concentration", "positive",
+                    f"Dirichlet concentration > 0 of the {what.replace('_', ' ')} (default 1)")
+
+
+_DS_ARGUMENTS = (
+    Argument("prior_concentration", "positive",
+             "Dirichlet concentration > 0 of the class prior (default 1)"),
+    Argument("confusion_concentration", "positive",
+             "Dirichlet concentration > 0 of every confusion row (default 1)"),
+    Argument("diagonal", "nonnegative",
+             "extra pseudo-count >= 0 on each confusion row's true class, a belief that "
+             "workers beat chance (default: the model's)"),
+)
+#: the DP mixture's prior; the defaults are the synthetic warped set's prior
+_DP_ARGUMENTS = (
+    Argument("mu0", "real", "prior mean of the cluster means, in every dimension (default 0)"),
+    Argument("kappa0", "positive", "pseudo-count > 0 of the cluster means (default 0.04)"),
+    Argument("alpha0", "positive", "Gamma shape > 0 of the cluster precisions (default 100)"),
+    Argument("beta0", "positive", "Gamma rate > 0 of the cluster precisions (default 100)"),
+    Argument("alpha", "positive", "concentration > 0 of the Dirichlet process (default 1)"),
+)
+
+DAWID_SKENE = ModelInfo(
+    name="dawid-skene",
+    title="Dawid-Skene: true labels of independent tasks from crowd labels",
+    paper="Dawid & Skene (1979), Bayesian with Dirichlet priors",
+    engines=("em", "gibbs", "svi", "nuts"),
+    default_method="em",
+    module="pyromodels.experiments.crowd.fit_entries",
+    data_format=ANSWERS_FORMAT + "; default: the bundled bluebirds set",
+    options=_CROWD_OPTIONS,
+    arguments=_DS_ARGUMENTS,
+)
+
+SEQUENTIAL_DAWID_SKENE = ModelInfo(
+    name="sequential-dawid-skene",
+    title="Sequential Dawid-Skene: tasks in sequences, true labels a Markov chain",
+    paper="Traganitis & Giannakis (IEEE TKDE), HMM ensemble",
+    engines=("em", "gibbs"),
+    default_method="em",
+    module="pyromodels.experiments.crowd.fit_entries",
+    data_format=SEQUENTIAL_FORMAT,
+    options=("task_col", "worker_col", "label_col", "sequence_col", "position_col", "gold"),
+    arguments=(_concentration("initial"), _concentration("transition"),
+               _concentration("confusion")),
+)
+
+NETWORKED_DAWID_SKENE = ModelInfo(
+    name="networked-dawid-skene",
+    title="Networked Dawid-Skene: tasks on a graph, true labels a Potts field",
+    paper="Traganitis & Giannakis (IEEE TKDE), MRF ensemble",
+    engines=("em", "gibbs"),
+    default_method="em",
+    module="pyromodels.experiments.crowd.fit_entries",
+    data_format=NETWORKED_FORMAT,
+    options=_CROWD_OPTIONS + ("edges",),
+    arguments=(_concentration("confusion"),),
+)
+
+CROWD = ModelInfo(
+    name="crowd",
+    title="Crowd ensembles: Dawid-Skene, HMM and MRF extensions",
+    paper="Traganitis & Giannakis, Unsupervised Ensemble Classification with Sequential "
+          "and Networked Data (IEEE TKDE)",
+    engines=("em", "gibbs", "svi", "nuts"),
+    default_method="em",
+    module="pyromodels.experiments.crowd.reproduction",
+    data_format=("as dawid-skene (this entry fits plain Dawid-Skene; the sequential and "
+                 "networked models are the entries sequential-dawid-skene and "
+                 "networked-dawid-skene): " + ANSWERS_FORMAT),
+    options=_CROWD_OPTIONS,
+    arguments=_DS_ARGUMENTS,
+)
+
+GAUSSIAN_MIXTURE = ModelInfo(
+    name="gaussian-mixture",
+    title="Finite Bayesian Gaussian mixture (reference model)",
+    paper="reference model of the inference core",
+    engines=("em", "gibbs", "svi", "nuts"),
+    default_method="em",
+    module="pyromodels.experiments.reference_mixture.reproduction",
+    scales=("small", "medium"),
+    data_format=(NUMBERS_FORMAT + " and one column per dimension (no saved index column); "
+                 "default: the wine data projected on two principal components"),
+    arguments=(
+        Argument("num_components", "components", "number of mixture components (default 3)",
+                 metavar="K"),
+        Argument("weight_concentration", "positive",
+                 "Dirichlet concentration > 0 of the weights (default 1; EM needs >= 1)"),
+        Argument("mean_precision", "positive",
+                 "kappa > 0, the pseudo-count of the component means (default 1)"),
+        Argument("degrees_of_freedom", "positive",
+                 "Wishart degrees of freedom nu > d - 1 (default d + 2; EM needs nu > d)"),
+    ),
+)
+
+DDPM = ModelInfo(
+    name="ddpm",
+    title="Deep Dirichlet process mixture (DP mixture on NICE-flow features)",
+    paper="Deep Dirichlet Process Mixture Models (UAI 2022)",
+    engines=("mcem",),
+    module="pyromodels.experiments.ddpm.reproduction",
+    data_format=(NUMBERS_FORMAT + " and at least two columns (the flow couples coordinates); "
+                 "default: the demo's synthetic warped clusters"),
+    arguments=_DP_ARGUMENTS,
+)
+
+TRUNCATED_DP_MIXTURE = ModelInfo(
+    name="truncated-dp-mixture",
+    title="Truncated stick-breaking DP mixture of isotropic Gaussians",
+    paper="Deep Dirichlet Process Mixture Models (UAI 2022), truncated baseline",
+    engines=("gibbs", "svi"),
+    default_method="gibbs",
+    module="pyromodels.experiments.ddpm.fit_entries",
+    data_format=NUMBERS_FORMAT + "; default: the demo's synthetic warped clusters",
+    arguments=(Argument("truncation", "count", "number of stick-breaking components "
+                        "(default 20)", metavar="T"),
+               *_DP_ARGUMENTS),
+)
+
+BHMC = ModelInfo(
+    name="bhmc",
+    title="Bayesian hierarchical mixture clustering (BHMC / max-margin RBHMC)",
+    paper="Posterior Regularisation on Bayesian Hierarchical Mixture Clustering",
+    engines=("gibbs",),
+    module="pyromodels.experiments.bhmc.reproduction",
+    data_format=NUMBERS_FORMAT + "; default: the 33 animals' 7 principal components",
+    options=("regularisation", "margin"),
+    arguments=(
+        Argument("alpha", "positive", "nested-CRP concentration > 0 (default 0.4, the "
+                 "paper's animals value)"),
+        Argument("gamma", "positive", "child concentration > 0 of the HDP weight diffusion "
+                 "(default 1)"),
+        Argument("gamma0", "positive", "root stick-breaking concentration > 0 (default 0.85)"),
+        Argument("depth", "count", "the level L >= 1 of the leaves (default 3)", metavar="L"),
+        Argument("num_components", "components", "truncation K >= 2 of the root's stick "
+                 "breaking (default 20)", metavar="K"),
+        Argument("nu0", "positive", "prior scale > 0 of RBHMC's max-margin discriminants "
+                 "(default 1)"),
+        Argument("loc", "real", "the data's centre, the same in every column (default: the "
+                 "column means)"),
+        Argument("scale", "positive", "the data's unit of spread > 0 (default: the root mean "
+                 "column variance over sqrt 2)"),
+    ),
+)
+
+#: every built-in model, in the order of this module
+MODELS = (DAWID_SKENE, SEQUENTIAL_DAWID_SKENE, NETWORKED_DAWID_SKENE, CROWD, GAUSSIAN_MIXTURE,
+          DDPM, TRUNCATED_DP_MIXTURE, BHMC)
