@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from sklearn.metrics import adjusted_rand_score
 
 from pyromodels import registry
 from pyromodels.cli import main
@@ -358,6 +359,22 @@ def test_clustering_fits_write_labels_and_a_scatter_by_cluster(model, options, t
     assert "clusters" in (out / "index.html").read_text()
 
 
+def test_truncated_gibbs_labels_are_not_shattered_by_label_switching_between_chains(tmp_path):
+    """Chains start from their own k-means labelling, so component k of one chain is another
+    cluster in the next: plug-in means pooled over chains shatter the clusters. The report
+    reads the clusters at the best draw instead, which finds the three planted blobs."""
+    rng = np.random.default_rng(1)
+    centres = np.array([[-8.0, 0.0], [0.0, 8.0], [8.0, 0.0]])
+    points = np.concatenate([rng.normal(c, 1.0, (30, 2)) for c in centres])
+    path = tmp_path / "blobs.csv"
+    np.savetxt(path, points, delimiter=",")
+    out = _fit(["truncated-dp-mixture", "--data", str(path), "--num-chains", "4", "--num-samples", "10",
+                "--num-warmup", "10", "--truncation", "6"], tmp_path)
+    labels = pd.read_csv(out / "labels.csv")["cluster"].to_numpy()
+    truth = np.repeat([0, 1, 2], 30)
+    assert adjusted_rand_score(truth, labels) == 1.0
+
+
 def test_options_of_other_engines_are_not_listed_and_are_one_line_errors(capsys):
     assert main(["fit", "ddpm", "--help"]) == 0
     text = capsys.readouterr().out
@@ -410,3 +427,20 @@ def test_resume_on_a_data_file_changed_since_the_checkpoint_is_refused(tmp_path,
     answers.to_csv(path, index=False)  # the same items, workers and classes: one label changed
     assert main(["fit", "--resume", str(out), "--no-progress"]) == 2
     assert "resume: the checkpoint was written for other data" in _one_error_line(capsys)
+
+
+def test_bhmc_command_clusters_data_alike_in_any_units(tmp_path):
+    """``pyromodels fit bhmc`` on a user's CSV takes the data's units by default: the same
+    points at 1e-8 times their size give the same leaves, not one cluster."""
+    rng = np.random.default_rng(2)
+    points = np.concatenate([rng.normal(c, 0.5, (15, 2)) for c in ([-4.0, 0.0], [4.0, 0.0])])
+    found = []
+    for factor in (1.0, 1e-8):
+        path = tmp_path / f"points{factor}.csv"
+        np.savetxt(path, points * factor, delimiter=",")
+        out = _fit(["bhmc", "--data", str(path), "--num-samples", "30", "--num-warmup", "30",
+                    "--num-chains", "1", "--seed", "3"], tmp_path / f"run{factor}")
+        paths = pd.read_csv(out / "paths.csv")
+        found.append(paths.iloc[:, -1].to_numpy())  # each datum's leaf
+    assert len(set(found[0])) > 1
+    assert adjusted_rand_score(found[0], found[1]) == 1.0

@@ -6,7 +6,8 @@ values, shapes and dtypes of tensors and arrays (read from the CPU, so a GPU cop
 has the fingerprint of the CPU original), the labels of pandas objects, numbers, strings and
 the structure around them: lists, tuples, dicts and dataclasses, with their class names. A
 dataclass field that says how to compute rather than what the data are (a backend choice)
-opts out with ``field(metadata={"fingerprint": False})``. Anything else is a ``TypeError``: a value that cannot be read exactly cannot vouch for data.
+opts out with ``field(metadata={"fingerprint": False})``. Anything else is a ``TypeError``: a
+value that cannot be read exactly cannot vouch for data.
 """
 
 from __future__ import annotations

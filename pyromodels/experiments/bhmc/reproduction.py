@@ -199,8 +199,11 @@ def describe(posterior, data, *, name: str):
 def default_model(**prior) -> BHMC:
     """The registered model: BHMC with the paper's animals hyperparameters, each of which
     ``prior`` may replace (``alpha``, ``gamma``, ``gamma0``, ``depth``, ``num_components``,
-    ``nu0``: the fields of :class:`~pyromodels.bhmc.BHMCPrior`)."""
-    return BHMC(replace(prior_for("animals"), **prior))
+    ``nu0``, ``loc``, ``scale``: the fields of :class:`~pyromodels.bhmc.BHMCPrior`). Unlike the
+    reproductions, which apply the story to the data as they are, ``loc`` and ``scale`` default
+    to the data's own units, so a user's data fit alike in any units (``--loc 0 --scale 1``
+    gives the paper's convention)."""
+    return BHMC(replace(prior_for("animals"), **{"loc": None, "scale": None, **prior}))
 
 
 ENTRY = register(BHMC_INFO.entry(factory=default_model, demo=demo, reproduce=reproduce,
