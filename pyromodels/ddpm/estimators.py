@@ -145,10 +145,10 @@ class TruncatedDPGaussianMixture(_IsotropicMixture):
     The model (:class:`~pyromodels.ddpm.TruncatedDPMixture`): ``v_k ~ Beta(1, alpha)`` for
     ``k < T - 1``, ``pi_k = v_k prod_{j<k} (1 - v_j)``, the same Normal-Gamma base measure as
     :class:`DPGaussianMixture`, ``c_i ~ Categorical(pi)``. ``fit`` runs the blocked Gibbs
-    sampler (``TruncatedDPMixture.fit(method="gibbs")``); the fitted mixture is the plug-in
-    rule of :meth:`~pyromodels.ddpm.TruncatedDPMixture.predict` (posterior means of ``v``,
-    ``mu``, ``lam``; meaningful when the components do not switch labels between draws, as
-    on separated clusters), restricted to the components that hold a training point.
+    sampler (``TruncatedDPMixture.fit(method="gibbs")``); the fitted mixture is the kept draw
+    of ``(v, mu, lam)`` with the highest log joint (``sample_stats["lp"]``; means over draws
+    would mix components whose labels switched between draws or chains), restricted to the
+    components that hold a training point.
 
     Args:
         n_components: the truncation ``T`` (an upper bound on the clusters; scikit-learn's
@@ -192,9 +192,15 @@ class TruncatedDPGaussianMixture(_IsotropicMixture):
         options = self._gibbs_options()
         model = TruncatedDPMixture(self._resolved_prior(x), truncation=truncation)
         posterior = model.fit(x, method="gibbs", seed=seed, **options)
-        mu, lam = posterior.mean("mu"), posterior.mean("lam")
+        best = int(posterior.sample_stats["lp"].reshape(-1).argmax())
+
+        def at_best(site):
+            value = posterior[site]
+            return value.reshape((-1,) + tuple(value.shape[2:]))[best]
+
+        mu, lam = at_best("mu"), at_best("lam")
         if truncation > 1:
-            v = posterior.mean("v")
+            v = at_best("v")
             weights = stick_log_weights(torch.cat([v, v.new_ones(1)])).exp()
         else:
             weights = lam.new_ones(1)

@@ -1,5 +1,7 @@
 """The scikit-learn facades of the DP mixtures against the model classes they wrap."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -69,17 +71,21 @@ def test_score_samples_is_the_fitted_isotropic_mixture():
         assert est.score(X) == pytest.approx(est.score_samples(X).mean(), rel=1e-12)
 
 
-def test_truncated_facade_keeps_the_occupied_components_of_the_model_prediction():
+@pytest.mark.parametrize("num_chains", [1, 3])
+def test_truncated_facade_keeps_the_occupied_components_of_the_best_draw(num_chains):
     X, truth = three_blobs()
-    est = TruncatedDPGaussianMixture(6, num_warmup=20, num_samples=20, random_state=2).fit(X)
+    est = TruncatedDPGaussianMixture(6, num_warmup=20, num_samples=20, num_chains=num_chains,
+                                     random_state=2).fit(X)
     model = TruncatedDPMixture(truncation=6)
     post = model.fit(torch.as_tensor(X), method="gibbs", num_warmup=20, num_samples=20,
-                     num_chains=1, seed=2, progress=False)
-    model_labels = model.predict(post, torch.as_tensor(X)).labels.numpy()
+                     num_chains=num_chains, seed=2, progress=False)
+    chain, draw = divmod(int(post.sample_stats["lp"].reshape(-1).argmax()), 20)
+    one = replace(post, samples={k: v[chain:chain + 1, draw:draw + 1] for k, v in post.samples.items()})
+    model_labels = model.predict(one, torch.as_tensor(X)).labels.numpy()
     kept = np.unique(model_labels)
     assert est.n_components_ == len(kept) == 3
     np.testing.assert_array_equal(est.labels_, np.searchsorted(kept, model_labels))
-    np.testing.assert_allclose(est.means_, post.mean("mu")[kept].numpy(), rtol=1e-12)
+    np.testing.assert_allclose(est.means_, post["mu"][chain, draw][kept].numpy(), rtol=1e-12)
     assert adjusted_rand_score(truth, est.labels_) == 1.0
     assert est.weights_.sum() == pytest.approx(1.0, abs=1e-12)
 
