@@ -20,7 +20,7 @@ Cases, at ``N`` in {10,000, 100,000} points, ``d`` in {2, 10}, ``K = 5``, float6
   for all ``N x K`` pairs against ``scipy.stats.multivariate_normal.logpdf`` looped over the
   components (covariances computed beforehand, outside the timing). Agreement to 1e-8 nats.
 * ``mixture.quickstart_gibbs`` (seconds per sweep): the README's quick start, the Gibbs fit of
-  :class:`~pyromodels.mixture.BayesianGaussianMixture` on 200 points in 2-D (two chains of
+  :class:`~pyromodels.mixture.GaussianMixtureModel` on 200 points in 2-D (two chains of
   ``QUICKSTART_SWEEPS`` sweeps each; ``--quick``: ``QUICK_QUICKSTART_SWEEPS``), run with the
   caller's thread count at torch's start-up default (:data:`TORCH_DEFAULT_THREADS`, the
   harness's own limit lifted). Ours lets the engine choose its threads for the problem's
@@ -48,7 +48,7 @@ from pyromodels.conjugate.suffstats import one_hot
 from pyromodels.core.device import num_threads
 from pyromodels.core.seeding import derive_seed, make_generator
 from pyromodels.data import simulate_gaussian_mixture
-from pyromodels.mixture import BayesianGaussianMixture, MixtureData
+from pyromodels.mixture import GaussianMixtureModel, MixtureData
 from pyromodels.mixture.densities import component_log_density
 from pyromodels.mixture.em import em_step, m_step, responsibilities
 from pyromodels.mixture.gibbs import sweep
@@ -96,7 +96,7 @@ def make_points(N: int, d: int, num_components: int, generator: torch.Generator)
 def _problem(N: int, d: int, device: str) -> Problem:
     gen = make_generator(derive_seed(SEED, "points", N, d))
     x = make_points(N, d, K, gen)
-    model = BayesianGaussianMixture(K)
+    model = GaussianMixtureModel(K)
     data = model.prepare(x, device=device)
     z = kmeans_init(data.x, K, make_generator(derive_seed(SEED, "init", N, d), device))
     # the model's own starting point (init_state), with the labels one-hot in the data's dtype
@@ -244,7 +244,7 @@ def _quickstart(threads: int | None, sweeps: tuple[int, int]):
     kept) per chain; ``threads`` is the engine's ``num_threads`` (``None``: it chooses)."""
     x, _ = simulate_gaussian_mixture(200, weights=[0.6, 0.4], means=[[-2.0, 0.0], [2.0, 1.0]],
                                      covs=[[[1.0, 0.0], [0.0, 1.0]]] * 2, seed=0)
-    model = BayesianGaussianMixture(num_components=2)
+    model = GaussianMixtureModel(num_components=2)
     warmup, kept = sweeps
 
     def run():

@@ -2,7 +2,7 @@
 
 Each model is written once as a Pyro program and served by several inference engines (EM,
 Gibbs, SVI, NUTS) that are tested against the program. Start with
-:class:`pyromodels.mixture.BayesianGaussianMixture`, the reference model, and
+:class:`pyromodels.mixture.GaussianMixtureModel`, the reference model, and
 ``tutorials/00_write_your_own_model.py``.
 
 The names below load :mod:`pyromodels.core` (and torch) on first use, so ``import

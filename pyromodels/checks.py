@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import torch
 
 __all__ = [
+    "seed_from_random_state",
     "broadcast_shapes",
     "check_bool",
     "check_int",
@@ -97,6 +98,37 @@ def check_in(value, name: str, allowed: Sequence):
 # Such names become directory and file names (report sections, NetCDF files), so they are
 # restricted to a set that is portable across file systems.
 _NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def seed_from_random_state(random_state) -> int | None:
+    """The seed that scikit-learn's ``random_state`` names, or ``None`` for ``None``.
+
+    Args:
+        random_state: ``None``, an int ``>= 0``, a ``numpy.random.RandomState`` or a
+            ``numpy.random.Generator`` (one draw of it is the seed).
+
+    Raises:
+        TypeError: any other type. ValueError: a negative int.
+
+    Example:
+        >>> seed_from_random_state(7), seed_from_random_state(None)
+        (7, None)
+        >>> a, b = np.random.RandomState(0), np.random.RandomState(0)
+        >>> seed_from_random_state(a) == seed_from_random_state(b)
+        True
+    """
+    if random_state is None:
+        return None
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(2**31 - 1))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(2**31 - 1))
+    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
+        raise TypeError(
+            "random_state must be None, an int, a numpy RandomState or a numpy Generator, got "
+            f"{type(random_state).__name__} {random_state!r}"
+        )
+    return check_int(random_state, "random_state", minimum=0)
 
 
 def check_name(value, name: str) -> str:

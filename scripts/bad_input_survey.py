@@ -562,7 +562,7 @@ def sequential_networked_cases() -> list[Case]:
 
 
 def mixture_cases() -> list[Case]:
-    from pyromodels.mixture import BayesianGaussianMixture as B
+    from pyromodels.mixture import GaussianMixtureModel as B
 
     area = "GaussianMixture"
     em = {"method": "em", "seed": 0, "progress": False}
@@ -624,7 +624,7 @@ def mixture_cases() -> list[Case]:
 
 def engine_cases() -> list[Case]:
     from pyromodels import run_em, run_gibbs, run_nuts, run_svi
-    from pyromodels.mixture import BayesianGaussianMixture as B
+    from pyromodels.mixture import GaussianMixtureModel as B
 
     area = "engines"
     m = B(2)
@@ -672,7 +672,7 @@ def engine_cases() -> list[Case]:
 
 def posterior_cases() -> list[Case]:
     from pyromodels import Posterior
-    from pyromodels.mixture import BayesianGaussianMixture as B
+    from pyromodels.mixture import GaussianMixtureModel as B
 
     area = "Posterior"
     fit = lambda: B(2).fit(X, method="em", seed=0, progress=False)  # noqa: E731

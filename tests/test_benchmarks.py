@@ -174,6 +174,7 @@ def test_discovery_and_duplicate_labels(bench):
         "benchmarks.bench_crowd_ds",
         "benchmarks.bench_crowd_hmm",
         "benchmarks.bench_ddpm_mcem",
+        "benchmarks.bench_inference_data",
         "benchmarks.bench_reference_mixture",
     ]
     case = h.Case("demo", {"n": 1}, ours=print)

@@ -12,7 +12,7 @@ PUBLIC = {
                          "majority_vote", "sample_moments"],
     "pyromodels.crowd.hmm": ["SequentialDawidSkene", "forward_backward", "viterbi", "brute_force"],
     "pyromodels.crowd.mrf": ["NetworkedDawidSkene", "icm", "networked_em", "sample_labels"],
-    "pyromodels.mixture": ["BayesianGaussianMixture"],
+    "pyromodels.mixture": ["BayesianGaussianMixture", "GaussianMixtureModel"],
     "pyromodels.data": ["AnnotationTable", "Sequences", "Graph", "load_crowd", "load_planetoid",
                         "simulate_annotations", "simulate_gaussian_mixture"],
     "pyromodels.diagnostics": ["to_inference_data", "relabel", "summary"],
@@ -24,7 +24,8 @@ PUBLIC = {
                       "WeightCache"],
     "pyromodels.ddpm": ["DPMixture", "DPMixturePrior", "dp_mixture_crp", "state_values",
                         "complete_log_joint", "kmeans", "gmeans", "paper_scores",
-                        "simulate_warped_clusters", "PAPER_PRESETS"],
+                        "simulate_warped_clusters", "PAPER_PRESETS", "DPGaussianMixture",
+                        "TruncatedDPGaussianMixture"],
 }
 
 

@@ -24,7 +24,7 @@
 #    fast paths checked against the program);
 # 1. turn the same mixture into a `Model` of your own, give it a Gibbs sweep of pure blocks
 #    and check every block against the program;
-# 2. fit the library's reference `BayesianGaussianMixture` three ways (EM, Gibbs and SVI, with
+# 2. fit the library's reference `GaussianMixtureModel` three ways (EM, Gibbs and SVI, with
 #    a short NUTS run), read the fits with ArviZ, and look label switching in the eye;
 # 3. drive a Gibbs sweep with `pyro.infer.MCMC` and convert the run with `arviz.from_pyro`.
 #
@@ -66,7 +66,7 @@ from pyromodels.core import (
     run_svi,
 )
 from pyromodels.data import simulate_gaussian_mixture
-from pyromodels.mixture import BayesianGaussianMixture
+from pyromodels.mixture import GaussianMixtureModel
 from pyromodels.notebook import show, sizes, start_session
 
 SMOKE_TEST = os.environ.get("SMOKE_TEST") == "1"
@@ -508,7 +508,7 @@ testing.assert_engines_agree(sorted_centres, tol=size(0.3, 0.6))
 # %% [markdown]
 # ## Part 2: the mixture three ways
 #
-# The reference model of the zoo is `pyromodels.mixture.BayesianGaussianMixture`, a finite
+# The reference model of the zoo is `pyromodels.mixture.GaussianMixtureModel`, a finite
 # Gaussian mixture in $d$ dimensions with a conjugate prior:
 #
 # $$
@@ -537,7 +537,7 @@ x2, truth = simulate_gaussian_mixture(
     covs=[[[1.0, 0.5], [0.5, 1.0]], [[1.0, -0.3], [-0.3, 0.8]], [[0.6, 0.0], [0.0, 0.6]]],
     seed=0,
 )
-mixture = BayesianGaussianMixture(num_components=3)
+mixture = GaussianMixtureModel(num_components=3)
 
 fig, ax = plt.subplots(figsize=(4.5, 4))
 ax.scatter(x2[:, 0], x2[:, 1], c=truth["z"], s=8, cmap="viridis")

@@ -20,14 +20,17 @@ model uses.
 
 from __future__ import annotations
 
+import copy
 import warnings
 import weakref
 
 import torch
 
-from ..checks import as_float_tensor, check_stochastic
+from ..checks import as_float_tensor, check_in, check_stochastic
 
 __all__ = [
+    "BAYES_DIAGONAL",
+    "for_engine",
     "START_ATOL",
     "check_confusion",
     "log_emissions",
@@ -37,6 +40,23 @@ __all__ = [
 ]
 
 _INCIDENCE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+#: the extra pseudo-count on each confusion row's true class that the Bayesian engines of the
+#: crowd models use when ``diagonal`` is left ``None``: a flat Dirichlet(1) prior is symmetric
+#: under relabelling the classes, and on small noisy sets the chains then switch labels
+BAYES_DIAGONAL = 1.0
+
+
+def for_engine(model, method: str):
+    """``model`` with its ``diagonal`` resolved for ``method`` (one of ``model.engines``):
+    ``model`` itself when ``diagonal`` is set or ``method`` is ``"em"`` (maximum likelihood),
+    else a shallow copy with ``diagonal = BAYES_DIAGONAL``."""
+    check_in(method, "method", model.engines)
+    if model.diagonal is not None or method == "em":
+        return model
+    resolved = copy.copy(model)
+    resolved.diagonal = BAYES_DIAGONAL
+    return resolved
 
 #: floor of the tolerance on the row sums of starting points a user passes in (initial
 #: confusions, EM parameters): rows rounded to six decimals, as in a printed table, pass

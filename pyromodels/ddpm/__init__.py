@@ -14,8 +14,12 @@ G-means), the paper's metric row and the synthetic protocol.
   flow built for the data.
 * :mod:`.truncated`: :class:`TruncatedDPMixture`, the truncated stick-breaking form fitted by SVI
   (``c`` enumerated) or blocked Gibbs.
+* :mod:`.estimators`: the scikit-learn estimators :class:`DPGaussianMixture` (``DPMixture`` by
+  Gibbs) and :class:`TruncatedDPGaussianMixture` (``TruncatedDPMixture`` by blocked Gibbs),
+  loaded on first use (they import scikit-learn, which importing the family does not).
 """
 
+from ..lazy import lazy_attributes
 from .baselines import ClusteringResult, anderson_darling_normal, anderson_darling_pvalue, gmeans, kmeans
 from .ddpm import DDPM
 from .gibbs import fit_gibbs
@@ -36,6 +40,8 @@ from .truncated import TruncatedAssignment, TruncatedDPMixture
 
 __all__ = [
     "DDPM",
+    "DPGaussianMixture",
+    "TruncatedDPGaussianMixture",
     "MCEMSettings",
     "fit_mcem",
     "fit_gibbs",
@@ -64,3 +70,7 @@ __all__ = [
     "TruncatedDPMixture",
     "TruncatedAssignment",
 ]
+
+
+__getattr__, __dir__ = lazy_attributes(__name__, {"DPGaussianMixture": ".estimators",
+                                                  "TruncatedDPGaussianMixture": ".estimators"})

@@ -43,7 +43,7 @@ from ..bnp import crp_log_prob
 from ..checks import as_float_tensor, as_label_tensor
 from .prior import DPMixturePrior
 
-__all__ = ["cluster_log_prior", "gaussian_log_likelihood", "complete_log_joint"]
+__all__ = ["cluster_log_prior", "gaussian_log_likelihood", "complete_log_joint", "isotropic_log_densities"]
 
 _LOG_2PI = math.log(2 * math.pi)
 
@@ -88,6 +88,21 @@ def gaussian_log_likelihood(z, labels, mu, lam) -> torch.Tensor:
     d = z.shape[1]
     sq = ((z - mu[c]) ** 2).sum(-1)
     return (0.5 * d * (torch.log(lam[c]) - _LOG_2PI) - 0.5 * lam[c] * sq).sum()
+
+
+def isotropic_log_densities(z, mu, lam) -> torch.Tensor:
+    """``log N(z_i | mu_k, lam_k^-1 I_d)`` for every point and cluster, batched over draws.
+
+    Args:
+        z: ``(N, d)`` points.
+        mu: ``(..., K, d)`` cluster means.
+        lam: ``(..., K)`` cluster precisions.
+
+    Returns:
+        ``(..., N, K)`` log densities (the ``(..., N, K, d)`` differences are built at once).
+    """
+    sq = ((z.unsqueeze(-2) - mu.unsqueeze(-3)) ** 2).sum(-1)
+    return 0.5 * z.shape[-1] * (torch.log(lam).unsqueeze(-2) - _LOG_2PI) - 0.5 * lam.unsqueeze(-2) * sq
 
 
 def cluster_log_prior(mu, lam, prior: DPMixturePrior, data=None) -> torch.Tensor:

@@ -239,6 +239,15 @@ class DPMixture(Model):
         ``prior``, or with ``prior=None`` the data-dependent default (class docstring)."""
         return resolve_prior(self.prior, z.detach())
 
+    def _start_features(self, x: torch.Tensor) -> torch.Tensor:
+        """``f(x)`` under the starting flow (``x`` without one), ``x`` read in the flow's dtype
+        and device as Monte Carlo EM reads it."""
+        if self.flow is None:
+            return x
+        weight = next(iter(self.flow.parameters()), None) if hasattr(self.flow, "parameters") else None
+        with torch.no_grad():
+            return self.flow(x if weight is None else x.to(dtype=weight.dtype, device=weight.device))
+
     def prepare(self, data, device=None) -> torch.Tensor:
         """The observed points as a finite ``(N, d)`` float tensor."""
         return as_float_tensor(data, "data", ndim=2, device=device)
@@ -337,8 +346,7 @@ class DPMixture(Model):
             raise ValueError(f"data must hold at least 2 points, got {x.shape[0]}")
         if method == "gibbs":
             return fit_gibbs(self, x, **kwargs)
-        with torch.no_grad():
-            prior = self.prior_for(x if self.flow is None else self.flow(x))
+        prior = self.prior if self.prior is not None else self.prior_for(self._start_features(x))
         posterior = fit_mcem(self, x, prior, self.flow, **kwargs)
         posterior.attrs["prior"] = repr(prior)
         return posterior

@@ -78,7 +78,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import pyro.distributions as dist
@@ -100,11 +99,11 @@ from ..conjugate import NormalGamma
 from ..core.gibbs import GibbsBlock, GibbsSweep
 from ..core.model import Model
 from .baselines import kmeans
+from .joint import isotropic_log_densities
 from .prior import DPMixturePrior, resolve_prior
 
 __all__ = ["TruncatedDPMixture", "TruncatedAssignment"]
 
-_LOG_2PI = math.log(2.0 * math.pi)
 _BLOCK_ENTRIES = 1 << 22  # entries of one (draws, N, T, d) block of the pointwise likelihood
 
 
@@ -314,10 +313,7 @@ class TruncatedDPMixture(Model):
         """``log pi_k + log N(z_i | mu_k, lam_k^-1 I)``, shaped ``(..., N, T)``; the
         intermediate ``(..., N, T, d)`` block is built for all draws at once."""
         log_pi = stick_log_weights(_full_sticks(v)) if v is not None else lam.new_zeros(lam.shape)
-        sq = ((z.unsqueeze(-2) - mu.unsqueeze(-3)) ** 2).sum(-1)
-        log_lam = torch.log(lam).unsqueeze(-2)
-        comp = 0.5 * z.shape[-1] * (log_lam - _LOG_2PI) - 0.5 * lam.unsqueeze(-2) * sq
-        return comp + log_pi.unsqueeze(-2)
+        return isotropic_log_densities(z, mu, lam) + log_pi.unsqueeze(-2)
 
     def predict(self, posterior, z) -> TruncatedAssignment:
         """Responsibilities and hard labels of the points ``z`` at the posterior means.

@@ -73,13 +73,16 @@ def _plot_variables(posterior, var_names, site: str):
 def plot_trace(posterior, var_names=None, site: str = "z", **kwargs) -> plt.Figure:
     """Trace plot (``arviz.plot_trace``): a density and a trace per variable, one line per chain.
 
+    Chains differ by line style; the first trace axis carries a legend with one entry per
+    chain, named by its index (the ``chain`` coordinate of the NetCDF file).
+
     Args:
         posterior: a :class:`~pyromodels.core.Posterior`.
         var_names: sites of ``posterior.samples`` or label-invariant statistics
             (``"lp"``, ``"occupied_clusters"``, ``"largest_cluster_fraction"``); by default the
             label-invariant statistics when ``site`` is a sample site, else ``lp``.
         site: the label site the label-invariant statistics are computed from.
-        **kwargs: passed to ``arviz.plot_trace``.
+        **kwargs: passed to ``arviz.plot_trace`` (``legend=False`` leaves the chain legend out).
 
     Returns:
         The figure: two axes per variable (fewer rows if ArviZ compacts vector sites).
@@ -94,10 +97,11 @@ def plot_trace(posterior, var_names=None, site: str = "z", **kwargs) -> plt.Figu
         6
     """
     idata, names = _plot_variables(posterior, var_names, site)
-    return label_trace(az.plot_trace(idata, var_names=names, **kwargs), idata)
+    legend = kwargs.pop("legend", True)
+    return label_trace(az.plot_trace(idata, var_names=names, **kwargs), idata, legend=legend)
 
 
-def label_trace(axes, idata) -> plt.Figure:
+def label_trace(axes, idata, legend: bool = True) -> plt.Figure:
     """Label the axes that ``arviz.plot_trace`` drew from ``idata`` (which leaves them bare):
     the left panel of each variable gets the variable and ``density`` (``frequency`` for a
     discrete variable, redrawn as one histogram per chain with a bin per value), the right
@@ -106,6 +110,8 @@ def label_trace(axes, idata) -> plt.Figure:
     Args:
         axes: the ``(variables, 2)`` array of axes ``arviz.plot_trace`` returned.
         idata: the ``arviz.InferenceData`` it plotted.
+        legend: add a legend with one entry per chain (in its line style) to the first
+            trace panel.
 
     Returns:
         The figure, laid out.
@@ -127,9 +133,25 @@ def label_trace(axes, idata) -> plt.Figure:
         left.set_ylabel("frequency" if discrete else "density")
         right.set_xlabel("draw")
         right.set_ylabel(name)
+    if legend:
+        _chain_legend(axes[0, 1], idata.posterior.sizes["chain"])
     figure = _figure_of(axes)
     figure.tight_layout()
     return figure
+
+
+#: the line style of each chain in ArviZ's trace plots (they cycle past four chains)
+CHAIN_STYLES = ("solid", "dotted", "dashed", "dashdot")
+
+
+def _chain_legend(ax, num_chains: int) -> None:
+    """A legend on ``ax`` with one entry per chain, in the line style ArviZ gives it."""
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color="0.2", lw=1.2, linestyle=CHAIN_STYLES[c % len(CHAIN_STYLES)],
+                      label=f"chain {c}") for c in range(num_chains)]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7,
+              frameon=False, title="line", title_fontsize=7)
 
 
 def is_discrete(values, max_levels: int = 40) -> bool:
@@ -153,7 +175,7 @@ def _histogram(ax, draws: np.ndarray, name: str) -> None:
     # keep the colour and line style ArviZ gave each chain's density (they match the traces)
     styles = [(line.get_color(), line.get_linestyle()) for line in ax.get_lines()]
     if len(styles) != len(draws):
-        styles = [("C0", ("-", ":", "--", "-.")[c % 4]) for c in range(len(draws))]
+        styles = [("C0", CHAIN_STYLES[c % len(CHAIN_STYLES)]) for c in range(len(draws))]
     ax.clear()
     levels = np.unique(draws)
     step = np.diff(levels).min() if levels.size > 1 else 1.0
@@ -166,12 +188,21 @@ def _histogram(ax, draws: np.ndarray, name: str) -> None:
 def plot_rank(posterior, var_names=None, site: str = "z", **kwargs) -> plt.Figure:
     """Rank plot (``arviz.plot_rank``): histograms of each chain's ranks among all draws.
 
-    Uniform histograms mean the chains mix. Arguments as for :func:`plot_trace`; ``**kwargs``
-    go to ``arviz.plot_rank``.
+    Uniform histograms mean the chains mix. A rank plot compares chains, so it needs at least
+    two. Arguments as for :func:`plot_trace`; ``**kwargs`` go to ``arviz.plot_rank``.
 
     Returns:
         The figure: one axis per scalar variable.
+
+    Raises:
+        ValueError: the posterior has a single chain.
     """
+    posterior = check_posterior(posterior)
+    if posterior.num_chains < 2:
+        raise ValueError(
+            f"posterior has {posterior.num_chains} chain: a rank plot compares the ranks of "
+            "chains among all draws, so it needs at least two (fit with num_chains >= 2)"
+        )
     idata, names = _plot_variables(posterior, var_names, site)
     axes = np.atleast_1d(az.plot_rank(idata, var_names=names, **kwargs)).ravel()
     for ax in axes:

@@ -85,7 +85,7 @@ SEQUENTIAL_DAWID_SKENE = ModelInfo(
     data_format=SEQUENTIAL_FORMAT,
     options=("task_col", "worker_col", "label_col", "sequence_col", "position_col", "gold"),
     arguments=(_concentration("initial"), _concentration("transition"),
-               _concentration("confusion")),
+               _concentration("confusion"), _DS_ARGUMENTS[2]),
 )
 
 NETWORKED_DAWID_SKENE = ModelInfo(

@@ -48,10 +48,10 @@ from .init import kmeans_init
 from .prior import MixtureData, resolve_prior
 from .wishart import BartlettWishart
 
-__all__ = ["BayesianGaussianMixture"]
+__all__ = ["GaussianMixtureModel"]
 
 
-class BayesianGaussianMixture(Model):
+class GaussianMixtureModel(Model):
     """Finite Bayesian Gaussian mixture with a Normal-inverse-Wishart prior and Dirichlet weights.
 
     Args:
@@ -72,9 +72,9 @@ class BayesianGaussianMixture(Model):
 
     Example:
         >>> import torch
-        >>> from pyromodels.mixture import BayesianGaussianMixture
+        >>> from pyromodels.mixture import GaussianMixtureModel
         >>> x = torch.cat([torch.randn(50, 2) - 3, torch.randn(50, 2) + 3]).double()
-        >>> post = BayesianGaussianMixture(2).fit(x, method="em", seed=0, progress=False)
+        >>> post = GaussianMixtureModel(2).fit(x, method="em", seed=0, progress=False)
         >>> post.params["responsibilities"].shape
         torch.Size([100, 2])
     """

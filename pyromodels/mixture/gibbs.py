@@ -47,7 +47,10 @@ def assignments_log_density(values: dict, state: dict, data) -> torch.Tensor:
 
 
 def weights_block(state: dict, data, generator: torch.Generator) -> dict:
-    return {"weights": sample_dirichlet(_weights_concentration(state, data), generator=generator)}
+    concentration = _weights_concentration(state, data)
+    if concentration.shape[-1] == 1:  # one component: the Dirichlet is the point mass at 1
+        return {"weights": torch.ones_like(concentration)}
+    return {"weights": sample_dirichlet(concentration, generator=generator)}
 
 
 def weights_log_density(values: dict, state: dict, data) -> torch.Tensor:

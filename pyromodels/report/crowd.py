@@ -26,6 +26,12 @@ import torch
 from ..checks import check_int, check_probability
 from ..data.annotations import AnnotationTable
 from ..metrics import macro_f1
+from .fit_warnings import (
+    baseline_warnings,
+    extend_summary,
+    near_uniform_warnings,
+    with_warnings,
+)
 from .result import DemoResult
 
 __all__ = ["CrowdOutputs", "crowd_outputs", "label_table", "entropy", "gold_scores",
@@ -46,9 +52,13 @@ class CrowdOutputs:
         confusion: one row per (worker, true class, answer): ``mean``, ``lower``, ``upper``.
         workers: one row per worker: labels given, probability of a right answer (mean and
             interval), sorted by the number of labels.
-        metrics: scalar summaries (and ``gold`` scores when gold labels were given).
+        metrics: scalar summaries (and ``gold`` scores when gold labels were given, with
+            ``majority_vote`` scores beside them when majority-vote labels were given).
         figures: the worker-confusion and entropy figures.
         files: ``{file name: DataFrame}`` written beside the report as CSV.
+        warnings: sentences saying why the fit may have failed (see
+            :mod:`~pyromodels.report.fit_warnings`): near-uniform worker confusions, accuracy
+            on gold below majority vote's.
     """
 
     labels: pd.DataFrame
@@ -57,6 +67,7 @@ class CrowdOutputs:
     metrics: dict
     figures: dict = field(default_factory=dict)
     files: dict = field(default_factory=dict)
+    warnings: list = field(default_factory=list)
 
 
 def entropy(probabilities) -> np.ndarray:
@@ -185,8 +196,20 @@ def _plot_entropy(values: np.ndarray, num_classes: int) -> plt.Figure:
     return fig
 
 
+def _majority_table(table: AnnotationTable, majority) -> pd.DataFrame:
+    """The :func:`label_table` columns ``task`` and ``label`` of majority-vote label codes."""
+    codes = torch.as_tensor(majority).detach().cpu()
+    if codes.dtype.is_floating_point or tuple(codes.shape) != (table.num_items,):
+        raise ValueError(f"majority must hold one integer class code per task, shape "
+                         f"({table.num_items},), got {codes.dtype} {tuple(codes.shape)}")
+    if bool(((codes < 0) | (codes >= table.num_classes)).any()):
+        raise ValueError(f"majority must hold class codes in 0 .. {table.num_classes - 1}")
+    return pd.DataFrame({"task": table.items.to_numpy(),
+                         "label": table.decode_classes(codes)})
+
+
 def crowd_outputs(table: AnnotationTable, probabilities, confusion, *, gold=None,
-                  interval: float = 0.9, max_workers: int = 9) -> CrowdOutputs:
+                  majority=None, interval: float = 0.9, max_workers: int = 9) -> CrowdOutputs:
     """Collect the labels, the worker confusions and the entropies of one crowd fit.
 
     Args:
@@ -195,6 +218,10 @@ def crowd_outputs(table: AnnotationTable, probabilities, confusion, *, gold=None
         confusion: confusion draws ``(..., M, K, K)`` (rows = true class); one draw for a
             point estimate, in which case no interval is shown.
         gold: optional Series of gold labels indexed by task id.
+        majority: optional ``(N,)`` majority-vote class codes of the tasks (for example
+            :func:`~pyromodels.crowd.majority.majority_vote`); with ``gold`` they are scored
+            too, as the baseline the fit should reach, and a warning says when the fit's
+            accuracy is below theirs.
         interval: mass of the central interval drawn for each cell (default 0.9).
         max_workers: how many workers (those with the most labels) the figure shows.
 
@@ -236,13 +263,20 @@ def crowd_outputs(table: AnnotationTable, probabilities, confusion, *, gold=None
                "tasks_above_half_max_entropy": int(
                    (labels["entropy"] > 0.5 * math.log(k)).sum()),
                "confusion_interval": interval if sampled else None}
+    warnings = near_uniform_warnings(mean, table.workers)
     if gold is not None:
         metrics["gold"] = gold_scores(labels, gold, table.classes)
+        if majority is not None:
+            base = gold_scores(_majority_table(table, majority), gold)
+            metrics["majority_vote"] = base
+            warnings += baseline_warnings(metrics["gold"]["accuracy"], base["accuracy"],
+                                          base["num_scored"])
     if not sampled:
         long = long.drop(columns=["lower", "upper"]).rename(columns={"mean": "estimate"})
         workers = workers.drop(columns=["p_right_lower", "p_right_upper"])
     return CrowdOutputs(labels=labels, confusion=long, workers=workers, metrics=metrics,
-                        figures=figures, files={LABELS_FILE: labels, CONFUSION_FILE: long})
+                        figures=figures, files={LABELS_FILE: labels, CONFUSION_FILE: long},
+                        warnings=warnings)
 
 
 def _without_site(frame: pd.DataFrame, site: str) -> pd.DataFrame:
@@ -253,7 +287,8 @@ def _without_site(frame: pd.DataFrame, site: str) -> pd.DataFrame:
 def with_crowd_outputs(result: DemoResult, outputs: CrowdOutputs, method: str) -> DemoResult:
     """``result`` (see :func:`~pyromodels.report.result_from_posterior`) with the crowd
     outputs added: their figures first, the worker table instead of the flat per-cell
-    ``confusion[m, k, j]`` rows, the entropy and gold metrics under ``method``."""
+    ``confusion[m, k, j]`` rows, the entropy and gold metrics under ``method``, the
+    majority-vote baseline beside the gold scores, and the outputs' warnings."""
     tables = {name: _without_site(frame, "confusion") for name, frame in result.tables.items()}
     tables = {name: frame for name, frame in tables.items() if len(frame)}
     tables = {"workers: labels given and probability of a right answer": outputs.workers,
@@ -261,16 +296,24 @@ def with_crowd_outputs(result: DemoResult, outputs: CrowdOutputs, method: str) -
                   outputs.labels.nlargest(20, "entropy").set_index("task"),
               **tables}
     if "gold" in outputs.metrics:
-        tables = {"scores against gold": pd.DataFrame(outputs.metrics["gold"], index=[method]),
-                  **tables}
+        scores = pd.DataFrame(outputs.metrics["gold"], index=[method])
+        if "majority_vote" in outputs.metrics:
+            scores.loc["majority vote (baseline)"] = outputs.metrics["majority_vote"]
+        tables = {"scores against gold": scores, **tables}
     metrics = {**result.metrics}
     metrics[method] = {**metrics.get(method, {}), **outputs.metrics}
-    summary = (result.summary + f" Labels of {outputs.metrics['num_tasks']} tasks are in "
+    summary = (f" Labels of {outputs.metrics['num_tasks']} tasks are in "
                f"{LABELS_FILE} (one probability column per class and the posterior entropy); "
                f"the worker confusions in {CONFUSION_FILE}.")
     if "gold" in outputs.metrics:
         g = outputs.metrics["gold"]
         summary += (f" Against gold ({g['num_scored']} tasks): accuracy {g['accuracy']:.3f}, "
                     f"macro-F1 {g['macro_f1']:.3f}.")
-    return replace(result, summary=summary, metrics=metrics, tables=tables,
-                   figures={**outputs.figures, **result.figures})
+        if "majority_vote" in outputs.metrics:
+            b = outputs.metrics["majority_vote"]
+            summary += (f" Majority vote (the baseline) on the same tasks: accuracy "
+                        f"{b['accuracy']:.3f}, macro-F1 {b['macro_f1']:.3f}.")
+    result = replace(result, summary=extend_summary(result.summary, summary), metrics=metrics,
+                     tables=tables,
+                     figures={**outputs.figures, **result.figures})
+    return with_warnings(result, method, outputs.warnings)

@@ -13,6 +13,8 @@ import re
 from html import escape
 
 from .contents import RUN_ID_META
+from .fit_warnings import WARNING_PREFIX
+from .glossary import abbreviations_in
 from .result import DemoResult
 
 __all__ = ["render_page", "figure_to_base64", "flatten_metrics", "format_value", "metrics_tables",
@@ -38,6 +40,10 @@ figure img { max-width: 100%; border: 1px solid #ddd; }
 figcaption { color: #444; font-size: .9rem; font-style: italic; }
 ol.notes { color: #444; font-size: .85rem; max-width: 60rem; }
 details { margin: 1rem 0; }
+p.warning { background: #fff4e0; border-left: 4px solid #c0661a; padding: .4rem .7rem; }
+dl.abbreviations { font-size: .85rem; color: #444; }
+dl.abbreviations dt { font-weight: 600; float: left; clear: left; margin-right: .5rem; }
+dl.abbreviations dd { margin: 0 0 .2rem 0; }
 summary { cursor: pointer; font-weight: 600; }
 """.strip()
 
@@ -124,8 +130,32 @@ def format_value(value) -> str:
 
 
 def _paragraphs(text: str) -> str:
+    """Blank-line separated paragraphs; those that start with the warning prefix are marked
+    ``class="warning"`` (highlighted)."""
     blocks = [b.strip() for b in text.split("\n\n") if b.strip()]
-    return "\n".join(f"<p>{escape(b)}</p>" for b in blocks)
+    return "\n".join(
+        f'<p class="warning">{escape(b)}</p>' if b.startswith(WARNING_PREFIX.strip())
+        else f"<p>{escape(b)}</p>" for b in blocks)
+
+
+def _section_text(result: DemoResult) -> str:
+    """All the words a result's section shows (not the figures' pixels): summary, captions,
+    table names, headers and cells, metric names and values."""
+    words = [result.name, result.summary, *result.figures, *result.tables]
+    for table in result.tables.values():
+        words += [str(c) for c in table.columns] + [str(i) for i in table.index]
+        words += [str(v) for v in table.to_numpy().ravel()]
+    words += [f"{k} {format_value(v)}" for k, v in flatten_metrics(result.metrics)]
+    return "\n".join(words)
+
+
+def _abbreviations(text: str) -> str:
+    """The definitions of the abbreviations ``text`` uses, as a list (empty if none)."""
+    found = abbreviations_in(text)
+    if not found:
+        return ""
+    items = "".join(f"<dt>{escape(a)}</dt><dd>{escape(m)}</dd>" for a, m in found)
+    return f'<h3>Abbreviations</h3><dl class="abbreviations">{items}</dl>'
 
 
 def _key_value_table(rows: list[tuple[str, object]], header: tuple[str, str]) -> str:
@@ -185,12 +215,14 @@ def _result_section(result: DemoResult, netcdf_links: dict[str, str]) -> str:
             html_table = table.to_html(escape=True, border=0)
             parts.append(f"<figure><figcaption>{escape(group)}</figcaption>{html_table}</figure>")
         parts.append("</details>")
+    heading = "Inference data (NetCDF)" if netcdf_links else ""
     if netcdf_links:
         items = "".join(
             f'<li><a href="{escape(href)}">{escape(engine)}</a> ({escape(href)})</li>'
             for engine, href in netcdf_links.items()
         )
-        parts.append(f"<h3>Inference data (NetCDF)</h3><ul>{items}</ul>")
+        parts.append(f"<h3>{heading}</h3><ul>{items}</ul>")
+    parts.append(_abbreviations(_section_text(result) + "\n" + heading))
     parts.append("</section>")
     return "\n".join(parts)
 

@@ -12,6 +12,7 @@ from ..checks import check_name
 from ..core.posterior import to_inference_data
 from ..diagnostics import plot_energy, plot_loss, plot_rank, plot_trace
 from ..diagnostics.plots import az
+from .fit_warnings import convergence_warnings, divergence_warnings, with_warnings
 from .result import DemoResult
 
 __all__ = ["result_from_posterior", "mcmc_figures", "scalar_diagnostics", "final_values"]
@@ -62,6 +63,10 @@ def result_from_posterior(posterior, name: str) -> DemoResult:
     table, a figure of the optimisation trace when the posterior has one, and the
     ``arviz.InferenceData`` under the method's name.
 
+    For Markov chain draws the summary warns (and ``metrics[method]["warnings"]`` lists) when
+    an R-hat or effective sample size in the table is bad or a transition diverged (see
+    :mod:`~pyromodels.report.fit_warnings`).
+
     Args:
         posterior: a :class:`~pyromodels.core.Posterior`.
         name: the result's name in the report (letters, digits, ``.``, ``_``, ``-``).
@@ -96,14 +101,30 @@ def result_from_posterior(posterior, name: str) -> DemoResult:
     note = _diagnostics_note(posterior)
     if note:
         summary += "\n\n" + note
-    return DemoResult(
+    tables = _tables(posterior)
+    result = DemoResult(
         name=name,
         summary=summary,
         metrics={method: metrics},
-        tables=_tables(posterior),
+        tables=tables,
         figures=figures,
         inference_data={method: posterior.to_inference_data()},
     )
+    return with_warnings(result, method, _mcmc_warnings(posterior, tables))
+
+
+def _mcmc_warnings(posterior, tables: dict) -> list[str]:
+    """R-hat, ESS and divergence warnings of Markov chain draws (none for EM, SVI)."""
+    if not _is_mcmc(posterior):
+        return []
+    lines = []
+    if "posterior summary" in tables:
+        lines += convergence_warnings(tables["posterior summary"], posterior.num_chains)
+    diverging = posterior.sample_stats.get("diverging")
+    if diverging is not None:
+        lines += divergence_warnings(int(torch.as_tensor(diverging).sum()),
+                                     int(torch.as_tensor(diverging).numel()))
+    return lines
 
 
 def _is_mcmc(posterior) -> bool:
@@ -122,13 +143,14 @@ def _diagnostics_note(posterior) -> str:
                 "the negative ELBO per step, the fit's own convergence check.")
     if _is_mcmc(posterior) and posterior.num_chains < 2:
         return ("One chain: R-hat compares chains, so it needs at least two (fit with "
-                "num_chains >= 2) and is not shown; ESS is per chain.")
+                "num_chains >= 2) and is not shown, nor is the rank plot; ESS (effective "
+                "sample size) is per chain.")
     return ""
 
 
 def mcmc_figures(posterior) -> dict:
     """Trace and rank plots of an MCMC fit, and the energy plot when the draws record the
-    Hamiltonian (NUTS/HMC).
+    Hamiltonian (NUTS/HMC). The rank plot needs two chains or more: with one it is left out.
 
     The traces and ranks are of the label-invariant statistics of the first integer site of
     per-point labels (a site named in ``posterior.attrs["label_invariant_sites"]`` is a
@@ -155,8 +177,9 @@ def mcmc_figures(posterior) -> dict:
         trace = plot_trace(posterior, var_names, site=site) if var_names else None
     if trace is not None:
         figures["trace plot (one line per chain)"] = trace
-        figures["rank plot (uniform bars: the chains mix)"] = plot_rank(posterior, var_names,
-                                                                         site=site)
+        if posterior.num_chains > 1:
+            figures["rank plot (uniform bars: the chains mix)"] = plot_rank(
+                posterior, var_names, site=site)
     if "energy" in posterior.sample_stats:
         figures["energy plot (NUTS): marginal energy against energy transitions, with BFMI"] = (
             plot_energy(posterior))

@@ -8,7 +8,7 @@ import torch
 
 from pyromodels.core import Model, nuts, run_em, run_gibbs, run_nuts, run_svi
 from pyromodels.core.checkpoint import load_checkpoint, write_checkpoint
-from pyromodels.mixture import BayesianGaussianMixture
+from pyromodels.mixture import GaussianMixtureModel
 
 
 class NormalScale(Model):
@@ -62,15 +62,15 @@ def _assert_same(a, b):
 
 def test_gibbs_interrupted_and_resumed_equals_the_uninterrupted_run(points, tmp_path):
     opts = dict(num_samples=8, num_warmup=4, num_chains=2, seed=5, progress=False, scan="random")
-    full = run_gibbs(BayesianGaussianMixture(2), points, **opts)
+    full = run_gibbs(GaussianMixtureModel(2), points, **opts)
     ck = tmp_path / "gibbs.ckpt"
     # the 11th kept draw is in the second chain: the interrupt comes mid-chain
     with pytest.raises(KeyboardInterrupt):
-        run_gibbs(BayesianGaussianMixture(2), points, checkpoint=ck, callbacks=[_interrupt_at(11)],
+        run_gibbs(GaussianMixtureModel(2), points, checkpoint=ck, callbacks=[_interrupt_at(11)],
                   **opts)
     assert ck.is_file() and not list(tmp_path.glob("*.tmp"))
     seen = []
-    resumed = run_gibbs(BayesianGaussianMixture(2), points, resume=ck,
+    resumed = run_gibbs(GaussianMixtureModel(2), points, resume=ck,
                         callbacks=[lambda step, info: seen.append(step)], **opts)
     _assert_same(full, resumed)
     assert len(seen) == 16 - 10  # only the draws after the checkpoint were drawn again
@@ -78,10 +78,10 @@ def test_gibbs_interrupted_and_resumed_equals_the_uninterrupted_run(points, tmp_
 
 def test_gibbs_run_of_n_resumed_for_n_more_equals_a_run_of_2n(points, tmp_path):
     opts = dict(num_warmup=3, num_chains=1, seed=2, progress=False)
-    full = run_gibbs(BayesianGaussianMixture(2), points, num_samples=10, **opts)
+    full = run_gibbs(GaussianMixtureModel(2), points, num_samples=10, **opts)
     ck = tmp_path / "gibbs.ckpt"
-    run_gibbs(BayesianGaussianMixture(2), points, num_samples=5, checkpoint=ck, **opts)
-    longer = run_gibbs(BayesianGaussianMixture(2), points, num_samples=10, resume=ck, **opts)
+    run_gibbs(GaussianMixtureModel(2), points, num_samples=5, checkpoint=ck, **opts)
+    longer = run_gibbs(GaussianMixtureModel(2), points, num_samples=10, resume=ck, **opts)
     _assert_same(full, longer)
 
 
@@ -93,13 +93,13 @@ def _assert_same_params(a, b):
 
 def test_svi_interrupted_and_resumed_equals_the_uninterrupted_run(points, tmp_path):
     opts = dict(num_steps=20, num_samples=5, seed=1, progress=False)
-    full = run_svi(BayesianGaussianMixture(2), points, **opts)
+    full = run_svi(GaussianMixtureModel(2), points, **opts)
     ck = tmp_path / "svi.ckpt"
     with pytest.raises(KeyboardInterrupt):
-        run_svi(BayesianGaussianMixture(2), points, checkpoint=ck, checkpoint_every=3,
+        run_svi(GaussianMixtureModel(2), points, checkpoint=ck, checkpoint_every=3,
                 callbacks=[_interrupt_at(11)], **opts)
     seen = []
-    resumed = run_svi(BayesianGaussianMixture(2), points, resume=ck,
+    resumed = run_svi(GaussianMixtureModel(2), points, resume=ck,
                       callbacks=[lambda step, info: seen.append(step)], **opts)
     assert seen[0] == 10  # the interrupted step 10 is the first one run again
     assert torch.equal(full.losses, resumed.losses)
@@ -109,10 +109,10 @@ def test_svi_interrupted_and_resumed_equals_the_uninterrupted_run(points, tmp_pa
 
 def test_svi_run_of_n_resumed_for_n_more_equals_a_run_of_2n(points, tmp_path):
     opts = dict(num_samples=5, seed=4, progress=False)
-    full = run_svi(BayesianGaussianMixture(2), points, num_steps=16, **opts)
+    full = run_svi(GaussianMixtureModel(2), points, num_steps=16, **opts)
     ck = tmp_path / "svi.ckpt"
-    run_svi(BayesianGaussianMixture(2), points, num_steps=8, checkpoint=ck, **opts)
-    longer = run_svi(BayesianGaussianMixture(2), points, num_steps=16, resume=ck, **opts)
+    run_svi(GaussianMixtureModel(2), points, num_steps=8, checkpoint=ck, **opts)
+    longer = run_svi(GaussianMixtureModel(2), points, num_steps=16, resume=ck, **opts)
     assert torch.equal(full.losses, longer.losses)
     _assert_same_params(full, longer)
     _assert_same(full, longer)
@@ -148,7 +148,7 @@ def test_nuts_run_of_n_resumed_for_n_more_equals_a_run_of_2n(points, tmp_path):
 
 def test_em_interrupted_between_starts_resumes_at_the_start_boundary(points, tmp_path):
     opts = dict(n_init=3, max_iter=5, seed=6, progress=False, warn_not_converged=False)
-    full = run_em(BayesianGaussianMixture(2), points, **opts)
+    full = run_em(GaussianMixtureModel(2), points, **opts)
     ck = tmp_path / "em.ckpt"
     starts = []
 
@@ -158,10 +158,10 @@ def test_em_interrupted_between_starts_resumes_at_the_start_boundary(points, tmp
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        run_em(BayesianGaussianMixture(2), points, checkpoint=ck,
+        run_em(GaussianMixtureModel(2), points, checkpoint=ck,
                callbacks=[interrupt_in_third_start], **opts)
     starts.clear()
-    resumed = run_em(BayesianGaussianMixture(2), points, resume=ck,
+    resumed = run_em(GaussianMixtureModel(2), points, resume=ck,
                      callbacks=[lambda step, info: starts.append(info["restart"])], **opts)
     assert set(starts) == {2}  # the finished starts are not run again
     _assert_same_params(full, resumed)
@@ -171,10 +171,10 @@ def test_em_interrupted_between_starts_resumes_at_the_start_boundary(points, tmp
 
 def test_em_run_of_n_starts_resumed_for_n_more_equals_a_run_of_2n(points, tmp_path):
     opts = dict(max_iter=4, seed=9, progress=False, warn_not_converged=False)
-    full = run_em(BayesianGaussianMixture(2), points, n_init=4, **opts)
+    full = run_em(GaussianMixtureModel(2), points, n_init=4, **opts)
     ck = tmp_path / "em.ckpt"
-    run_em(BayesianGaussianMixture(2), points, n_init=2, checkpoint=ck, **opts)
-    longer = run_em(BayesianGaussianMixture(2), points, n_init=4, resume=ck, **opts)
+    run_em(GaussianMixtureModel(2), points, n_init=2, checkpoint=ck, **opts)
+    longer = run_em(GaussianMixtureModel(2), points, n_init=4, resume=ck, **opts)
     _assert_same_params(full, longer)
     assert full.diagnostics["restart_objectives"] == longer.diagnostics["restart_objectives"]
 
@@ -182,7 +182,7 @@ def test_em_run_of_n_starts_resumed_for_n_more_equals_a_run_of_2n(points, tmp_pa
 @pytest.fixture
 def gibbs_checkpoint(points, tmp_path):
     ck = tmp_path / "gibbs.ckpt"
-    run_gibbs(BayesianGaussianMixture(2), points, num_samples=3, num_warmup=1, num_chains=1,
+    run_gibbs(GaussianMixtureModel(2), points, num_samples=3, num_warmup=1, num_chains=1,
               seed=1, progress=False, checkpoint=ck)
     return ck
 
@@ -197,36 +197,36 @@ def test_resume_with_other_settings_is_a_value_error_naming_resume(points, gibbs
                                                                    change, message):
     opts = dict(num_samples=3, num_warmup=1, num_chains=1, seed=1, progress=False)
     with pytest.raises(ValueError, match=f"^resume: .*{message}"):
-        run_gibbs(BayesianGaussianMixture(2), points, resume=gibbs_checkpoint, **{**opts, **change})
+        run_gibbs(GaussianMixtureModel(2), points, resume=gibbs_checkpoint, **{**opts, **change})
 
 
 def test_resume_of_another_engine_model_or_data_is_a_value_error(points, gibbs_checkpoint,
                                                                   tmp_path):
     with pytest.raises(ValueError, match="^resume: the checkpoint is of engine 'gibbs', not 'svi'"):
-        run_svi(BayesianGaussianMixture(2), points, num_steps=2, seed=1, resume=gibbs_checkpoint)
+        run_svi(GaussianMixtureModel(2), points, num_steps=2, seed=1, resume=gibbs_checkpoint)
     svi_checkpoint = tmp_path / "svi.ckpt"
     run_svi(NormalScale(), points[:, 0], num_steps=2, num_samples=2, seed=1, progress=False,
             checkpoint=svi_checkpoint)
     with pytest.raises(ValueError, match="^resume: the checkpoint is of model .*NormalScale, not "
-                                         ".*BayesianGaussianMixture"):
-        run_svi(BayesianGaussianMixture(2), points, num_steps=2, num_samples=2, seed=1,
+                                         ".*GaussianMixtureModel"):
+        run_svi(GaussianMixtureModel(2), points, num_steps=2, num_samples=2, seed=1,
                 progress=False, resume=str(svi_checkpoint))
     opts = dict(num_samples=3, num_warmup=1, num_chains=1, seed=1, progress=False)
     with pytest.raises(ValueError, match="^resume: the checkpoint was written for other data"):
-        run_gibbs(BayesianGaussianMixture(2), points[:20], resume=gibbs_checkpoint, **opts)
+        run_gibbs(GaussianMixtureModel(2), points[:20], resume=gibbs_checkpoint, **opts)
 
 
 def test_resume_of_a_missing_or_foreign_file_is_a_value_error(points, tmp_path):
     with pytest.raises(ValueError, match="^resume must be an existing checkpoint file"):
-        run_gibbs(BayesianGaussianMixture(2), points, resume=tmp_path / "none.ckpt")
+        run_gibbs(GaussianMixtureModel(2), points, resume=tmp_path / "none.ckpt")
     other = tmp_path / "other.ckpt"
     torch.save({"format": "pyromodels.Checkpoint/1"}, other)
     with pytest.raises(ValueError, match="^resume: .* is not a pyromodels checkpoint .*\\(it is a "
                                          "torch file: checkpoints of the formats before"):
-        run_gibbs(BayesianGaussianMixture(2), points, resume=other)
+        run_gibbs(GaussianMixtureModel(2), points, resume=other)
     other.write_text("not a pickle")
     with pytest.raises(ValueError, match="^resume: .* is not a pyromodels checkpoint"):
-        run_gibbs(BayesianGaussianMixture(2), points, resume=other)
+        run_gibbs(GaussianMixtureModel(2), points, resume=other)
 
 
 def test_checkpoint_arguments_are_checked(points):

@@ -17,7 +17,7 @@ from pyromodels.crowd.hmm import SequentialDawidSkene
 from pyromodels.data.simulate_crowd import simulate_annotations, simulate_sequential_annotations
 from pyromodels.ddpm import DPMixture, DPMixturePrior, TruncatedDPMixture
 from pyromodels.ddpm.mcem import MCEMSettings
-from pyromodels.mixture import BayesianGaussianMixture
+from pyromodels.mixture import GaussianMixtureModel
 
 OTHER_DATA = "^resume: the checkpoint was written for other data"
 
@@ -53,11 +53,11 @@ def _sequences():
 
 CHAINS = dict(num_samples=3, num_warmup=1, num_chains=1, progress=False)
 CASES = {
-    "mixture-em": (lambda: BayesianGaussianMixture(2), "em", dict(max_iter=3, progress=False)),
-    "mixture-gibbs": (lambda: BayesianGaussianMixture(2), "gibbs", CHAINS),
-    "mixture-svi": (lambda: BayesianGaussianMixture(2), "svi",
+    "mixture-em": (lambda: GaussianMixtureModel(2), "em", dict(max_iter=3, progress=False)),
+    "mixture-gibbs": (lambda: GaussianMixtureModel(2), "gibbs", CHAINS),
+    "mixture-svi": (lambda: GaussianMixtureModel(2), "svi",
                     dict(num_steps=2, num_samples=2, progress=False)),
-    "mixture-nuts": (lambda: BayesianGaussianMixture(2), "nuts",
+    "mixture-nuts": (lambda: GaussianMixtureModel(2), "nuts",
                      dict(num_samples=2, num_warmup=2, num_chains=1, progress=False)),
     "truncated-svi": (lambda: TruncatedDPMixture(truncation=3), "svi",
                       dict(num_steps=2, num_samples=2, progress=False)),
@@ -110,7 +110,7 @@ def _tensor_record_offset(content: bytes) -> tuple[int, int]:
 def test_flipped_bytes_in_a_tensor_record_are_refused(points, tmp_path):
     path = tmp_path / "gibbs.ckpt"
     options = dict(num_samples=4, num_warmup=2, num_chains=1, seed=2, progress=False)
-    run_gibbs(BayesianGaussianMixture(2), points, checkpoint=path, **options)
+    run_gibbs(GaussianMixtureModel(2), points, checkpoint=path, **options)
     content = bytearray(path.read_bytes())
     offset, size = _tensor_record_offset(bytes(content))
     assert size >= 64
@@ -118,7 +118,7 @@ def test_flipped_bytes_in_a_tensor_record_are_refused(points, tmp_path):
         content[i] ^= 0xFF
     path.write_bytes(bytes(content))
     with pytest.raises(ValueError, match="^resume: .* is damaged: its contents do not match"):
-        run_gibbs(BayesianGaussianMixture(2), points, resume=path, **options)
+        run_gibbs(GaussianMixtureModel(2), points, resume=path, **options)
     with pytest.raises(ValueError, match="is damaged"):
         load_checkpoint(path)
 
@@ -129,11 +129,11 @@ def test_a_directory_as_checkpoint_is_refused_before_the_run_starts(points, tmp_
     calls = []
     if engine == "gibbs":
         def fit(**kw):
-            return run_gibbs(BayesianGaussianMixture(2), points, progress=False, num_samples=2,
+            return run_gibbs(GaussianMixtureModel(2), points, progress=False, num_samples=2,
                              callbacks=[lambda step, info: calls.append(step)], **kw)
     elif engine == "em":
         def fit(**kw):
-            return run_em(BayesianGaussianMixture(2), points, progress=False, max_iter=2,
+            return run_em(GaussianMixtureModel(2), points, progress=False, max_iter=2,
                           callbacks=[lambda step, info: calls.append(step)], **kw)
     else:
         from pyromodels.ddpm import mcem

@@ -81,10 +81,10 @@ def test_networked_model_says_why_it_has_no_predictive_draws():
 
 def test_predictive_default_adds_the_groups_when_the_fit_knows_its_model(monkeypatch):
     from pyromodels.core import posterior as posterior_module
-    from pyromodels.mixture import BayesianGaussianMixture
+    from pyromodels.mixture import GaussianMixtureModel
 
     x = torch.cat([torch.randn(20, 2) - 3, torch.randn(20, 2) + 3])
-    post = BayesianGaussianMixture(2).fit(x, method="gibbs", seed=0, num_samples=6, num_warmup=4,
+    post = GaussianMixtureModel(2).fit(x, method="gibbs", seed=0, num_samples=6, num_warmup=4,
                                   num_chains=1, progress=False)
     wanted = {"prior", "prior_predictive", "posterior_predictive"}
     assert wanted <= set(post.to_inference_data(num_prior_draws=5).groups())

@@ -74,7 +74,7 @@ class _Recorder:
 
 def test_em_bar_counts_the_iterations_of_each_start(monkeypatch):
     from pyromodels.core import em as em_module
-    from pyromodels.mixture import BayesianGaussianMixture
+    from pyromodels.mixture import GaussianMixtureModel
 
     bars = []
 
@@ -87,7 +87,7 @@ def test_em_bar_counts_the_iterations_of_each_start(monkeypatch):
     g = torch.Generator().manual_seed(0)
     x = torch.cat([torch.randn(40, 2, generator=g, dtype=torch.float64) - 3,
                    torch.randn(40, 2, generator=g, dtype=torch.float64) + 3])
-    post = BayesianGaussianMixture(num_components=2).fit(x, method="em", seed=0, n_init=2,
+    post = GaussianMixtureModel(num_components=2).fit(x, method="em", seed=0, n_init=2,
                                                  max_iter=200, progress=True)
     (bar,) = bars
     assert bar.total == 200  # one start's iterations, not n_init * max_iter

@@ -147,11 +147,11 @@ def test_drawn_discrete_sites_are_summed_out_when_marked():
 
 
 def test_trace_log_likelihood_agrees_with_the_zoo_mixture_hook():
-    from pyromodels.mixture import BayesianGaussianMixture
+    from pyromodels.mixture import GaussianMixtureModel
 
     g = torch.Generator().manual_seed(3)
     x = torch.randn(12, 2, generator=g, dtype=torch.float64)
-    model = BayesianGaussianMixture(2)
+    model = GaussianMixtureModel(2)
     post = model.fit(x, method="svi", num_steps=5, num_samples=4, seed=0, progress=False)
     data = model.prepare(x)
     program = BoundProgram(model.model, (data,), max_plate_nesting=model.max_plate_nesting,

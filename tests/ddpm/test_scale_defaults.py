@@ -81,3 +81,17 @@ def test_default_prior_is_the_unit_prior_in_the_data_units():
 def test_default_prior_needs_spread():
     with pytest.raises(ValueError, match="data has no spread.*give the prior"):
         DPMixture().fit(torch.ones(5, 2, dtype=torch.float64), progress=False)
+
+
+@pytest.mark.parametrize("prior", [None, DPMixturePrior()])
+def test_float32_points_fit_with_a_float64_flow_under_either_prior(prior):
+    """Monte Carlo EM reads the points in the flow's dtype; resolving the default prior on the
+    starting features must do the same (it fed float32 points to a float64 flow)."""
+    from pyromodels.nn import NICE
+
+    gen = torch.Generator().manual_seed(0)
+    y = torch.cat([torch.randn(10, 2, generator=gen) - 3, torch.randn(10, 2, generator=gen) + 3]).float()
+    flow = NICE(2, num_layers=2, hidden=(8,), seed=0).to(torch.float64)
+    post = DPMixture(prior, flow=flow).fit(y, settings=MCEMSettings(rounds=1, init_clusters=2), seed=0,
+                                          progress=False)
+    assert post.params["labels"].shape == (20,)

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from pyromodels.mixture import BayesianGaussianMixture
+from pyromodels.mixture import GaussianMixtureModel
 
 
 def two_blobs(n0=36, n1=24, seed=0, sep=3.0):
@@ -23,4 +23,4 @@ def make_blobs():
 
 @pytest.fixture
 def mixture():
-    return BayesianGaussianMixture(2)
+    return GaussianMixtureModel(2)

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from pyromodels.core import ModelSpecError
-from pyromodels.mixture import BayesianGaussianMixture
+from pyromodels.mixture import GaussianMixtureModel
 
 
 @pytest.mark.parametrize(
@@ -15,7 +15,7 @@ from pyromodels.mixture import BayesianGaussianMixture
 )
 def test_constructor_errors(kwargs, err, match):
     with pytest.raises(err, match=match):
-        BayesianGaussianMixture(**kwargs)
+        GaussianMixtureModel(**kwargs)
 
 
 X = np.random.default_rng(0).normal(size=(20, 2))
@@ -44,18 +44,18 @@ X = np.random.default_rng(0).normal(size=(20, 2))
 )
 def test_prepare_errors(data, kwargs, err, match):
     with pytest.raises(err, match=match):
-        BayesianGaussianMixture(2, **kwargs).prepare(data)
+        GaussianMixtureModel(2, **kwargs).prepare(data)
 
 
 def test_em_needs_an_interior_map():
     with pytest.raises(ValueError, match="weight_concentration must be >= 1 for EM"):
-        BayesianGaussianMixture(2, weight_concentration=0.5).fit(X, method="em", progress=False)
+        GaussianMixtureModel(2, weight_concentration=0.5).fit(X, method="em", progress=False)
     with pytest.raises(ValueError, match="degrees_of_freedom must be > d = 2 for EM"):
-        BayesianGaussianMixture(2, degrees_of_freedom=1.5).fit(X, method="em", progress=False)
+        GaussianMixtureModel(2, degrees_of_freedom=1.5).fit(X, method="em", progress=False)
 
 
 def test_unknown_method_and_runner_arguments():
-    model = BayesianGaussianMixture(2)
+    model = GaussianMixtureModel(2)
     with pytest.raises(ValueError, match=r"method must be one of \['em', 'gibbs', 'svi', 'nuts'\]"):
         model.fit(X, method="vb")
     with pytest.raises(ValueError, match="num_chains must be an integer >= 1"):
@@ -67,7 +67,7 @@ def test_unknown_method_and_runner_arguments():
 
 
 def test_predict_checks_columns():
-    post = BayesianGaussianMixture(2).fit(X, method="em", seed=0, progress=False)
+    post = GaussianMixtureModel(2).fit(X, method="em", seed=0, progress=False)
     probs = post.predict(X[:5])
     assert probs.shape == (5, 2) and torch.allclose(probs.sum(-1), torch.ones(5, dtype=probs.dtype))
     with pytest.raises(ValueError, match="new_data must have 2 columns"):
@@ -93,7 +93,7 @@ def test_callback_can_stop_em_early():
         seen.append(info["objective"])
         return step >= 2
 
-    post = BayesianGaussianMixture(3).fit(
+    post = GaussianMixtureModel(3).fit(
         X, method="em", seed=0, progress=False, callbacks=[stop_after_two], warn_not_converged=False
     )
     assert len(seen) == 2 and len(post.losses) == 3

@@ -13,7 +13,7 @@ from pyromodels.core import (
     posterior_from_mcmc,
 )
 from pyromodels.diagnostics import coclustering, coclustering_from_probs, relabel
-from pyromodels.mixture import BayesianGaussianMixture, MixtureData
+from pyromodels.mixture import GaussianMixtureModel, MixtureData
 from pyromodels.mixture import gibbs as gibbs_kernels
 from pyromodels.testing import assert_engines_agree, assert_monotone, geweke_test
 
@@ -21,14 +21,14 @@ from pyromodels.testing import assert_engines_agree, assert_monotone, geweke_tes
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_em_log_posterior_never_decreases(make_blobs, seed):
     x, _ = make_blobs(30, 20, seed=seed, sep=1.0)  # overlapping blobs: many EM iterations
-    post = BayesianGaussianMixture(3).fit(x, method="em", seed=seed, progress=False, max_iter=300)
+    post = GaussianMixtureModel(3).fit(x, method="em", seed=seed, progress=False, max_iter=300)
     assert len(post.losses) > 5
     assert_monotone(post.losses, rtol=1e-12)
 
 
 def test_em_restarts_keep_the_best_and_record_all(blobs):
     x, _ = blobs
-    post = BayesianGaussianMixture(4).fit(x, method="em", seed=0, n_init=4, progress=False)
+    post = GaussianMixtureModel(4).fit(x, method="em", seed=0, n_init=4, progress=False)
     finals = post.diagnostics["restart_objectives"]
     assert len(finals) == 4 and post.losses[-1] == max(finals)
     assert post.samples["weights"].shape == (1, 1, 4)
@@ -52,7 +52,7 @@ def _stats(v):
 
 
 def _geweke_setup():
-    model = BayesianGaussianMixture(2, mean_prior=[0.0], covariance_prior=[[1.0]], degrees_of_freedom=3.0)
+    model = GaussianMixtureModel(2, mean_prior=[0.0], covariance_prior=[[1.0]], degrees_of_freedom=3.0)
     data = model.prepare(torch.zeros(5, 1))
     return model, data, (lambda d, v: MixtureData(v["x"], d.prior))
 
@@ -83,7 +83,7 @@ def four_engines():
     torch.set_default_dtype(torch.float64)
     g = torch.Generator().manual_seed(11)
     x = torch.cat([torch.randn(36, 2, generator=g) - 2.5, torch.randn(24, 2, generator=g) + 2.5])
-    model = BayesianGaussianMixture(2)
+    model = GaussianMixtureModel(2)
     fits = {
         "em": model.fit(x, method="em", seed=0, n_init=3, progress=False),
         "gibbs": model.fit(x, method="gibbs", seed=0, num_chains=2, num_warmup=200, num_samples=400,
@@ -138,7 +138,7 @@ def test_summary_reports_rhat_and_ess(four_engines):
 
 def test_pyro_mcmc_with_the_gibbs_kernel_and_arviz_from_pyro(blobs):
     x, _ = blobs
-    model = BayesianGaussianMixture(2)
+    model = GaussianMixtureModel(2)
     kernel = GibbsKernel(model, seed=0)
     mcmc = MCMC(kernel, num_samples=60, warmup_steps=20, num_chains=2, disable_progbar=True,
                 mp_context="spawn")
@@ -158,7 +158,7 @@ def test_pyro_mcmc_with_the_gibbs_kernel_and_arviz_from_pyro(blobs):
 def test_cuda_request_falls_back_to_cpu(blobs):
     x, _ = blobs
     with pytest.warns(DeviceFallbackWarning, match="CUDA is not available"):
-        post = BayesianGaussianMixture(2).fit(x, method="em", seed=0, device="cuda", progress=False)
+        post = GaussianMixtureModel(2).fit(x, method="em", seed=0, device="cuda", progress=False)
     assert post.samples["locs"].device.type == "cpu" and post.attrs["device"] == "cpu"
 
 
@@ -173,6 +173,6 @@ def test_every_engine_runs_on_cuda(blobs, method):
         "svi": {"num_steps": 50, "num_samples": 20},
         "nuts": {"num_samples": 10, "num_warmup": 10, "num_chains": 1},
     }[method]
-    post = BayesianGaussianMixture(2).fit(x.cuda(), method=method, seed=0, progress=False, **kwargs)
+    post = GaussianMixtureModel(2).fit(x.cuda(), method=method, seed=0, progress=False, **kwargs)
     assert post.samples["locs"].device.type == "cuda"
     assert torch.isfinite(post.samples["locs"]).all()

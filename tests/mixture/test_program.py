@@ -6,7 +6,7 @@ import torch
 
 from pyromodels.core import make_generator, marginal_log_joint, sample_discrete
 from pyromodels.core.enumeration import first_available_dim
-from pyromodels.mixture import BayesianGaussianMixture
+from pyromodels.mixture import GaussianMixtureModel
 from pyromodels.mixture import em as em_kernels
 from pyromodels.testing import check_conditional, check_discrete_conditional
 
@@ -15,7 +15,7 @@ PARAMS = ("weights", "locs", "precisions")
 
 def _state(make_blobs, K=3, n=10, seed=1):
     x, _ = make_blobs(6, n - 6, seed=seed, sep=1.0)
-    model = BayesianGaussianMixture(K)
+    model = GaussianMixtureModel(K)
     data = model.prepare(x)
     return model, data, model.init_state(data, make_generator(seed))
 
@@ -79,7 +79,7 @@ def test_condition_and_score_catches_a_wrong_conditional(make_blobs):
 
 def test_sample_discrete_map_vectorised_equals_loop_and_em_labels(make_blobs):
     x, _ = make_blobs(seed=2, sep=1.5)
-    model = BayesianGaussianMixture(2)
+    model = GaussianMixtureModel(2)
     data = model.prepare(x)
     gen = make_generator(0)
     draws = [model.init_state(data, gen) for _ in range(3)]
@@ -95,7 +95,7 @@ def test_sample_discrete_map_vectorised_equals_loop_and_em_labels(make_blobs):
 
 def test_sample_discrete_draws_follow_the_responsibilities(make_blobs):
     x, _ = make_blobs(8, 4, seed=3, sep=0.5)
-    model = BayesianGaussianMixture(2)
+    model = GaussianMixtureModel(2)
     data = model.prepare(x)
     params = model.init_values(data, make_generator(0))
     S = 4000
@@ -116,6 +116,6 @@ def test_first_available_dim():
 def test_starting_values_keep_the_data_dtype_whatever_the_default(make_blobs):
     x, _ = make_blobs()
     torch.set_default_dtype(torch.float32)  # the autouse fixture restores float64 afterwards
-    model = BayesianGaussianMixture(2)
+    model = GaussianMixtureModel(2)
     state = model.init_state(model.prepare(x.double()), make_generator(0))
     assert all(state[k].dtype == torch.float64 for k in PARAMS)

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from pyromodels.core import make_generator
-from pyromodels.mixture import BayesianGaussianMixture, resolve_prior
+from pyromodels.mixture import GaussianMixtureModel, resolve_prior
 from pyromodels.mixture.init import kmeans_init
 from pyromodels.mixture.scale import data_scale
 
@@ -18,7 +18,7 @@ RTOL = 1e3 * torch.finfo(torch.float64).eps
 def _em_path(x, steps=4, seed=0):
     """EM's start and its first ``steps`` iterations (a fixed count, so that no stopping rule
     enters the comparison)."""
-    model = BayesianGaussianMixture(2)
+    model = GaussianMixtureModel(2)
     data = model.prepare(x)
     params = model.em_init(data, make_generator(seed))
     path = [params]
@@ -47,7 +47,7 @@ def test_gibbs_draws_are_scale_equivariant(blobs, c):
 
     def draws(data):
         kw = {"num_samples": 8, "num_warmup": 8, "num_chains": 1, "seed": 0, "progress": False}
-        return BayesianGaussianMixture(2).fit(data, method="gibbs", **kw).samples
+        return GaussianMixtureModel(2).fit(data, method="gibbs", **kw).samples
 
     ours, ref = draws(c * x), draws(x)
     assert torch.equal(ours["z"], ref["z"])
@@ -101,16 +101,16 @@ def test_float32_is_scale_equivariant_to_its_own_precision(blobs):
 )
 def test_data_beyond_the_dtypes_range_is_refused_naming_its_scale(blobs, c, dtype, match):
     with pytest.raises(ValueError, match=match):
-        BayesianGaussianMixture(2).fit(c * blobs[0].to(dtype), method="em", progress=False)
+        GaussianMixtureModel(2).fit(c * blobs[0].to(dtype), method="em", progress=False)
 
 
 def test_identical_points_need_a_covariance_prior():
     x = torch.full((10, 2), 5.0, dtype=torch.float64)
     match = r"data has no spread: all its 10 points are identical, .* give covariance_prior"
     with pytest.raises(ValueError, match=match):
-        BayesianGaussianMixture(2).fit(x, method="em", progress=False)
+        GaussianMixtureModel(2).fit(x, method="em", progress=False)
     # with a prior scale given, the degenerate answer is well defined: both means at the point
-    post = BayesianGaussianMixture(2, covariance_prior=torch.eye(2)).fit(x, method="em", progress=False)
+    post = GaussianMixtureModel(2, covariance_prior=torch.eye(2)).fit(x, method="em", progress=False)
     assert torch.equal(post.samples["locs"], torch.full((1, 1, 2, 2), 5.0, dtype=torch.float64))
 
 
@@ -119,6 +119,6 @@ def test_tiny_asymmetric_covariance_prior_is_refused():
     psi = 1e-30 * torch.tensor([[1.0, 0.5], [0.0, 1.0]], dtype=torch.float64)
     x = 1e-15 * torch.randn(10, 2, dtype=torch.float64)
     with pytest.raises(ValueError, match="covariance_prior must be symmetric"):
-        BayesianGaussianMixture(2, covariance_prior=psi).prepare(x)
+        GaussianMixtureModel(2, covariance_prior=psi).prepare(x)
     # a symmetric one at that scale is fine
-    BayesianGaussianMixture(2, covariance_prior=0.5 * (psi + psi.T)).prepare(x)
+    GaussianMixtureModel(2, covariance_prior=0.5 * (psi + psi.T)).prepare(x)

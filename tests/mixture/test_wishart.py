@@ -7,7 +7,7 @@ import pyro.distributions as dist
 import pytest
 import torch
 
-from pyromodels.mixture import BayesianGaussianMixture
+from pyromodels.mixture import GaussianMixtureModel
 from pyromodels.mixture.wishart import BartlettWishart
 
 F64 = torch.float64
@@ -50,7 +50,7 @@ def test_log_prob_is_pyros_wishart():
 
 def test_prior_predictive_of_the_mixture_is_warning_free():
     x = torch.randn(50, 2, dtype=F64, generator=torch.Generator().manual_seed(0))
-    model = BayesianGaussianMixture(num_components=3)
+    model = GaussianMixtureModel(num_components=3)
     data = model.prepare(x)
     pyro.set_rng_seed(0)
     with warnings.catch_warnings():

@@ -1,4 +1,4 @@
-"""Properties of the Gaussian mixture's data contract (``BayesianGaussianMixture.prepare``).
+"""Properties of the Gaussian mixture's data contract (``GaussianMixtureModel.prepare``).
 
 Random valid ``(N, d)`` data pass through unchanged and get a proper prior (finite, right
 shapes, a symmetric positive definite ``Psi``) that follows the data when they are shifted.
@@ -14,7 +14,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyromodels.mixture import BayesianGaussianMixture
+from pyromodels.mixture import GaussianMixtureModel
 
 PROFILE = settings.get_profile("properties")
 
@@ -48,7 +48,7 @@ def assert_proper_prior(prior, d: int, dtype) -> None:
 def test_valid_data_pass_unchanged_with_a_proper_default_prior(case, kind):
     k, x = case
     given_x = {"tensor": x, "numpy": x.numpy(), "list": x.tolist()}[kind]
-    data = BayesianGaussianMixture(k).prepare(given_x)
+    data = GaussianMixtureModel(k).prepare(given_x)
     expected_dtype = x.dtype if kind != "list" else torch.get_default_dtype()
     assert data.x.dtype == expected_dtype
     assert torch.equal(data.x, x.to(expected_dtype))
@@ -63,8 +63,8 @@ def test_valid_data_pass_unchanged_with_a_proper_default_prior(case, kind):
 def test_the_default_prior_follows_a_shift_of_the_data(case, shift):
     k, x = case
     x = x.double()
-    base = BayesianGaussianMixture(k).prepare(x).prior
-    moved = BayesianGaussianMixture(k).prepare(x + shift).prior
+    base = GaussianMixtureModel(k).prepare(x).prior
+    moved = GaussianMixtureModel(k).prepare(x + shift).prior
     assert torch.allclose(moved.mean_prior, base.mean_prior + shift, rtol=1e-9, atol=1e-9)
     assert torch.allclose(moved.covariance_prior, base.covariance_prior, rtol=1e-6,
                           atol=1e-9 * (1 + abs(shift)) ** 2)
@@ -89,7 +89,7 @@ def test_given_hyperparameters_are_kept_as_given(case, data):
     k, x = case
     x = x.double()
     hyper = data.draw(hyperparameters(x.shape[1]))
-    prior = BayesianGaussianMixture(k, **hyper).prepare(x).prior
+    prior = GaussianMixtureModel(k, **hyper).prepare(x).prior
     assert_proper_prior(prior, x.shape[1], torch.float64)
     for name in ("weight_concentration", "mean_precision", "degrees_of_freedom"):
         assert float(getattr(prior, name)) == hyper[name]
@@ -124,7 +124,7 @@ def test_bad_data_are_errors_naming_data(raises_naming, case, data):
         bad = [[1.0, 2.0], [3.0]] * max(k, 2)
     else:
         bad = None
-    raises_naming(lambda: BayesianGaussianMixture(k).prepare(bad), "data")
+    raises_naming(lambda: GaussianMixtureModel(k).prepare(bad), "data")
 
 
 BAD_HYPER = {
@@ -153,13 +153,13 @@ def test_bad_hyperparameters_are_errors_naming_them(raises_naming, case, name, d
         bad = np.eye(d) + np.triu(np.ones((d, d)), 1) if d > 1 else [[-1.0]]
     elif bad == "indefinite":
         bad = -np.eye(d)
-    raises_naming(lambda: BayesianGaussianMixture(k, **{name: bad}).prepare(x), name)
+    raises_naming(lambda: GaussianMixtureModel(k, **{name: bad}).prepare(x), name)
 
 
 @PROFILE
 @given(st.one_of(st.integers(-3, 0), st.floats(0.5, 4.0), st.booleans(), st.just("2")))
 def test_a_bad_component_count_is_an_error_naming_num_components(raises_naming, bad):
-    raises_naming(lambda: BayesianGaussianMixture(bad), "num_components")
+    raises_naming(lambda: GaussianMixtureModel(bad), "num_components")
 
 
 # ------------------------------------------------------------------ scale and spread
@@ -168,8 +168,8 @@ def test_a_bad_component_count_is_an_error_naming_num_components(raises_naming, 
 def test_the_default_prior_scales_with_the_data(case, exponent):
     k, x = case
     x, scale = x.double(), 10.0**exponent
-    base = BayesianGaussianMixture(k).prepare(x).prior.covariance_prior
-    scaled = BayesianGaussianMixture(k).prepare(x * scale).prior.covariance_prior
+    base = GaussianMixtureModel(k).prepare(x).prior.covariance_prior
+    scaled = GaussianMixtureModel(k).prepare(x * scale).prior.covariance_prior
     assert torch.allclose(scaled / scale**2, base, rtol=1e-6, atol=0)
 
 
@@ -179,7 +179,7 @@ def test_the_default_prior_scales_with_the_data(case, exponent):
 def test_constant_data_fit_or_fail_naming_data(raises_naming, k, n, value):
     x = torch.full((n, 2), value, dtype=torch.float64)
     try:
-        BayesianGaussianMixture(k).fit(x, method="em", seed=0, progress=False, max_iter=5)
+        GaussianMixtureModel(k).fit(x, method="em", seed=0, progress=False, max_iter=5)
     except (ValueError, TypeError):
-        raises_naming(lambda: BayesianGaussianMixture(k).fit(x, method="em", seed=0,
+        raises_naming(lambda: GaussianMixtureModel(k).fit(x, method="em", seed=0,
                                                              progress=False, max_iter=5), "data")

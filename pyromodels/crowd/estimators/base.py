@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import functools
 import inspect
-import numbers
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from ...checks import check_in, check_int, check_memory, check_positive
+from ...checks import check_in, check_int, check_memory, check_positive, seed_from_random_state
 from ...data.columns import LabelCodes, check_columns, item_column
 from ...data.idmaps import to_numpy
 from ..ds.array_em import working_dtype
@@ -29,21 +28,11 @@ def resolve_random_state(seed, random_state):
     """The seed of a fit from the facade's ``seed`` and scikit-learn's ``random_state``.
 
     ``random_state`` wins when it is not ``None``: an int is the seed; a
-    ``numpy.random.RandomState`` or ``numpy.random.Generator`` gives one draw as the seed.
+    ``numpy.random.RandomState`` or ``numpy.random.Generator`` gives one draw as the seed
+    (:func:`pyromodels.checks.seed_from_random_state`).
     With ``random_state=None``, ``seed`` is used as it is.
     """
-    if random_state is None:
-        return seed
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(2**31 - 1))
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(2**31 - 1))
-    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
-        raise TypeError(
-            "random_state must be None, an int, a numpy RandomState or a numpy Generator, got "
-            f"{type(random_state).__name__} {random_state!r}"
-        )
-    return check_int(random_state, "random_state", minimum=0)
+    return seed if random_state is None else seed_from_random_state(random_state)
 
 
 def errors_frame(table: AnnotationTable, confusion: torch.Tensor, worker: str,

@@ -192,12 +192,13 @@ def assemble(name: str, plan, results: dict, skipped: dict, seconds: float):
 
 def describe_fit(posterior, data, *, name: str):
     """The report of ``pyromodels fit bhmc``: the generic one, plus the best tree (drawn, and
-    its paths as ``paths.csv``, one row per datum), its score, AID and AOD, and the CDL (and
-    RCDL) trace of every chain, warm-up included."""
+    its paths as ``paths.csv``, one row per datum), the data coloured by its clusters, its
+    score, AID and AOD, and the CDL (complete-data log-likelihood; and RCDL, the regularised
+    CDL) trace of every chain, warm-up included."""
     from ...bnp import Tree, plot_tree
     from ...registry import FitOutput
     from ...report import result_from_posterior
-    from .figures import plot_chain_traces
+    from .figures import plot_chain_traces, plot_data_by_cluster
 
     result = result_from_posterior(posterior, name)
     p = posterior.params
@@ -205,7 +206,10 @@ def describe_fit(posterior, data, *, name: str):
             "best_chain": p["best_chain"], "aid": p["aid"], "aod": p["aod"],
             "leaves": int(len(torch.unique(p["paths"][:, -1])))}
     result.metrics.setdefault(posterior.method, {}).update(json_ready(best))
-    result.figures["best tree"] = plot_tree(Tree.from_paths(p["paths"]))
+    result.figures["data coloured by cluster of the best tree (top split and leaves)"] = (
+        plot_data_by_cluster(torch.as_tensor(data).cpu().numpy(), p["paths"].numpy()))
+    result.figures["best tree (leaves labelled by data row)"] = plot_tree(
+        Tree.from_paths(p["paths"]))
     result.figures["CDL / RCDL per sweep"] = plot_chain_traces(p)
     paths = pd.DataFrame(p["paths"].numpy(),
                          columns=[f"level_{lv}" for lv in range(p["paths"].shape[1])])

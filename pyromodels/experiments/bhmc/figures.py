@@ -10,7 +10,23 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 __all__ = ["plot_traces", "plot_sensitivity", "plot_f_measure", "plot_chain_traces",
-           "setting_label"]
+           "plot_data_by_cluster", "principal_components", "setting_label"]
+
+#: line style of each traced statistic; colours tell the chains apart
+_STYLES = {"CDL": "solid", "RCDL": "dashed"}
+
+
+def _chain_and_statistic_legend(ax, chains: list, statistics: list[str]) -> None:
+    """A legend naming every line: one entry per chain (its colour) and one per statistic
+    (its line style)."""
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=f"C{i % 10}", lw=1.5, label=f"chain {c}")
+               for i, c in enumerate(chains)]
+    handles += [Line2D([], [], color="0.3", lw=1.2, linestyle=_STYLES[s], label=s)
+                for s in statistics]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
+              frameon=False)
 
 
 def setting_label(method: str, C, eps0) -> str:
@@ -26,20 +42,21 @@ def setting_label(method: str, C, eps0) -> str:
 
 
 def plot_traces(frame: pd.DataFrame, title: str) -> Figure:
-    """CDL and RCDL per iteration (Figs. 3 and 7): one panel per ``(C, eps0)``, one pair of
-    lines per chain (``frame`` from :func:`~.protocol.run_convergence`)."""
+    """CDL (complete-data log-likelihood) and RCDL (regularised CDL) per iteration (Figs. 3
+    and 7): one panel per ``(C, eps0)``, a colour per chain and a line style per statistic,
+    each named in the legend (``frame`` from :func:`~.protocol.run_convergence`)."""
     groups = list(frame.groupby(["C", "eps0"], sort=False))
-    fig = Figure(figsize=(5 * max(len(groups), 1), 3.6), layout="constrained")
+    fig = Figure(figsize=(5 * max(len(groups), 1) + 1, 3.6), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, max(len(groups), 1)))
     for ax, ((c, e), part) in zip(axes, groups):
-        for chain, rows in part.groupby("chain"):
-            first = chain == part.chain.min()
-            ax.plot(rows.iteration, rows.cdl, color="tab:blue", lw=1,
-                    label="CDL" if first else None)
-            ax.plot(rows.iteration, rows.rcdl, color="tab:red", lw=1, alpha=0.8,
-                    label="RCDL" if first else None)
+        chains = sorted(part.chain.unique())
+        for i, chain in enumerate(chains):
+            rows = part[part.chain == chain]
+            for stat in _STYLES:
+                ax.plot(rows.iteration, rows[stat.lower()], color=f"C{i % 10}", lw=1,
+                        alpha=0.8, linestyle=_STYLES[stat])
         ax.set(xlabel="iteration", ylabel="log density", title=f"C = {c:g}, eps0 = {e:g}")
-        ax.legend(loc="best", fontsize=8)
+        _chain_and_statistic_legend(ax, chains, list(_STYLES))
     fig.suptitle(title)
     return fig
 
@@ -98,19 +115,94 @@ def plot_f_measure(frame: pd.DataFrame, column: str, title: str) -> Figure:
 
 
 def plot_chain_traces(params: dict) -> Figure:
-    """CDL (and RCDL) per sweep of every chain of one fit, warm-up included (``params`` of
-    :func:`pyromodels.bhmc.fit_bhmc`), warm-up shaded."""
-    fig = Figure(figsize=(7, 3.6), layout="constrained")
+    """CDL (complete-data log-likelihood) and, for RBHMC, RCDL (regularised CDL) per sweep of
+    every chain of one fit, warm-up included (``params`` of :func:`pyromodels.bhmc.fit_bhmc`),
+    warm-up shaded; a colour per chain and a line style per statistic, each in the legend."""
+    fig = Figure(figsize=(8, 3.6), layout="constrained")
     ax = fig.subplots()
-    for name, colour in (("cdl_trace", "tab:blue"), ("rcdl_trace", "tab:red")):
-        if name not in params:
-            continue
-        for chain, trace in enumerate(params[name].numpy()):
-            ax.plot(np.arange(1, len(trace) + 1), trace, color=colour, lw=1, alpha=0.8,
-                    label=name.split("_")[0].upper() if chain == 0 else None)
+    shown = [s for s in _STYLES if f"{s.lower()}_trace" in params]
+    traces = {s: params[f"{s.lower()}_trace"].numpy() for s in shown}
+    chains = list(range(traces["CDL"].shape[0]))
+    for stat, trace in traces.items():
+        for chain, row in enumerate(trace):
+            ax.plot(np.arange(1, len(row) + 1), row, color=f"C{chain % 10}", lw=1, alpha=0.8,
+                    linestyle=_STYLES[stat])
     warm = params["cdl_trace"].shape[1] - params.get("num_samples", 0)
     if 0 < warm < params["cdl_trace"].shape[1]:
-        ax.axvspan(0.5, warm + 0.5, color="0.9", label="warm-up")
+        ax.axvspan(0.5, warm + 0.5, color="0.9")
+        ax.text(0.5 + warm / 2, 0.02, "warm-up", transform=ax.get_xaxis_transform(),
+                ha="center", va="bottom", fontsize=8, color="0.4")
     ax.set(xlabel="sweep", ylabel="log density")
-    ax.legend(loc="best", fontsize=8)
+    _chain_and_statistic_legend(ax, chains, shown)
+    return fig
+
+
+def principal_components(x, num: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """The data's coordinates on their first ``num`` principal components and the share of
+    the variance each explains (the data themselves, padded with zeros, when they have fewer
+    columns than ``num``).
+
+    Example:
+        >>> coords, share = principal_components(np.array([[0.0, 0.0], [2.0, 0.0], [4.0, 0.1]]))
+        >>> coords.shape, bool(share[0] > 0.99)
+        ((3, 2), True)
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"x must be (N, D), got shape {x.shape}")
+    centred = x - x.mean(0)
+    _, singular, vt = np.linalg.svd(centred, full_matrices=False)
+    total = float((singular ** 2).sum())
+    share = (singular ** 2) / total if total > 0 else np.zeros_like(singular)
+    coords = centred @ vt[:num].T
+    if coords.shape[1] < num:
+        pad = num - coords.shape[1]
+        coords = np.hstack([coords, np.zeros((len(x), pad))])
+        share = np.concatenate([share, np.zeros(pad)])
+    return coords, share[:num]
+
+
+def plot_data_by_cluster(x, paths, names=None, max_legend: int = 12) -> Figure:
+    """The data coloured by their clusters in the tree: one panel per level (level 1, the
+    top split, and the leaves), each point at its first two principal components (the data
+    themselves when they have two columns or fewer).
+
+    Args:
+        x: ``(N, D)`` data.
+        paths: ``(N, L + 1)`` node ids of each datum's path, root first.
+        names: optional ``N`` point names, written beside the points when ``N <= 60``.
+        max_legend: clusters listed in a panel's legend at most (the largest ones).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    paths = np.asarray(paths)
+    if paths.ndim != 2 or paths.shape[0] != len(x) or paths.shape[1] < 2:
+        raise ValueError(f"paths must be (N, L + 1) with N = {len(x)} and L >= 1, got "
+                         f"{paths.shape}")
+    if x.shape[1] > 2:
+        coords, share = principal_components(x)
+        axis = [f"principal component {i + 1} ({share[i]:.0%} of the variance)"
+                for i in range(2)]
+    else:
+        coords = np.hstack([x, np.zeros((len(x), 2 - x.shape[1]))])
+        axis = ["x[0]", "x[1]" if x.shape[1] > 1 else "(none)"]
+    levels = sorted({1, paths.shape[1] - 1})
+    fig = Figure(figsize=(6 * len(levels) + 1, 4.6), layout="constrained")
+    for ax, level in zip(np.atleast_1d(fig.subplots(1, len(levels))), levels):
+        nodes, counts = np.unique(paths[:, level], return_counts=True)
+        order = nodes[np.argsort(-counts, kind="stable")]
+        for i, node in enumerate(order):
+            inside = paths[:, level] == node
+            ax.scatter(coords[inside, 0], coords[inside, 1], s=22, color=f"C{i % 10}",
+                       marker="os^Dv"[(i // 10) % 5], alpha=0.85,
+                       label=f"node {node} ({int(inside.sum())})" if i < max_legend else None)
+        if names is not None and len(x) <= 60:
+            for (a, b), name in zip(coords, names):
+                ax.annotate(str(name), (a, b), fontsize=6, xytext=(2, 2),
+                            textcoords="offset points", color="0.3")
+        what = "level 1 (top split)" if level == 1 else f"level {level} (leaves)"
+        extra = f"; the {max_legend} largest listed" if len(order) > max_legend else ""
+        ax.set(xlabel=axis[0], ylabel=axis[1],
+               title=f"{what}: {len(order)} clusters{extra}")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False,
+                  title="cluster (points)", title_fontsize=7)
     return fig

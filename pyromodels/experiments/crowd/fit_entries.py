@@ -170,13 +170,18 @@ def _probabilities(posterior, table: AnnotationTable) -> torch.Tensor:
 
 def describe_fit(posterior, data, *, name: str, gold=None) -> FitOutput:
     """The report of one crowd fit: the generic one plus labels, worker confusions with their
-    uncertainty, entropies and, given ``gold`` (a Series indexed by task), the scores."""
+    uncertainty, entropies and, given ``gold`` (a Series indexed by task), the scores beside
+    those of majority vote (ties broken at random with the fit's seed)."""
+    from ...crowd.majority import majority_vote
     from ...report import result_from_posterior
     from ...report.crowd import crowd_outputs, with_crowd_outputs
 
     table = _table_of(data)
+    majority = None
+    if gold is not None:
+        majority = majority_vote(table, seed=int(posterior.attrs.get("seed") or 0))
     outputs = crowd_outputs(table, _probabilities(posterior, table),
-                            posterior.samples["confusion"], gold=gold)
+                            posterior.samples["confusion"], gold=gold, majority=majority)
     result = with_crowd_outputs(result_from_posterior(posterior, name), outputs, posterior.method)
     return FitOutput(result, outputs.files)
 

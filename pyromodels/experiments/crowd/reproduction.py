@@ -232,8 +232,8 @@ def run(plan: Plan, name: str, *, progress: bool, seed: int) -> DemoResult:
 
 def _posterior_figures(settings, seed: int) -> dict:
     """Posterior plots of the Bayesian Dawid-Skene model on the first i.i.d. crowd set: the
-    busiest workers' confusion matrices (mean +- sd) and the Gibbs chains' trace and rank plots
-    (label-invariant statistics and the log joint)."""
+    busiest workers' confusion matrices (mean +- sd) and the Gibbs chains' trace plot and,
+    with two chains or more, rank plot (label-invariant statistics and the log joint)."""
     from ...data import AnnotationTable, load_crowd
     from ...diagnostics import plot_rank, plot_trace
     from .figures import plot_worker_confusions
@@ -247,12 +247,15 @@ def _posterior_figures(settings, seed: int) -> dict:
     counts = torch.bincount(table.worker_idx, minlength=table.num_workers).numpy()
     where = (f"Bayesian Dawid-Skene on {name}, Gibbs: {settings.gibbs_chains} chain(s) of "
              f"{settings.gibbs_samples} draws")
-    return {
+    figures = {
         f"{where}: confusion matrices of the busiest workers (mean +- sd)":
             plot_worker_confusions(posterior, counts=counts, names=list(table.workers)),
         f"{where}: trace plot (one line per chain)": plot_trace(posterior, site="z"),
-        f"{where}: rank plot (uniform bars: the chains mix)": plot_rank(posterior, site="z"),
     }
+    if posterior.num_chains > 1:  # ranks compare chains
+        figures[f"{where}: rank plot (uniform bars: the chains mix)"] = plot_rank(posterior,
+                                                                                  site="z")
+    return figures
 
 
 _FIGURES = {

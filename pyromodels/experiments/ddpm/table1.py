@@ -8,7 +8,7 @@ On the features ``y`` of a data set (Sec. 4.2 of the paper; all methods see the 
 * **KMeans^dp / KMeans^ddp**: k-means on ``y`` with ``K`` from DPM / DDPM;
 * **GMeans**: Hamerly and Elkan's G-means on ``y``, which chooses ``K`` itself;
 * **GMM^dp**: the foundation's finite Bayesian Gaussian mixture
-  (:class:`~pyromodels.mixture.BayesianGaussianMixture`, full covariances, EM) with ``K``
+  (:class:`~pyromodels.mixture.GaussianMixtureModel`, full covariances, EM) with ``K``
   from DPM (not in the paper).
 
 Each gets the paper's metric row (F, V, ARI, ACC*, K; :func:`~pyromodels.ddpm.paper_scores`)
@@ -27,7 +27,7 @@ import torch
 from ...core.seeding import derive_seed
 from ...ddpm import DDPM, DPMixture, gmeans, kmeans, paper_scores
 from ...ddpm.mcem import MCEMSettings
-from ...mixture import BayesianGaussianMixture
+from ...mixture import GaussianMixtureModel
 
 __all__ = ["ProtocolSettings", "DatasetRun", "run_dataset", "METHOD_ORDER"]
 
@@ -92,7 +92,7 @@ def run_dataset(name: str, y: torch.Tensor, labels: np.ndarray, prior,
         k = int(run.scores[source]["K"])
         fit = kmeans(points, min(k, points.shape[0]), seed=derive_seed(seed, name, method) % 2**32)
         run.scores[method] = paper_scores(labels, fit.labels.numpy())
-    fit = BayesianGaussianMixture(int(run.scores["DPM"]["K"])).fit(
+    fit = GaussianMixtureModel(int(run.scores["DPM"]["K"])).fit(
         points, method="em", seed=derive_seed(seed, name, "GMM^dp"), progress=False)
     run.scores["GMM^dp"] = paper_scores(labels, fit.params["labels"].numpy())
     if settings.gmeans:

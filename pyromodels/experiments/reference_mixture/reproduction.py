@@ -1,6 +1,6 @@
 """The reference model on real data: a Bayesian Gaussian mixture fitted to the wine cultivars.
 
-Model (:class:`~pyromodels.mixture.BayesianGaussianMixture`, ``K = 3`` components)::
+Model (:class:`~pyromodels.mixture.GaussianMixtureModel`, ``K = 3`` components)::
 
     weights ~ Dirichlet(1_K),  Sigma_k ~ InverseWishart(d + 2, S),
     mu_k | Sigma_k ~ Normal(xbar, Sigma_k),  z_n ~ Categorical(weights),
@@ -37,7 +37,7 @@ from ...core.device import num_threads
 from ...core.seeding import derive_seed
 from ...data import load_sklearn
 from ...data.index_columns import check_no_index_column
-from ...mixture import BayesianGaussianMixture
+from ...mixture import GaussianMixtureModel
 from ...registry import register
 from ..arguments import demo_arguments, reproduction_arguments
 from ..catalogue import GAUSSIAN_MIXTURE
@@ -96,11 +96,11 @@ SETTINGS = {
 }
 
 
-def default_model(num_components: int = NUM_COMPONENTS, **prior) -> BayesianGaussianMixture:
-    """The registered model: ``BayesianGaussianMixture(num_components, **prior)`` (default 3
+def default_model(num_components: int = NUM_COMPONENTS, **prior) -> GaussianMixtureModel:
+    """The registered model: ``GaussianMixtureModel(num_components, **prior)`` (default 3
     components) with the data-driven default prior where ``prior`` gives no value (its
     keywords: ``weight_concentration``, ``mean_precision``, ``degrees_of_freedom``)."""
-    return BayesianGaussianMixture(num_components, **prior)
+    return GaussianMixtureModel(num_components, **prior)
 
 
 def load_features() -> tuple[np.ndarray, np.ndarray, float]:

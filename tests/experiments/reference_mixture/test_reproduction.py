@@ -19,7 +19,7 @@ from pyromodels.experiments.reference_mixture.analysis import (
     point_labels,
 )
 from pyromodels.metrics import clustering_accuracy
-from pyromodels.mixture import BayesianGaussianMixture
+from pyromodels.mixture import GaussianMixtureModel
 
 ENGINES = ("em", "gibbs", "svi", "nuts")
 
@@ -145,7 +145,7 @@ def test_registration_and_picklable_factory():
     assert entry is rm.ENTRY
     assert entry.engines == ENGINES
     model = pickle.loads(pickle.dumps(entry.factory))()
-    assert isinstance(model, BayesianGaussianMixture) and model.num_components == 3
+    assert isinstance(model, GaussianMixtureModel) and model.num_components == 3
 
 
 def test_demo_and_reproduce_reject_bad_arguments():

@@ -1,0 +1,21 @@
+"""scikit-learn's estimator checks on the Gaussian mixture facade, for each engine.
+
+The instances given to the checks carry small sampler settings (the checks fit dozens of
+times); every check applies and none is expected to fail. scikit-learn itself skips
+``check_array_api_input`` unless ``SCIPY_ARRAY_API=1`` is set; with it set, that check
+passes too.
+"""
+
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from pyromodels.mixture import BayesianGaussianMixture
+
+ESTIMATORS = [
+    BayesianGaussianMixture(n_components=3),
+    BayesianGaussianMixture(n_components=3, method="gibbs", num_warmup=10, num_samples=10),
+]
+
+
+@parametrize_with_checks(ESTIMATORS)
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
