@@ -171,6 +171,7 @@ def test_discovery_and_duplicate_labels(bench):
         "benchmarks.bench_bhmc",
         "benchmarks.bench_bnp_dp",
         "benchmarks.bench_bnp_fit",
+        "benchmarks.bench_callables",
         "benchmarks.bench_crowd_ds",
         "benchmarks.bench_crowd_hmm",
         "benchmarks.bench_ddpm_mcem",
