@@ -83,7 +83,7 @@ def test_quick_run_peers_and_checks_per_case(quick_run):
 
 def test_only_runs_the_matching_cases(bench, tmp_path, capsys):
     out = tmp_path / "only.jsonl"
-    assert bench.cli.main(["--quick", "--only", "gibbs_sweep", "--out", str(out)]) == 0
+    assert bench.cli.main(["--quick", "--only", "mixture.gibbs_sweep", "--out", str(out)]) == 0
     (line,) = out.read_text().splitlines()
     assert json.loads(line)["case"] == "mixture.gibbs_sweep"
     assert "mixture.gibbs_sweep[" in capsys.readouterr().out
