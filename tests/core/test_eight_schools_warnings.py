@@ -51,7 +51,9 @@ DATA = (EFFECTS, ERRORS)
 
 
 def test_centred_eight_schools_warns_about_divergences_and_r_hat():
-    # measured over seeds 0-2 with these settings: DIVERGENCES_AND_RHAT
+    # with these settings (the defaults but for four chains), seeds 0, 1 and 2 gave 166, 16
+    # and 8 divergences, R-hat 1.46, 1.21 and 1.04 (limit 1.01), a bulk ESS of 8, 14 and 66
+    # (limit 400) and E-BFMI down to 0.14-0.24 (limit 0.3)
     with pytest.warns(SamplingWarning) as caught:
         post = run_nuts(CentredSchools(), DATA, num_chains=4, num_warmup=500, num_samples=500,
                         seed=0, lp=False, progress=False)
@@ -61,7 +63,10 @@ def test_centred_eight_schools_warns_about_divergences_and_r_hat():
 
 
 def test_non_centred_eight_schools_does_not_warn():
-    # measured over seeds 0-2 with these settings: NONCENTRED_MARGIN
+    # at the default target acceptance 0.8 a few transitions still diverge (3 with seed 0,
+    # 4 x 500 draws); at 0.95 with 4 x 1000 draws, seeds 0, 1 and 2 gave no divergence, a
+    # largest R-hat of 1.002-1.003 (limit 1.01), a smallest ESS of 1876 (limit 400) and
+    # E-BFMI >= 0.89 (limit 0.3)
     with warnings.catch_warnings():
         warnings.simplefilter("error", SamplingWarning)
         post = run_nuts(NonCentredSchools(), DATA, num_chains=4, num_warmup=500,
