@@ -230,7 +230,9 @@ def sampling_findings(posterior) -> list[SamplingFinding]:
 
 def warn_sampling_problems(posterior, enabled: bool = True):
     """Emit one :class:`SamplingWarning` listing :func:`sampling_findings` of ``posterior``
-    (none when they are empty or ``enabled`` is false) and return ``posterior``.
+    (none when they are empty or ``enabled`` is false) and return ``posterior``. Called by an
+    engine as its last step, it attributes the warning to the engine's caller (the engine runs
+    inside :func:`~pyromodels.core.threads.with_fit_threads`).
 
     Args:
         posterior: a :class:`~pyromodels.core.Posterior`.
@@ -245,5 +247,5 @@ def warn_sampling_problems(posterior, enabled: bool = True):
             lines = "\n".join(f"- {f.message}" for f in found)
             warnings.warn(f"the {posterior.method} fit may not have converged "
                           f"(diagnostic_warnings=False silences this):\n{lines}",
-                          SamplingWarning, stacklevel=3)
+                          SamplingWarning, stacklevel=4)  # the engine's caller
     return posterior
