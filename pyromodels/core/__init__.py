@@ -37,6 +37,8 @@ _ORIGINS = {
     "run_gibbs": ".gibbs",
     "run_nuts": ".nuts",
     "run_svi": ".svi",
+    "SamplingWarning": ".diagnostic_warnings",
+    "sampling_findings": ".diagnostic_warnings",
     "sample_discrete": ".enumeration",
     "seeded": ".seeding",
 }

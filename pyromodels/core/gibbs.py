@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ..checks import check_in, check_int
+from ..checks import check_bool, check_in, check_int
 from .checkpoint import chain_checkpoints, check_shapes
 from .device import resolve_device
+from .diagnostic_warnings import warn_sampling_problems
 from .entry import engine_entry
 from .posterior import Posterior, make_attrs, stack_chains
 from .progress import check_callbacks, progress_bar, run_callbacks
@@ -173,6 +174,7 @@ def run_gibbs(
     checkpoint_every: int | None = None,
     resume=None,
     num_threads: int | None = None,
+    diagnostic_warnings: bool = True,
 ) -> Posterior:
     """Blocked Gibbs sampling with the model's sweep.
 
@@ -208,6 +210,9 @@ def run_gibbs(
             size, never more than the caller's ``torch.get_num_threads()``; an integer
             ``>= 1`` fixes them (see :mod:`pyromodels.core.threads`). The caller's count is
             restored afterwards.
+        diagnostic_warnings: after the fit, emit a
+            :class:`~pyromodels.core.SamplingWarning` when its diagnostics say the draws are not
+            yet reliable (see :mod:`pyromodels.core.diagnostic_warnings`); ``False`` silences it.
 
     Returns:
         A :class:`Posterior` with samples ``(chain, draw, ...)`` and ``sample_stats["lp"]``.
@@ -222,6 +227,7 @@ def run_gibbs(
     lp_every = check_int(lp_every, "lp_every", minimum=0)
     callbacks = check_callbacks(callbacks)
     seed = None if seed is None else resolve_seed(seed)
+    diagnostic_warnings = check_bool(diagnostic_warnings, "diagnostic_warnings")
     device = resolve_device(device, data)
     data = model.prepare(data, device=device)
     sweep = sweep if sweep is not None else model.gibbs_sweep(data)
@@ -274,7 +280,7 @@ def run_gibbs(
     ckpt.write()
     n = min(len(v) for v in lps)
     chains = [{k: v[:n] for k, v in c.items()} for c in chains]
-    return Posterior(
+    return warn_sampling_problems(Posterior(
         samples=stack_chains(chains),
         method="gibbs",
         sample_stats={"lp": torch.stack([v[:n] for v in lps])},
@@ -282,7 +288,7 @@ def run_gibbs(
         attrs=make_attrs("gibbs", seed, device, start, num_warmup=num_warmup, thin=thin),
         model=model,
         data=data,
-    )
+    ), diagnostic_warnings)
 
 
 

@@ -11,7 +11,7 @@ from pyro import poutine
 from pyro.infer import NUTS
 from pyro.infer.autoguide.initialization import init_to_sample, init_to_value
 
-from ..checks import check_int, check_probability
+from ..checks import check_bool, check_int, check_probability
 from .checkpoint import (
     chain_checkpoints,
     check_shapes,
@@ -20,6 +20,7 @@ from .checkpoint import (
     set_rng_states,
 )
 from .device import cuda_devices, resolve_device
+from .diagnostic_warnings import warn_sampling_problems
 from .entry import engine_entry
 from .enumeration import marginal_log_joint, sample_discrete
 from .posterior import Posterior, make_attrs
@@ -85,6 +86,7 @@ def run_nuts(
     checkpoint_every: int | None = None,
     resume=None,
     num_threads: int | None = None,
+    diagnostic_warnings: bool = True,
 ) -> Posterior:
     """NUTS on the model with its discrete sites enumerated, chains run one after another.
 
@@ -122,6 +124,9 @@ def run_nuts(
             size, never more than the caller's ``torch.get_num_threads()``; an integer
             ``>= 1`` fixes them (see :mod:`pyromodels.core.threads`). The caller's count is
             restored afterwards.
+        diagnostic_warnings: after the fit, emit a
+            :class:`~pyromodels.core.SamplingWarning` when its diagnostics say the draws are not
+            yet reliable (see :mod:`pyromodels.core.diagnostic_warnings`); ``False`` silences it.
 
     Returns:
         A :class:`Posterior` with samples ``(chain, draw, ...)``, ``sample_stats["diverging"]``,
@@ -135,6 +140,7 @@ def run_nuts(
     target_accept_prob = check_probability(target_accept_prob, "target_accept_prob")
     max_tree_depth = check_int(max_tree_depth, "max_tree_depth", minimum=1)
     seed = None if seed is None else resolve_seed(seed)
+    diagnostic_warnings = check_bool(diagnostic_warnings, "diagnostic_warnings")
     device = resolve_device(device, data)
     data = model.prepare(data, device=device)
     config = {"num_samples": num_samples, "num_warmup": num_warmup, "num_chains": num_chains,
@@ -183,7 +189,7 @@ def run_nuts(
     if lp:
         stats["lp"] = _lp_trace(model, data, samples)
     samples.update(sample_discrete(model, data, samples, seed=derive_seed(seed, "discrete")))
-    return Posterior(
+    return warn_sampling_problems(Posterior(
         samples=samples,
         method="nuts",
         sample_stats=stats,
@@ -194,7 +200,7 @@ def run_nuts(
         attrs=make_attrs("nuts", seed, device, start, num_warmup=num_warmup),
         model=model,
         data=data,
-    )
+    ), diagnostic_warnings)
 
 
 #: the kernel's attributes that change from one transition to the next

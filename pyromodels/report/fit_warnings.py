@@ -7,20 +7,19 @@ Each check returns plain sentences; :func:`with_warnings` puts them into a
 
 Thresholds:
 
-* R-hat above :data:`RHAT_LIMIT` (1.01) and a bulk or tail effective sample size (ESS) below
-  :data:`ESS_PER_CHAIN` (100) times the number of chains, as recommended by Vehtari, Gelman,
-  Simpson, Carpenter and Bürkner (2021), "Rank-normalization, folding, and localization: an
-  improved R-hat for assessing convergence of MCMC", Bayesian Analysis 16(2), Sec. 4;
-* any divergent transition of NUTS/HMC (the draws are then biased where the posterior curves
-  sharply);
+* the Markov chain diagnostics (R-hat above 1.01, bulk or tail effective sample size below
+  100 per chain, divergent transitions, E-BFMI below 0.3) are those of
+  :mod:`pyromodels.core.diagnostic_warnings`, the checks behind the
+  :class:`~pyromodels.core.SamplingWarning` an MCMC fit emits: :func:`mcmc_warnings` turns
+  them into report lines;
 * a worker confusion matrix whose every row lies within total-variation distance
   :data:`UNIFORM_TV` (0.1) of the uniform row ``1/K``: that worker's answers say almost
   nothing about the true class;
 * accuracy on gold labels below that of majority vote on the same tasks.
 
 Example:
-    >>> divergence_warnings(3, 1000)[0][:45]
-    '3 of 1000 transitions diverged (NUTS): the dr'
+    >>> baseline_warnings(0.7, 0.8, 50)[0][:40]
+    'accuracy on gold (0.700) is below majori'
 """
 
 from __future__ import annotations
@@ -28,17 +27,18 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-import pandas as pd
+
+from ..core.diagnostic_warnings import BFMI_LIMIT, ESS_PER_CHAIN, RHAT_LIMIT, sampling_findings
 
 __all__ = [
     "WARNING_PREFIX",
     "RHAT_LIMIT",
     "ESS_PER_CHAIN",
+    "BFMI_LIMIT",
     "UNIFORM_TV",
     "with_warnings",
     "extend_summary",
-    "convergence_warnings",
-    "divergence_warnings",
+    "mcmc_warnings",
     "near_uniform_workers",
     "near_uniform_warnings",
     "baseline_warnings",
@@ -46,10 +46,6 @@ __all__ = [
 
 #: the start of every warning paragraph of a report's summary
 WARNING_PREFIX = "Warning: "
-#: R-hat above this says the chains have not mixed (Vehtari et al. 2021)
-RHAT_LIMIT = 1.01
-#: an ESS below this times the number of chains is too small to trust (Vehtari et al. 2021)
-ESS_PER_CHAIN = 100
 #: a confusion row within this total-variation distance of uniform counts as uniform
 UNIFORM_TV = 0.1
 
@@ -86,54 +82,10 @@ def extend_summary(summary: str, text: str) -> str:
     return "\n\n".join(paragraphs)
 
 
-def _worst(table: pd.DataFrame, column: str, largest: bool) -> tuple[str, float] | None:
-    values = pd.to_numeric(table[column], errors="coerce").dropna() if column in table else None
-    if values is None or values.empty:
-        return None
-    label = values.idxmax() if largest else values.idxmin()
-    return str(label), float(values[label])
-
-
-def convergence_warnings(table: pd.DataFrame, num_chains: int) -> list[str]:
-    """Warnings from the R-hat and ESS columns (``r_hat``, ``ess_bulk``, ``ess_tail``) of an
-    ArviZ summary ``table`` of Markov chain draws; columns it lacks are skipped.
-
-    Example:
-        >>> t = pd.DataFrame({"r_hat": [1.0, 1.3], "ess_bulk": [900.0, 12.0]}, index=["a", "b"])
-        >>> for line in convergence_warnings(t, 2):
-        ...     print(line.split(":")[0])
-        R-hat (potential scale reduction) reaches 1.30 at b
-        the effective sample size (ESS, bulk) falls to 12 at b
-    """
-    lines = []
-    worst = _worst(table, "r_hat", largest=True)
-    if worst is not None and worst[1] > RHAT_LIMIT:
-        bad = int((pd.to_numeric(table["r_hat"], errors="coerce") > RHAT_LIMIT).sum())
-        lines.append(
-            f"R-hat (potential scale reduction) reaches {worst[1]:.2f} at {worst[0]}: "
-            f"{bad} of {len(table)} quantities are above {RHAT_LIMIT}, so the chains disagree "
-            "and have not reached one distribution (they may sit at different, possibly "
-            "label-switched, modes). Run longer chains or check the trace plot; do not trust "
-            "these estimates yet.")
-    need = ESS_PER_CHAIN * num_chains
-    for kind in ("bulk", "tail"):
-        worst = _worst(table, f"ess_{kind}", largest=False)
-        if worst is not None and worst[1] < need:
-            lines.append(
-                f"the effective sample size (ESS, {kind}) falls to {worst[1]:.0f} at "
-                f"{worst[0]}: below {need} ({ESS_PER_CHAIN} per chain), too few independent "
-                f"draws for reliable {'means' if kind == 'bulk' else 'intervals'}. Draw more "
-                "samples or improve mixing.")
-    return lines
-
-
-def divergence_warnings(num_divergent: int, num_transitions: int) -> list[str]:
-    """A warning when any of ``num_transitions`` NUTS/HMC transitions diverged."""
-    if num_divergent <= 0:
-        return []
-    return [f"{num_divergent} of {num_transitions} transitions diverged (NUTS): the draws are "
-            "biased where the posterior curves sharply; raise the target acceptance "
-            "probability or reparametrise the model."]
+def mcmc_warnings(posterior) -> list[str]:
+    """The sentences of :func:`~pyromodels.core.diagnostic_warnings.sampling_findings`: R-hat,
+    bulk/tail ESS, divergences and E-BFMI of Markov chain draws (none for EM, SVI)."""
+    return [finding.message for finding in sampling_findings(posterior)]
 
 
 def near_uniform_workers(confusion: np.ndarray) -> np.ndarray:

@@ -12,7 +12,7 @@ from ..checks import check_name
 from ..core.posterior import to_inference_data
 from ..diagnostics import plot_energy, plot_loss, plot_rank, plot_trace
 from ..diagnostics.plots import az
-from .fit_warnings import convergence_warnings, divergence_warnings, with_warnings
+from .fit_warnings import mcmc_warnings, with_warnings
 from .result import DemoResult
 
 __all__ = ["result_from_posterior", "mcmc_figures", "scalar_diagnostics", "final_values"]
@@ -64,8 +64,9 @@ def result_from_posterior(posterior, name: str) -> DemoResult:
     ``arviz.InferenceData`` under the method's name.
 
     For Markov chain draws the summary warns (and ``metrics[method]["warnings"]`` lists) when
-    an R-hat or effective sample size in the table is bad or a transition diverged (see
-    :mod:`~pyromodels.report.fit_warnings`).
+    an R-hat, effective sample size or E-BFMI is bad or a transition diverged: the findings of
+    :func:`~pyromodels.core.diagnostic_warnings.sampling_findings`, on the continuous sites or,
+    where the posterior names them, its label-invariant sites.
 
     Args:
         posterior: a :class:`~pyromodels.core.Posterior`.
@@ -110,21 +111,7 @@ def result_from_posterior(posterior, name: str) -> DemoResult:
         figures=figures,
         inference_data={method: posterior.to_inference_data()},
     )
-    return with_warnings(result, method, _mcmc_warnings(posterior, tables))
-
-
-def _mcmc_warnings(posterior, tables: dict) -> list[str]:
-    """R-hat, ESS and divergence warnings of Markov chain draws (none for EM, SVI)."""
-    if not _is_mcmc(posterior):
-        return []
-    lines = []
-    if "posterior summary" in tables:
-        lines += convergence_warnings(tables["posterior summary"], posterior.num_chains)
-    diverging = posterior.sample_stats.get("diverging")
-    if diverging is not None:
-        lines += divergence_warnings(int(torch.as_tensor(diverging).sum()),
-                                     int(torch.as_tensor(diverging).numel()))
-    return lines
+    return with_warnings(result, method, mcmc_warnings(posterior))
 
 
 def _is_mcmc(posterior) -> bool:

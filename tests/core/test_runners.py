@@ -3,6 +3,7 @@ stopping rule of the model's own on a toy EM."""
 
 import math
 import pickle
+import warnings
 
 import pyro
 import pyro.distributions as dist
@@ -199,3 +200,18 @@ def test_run_em_names_the_unmet_rule_and_checks_its_verdict():
     model.em_converged = lambda data, old, new: torch.tensor(True)
     with pytest.raises(TypeError, match="em_converged must return a bool, got Tensor"):
         run_em(model, FLIPS, max_iter=2, seed=0, progress=False)
+
+
+def test_run_gibbs_warns_about_its_diagnostics_unless_told_not_to():
+    from pyromodels.core import SamplingWarning
+
+    settings = dict(num_warmup=0, num_chains=2, seed=0, progress=False)
+    # independent draws (the block samples the exact posterior): 2 x 15 have an ESS near 30,
+    # below 100 per chain; 2 x 1000 have an ESS near 2000 and R-hat within 0.003 of 1
+    with pytest.warns(SamplingWarning, match="effective sample size"):
+        run_gibbs(Coin(), FLIPS, num_samples=15, **settings)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SamplingWarning)
+        run_gibbs(Coin(), FLIPS, num_samples=15, diagnostic_warnings=False, **settings)
+        Coin().fit(FLIPS, method="gibbs", num_samples=15, diagnostic_warnings=False, **settings)
+        run_gibbs(Coin(), FLIPS, num_samples=1000, **settings)

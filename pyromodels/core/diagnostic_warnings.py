@@ -1,0 +1,251 @@
+"""Warnings after a Markov chain fit whose draws should not be trusted yet.
+
+:func:`~pyromodels.core.run_nuts` and :func:`~pyromodels.core.run_gibbs` (and so
+``Model.fit(method="nuts" | "gibbs")`` and the estimators that fit through them) end by
+calling :func:`warn_sampling_problems`, which emits one :class:`SamplingWarning` listing every
+finding of :func:`sampling_findings`; ``diagnostic_warnings=False`` on the engine silences it.
+The HTML report shows the same findings (see :mod:`pyromodels.report.fit_warnings`).
+
+Thresholds:
+
+* R-hat above :data:`RHAT_LIMIT` (1.01), and a bulk or tail effective sample size (ESS) below
+  :data:`ESS_PER_CHAIN` (100) times the number of chains, as recommended by Vehtari, Gelman,
+  Simpson, Carpenter and Bürkner (2021), "Rank-normalization, folding, and localization: an
+  improved R-hat for assessing convergence of MCMC", Bayesian Analysis 16(2), Sec. 4. R-hat
+  compares chains: with one chain it is undefined and not checked (ESS is, per that chain);
+* any divergent transition of NUTS (the draws are then biased where the posterior curves
+  sharply);
+* an energy Bayesian fraction of missing information (E-BFMI) below :data:`BFMI_LIMIT` (0.3)
+  in any chain of NUTS (Betancourt 2016, "Diagnosing suboptimal cotangent disintegrations in
+  Hamiltonian Monte Carlo"): the momentum resampling moves the energy too little for the
+  sampler to explore the posterior's tails.
+
+R-hat and ESS are computed on the continuous sites. Where the posterior names its
+label-invariant sites (``attrs["label_invariant_sites"]``, set by samplers whose raw draws switch
+labels), only those are checked: per-component traces of a mixture that switches labels are
+meaningless by design.
+
+Example:
+    >>> import torch
+    >>> g = torch.Generator().manual_seed(0)
+    >>> post = Posterior(samples={"mu": torch.randn(2, 300, generator=g)}, method="nuts",
+    ...                  sample_stats={"diverging": torch.arange(600).reshape(2, 300) < 4})
+    >>> [f.kind for f in sampling_findings(post)]
+    ['divergences']
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..checks import check_bool
+from .posterior import Posterior, check_posterior  # noqa: F401 - Posterior: the doctest's
+
+__all__ = [
+    "RHAT_LIMIT",
+    "ESS_PER_CHAIN",
+    "BFMI_LIMIT",
+    "SamplingWarning",
+    "SamplingFinding",
+    "sampling_findings",
+    "warn_sampling_problems",
+    "diagnostic_sites",
+    "e_bfmi",
+]
+
+#: R-hat above this says the chains have not mixed (Vehtari et al. 2021)
+RHAT_LIMIT = 1.01
+#: an ESS below this times the number of chains is too small to trust (Vehtari et al. 2021)
+ESS_PER_CHAIN = 100
+#: an E-BFMI below this in a chain says NUTS explores the energy poorly (Betancourt 2016)
+BFMI_LIMIT = 0.3
+
+#: methods whose draws do not come from Markov chains
+_NOT_MCMC = ("em", "svi")
+
+
+class SamplingWarning(UserWarning):
+    """A Markov chain fit finished with diagnostics that say its draws are not yet reliable:
+    divergent transitions, R-hat above 1.01, a bulk or tail ESS below 100 per chain, or an
+    E-BFMI below 0.3. Silence it with ``diagnostic_warnings=False`` on the engine (or on
+    ``Model.fit``), or with ``warnings.filterwarnings("ignore", category=SamplingWarning)``."""
+
+
+@dataclass(frozen=True)
+class SamplingFinding:
+    """One problem of a Markov chain fit.
+
+    Attributes:
+        kind: ``"r_hat"``, ``"ess_bulk"``, ``"ess_tail"``, ``"divergences"`` or ``"bfmi"``.
+        message: a sentence saying what is wrong, where, and what to do.
+    """
+
+    kind: str
+    message: str
+
+
+def diagnostic_sites(posterior) -> list[str]:
+    """The sites whose R-hat and ESS are checked: the continuous (floating) sites, restricted
+    to ``attrs["label_invariant_sites"]`` when the posterior names them."""
+    posterior = check_posterior(posterior)
+    sites = [k for k, v in posterior.samples.items() if v.is_floating_point()]
+    invariant = posterior.attrs.get("label_invariant_sites")
+    if invariant is not None:
+        sites = [k for k in sites if k in set(invariant)]
+    return sites
+
+
+def e_bfmi(energy) -> torch.Tensor:
+    """Energy Bayesian fraction of missing information of each chain,
+    ``sum_t (E_t - E_{t-1})^2 / sum_t (E_t - mean E)^2``.
+
+    Args:
+        energy: the Hamiltonian of each draw, ``(chain, draw)``.
+
+    Returns:
+        ``float64`` tensor ``(chain,)``; NaN for a chain with constant energy.
+
+    Example:
+        >>> e_bfmi(torch.tensor([[0.0, 1.0, 0.0, 1.0]])).tolist()
+        [3.0]
+    """
+    energy = torch.as_tensor(energy).detach().double().cpu()
+    if energy.dim() != 2 or energy.shape[1] < 2:
+        raise ValueError(f"energy must be (chain, draw) with draw >= 2, got {tuple(energy.shape)}")
+    steps = energy.diff(dim=1).square().sum(1)
+    spread = (energy - energy.mean(1, keepdim=True)).square().sum(1)
+    return steps / spread
+
+
+def _is_mcmc(posterior) -> bool:
+    return posterior.method not in _NOT_MCMC and posterior.num_draws > 1
+
+
+def _diagnostics_table(posterior, sites: list[str]) -> pd.DataFrame:
+    """Bulk and tail ESS (and R-hat with two chains or more) of every scalar component of
+    ``sites``, one row each, labelled as ArviZ's summary labels them."""
+    import arviz as az  # loaded on use, so that importing pyromodels stays light
+
+    arrays = {k: posterior.samples[k].detach().double().cpu().numpy() for k in sites}
+    data = az.from_dict(posterior=arrays).posterior
+    stats = {f"ess_{m}": az.ess(data, method=m) for m in ("bulk", "tail")}
+    if posterior.num_chains > 1:
+        stats["r_hat"] = az.rhat(data)
+    rows = {}
+    for site in sites:
+        values = {col: np.asarray(ds[site].values, dtype=np.float64) for col, ds in stats.items()}
+        for index in np.ndindex(*posterior.samples[site].shape[2:]):
+            label = f"{site}[{', '.join(map(str, index))}]" if index else site
+            rows[label] = {col: float(v[index]) for col, v in values.items()}
+    return pd.DataFrame.from_dict(rows, orient="index", columns=list(stats))
+
+
+def _worst(table: pd.DataFrame, column: str, largest: bool) -> tuple[str, float] | None:
+    values = pd.to_numeric(table[column], errors="coerce").dropna() if column in table else None
+    if values is None or values.empty:
+        return None
+    label = values.idxmax() if largest else values.idxmin()
+    return str(label), float(values[label])
+
+
+def _convergence(table: pd.DataFrame, num_chains: int) -> list[SamplingFinding]:
+    found = []
+    worst = _worst(table, "r_hat", largest=True)
+    if worst is not None and worst[1] > RHAT_LIMIT:
+        bad = int((pd.to_numeric(table["r_hat"], errors="coerce") > RHAT_LIMIT).sum())
+        found.append(SamplingFinding("r_hat", (
+            f"R-hat (potential scale reduction) reaches {worst[1]:.2f} at {worst[0]}: "
+            f"{bad} of {len(table)} quantities are above {RHAT_LIMIT}, so the chains disagree "
+            "and have not reached one distribution (they may sit at different, possibly "
+            "label-switched, modes). Run longer chains or check the trace plot; do not trust "
+            "these estimates yet.")))
+    need = ESS_PER_CHAIN * num_chains
+    for kind in ("bulk", "tail"):
+        worst = _worst(table, f"ess_{kind}", largest=False)
+        if worst is not None and worst[1] < need:
+            found.append(SamplingFinding(f"ess_{kind}", (
+                f"the effective sample size (ESS, {kind}) falls to {worst[1]:.0f} at "
+                f"{worst[0]}: below {need} ({ESS_PER_CHAIN} per chain), too few independent "
+                f"draws for reliable {'means' if kind == 'bulk' else 'intervals'}. Draw more "
+                "samples or improve mixing.")))
+    return found
+
+
+def _divergences(diverging) -> list[SamplingFinding]:
+    diverging = torch.as_tensor(diverging)
+    count = int(diverging.sum())
+    if count <= 0:
+        return []
+    return [SamplingFinding("divergences", (
+        f"{count} of {diverging.numel()} transitions diverged (NUTS): the draws are biased "
+        "where the posterior curves sharply; raise the target acceptance probability or "
+        "reparametrise the model."))]
+
+
+def _bfmi(energy) -> list[SamplingFinding]:
+    values = e_bfmi(energy)
+    low = [(c, float(v)) for c, v in enumerate(values) if float(v) < BFMI_LIMIT]
+    if not low:
+        return []
+    chains = ", ".join(f"chain {c}: {v:.2f}" for c, v in low)
+    return [SamplingFinding("bfmi", (
+        f"the energy Bayesian fraction of missing information (E-BFMI) is below {BFMI_LIMIT} "
+        f"({chains}): NUTS moves through the energy levels too slowly to explore the "
+        "posterior's tails. Reparametrise the model (for example non-centred) or check the "
+        "energy plot."))]
+
+
+def sampling_findings(posterior) -> list[SamplingFinding]:
+    """The problems of a Markov chain fit, by the thresholds of this module: R-hat (two chains
+    or more) and bulk/tail ESS of :func:`diagnostic_sites`, divergences
+    (``sample_stats["diverging"]``) and E-BFMI (``sample_stats["energy"]``).
+
+    Args:
+        posterior: a :class:`~pyromodels.core.Posterior`.
+
+    Returns:
+        A list of :class:`SamplingFinding`, empty for a clean fit and for fits whose draws do
+        not come from Markov chains (``method`` ``"em"`` or ``"svi"``, or a single draw).
+    """
+    posterior = check_posterior(posterior)
+    if not _is_mcmc(posterior):
+        return []
+    found = []
+    diverging = posterior.sample_stats.get("diverging")
+    if diverging is not None:
+        found += _divergences(diverging)
+    sites = diagnostic_sites(posterior)
+    if sites:
+        found += _convergence(_diagnostics_table(posterior, sites), posterior.num_chains)
+    energy = posterior.sample_stats.get("energy")
+    if energy is not None:
+        found += _bfmi(energy)
+    return found
+
+
+def warn_sampling_problems(posterior, enabled: bool = True):
+    """Emit one :class:`SamplingWarning` listing :func:`sampling_findings` of ``posterior``
+    (none when they are empty or ``enabled`` is false) and return ``posterior``. Called by an
+    engine as its last step, it attributes the warning to the engine's caller (the engine runs
+    inside :func:`~pyromodels.core.threads.with_fit_threads`).
+
+    Args:
+        posterior: a :class:`~pyromodels.core.Posterior`.
+        enabled: ``False`` skips the checks (an engine's ``diagnostic_warnings``).
+
+    Raises:
+        TypeError: when ``enabled`` is not a bool.
+    """
+    if check_bool(enabled, "diagnostic_warnings"):
+        found = sampling_findings(posterior)
+        if found:
+            lines = "\n".join(f"- {f.message}" for f in found)
+            warnings.warn(f"the {posterior.method} fit may not have converged "
+                          f"(diagnostic_warnings=False silences this):\n{lines}",
+                          SamplingWarning, stacklevel=4)  # the engine's caller
+    return posterior
