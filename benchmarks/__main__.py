@@ -18,9 +18,11 @@ import argparse
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
 
 from pyromodels.checks import check_int
+from pyromodels.core.diagnostic_warnings import SamplingWarning
 
 from .harness import (
     bench_device,
@@ -62,7 +64,9 @@ def main(argv=None) -> int:
     print(f"{len(cases)} case(s) on {device} with {args.threads} thread(s); writing {args.out}", flush=True)
     failed = []
     start = time.perf_counter()
-    with limit_threads(args.threads), args.out.open("w") as fh:
+    with limit_threads(args.threads), args.out.open("w") as fh, warnings.catch_warnings():
+        # timed chains are short on purpose: their sampling diagnostics are not the point
+        warnings.simplefilter("ignore", SamplingWarning)
         env = environment(device)
         for case in cases:
             rec = run_case(case, device, env)
