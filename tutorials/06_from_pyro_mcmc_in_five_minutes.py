@@ -24,7 +24,8 @@
 #    `run_svi(model, None, sigma, y=y, ...)`;
 # 3. get the full `InferenceData` (posterior, log-likelihood, observed data, posterior
 #    predictive) and use it with `az.loo` and `az.plot_ppc`;
-# 4. see the `SamplingWarning` that the centred version raises, and how to silence it.
+# 4. see the `SamplingWarning` that the centred version raises, and how to silence it;
+# 5. fit a Poisson change-point model whose change year is discrete and summed out by NUTS.
 #
 # **Prerequisites.** Pyro's `pyro.sample`, `pyro.plate` and `MCMC`. The guide
 # [using with plain Pyro](../guides/using-with-plain-pyro.md) has the details.
@@ -40,6 +41,7 @@ import os
 import warnings
 
 import arviz as az
+import matplotlib.pyplot as plt
 import pyro
 import pyro.distributions as dist
 import torch
@@ -184,6 +186,52 @@ with warnings.catch_warnings(record=True) as caught:
     run_nuts(eight_schools_centred, sigma, y=y, diagnostic_warnings=False, **centred_settings)
 print("SamplingWarnings with diagnostic_warnings=False:",
       sum(issubclass(w.category, SamplingWarning) for w in caught))
+
+# %% [markdown]
+# ## A discrete latent: a Poisson change point
+#
+# Yearly counts whose rate drops from `early` to `late` in an unknown year `switch`. With
+# `pyro.infer.MCMC` you would enumerate `switch` yourself or leave it out of NUTS. Mark it
+# `infer={"enumerate": "parallel"}` and `run_nuts` sums it out exactly while sampling the rates,
+# then draws `switch` from its conditional posterior given each draw, so it comes back with the
+# other sites, shaped `(chain, draw)`.
+
+# %%
+years = 60
+gen = torch.Generator().manual_seed(3)
+counts = torch.poisson(torch.where(torch.arange(years) < 24, 4.0, 1.0), generator=gen)
+
+
+def change_point(counts):
+    n = counts.shape[0]
+    early = pyro.sample("early", dist.Exponential(0.5))
+    late = pyro.sample("late", dist.Exponential(0.5))
+    switch = pyro.sample("switch", dist.Categorical(logits=torch.zeros(n)),
+                         infer={"enumerate": "parallel"})
+    with pyro.plate("years", n):
+        # `switch` broadcasts against the years, enumerated or not
+        rate = torch.where(torch.arange(n) < switch, early, late)
+        return pyro.sample("counts", dist.Poisson(rate), obs=counts)
+
+
+cp = run_nuts(change_point, counts, num_samples=size(1000, 30), num_warmup=size(500, 30),
+              num_chains=size(4, 2), seed=0, progress=False, diagnostic_warnings=not SMOKE_TEST)
+print({name: tuple(cp[name].shape) for name in ("early", "late", "switch")})
+print(f"posterior mean rates: early {float(cp.mean('early')):.2f}, "
+      f"late {float(cp.mean('late')):.2f}")
+print(f"simulated with rates 4 and 1 and the switch in year 24; the counts average "
+      f"{float(counts[:24].mean()):.2f} before it and {float(counts[24:].mean()):.2f} after")
+
+# %%
+switch_prob = torch.bincount(cp["switch"].flatten(), minlength=years) / cp["switch"].numel()
+fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 4.5), sharex=True)
+top.bar(range(years), counts.numpy(), color="grey")
+top.set_ylabel("count")
+top.set_title("yearly counts and the posterior of the change point")
+bottom.bar(range(years), switch_prob.numpy())
+bottom.set_xlabel("year")
+bottom.set_ylabel("P(switch = year)")
+show(fig)
 
 # %% [markdown]
 # ## Where next
