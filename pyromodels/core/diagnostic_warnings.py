@@ -36,6 +36,7 @@ Example:
 
 from __future__ import annotations
 
+import sys
 import warnings
 from dataclasses import dataclass
 
@@ -231,8 +232,8 @@ def sampling_findings(posterior) -> list[SamplingFinding]:
 def warn_sampling_problems(posterior, enabled: bool = True):
     """Emit one :class:`SamplingWarning` listing :func:`sampling_findings` of ``posterior``
     (none when they are empty or ``enabled`` is false) and return ``posterior``. Called by an
-    engine as its last step, it attributes the warning to the engine's caller (the engine runs
-    inside :func:`~pyromodels.core.threads.with_fit_threads`).
+    engine as its last step, it attributes the warning to the first caller outside pyromodels
+    (the user's line, whether it called an engine, ``Model.fit`` or an estimator).
 
     Args:
         posterior: a :class:`~pyromodels.core.Posterior`.
@@ -247,5 +248,14 @@ def warn_sampling_problems(posterior, enabled: bool = True):
             lines = "\n".join(f"- {f.message}" for f in found)
             warnings.warn(f"the {posterior.method} fit may not have converged "
                           f"(diagnostic_warnings=False silences this):\n{lines}",
-                          SamplingWarning, stacklevel=4)  # the engine's caller
+                          SamplingWarning, stacklevel=_caller_level())
     return posterior
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame, above this module's caller, whose code is not
+    pyromodels' (counted as :func:`warnings.warn` counts, 1 being the caller of ``warn``)."""
+    frame, level = sys._getframe(2), 2  # the caller of warn_sampling_problems
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "pyromodels":
+        frame, level = frame.f_back, level + 1
+    return level if frame is not None else 1

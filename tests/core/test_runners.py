@@ -215,3 +215,16 @@ def test_run_gibbs_warns_about_its_diagnostics_unless_told_not_to():
         run_gibbs(Coin(), FLIPS, num_samples=15, diagnostic_warnings=False, **settings)
         Coin().fit(FLIPS, method="gibbs", num_samples=15, diagnostic_warnings=False, **settings)
         run_gibbs(Coin(), FLIPS, num_samples=1000, **settings)
+
+
+def test_a_sampling_warning_names_the_users_line_not_the_librarys():
+    """Through an engine or through ``Model.fit``, the warning points at the line that asked
+    for the fit (warnings filters by module and the printed source line depend on it)."""
+    from pyromodels.core import SamplingWarning
+
+    settings = dict(num_warmup=0, num_chains=2, num_samples=15, seed=0, progress=False)
+    for fit in (lambda: run_gibbs(Coin(), FLIPS, **settings),
+                lambda: Coin().fit(FLIPS, method="gibbs", **settings)):
+        with pytest.warns(SamplingWarning) as record:
+            fit()
+        assert record[0].filename == __file__
