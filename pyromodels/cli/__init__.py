@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import warnings
 
 from .. import registry
 from .commands import cmd_demo, cmd_list, cmd_report, cmd_reproduce
@@ -54,6 +55,12 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning on standard error as one line, ``pyromodels: warning: <message>``, as the
+    command reports errors (Python's form names a library line the user never wrote)."""
+    print(f"pyromodels: warning: {_one_line(message)}", file=sys.stderr if file is None else file)
+
+
 def _run(argv: list[str] | None) -> int:
     registry.load_builtin()  # the declarations only: the parser offers their options
     parser = build_parser()
@@ -64,7 +71,9 @@ def _run(argv: list[str] | None) -> int:
     if args.verbose:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:  # each command checks --out once its arguments are checked, before any fit
-        return _COMMANDS[args.command](args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return _COMMANDS[args.command](args)
     except USER_ERRORS as exc:
         print(f"pyromodels: error: {_one_line(exc)}", file=sys.stderr)
         return 2
