@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from .bound import CallableModel, ModelArgs, takes_one_argument, unpacking
 from .hooks import ModelBase
 
-__all__ = ["engine_entry", "bind_model"]
+__all__ = ["engine_entry", "bind_model", "check_setting_clash"]
 
 _P = inspect.Parameter
 
@@ -98,15 +98,38 @@ def bind_model(engine: str, settings, leading: str | None, model, args: tuple, k
     return program, bound, chosen
 
 
-def _check_arguments(engine, settings, fn, sig, args, kwargs, chosen, model_kwargs) -> None:
-    named = {n for n, p in sig.parameters.items() if p.kind in (_P.POSITIONAL_OR_KEYWORD, _P.KEYWORD_ONLY)}
-    clash = sorted(named & set(chosen))
-    if clash and model_kwargs is None:
+def _keyword_names(sig) -> set[str]:
+    return {n for n, p in sig.parameters.items() if p.kind in (_P.POSITIONAL_OR_KEYWORD, _P.KEYWORD_ONLY)}
+
+
+def check_setting_clash(caller: str, fn, chosen, model_kwargs) -> None:
+    """Refuse a call that names a setting which is also an argument of the program ``fn``,
+    unless the model's keyword arguments come as ``model_kwargs`` (the module's rule).
+
+    Args:
+        caller: what the user called, for the message (``"run_nuts"``, ``"fit"``).
+        fn: the Pyro program.
+        chosen: the names of the settings the call passed.
+        model_kwargs: the call's ``model_kwargs`` (``None`` when not given).
+
+    Raises:
+        TypeError: a clash without ``model_kwargs``; the message says to pass them there.
+    """
+    sig = _signature(fn)
+    if sig is None or model_kwargs is not None:
+        return
+    clash = sorted(_keyword_names(sig) & set(chosen))
+    if clash:
         raise TypeError(
-            f"{engine}: {', '.join(clash)} is both a setting of {engine} and an argument of "
+            f"{caller}: {', '.join(clash)} is both a setting of {caller} and an argument of "
             f"{_program_name(fn)}{sig}; pass the model's keyword arguments as "
-            f"model_kwargs={{...}} (then {clash[0]}= is the engine's)"
+            f"model_kwargs={{...}} (then {clash[0]}= goes to {caller})"
         )
+
+
+def _check_arguments(engine, settings, fn, sig, args, kwargs, chosen, model_kwargs) -> None:
+    named = _keyword_names(sig)
+    check_setting_clash(engine, fn, chosen, model_kwargs)
     try:
         sig.bind(*args, **kwargs)
     except TypeError as exc:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from ..checks import check_in
 from .bound import takes_one_argument
+from .entry import check_setting_clash
 from .hooks import ModelBase
 
 __all__ = ["Model"]
@@ -34,8 +35,8 @@ class Model(ModelBase):
     the attributes and hooks).
     """
 
-    def fit(self, *args, method: str = "svi", **kwargs):
-        """Fit with one engine: ``"svi"``, ``"nuts"``, ``"gibbs"`` or ``"em"``.
+    def fit(self, *args, method: str | None = None, model_kwargs=None, **kwargs):
+        """Fit with one engine: ``"svi"`` (the default), ``"nuts"``, ``"gibbs"`` or ``"em"``.
 
         ``args`` and the keyword arguments that are not settings of the engine are the
         program's: ``fit(data)`` for ``model(self, data)``, ``fit(x, y=y)`` for
@@ -45,13 +46,26 @@ class Model(ModelBase):
         in every hook as they are; a program of several gets them as one
         :class:`~pyromodels.core.bound.ModelArgs` (``data.args``, ``data.kwargs``).
 
+        ``method`` and the engine's settings are reserved names: when the program has an
+        argument of the same name (``model(self, x, method=None)``, ``seed=``, ...), pass the
+        program's keyword arguments as ``model_kwargs={...}``; the keywords named like a
+        setting are then fit's.
+
         Returns a :class:`~pyromodels.core.Posterior`.
+
+        Raises:
+            TypeError: a keyword passed to fit that names both a setting (``method`` included)
+                and an argument of the program, without ``model_kwargs``.
         """
         from . import em, gibbs, nuts, svi
 
         engine_as_data = len(args) == 2 and isinstance(args[1], str) and args[1] in self.engines
         if engine_as_data and takes_one_argument(self.model):
             raise TypeError(f"fit takes the engine by keyword: fit(data, method={args[1]!r})")
+        given = set(kwargs) | ({"method"} if method is not None else set())
+        method = "svi" if method is None else method
         check_in(method, "method", self.engines)
         runner = {"svi": svi.run_svi, "nuts": nuts.run_nuts, "gibbs": gibbs.run_gibbs, "em": em.run_em}
-        return runner[method](self, *args, **kwargs)
+        run = runner[method]
+        check_setting_clash("fit", self.model, given & (run.settings | {"method"}), model_kwargs)
+        return run(self, *args, model_kwargs=model_kwargs, **kwargs)
