@@ -15,6 +15,9 @@ from collections import OrderedDict
 import torch
 from pyro.infer.mcmc.mcmc_kernel import MCMCKernel
 
+from .entry import bind_model
+from .gibbs import GibbsBlock, GibbsSweep
+from .hooks import ModelBase
 from .posterior import Posterior
 from .seeding import derive_seed, make_generator, resolve_seed
 
@@ -24,8 +27,17 @@ __all__ = ["GibbsKernel", "posterior_from_mcmc"]
 class GibbsKernel(MCMCKernel):
     """A pyromodels Gibbs sweep as a Pyro MCMC kernel.
 
+    The kernel takes a model the way :func:`~pyromodels.core.run_gibbs` does, and the
+    program's arguments the way Pyro's kernels do, from ``MCMC.run(*args, **kwargs)``: a
+    :class:`~pyromodels.core.Model` with ``init_state`` and ``gibbs_sweep`` hooks, or any Pyro
+    program (a plain callable) with its blocks, whose chains start from a draw of the prior and
+    whose blocks receive the arguments as one :class:`~pyromodels.core.bound.ModelArgs`.
+
     Args:
-        model: a model object with ``init_state`` and ``gibbs_sweep`` hooks.
+        model: a :class:`~pyromodels.core.Model`, or a Pyro program ``model(*args, **kwargs)``.
+        blocks: a :class:`~pyromodels.core.GibbsSweep` or a sequence of
+            :class:`~pyromodels.core.GibbsBlock`; needed for a plain callable, and replaces a
+            model's ``gibbs_sweep``.
         seed: base seed. Each chain's generator is seeded from ``seed``, the number of
             ``setup`` calls this kernel object has seen, and ``torch.initial_seed()``: chains
             run one after another differ by the counter, and chains run in worker processes
@@ -34,35 +46,60 @@ class GibbsKernel(MCMCKernel):
             (``pyro.set_rng_seed``) for reproducible multi-process runs.
         lp: whether ``logging()`` reports the log joint of the current state (costs one trace).
 
+    Raises:
+        TypeError: a plain callable without blocks; ``blocks`` that are not Gibbs blocks.
+        ModelSpecError: a model without the hooks the sweep needs.
+
     Example:
         >>> from pyro.infer import MCMC                                  # doctest: +SKIP
         >>> mcmc = MCMC(GibbsKernel(mixture, seed=0), num_samples=200, warmup_steps=100,
         ...             num_chains=2, mp_context="spawn")                 # doctest: +SKIP
         >>> mcmc.run(x)                                                   # doctest: +SKIP
+        >>> mcmc = MCMC(GibbsKernel(regression, [slope_block], seed=0),
+        ...             num_samples=200, warmup_steps=50)                 # doctest: +SKIP
+        >>> mcmc.run(x, y=y)                                              # doctest: +SKIP
     """
 
-    def __init__(self, model, seed: int | None = None, lp: bool = False):
-        model._require("init_state", "gibbs_sweep", engine="gibbs")
+    def __init__(self, model, blocks=None, *, seed: int | None = None, lp: bool = False):
+        is_model = isinstance(model, ModelBase)
+        if not is_model and not callable(model):
+            raise TypeError(f"model must be a Pyro callable or a pyromodels Model, "
+                            f"got {type(model).__name__}")
+        if blocks is not None and not isinstance(blocks, GibbsSweep):
+            if isinstance(blocks, GibbsBlock) or not isinstance(blocks, (list, tuple)):
+                raise TypeError(f"blocks must be a GibbsSweep or a list of GibbsBlock, "
+                                f"got {type(blocks).__name__}")
+            blocks = GibbsSweep(blocks)
+        if is_model:
+            model._require("init_state", *(("gibbs_sweep",) if blocks is None else ()),
+                           engine="gibbs")
+        elif blocks is None:
+            raise TypeError("GibbsKernel(model, blocks): a plain callable needs its Gibbs "
+                            "blocks after the model")
         self.pyromodel = model
-        self.model = model.model
+        self.model = model.model if is_model else model
+        self.blocks = blocks
         self.seed = resolve_seed(seed)
         self.lp = bool(lp)
         self.transforms = {}
         self._chain = -1
+        self._program = None
         self._data = None
         self._sweep = None
         self._generator = None
         self._initial = None
         self._dtypes: dict[str, torch.dtype] = {}
 
-    def setup(self, warmup_steps, data, *args, **kwargs):
+    def setup(self, warmup_steps, *args, **kwargs):
         self._chain += 1
-        self._data = self.pyromodel.prepare(data)
-        self._sweep = self.pyromodel.gibbs_sweep(self._data)
+        program, data, _ = bind_model("GibbsKernel", (), None, self.pyromodel, args, kwargs)
+        self._program = program
+        self._data = program.prepare(data)
+        self._sweep = self.blocks if self.blocks is not None else program.gibbs_sweep(self._data)
         self._generator = make_generator(
             derive_seed(self.seed, "chain", self._chain, torch.initial_seed())
         )
-        state = self.pyromodel.init_state(self._data, self._generator)
+        state = program.init_state(self._data, self._generator)
         self._sweep.check_covers(state)
         self._dtypes = {k: v.dtype for k, v in state.items()}
         self._initial = state
@@ -82,7 +119,7 @@ class GibbsKernel(MCMCKernel):
     def logging(self):
         out = OrderedDict(chain=self._chain)
         if self.lp and self._initial is not None:
-            out["lp"] = f"{float(self.pyromodel.log_joint(self._data, self._initial)):.4g}"
+            out["lp"] = f"{float(self._program.log_joint(self._data, self._initial)):.4g}"
         return out
 
     def diagnostics(self):
@@ -94,28 +131,46 @@ class GibbsKernel(MCMCKernel):
         return tuple(k for k, d in self._dtypes.items() if not d.is_floating_point)
 
 
-def _bound_model(kernel):
-    """The pyromodels model behind ``kernel``: a :class:`GibbsKernel`'s, or the owner of the
-    bound ``model`` method that an HMC/NUTS kernel was built on (``NUTS(mixture.model)``)."""
-    found = getattr(kernel, "pyromodel", None)
-    if found is None:
+def _bound_model(kernel, args: tuple, kwargs: dict):
+    """``(model, data)`` behind ``kernel`` and the arguments given to ``mcmc.run``: a set-up
+    :class:`GibbsKernel`'s program and prepared data; else the program the kernel was built
+    on, bound to the arguments as the engines bind them: the owner of a bound ``model`` method
+    (``NUTS(mixture.model)``), or a plain callable (``NUTS(regression)``). ``(None, None)``
+    where the kernel has no program (a ``potential_fn``) or the run no arguments."""
+    if getattr(kernel, "_program", None) is not None:
+        return kernel._program, kernel._data
+    target = getattr(kernel, "pyromodel", None)
+    if target is None:
         fn = getattr(kernel, "model", None)
         owner = getattr(fn, "__self__", None)
-        if owner is not None and callable(getattr(owner, "log_likelihood_pointwise", None)):
-            found = owner
-    return found
+        target = owner if isinstance(owner, ModelBase) else fn
+    if target is None or not callable(target) and not isinstance(target, ModelBase) or (
+            not args and not kwargs):
+        return None, None
+    program, data, _ = bind_model("posterior_from_mcmc", (), None, target, args, kwargs)
+    return program, data
 
 
 def posterior_from_mcmc(mcmc, kernel: GibbsKernel | None = None, data=None) -> Posterior:
     """A :class:`Posterior` from a finished ``pyro.infer.MCMC`` run, integer sites restored.
 
     Works for a :class:`GibbsKernel` run and for Pyro's own ``NUTS`` / ``HMC`` built on a
-    model's bound program (``NUTS(mixture.model)``). For a :class:`GibbsKernel` the integer
-    sites are cast back from the driver's floats. The model and ``data`` (default: the data the
-    kernel was set up with, or the first argument given to ``mcmc.run``) are kept on the result,
-    so that :meth:`Posterior.to_inference_data` adds the marginal pointwise
-    ``log_likelihood`` group, as for the library's own fits (``arviz.from_pyro`` leaves it out
-    for models with enumerated sites).
+    model's bound program (``NUTS(mixture.model)``) or on any Pyro program
+    (``NUTS(regression)``, run as ``mcmc.run(x, y=y)``). For a :class:`GibbsKernel` the integer
+    sites are cast back from the driver's floats. The model and its data are kept on the
+    result, so that :meth:`Posterior.to_inference_data` builds the full ``InferenceData`` as
+    for the library's own fits: the marginal pointwise ``log_likelihood`` group
+    (``arviz.from_pyro`` leaves it out for models with enumerated sites), the observed and
+    constant data, and on request the predictive groups. A program's arguments are the ones
+    given to ``mcmc.run``, bound as the engines bind them (one
+    :class:`~pyromodels.core.bound.ModelArgs` for a plain callable, see
+    :mod:`pyromodels.core.entry`).
+
+    Args:
+        mcmc: a ``pyro.infer.MCMC`` after ``run``.
+        kernel: its kernel (default ``mcmc.kernel``).
+        data: the model's data, overriding the ones read from the run (for a
+            :class:`~pyromodels.core.Model` whose program takes one argument).
 
     Example:
         >>> from pyro.infer import MCMC, NUTS                              # doctest: +SKIP
@@ -124,10 +179,9 @@ def posterior_from_mcmc(mcmc, kernel: GibbsKernel | None = None, data=None) -> P
         >>> idata = posterior_from_mcmc(mcmc).to_inference_data()          # doctest: +SKIP
     """
     kernel = kernel if kernel is not None else mcmc.kernel
-    if data is None:
-        data = getattr(kernel, "_data", None)
-    if data is None and getattr(mcmc, "_args", None):
-        data = mcmc._args[0]
+    model, bound = _bound_model(kernel, tuple(getattr(mcmc, "_args", None) or ()),
+                                dict(getattr(mcmc, "_kwargs", None) or {}))
+    data = bound if data is None else data
     samples = mcmc.get_samples(group_by_chain=True)
     if isinstance(kernel, GibbsKernel):
         ints = set(kernel.integer_sites)
@@ -138,6 +192,6 @@ def posterior_from_mcmc(mcmc, kernel: GibbsKernel | None = None, data=None) -> P
         method="mcmc",
         diagnostics={k: v for k, v in diagnostics.items() if k in ("divergences",)},
         attrs={"inference_library": "pyromodels", "kernel": type(kernel).__name__},
-        model=_bound_model(kernel),
+        model=model,
         data=data,
     )
