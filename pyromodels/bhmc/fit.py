@@ -45,6 +45,7 @@ import torch
 
 from ..checks import as_float_tensor, check_bool, check_in, check_int, check_positive
 from ..core.checkpoint import Checkpointer, read_checkpoint
+from ..core.diagnostic_warnings import warn_sampling_problems
 from ..core.posterior import Posterior, make_attrs
 from ..core.progress import progress_bar
 from ..core.seeding import derive_seed, make_generator, resolve_seed
@@ -120,7 +121,7 @@ def fit_bhmc(model, data, method: str = "gibbs", C=None, eps0: float | None = No
              num_warmup: int = 200, num_samples: int = 500, num_chains: int = 2,
              seed: int | None = None, progress: bool = True, paper_literal: bool = False,
              device=None, checkpoint=None, checkpoint_every: int | None = None,
-             resume=None) -> Posterior:
+             resume=None, diagnostic_warnings: bool = True) -> Posterior:
     r"""Run ``num_chains`` chains of BHMC, or of RBHMC when ``C`` is given.
 
     Args:
@@ -142,6 +143,11 @@ def fit_bhmc(model, data, method: str = "gibbs", C=None, eps0: float | None = No
             ``KeyboardInterrupt``) to the file ``checkpoint``; continue the run saved in the
             file ``resume`` (same model class, seed, data and settings), which then ends
             exactly as the uninterrupted run (see :mod:`pyromodels.bhmc.resume`).
+        diagnostic_warnings: after the fit, emit a
+            :class:`~pyromodels.core.SamplingWarning` when R-hat or the effective sample size
+            of the label-invariant draws (``cdl``, ``rcdl``, ``num_leaves``,
+            ``nodes_per_level``) says they are not yet reliable (see
+            :mod:`pyromodels.core.diagnostic_warnings`); ``False`` silences it.
 
     Returns:
         :class:`~pyromodels.core.Posterior` (``method="gibbs"``; see the module doc). ``params``:
@@ -171,6 +177,7 @@ def fit_bhmc(model, data, method: str = "gibbs", C=None, eps0: float | None = No
     eps0 = check_positive(1.0 if eps0 is None else eps0, "eps0", strict=False)
     paper_literal = check_bool(paper_literal, "paper_literal")
     progress = check_bool(progress, "progress")
+    diagnostic_warnings = check_bool(diagnostic_warnings, "diagnostic_warnings")
     if device is not None and torch.device(device).type != "cpu":
         raise ValueError(f"device must be the CPU (the samplers are sequential), got {device}")
     prior = model.prior
@@ -211,6 +218,8 @@ def fit_bhmc(model, data, method: str = "gibbs", C=None, eps0: float | None = No
                        C=float("nan") if C is None else C, eps0=eps0,
                        paper_literal=int(paper_literal), num_warmup=warm,
                        label_invariant_sites=list(samples))
-    return Posterior(samples=samples, method="gibbs",
-                     sample_stats={"lp": samples[criterion].clone(), "acceptance_rate": accept},
-                     params=params, diagnostics=diagnostics, attrs=attrs, model=model, data=x)
+    return warn_sampling_problems(Posterior(
+        samples=samples, method="gibbs",
+        sample_stats={"lp": samples[criterion].clone(), "acceptance_rate": accept},
+        params=params, diagnostics=diagnostics, attrs=attrs, model=model, data=x,
+    ), diagnostic_warnings)

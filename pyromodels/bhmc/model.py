@@ -225,7 +225,8 @@ class BHMC(Model):
     def fit(self, data, method: str = "gibbs", **kwargs):
         """Fit BHMC, or RBHMC with ``C=...``, by :func:`~pyromodels.bhmc.fit.fit_bhmc`
         (``C``, ``eps0``, ``num_warmup``, ``num_samples``, ``num_chains``, ``seed``,
-        ``progress``, ``paper_literal``, ``device``); returns a
+        ``progress``, ``paper_literal``, ``device``, ``diagnostic_warnings``: ``False``
+        silences the :class:`~pyromodels.core.SamplingWarning` after the chains); returns a
         :class:`~pyromodels.core.Posterior` of label-invariant draws and the best tree."""
         from .fit import fit_bhmc
 

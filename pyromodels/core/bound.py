@@ -131,7 +131,8 @@ class CallableModel(ModelBase):
         self.fn = fn
         self.owner = owner
         if owner is not None:
-            for name in ("discrete_sites", "max_plate_nesting", "engines", "em_monotone"):
+            for name in ("discrete_sites", "max_plate_nesting", "engines", "em_monotone",
+                         "label_switched_sites"):
                 setattr(self, name, getattr(owner, name))
             if callable(getattr(owner, "guide", None)):
                 self.guide = unpacking(owner.guide)

@@ -20,10 +20,24 @@ Thresholds:
   Hamiltonian Monte Carlo"): the momentum resampling moves the energy too little for the
   sampler to explore the posterior's tails.
 
-R-hat and ESS are computed on the continuous sites. Where the posterior names its
-label-invariant sites (``attrs["label_invariant_sites"]``, set by samplers whose raw draws switch
-labels), only those are checked: per-component traces of a mixture that switches labels are
-meaningless by design.
+R-hat and ESS are computed on the continuous sites, with one rule for label switching. A
+mixture's posterior is symmetric under renaming its components, so a sampler that mixes, or
+chains that start apart, hold the same components under different names: per-component traces
+(weights, means, cluster labels) then disagree by design and their R-hat says nothing. So:
+
+* a model declares the sites whose component axis its symmetry permutes,
+  ``label_switched_sites`` (``GaussianMixtureModel``: ``weights``, ``locs``, ``precisions``,
+  ``z``); the engines record them in ``attrs["label_switched_sites"]``
+  (:func:`label_switch_attrs`), and those sites are not checked. The warning says so, once,
+  in one line; :func:`pyromodels.diagnostics.relabel` aligns the labels and drops the
+  relabelled sites from that list, so a relabelled fit is checked in full;
+* a sampler that records label-invariant quantities instead (the number of clusters, a
+  concentration, a log joint; ``attrs["label_invariant_sites"]``, as the DP mixture and BHMC
+  samplers do) has only those checked, whatever their dtype (counts are integers);
+* a fit left with no site to check (every draw a discrete label, or every continuous site
+  label-switched, as in a mixture's Gibbs fit) has its log joint ``sample_stats["lp"]``
+  checked instead, at the draws where every chain recorded it: it does not depend on the
+  labels' names and moves with the chain's state.
 
 Example:
     >>> import torch
@@ -56,6 +70,7 @@ __all__ = [
     "sampling_findings",
     "warn_sampling_problems",
     "diagnostic_sites",
+    "label_switch_attrs",
     "e_bfmi",
 ]
 
@@ -91,14 +106,43 @@ class SamplingFinding:
 
 
 def diagnostic_sites(posterior) -> list[str]:
-    """The sites whose R-hat and ESS are checked: the continuous (floating) sites, restricted
-    to ``attrs["label_invariant_sites"]`` when the posterior names them."""
+    """The sites whose R-hat and ESS are checked: the continuous (floating) sites but those in
+    ``attrs["label_switched_sites"]``; or, when the posterior names its label-invariant sites
+    (``attrs["label_invariant_sites"]``), those, whatever their dtype."""
     posterior = check_posterior(posterior)
-    sites = [k for k, v in posterior.samples.items() if v.is_floating_point()]
     invariant = posterior.attrs.get("label_invariant_sites")
     if invariant is not None:
-        sites = [k for k in sites if k in set(invariant)]
-    return sites
+        return [k for k in posterior.samples if k in set(invariant)]
+    switched = set(posterior.attrs.get("label_switched_sites", ()))
+    return [k for k, v in posterior.samples.items()
+            if v.is_floating_point() and k not in switched]
+
+
+def label_switch_attrs(model) -> dict:
+    """``{"label_switched_sites": [...]}`` from the model's ``label_switched_sites`` (``{}``
+    when it declares none): what an engine adds to its fit's ``attrs``.
+
+    Example:
+        >>> class Mixture:
+        ...     label_switched_sites = ("weights", "z")
+        >>> label_switch_attrs(Mixture()), label_switch_attrs(object())
+        ({'label_switched_sites': ['weights', 'z']}, {})
+    """
+    sites = getattr(model, "label_switched_sites", ()) or ()
+    return {"label_switched_sites": list(sites)} if sites else {}
+
+
+def _switched_note(posterior) -> str | None:
+    """The one line saying which sites were left out as label-switched (``None``: none)."""
+    switched = set(posterior.attrs.get("label_switched_sites", ()))
+    if posterior.attrs.get("label_invariant_sites") is not None or not switched:
+        return None
+    skipped = [k for k in posterior.samples if k in switched]
+    if not skipped:
+        return None
+    return (f"not checked: {', '.join(skipped)}, which the model declares label-switched (its "
+            "components may swap names within and between chains, so their per-component "
+            "draws need not agree); pyromodels.diagnostics.relabel aligns them for a check.")
 
 
 def e_bfmi(energy) -> torch.Tensor:
@@ -127,23 +171,35 @@ def _is_mcmc(posterior) -> bool:
     return posterior.method not in _NOT_MCMC and posterior.num_draws > 1
 
 
-def _diagnostics_table(posterior, sites: list[str]) -> pd.DataFrame:
-    """Bulk and tail ESS (and R-hat with two chains or more) of every scalar component of
-    ``sites``, one row each, labelled as ArviZ's summary labels them."""
+def _diagnostics_table(draws: dict, num_chains: int) -> pd.DataFrame:
+    """Bulk and tail ESS (and R-hat with two chains or more) of every scalar component of the
+    ``(chain, draw, ...)`` tensors ``draws``, one row each, labelled as ArviZ's summary labels
+    them."""
     import arviz as az  # loaded on use, so that importing pyromodels stays light
 
-    arrays = {k: posterior.samples[k].detach().double().cpu().numpy() for k in sites}
+    arrays = {k: v.detach().double().cpu().numpy() for k, v in draws.items()}
     data = az.from_dict(posterior=arrays).posterior
     stats = {f"ess_{m}": az.ess(data, method=m) for m in ("bulk", "tail")}
-    if posterior.num_chains > 1:
+    if num_chains > 1:
         stats["r_hat"] = az.rhat(data)
     rows = {}
-    for site in sites:
+    for site, tensor in draws.items():
         values = {col: np.asarray(ds[site].values, dtype=np.float64) for col, ds in stats.items()}
-        for index in np.ndindex(*posterior.samples[site].shape[2:]):
+        for index in np.ndindex(*tensor.shape[2:]):
             label = f"{site}[{', '.join(map(str, index))}]" if index else site
             rows[label] = {col: float(v[index]) for col, v in values.items()}
     return pd.DataFrame.from_dict(rows, orient="index", columns=list(stats))
+
+
+def _log_joint_draws(posterior) -> dict:
+    """``{"lp": (chain, draw)}``: the log joint at the draws where every chain recorded it
+    (a sampler with ``lp_every > 1`` leaves NaN between), or ``{}`` with fewer than 4."""
+    lp = posterior.sample_stats.get("lp")
+    if lp is None or lp.dim() != 2:
+        return {}
+    lp = lp.detach().double()
+    lp = lp[:, torch.isfinite(lp).all(0)]
+    return {"lp": lp} if lp.shape[1] >= 4 else {}
 
 
 def _worst(table: pd.DataFrame, column: str, largest: bool) -> tuple[str, float] | None:
@@ -203,7 +259,8 @@ def _bfmi(energy) -> list[SamplingFinding]:
 
 def sampling_findings(posterior) -> list[SamplingFinding]:
     """The problems of a Markov chain fit, by the thresholds of this module: R-hat (two chains
-    or more) and bulk/tail ESS of :func:`diagnostic_sites`, divergences
+    or more) and bulk/tail ESS of :func:`diagnostic_sites` (where none is left, of the log
+    joint ``sample_stats["lp"]``, which no relabelling changes), divergences
     (``sample_stats["diverging"]``) and E-BFMI (``sample_stats["energy"]``).
 
     Args:
@@ -221,8 +278,10 @@ def sampling_findings(posterior) -> list[SamplingFinding]:
     if diverging is not None:
         found += _divergences(diverging)
     sites = diagnostic_sites(posterior)
-    if sites:
-        found += _convergence(_diagnostics_table(posterior, sites), posterior.num_chains)
+    draws = ({k: posterior.samples[k] for k in sites} if sites
+             else _log_joint_draws(posterior))
+    if draws:
+        found += _convergence(_diagnostics_table(draws, posterior.num_chains), posterior.num_chains)
     energy = posterior.sample_stats.get("energy")
     if energy is not None:
         found += _bfmi(energy)
@@ -245,7 +304,8 @@ def warn_sampling_problems(posterior, enabled: bool = True):
     if check_bool(enabled, "diagnostic_warnings"):
         found = sampling_findings(posterior)
         if found:
-            lines = "\n".join(f"- {f.message}" for f in found)
+            note = _switched_note(posterior)
+            lines = "\n".join(f"- {m}" for m in [f.message for f in found] + [note] if m)
             warnings.warn(f"the {posterior.method} fit may not have converged "
                           f"(diagnostic_warnings=False silences this):\n{lines}",
                           SamplingWarning, stacklevel=_caller_level())

@@ -17,7 +17,7 @@ import torch
 from ..checks import check_bool, check_in, check_int
 from .checkpoint import chain_checkpoints, check_shapes
 from .device import resolve_device
-from .diagnostic_warnings import warn_sampling_problems
+from .diagnostic_warnings import label_switch_attrs, warn_sampling_problems
 from .entry import engine_entry
 from .posterior import Posterior, make_attrs, stack_chains
 from .progress import check_callbacks, progress_bar, run_callbacks
@@ -285,7 +285,8 @@ def run_gibbs(
         method="gibbs",
         sample_stats={"lp": torch.stack([v[:n] for v in lps])},
         diagnostics={"scan": sweep.scan, "blocks": [b.name for b in sweep.blocks]},
-        attrs=make_attrs("gibbs", seed, device, start, num_warmup=num_warmup, thin=thin),
+        attrs=make_attrs("gibbs", seed, device, start, num_warmup=num_warmup, thin=thin,
+                         **label_switch_attrs(model)),
         model=model,
         data=data,
     ), diagnostic_warnings)

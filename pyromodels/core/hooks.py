@@ -25,6 +25,10 @@ class ModelBase:
         max_plate_nesting: how many plates the program nests at most.
         engines: the fit methods this model supports.
         em_monotone: whether ``em_objective`` can never decrease under ``em_step``.
+        label_switched_sites: the sites whose component axis the posterior's symmetry
+            permutes (a mixture's weights, component parameters and labels): the engines
+            record them in a fit's ``attrs`` and the sampling warnings leave them out (see
+            :mod:`pyromodels.core.diagnostic_warnings`).
     """
 
     discrete_sites: tuple[str, ...] = ()
@@ -32,6 +36,8 @@ class ModelBase:
     engines: tuple[str, ...] = ("svi", "nuts")
     #: whether the EM objective can never decrease (False for ICM-based or approximate EM)
     em_monotone: bool = True
+    #: sites whose components can swap names between draws and chains (label switching)
+    label_switched_sites: tuple[str, ...] = ()
 
     def model(self, data):  # pragma: no cover - abstract
         """The generative story as a Pyro program."""

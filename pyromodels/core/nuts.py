@@ -20,7 +20,7 @@ from .checkpoint import (
     set_rng_states,
 )
 from .device import cuda_devices, resolve_device
-from .diagnostic_warnings import warn_sampling_problems
+from .diagnostic_warnings import label_switch_attrs, warn_sampling_problems
 from .entry import engine_entry
 from .enumeration import marginal_log_joint, sample_discrete
 from .posterior import Posterior, make_attrs
@@ -197,7 +197,8 @@ def run_nuts(
             "mean_accept_prob": stats["acceptance_rate"].mean(1).tolist(),
             "num_divergences": int(stats["diverging"].sum()),
         },
-        attrs=make_attrs("nuts", seed, device, start, num_warmup=num_warmup),
+        attrs=make_attrs("nuts", seed, device, start, num_warmup=num_warmup,
+                         **label_switch_attrs(model)),
         model=model,
         data=data,
     ), diagnostic_warnings)

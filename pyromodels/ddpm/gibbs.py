@@ -51,6 +51,7 @@ from ..bnp import (
     sequential_init,
 )
 from ..checks import check_bool, check_in, check_int, check_positive
+from ..core.diagnostic_warnings import warn_sampling_problems
 from ..core.posterior import Posterior, make_attrs, stack_chains
 from ..core.progress import progress_bar
 from ..core.seeding import derive_seed, make_generator, resolve_seed
@@ -107,7 +108,7 @@ def fit_gibbs(model, x: torch.Tensor, *, algorithm=3, num_samples: int = 200,
               init: str = "sequential", truncation: int = 50,
               alpha_prior: tuple[float, float] | None = None, backend: str = "auto",
               paper_literal: bool = False, progress: bool = True,
-              num_threads: int | None = None) -> Posterior:
+              num_threads: int | None = None, diagnostic_warnings: bool = True) -> Posterior:
     """Gibbs sampling of a :class:`~pyromodels.ddpm.DPMixture` (see the module doc).
 
     Args:
@@ -131,6 +132,10 @@ def fit_gibbs(model, x: torch.Tensor, *, algorithm=3, num_samples: int = 200,
         num_threads: CPU threads of the fit: ``None`` (default) chooses them for the data's
             size, never more than the caller's ``torch.get_num_threads()``; an integer
             ``>= 1`` fixes them (see :mod:`pyromodels.core.threads`).
+        diagnostic_warnings: after the fit, emit a
+            :class:`~pyromodels.core.SamplingWarning` when R-hat or the effective sample size
+            of the label-invariant draws (``num_clusters`` and ``alpha``) says they are not yet reliable (see
+            :mod:`pyromodels.core.diagnostic_warnings`); ``False`` silences it.
 
     Returns:
         A :class:`~pyromodels.core.Posterior` with ``method="gibbs"``: samples ``c``
@@ -156,6 +161,7 @@ def fit_gibbs(model, x: torch.Tensor, *, algorithm=3, num_samples: int = 200,
     check_bool(progress, "progress")
     check_in(backend, "backend", ("auto", "numba", "torch"))
     check_bool(paper_literal, "paper_literal")
+    diagnostic_warnings = check_bool(diagnostic_warnings, "diagnostic_warnings")
     opts = {"backend": backend, "paper_literal": paper_literal,
             "alpha_prior": _check_alpha_prior(alpha_prior)}
     seed = resolve_seed(seed)
@@ -188,7 +194,7 @@ def fit_gibbs(model, x: torch.Tensor, *, algorithm=3, num_samples: int = 200,
                            "alpha": torch.tensor(kept["alpha"], dtype=torch.float64)})
             lps.append(torch.tensor(lp, dtype=torch.float64))
     extra = {"truncation": truncation} if sampler == "blocked" else {}
-    return Posterior(
+    return warn_sampling_problems(Posterior(
         samples=stack_chains(chains),
         method="gibbs",
         sample_stats={"lp": torch.stack(lps)},
@@ -198,4 +204,4 @@ def fit_gibbs(model, x: torch.Tensor, *, algorithm=3, num_samples: int = 200,
                          label_invariant_sites=["num_clusters", "alpha"], **extra),
         model=model,
         data=x,
-    )
+    ), diagnostic_warnings)

@@ -330,7 +330,9 @@ class DPMixture(Model):
             method: ``"mcem"`` or ``"gibbs"``.
             **kwargs: for ``"gibbs"``: ``algorithm``, ``num_samples``, ``num_warmup``,
                 ``num_chains``, ``thin``, ``seed``, ``init``, ``truncation``,
-                ``alpha_prior``, ``backend``, ``paper_literal``, ``progress``; for
+                ``alpha_prior``, ``backend``, ``paper_literal``, ``progress``,
+                ``diagnostic_warnings`` (``False`` silences the
+                :class:`~pyromodels.core.SamplingWarning` after the chains); for
                 ``"mcem"``: ``settings`` (:class:`~pyromodels.ddpm.mcem.MCEMSettings`),
                 ``seed``, ``progress``, ``checkpoint``, ``checkpoint_every``, ``resume``.
 

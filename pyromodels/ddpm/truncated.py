@@ -166,6 +166,8 @@ class TruncatedDPMixture(Model):
     discrete_sites = ("c",)
     max_plate_nesting = 1
     engines = ("svi", "gibbs")
+    #: sites whose components swap names between draws and chains (no R-hat alarms on them)
+    label_switched_sites = ("v", "lam", "mu", "c")
     site_dims = {
         "v": ("stick",),
         "lam": ("component",),

@@ -87,6 +87,14 @@ def permute_components(values: torch.Tensor, perm: torch.Tensor, axis: int) -> t
     return torch.gather(values, axis, index)
 
 
+def _still_switched(attrs: dict, aligned) -> dict:
+    """``attrs["label_switched_sites"]`` without the sites that relabelling aligned (the
+    sampling checks then cover them; see :mod:`pyromodels.core.diagnostic_warnings`)."""
+    if "label_switched_sites" not in attrs:
+        return {}
+    return {"label_switched_sites": [s for s in attrs["label_switched_sites"] if s not in aligned]}
+
+
 def relabel(
     posterior,
     site: str = "z",
@@ -113,7 +121,8 @@ def relabel(
         A new :class:`Posterior` with ``samples[site]`` renamed and the component sites permuted
         consistently. ``sample_stats``, ``losses`` and ``params`` are carried over unchanged;
         ``diagnostics["relabel_permutations"]`` holds the ``(chain, draw, K)`` permutations
-        and ``attrs["relabelled_site"]`` the label site.
+        and ``attrs["relabelled_site"]`` the label site; the aligned sites leave
+        ``attrs["label_switched_sites"]``, so the sampling checks cover them again.
 
     Example:
         >>> import torch
@@ -173,6 +182,7 @@ def relabel(
         for axis in name_axes:
             values = permute_components(values, perms.to(values.device), axis)
         samples[name] = values
+    aligned = {site, *axes}
     return Posterior(
         samples=samples,
         method=posterior.method,
@@ -180,7 +190,7 @@ def relabel(
         losses=posterior.losses,
         params=dict(posterior.params),
         diagnostics={**posterior.diagnostics, "relabel_permutations": perms},
-        attrs={**posterior.attrs, "relabelled_site": site},
+        attrs={**posterior.attrs, "relabelled_site": site, **_still_switched(posterior.attrs, aligned)},
         model=posterior.model,
         data=posterior.data,
     )

@@ -85,6 +85,8 @@ class GaussianMixtureModel(Model):
     em_sites = ("weights", "locs", "precisions")
     #: component axis of each site, counted in the site's own shape (for relabelling)
     component_sites = {"weights": 0, "locs": 0, "precisions": 0}
+    #: sites whose components swap names between draws and chains (no R-hat alarms on them)
+    label_switched_sites = ("weights", "locs", "precisions", "z")
     #: names of each site's axes in ArviZ groups (see :func:`~pyromodels.core.to_inference_data`)
     site_dims = {
         "weights": ("component",),

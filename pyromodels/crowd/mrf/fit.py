@@ -91,7 +91,8 @@ def networked_em(table, graph, delta="M", *, confusion=None, prior=None, labels=
 
 def sample_labels(log_b, coupling, *, labels=None, num_samples: int = 1000,
                   num_warmup: int = 100, thin: int = 1, num_chains: int = 1,
-                  schedule: str = "colored", seed: int = 0, backend: str = "auto") -> Posterior:
+                  schedule: str = "colored", seed: int = 0, backend: str = "auto",
+                  diagnostic_warnings: bool = True) -> Posterior:
     r"""Gibbs draws of the labels from :math:`p(y \mid F, \Gamma) \propto e^{-E(y)}` (fixed
     confusions).
 
@@ -108,6 +109,10 @@ def sample_labels(log_b, coupling, *, labels=None, num_samples: int = 1000,
         schedule: ``"colored"`` or ``"sequential"``.
         seed: the fit's seed.
         backend: kernel backend for ``"sequential"``.
+        diagnostic_warnings: after the chains, emit a
+            :class:`~pyromodels.core.SamplingWarning` when R-hat or the effective sample size
+            of their log joint (the labels themselves are categorical) says the draws are not
+            yet reliable; ``False`` silences it.
 
     Returns:
         A :class:`~pyromodels.core.Posterior` whose ``samples["y"]`` is long
@@ -130,4 +135,5 @@ def sample_labels(log_b, coupling, *, labels=None, num_samples: int = 1000,
     return LabelPosterior().fit(data, init_labels=labels,
                                 schedule=schedule, backend=backend, num_samples=num_samples,
                                 num_warmup=num_warmup, thin=thin, num_chains=num_chains,
-                                seed=seed, progress=False)
+                                seed=seed, progress=False,
+                                diagnostic_warnings=diagnostic_warnings)
