@@ -27,6 +27,7 @@ import logging
 import pyro
 import torch
 from pyro import poutine
+from pyro.poutine.uncondition_messenger import UnconditionMessenger
 from pyro.poutine.util import site_is_subsample
 
 from ..checks import check_int
@@ -39,6 +40,29 @@ __all__ = ["observed_sites", "prior_draws", "posterior_predictive_draws"]
 _PARTICLES = "_pyromodels_predictive"
 
 
+class _ReleaseObserved(UnconditionMessenger):
+    """``poutine.uncondition`` for the data only: a ``pyro.deterministic`` site (an observed
+    ``Delta`` of a computed value, whose event shape is its value's whole shape) keeps its
+    value. Released, its ``Delta`` would be expanded by every plate around it, the particle
+    plate included: ``(draws, 8)`` values became ``(draws, 8, draws, 8)`` tensors, gigabytes
+    for a few thousand draws."""
+
+    def _pyro_sample(self, msg) -> None:
+        if not (msg["infer"] or {}).get("_deterministic"):
+            super()._pyro_sample(msg)
+
+
+def _release(fn):
+    return _ReleaseObserved()(fn)
+
+
+def _drawn(site) -> bool:
+    """Whether a trace node is a sample site the simulation draws (not a subsample site, not
+    a ``pyro.deterministic`` record)."""
+    return (site["type"] == "sample" and not site_is_subsample(site)
+            and not (site["infer"] or {}).get("_deterministic"))
+
+
 def _site_shapes(model, data, values: dict) -> dict[str, tuple[torch.Size, torch.Size]]:
     """``{site: (batch_shape, event_shape)}`` of every sample site of one trace with
     ``values`` (one draw of some sites) conditioned on."""
@@ -48,7 +72,7 @@ def _site_shapes(model, data, values: dict) -> dict[str, tuple[torch.Size, torch
     return {
         name: (site["fn"].batch_shape, site["fn"].event_shape)
         for name, site in tr.nodes.items()
-        if site["type"] == "sample" and not site_is_subsample(site)
+        if _drawn(site)
     }
 
 
@@ -73,7 +97,7 @@ def observed_sites(model, data) -> tuple[str, ...]:
     return tuple(
         name
         for name, site in tr.nodes.items()
-        if site["type"] == "sample" and site["is_observed"] and not site_is_subsample(site)
+        if _drawn(site) and site["is_observed"]
     )
 
 
@@ -94,7 +118,7 @@ def _simulate(model, data, num: int, values: dict) -> dict[str, torch.Tensor]:
             return model.model(d)
 
     # release the observed sites first, then fix the conditioned ones
-    fn = poutine.condition(poutine.uncondition(particle_model), data=reshaped)
+    fn = poutine.condition(_release(particle_model), data=reshaped)
     with poutine.block(), torch.no_grad():
         tr = poutine.trace(fn).get_trace(data)
     out = {}
@@ -119,11 +143,10 @@ def _simulate_draws(model, data, num: int, values: dict) -> dict[str, torch.Tens
 
 def _simulate_one(model, data, values: dict) -> dict[str, torch.Tensor]:
     """Every sample site of one unconditioned trace with one draw of ``values`` fixed."""
-    fn = poutine.condition(poutine.uncondition(model.model), data=values)
+    fn = poutine.condition(_release(model.model), data=values)
     with poutine.block(), torch.no_grad():
         tr = poutine.trace(fn).get_trace(data)
-    return {name: site["value"] for name, site in tr.nodes.items()
-            if site["type"] == "sample" and not site_is_subsample(site)}
+    return {name: site["value"] for name, site in tr.nodes.items() if _drawn(site)}
 
 
 def _format(model, data, values: dict) -> dict:
