@@ -179,9 +179,12 @@ def _diagnostics_table(draws: dict, num_chains: int) -> pd.DataFrame:
 
     arrays = {k: v.detach().double().cpu().numpy() for k, v in draws.items()}
     data = az.from_dict(posterior=arrays).posterior
-    stats = {f"ess_{m}": az.ess(data, method=m) for m in ("bulk", "tail")}
-    if num_chains > 1:
-        stats["r_hat"] = az.rhat(data)
+    # a constant quantity (a count of clusters that never moved) has no variance: its R-hat
+    # and ESS are NaN, which the checks skip, without NumPy's division warnings
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stats = {f"ess_{m}": az.ess(data, method=m) for m in ("bulk", "tail")}
+        if num_chains > 1:
+            stats["r_hat"] = az.rhat(data)
     rows = {}
     for site, tensor in draws.items():
         values = {col: np.asarray(ds[site].values, dtype=np.float64) for col, ds in stats.items()}

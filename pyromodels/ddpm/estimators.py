@@ -24,7 +24,7 @@ import dataclasses
 import torch
 
 from ..bnp import component_posterior, stick_log_weights
-from ..checks import check_in, check_int, check_positive
+from ..checks import check_bool, check_in, check_int, check_positive
 from ..core.estimator import MixtureClusterer
 from .gibbs import GIBBS_ALGORITHMS
 from .joint import isotropic_log_densities
@@ -51,7 +51,8 @@ class _IsotropicMixture(MixtureClusterer):
         return {"num_warmup": check_int(self.num_warmup, "num_warmup", minimum=0),
                 "num_samples": check_int(self.num_samples, "num_samples", minimum=1),
                 "num_chains": check_int(self.num_chains, "num_chains", minimum=1),
-                "progress": check_int(self.verbose, "verbose", minimum=0) > 0}
+                "progress": check_int(self.verbose, "verbose", minimum=0) > 0,
+                "diagnostic_warnings": check_bool(self.diagnostic_warnings, "diagnostic_warnings")}
 
     def _set_mixture(self, x, weights, means, precisions) -> None:
         """Keep the components that hold a training point; set the fitted attributes."""
@@ -93,6 +94,9 @@ class DPGaussianMixture(_IsotropicMixture):
         num_chains: chains.
         random_state: ``None``, an int, a ``numpy.random.RandomState`` or ``Generator``.
         verbose: ``> 0`` shows a progress bar.
+        diagnostic_warnings: ``False`` silences the :class:`~pyromodels.core.SamplingWarning`
+            that the Gibbs chains raise when their diagnostics say the draws are not yet
+            reliable.
 
     Attributes:
         weights_, means_, precisions_, covariances_, n_components_: the fitted mixture
@@ -113,7 +117,8 @@ class DPGaussianMixture(_IsotropicMixture):
     """
 
     def __init__(self, weight_concentration_prior=None, *, prior=None, algorithm=3,
-                 num_warmup=100, num_samples=100, num_chains=1, random_state=None, verbose=0):
+                 num_warmup=100, num_samples=100, num_chains=1, random_state=None, verbose=0,
+                 diagnostic_warnings=True):
         self.weight_concentration_prior = weight_concentration_prior
         self.prior = prior
         self.algorithm = algorithm
@@ -122,6 +127,7 @@ class DPGaussianMixture(_IsotropicMixture):
         self.num_chains = num_chains
         self.random_state = random_state
         self.verbose = verbose
+        self.diagnostic_warnings = diagnostic_warnings
 
     def _fit_mixture(self, x: torch.Tensor, seed: int) -> None:
         check_in(self.algorithm, "algorithm", tuple(GIBBS_ALGORITHMS))
@@ -161,6 +167,9 @@ class TruncatedDPGaussianMixture(_IsotropicMixture):
         num_chains: chains.
         random_state: ``None``, an int, a ``numpy.random.RandomState`` or ``Generator``.
         verbose: ``> 0`` shows a progress bar.
+        diagnostic_warnings: ``False`` silences the :class:`~pyromodels.core.SamplingWarning`
+            that the Gibbs chains raise when their diagnostics say the draws are not yet
+            reliable.
 
     Attributes:
         weights_, means_, precisions_, covariances_, n_components_: the fitted mixture
@@ -177,7 +186,8 @@ class TruncatedDPGaussianMixture(_IsotropicMixture):
     """
 
     def __init__(self, n_components=10, *, weight_concentration_prior=None, prior=None,
-                 num_warmup=100, num_samples=100, num_chains=1, random_state=None, verbose=0):
+                 num_warmup=100, num_samples=100, num_chains=1, random_state=None, verbose=0,
+                 diagnostic_warnings=True):
         self.n_components = n_components
         self.weight_concentration_prior = weight_concentration_prior
         self.prior = prior
@@ -186,6 +196,7 @@ class TruncatedDPGaussianMixture(_IsotropicMixture):
         self.num_chains = num_chains
         self.random_state = random_state
         self.verbose = verbose
+        self.diagnostic_warnings = diagnostic_warnings
 
     def _fit_mixture(self, x: torch.Tensor, seed: int) -> None:
         truncation = check_int(self.n_components, "n_components", minimum=1)

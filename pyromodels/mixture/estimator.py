@@ -16,7 +16,7 @@ import re
 
 import torch
 
-from ..checks import check_in, check_int, check_positive
+from ..checks import check_bool, check_in, check_int, check_positive
 from ..core.estimator import MixtureClusterer
 from ..diagnostics import relabel
 from .densities import component_log_density
@@ -61,6 +61,8 @@ class BayesianGaussianMixture(MixtureClusterer):
             (:func:`~pyromodels.checks.seed_from_random_state`; ``None`` draws a
             fresh seed, recorded as ``seed_``).
         verbose: ``> 0`` shows a progress bar.
+        diagnostic_warnings: ``False`` silences the :class:`~pyromodels.core.SamplingWarning`
+            of a Gibbs fit (``"gibbs"``) whose diagnostics say the draws are not yet reliable.
 
     Arguments are stored as given and checked at ``fit`` (scikit-learn's rule).
 
@@ -93,7 +95,8 @@ class BayesianGaussianMixture(MixtureClusterer):
     def __init__(self, n_components=1, *, weight_concentration_prior=None,
                  mean_precision_prior=None, mean_prior=None, degrees_of_freedom_prior=None,
                  covariance_prior=None, method="em", max_iter=100, tol=1e-6, n_init=1,
-                 num_warmup=200, num_samples=200, num_chains=1, random_state=None, verbose=0):
+                 num_warmup=200, num_samples=200, num_chains=1, random_state=None, verbose=0,
+                 diagnostic_warnings=True):
         self.n_components = n_components
         self.weight_concentration_prior = weight_concentration_prior
         self.mean_precision_prior = mean_precision_prior
@@ -109,6 +112,7 @@ class BayesianGaussianMixture(MixtureClusterer):
         self.num_chains = num_chains
         self.random_state = random_state
         self.verbose = verbose
+        self.diagnostic_warnings = diagnostic_warnings
 
     def _engine_options(self) -> dict:
         check_in(self.method, "method", METHODS)
@@ -120,7 +124,8 @@ class BayesianGaussianMixture(MixtureClusterer):
         return {"num_warmup": check_int(self.num_warmup, "num_warmup", minimum=0),
                 "num_samples": check_int(self.num_samples, "num_samples", minimum=1),
                 "num_chains": check_int(self.num_chains, "num_chains", minimum=1),
-                "progress": progress}
+                "progress": progress,
+                "diagnostic_warnings": check_bool(self.diagnostic_warnings, "diagnostic_warnings")}
 
     def _fit_mixture(self, x: torch.Tensor, seed: int) -> None:
         options = self._engine_options()

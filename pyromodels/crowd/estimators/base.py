@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ...checks import check_in, check_int, check_memory, check_positive, seed_from_random_state
+from ...checks import check_bool, check_in, check_int, check_memory, check_positive, seed_from_random_state
 from ...data.columns import LabelCodes, check_columns, item_column
 from ...data.idmaps import to_numpy
 from ..ds.array_em import working_dtype
@@ -228,7 +228,8 @@ class CrowdAggregator(EstimatorParams):
             return {**common, "max_iter": check_int(self.n_iter, "n_iter", minimum=0),
                     "tol": check_positive(self.tol, "tol", strict=False)}
         return {**common, "num_samples": self.num_samples, "num_warmup": self.num_warmup,
-                "num_chains": self.num_chains}
+                "num_chains": self.num_chains,
+                "diagnostic_warnings": check_bool(self.diagnostic_warnings, "diagnostic_warnings")}
 
     def _record_run(self, post) -> None:
         """``loss_history_``, ``n_iter_`` and ``converged_`` of an EM or sampling fit."""

@@ -93,6 +93,9 @@ class DawidSkeneEstimator(CrowdAggregator):
             chains (``method="gibbs"`` and ``"nuts"``); ``num_samples`` is also the number of
             guide draws for SVI.
         num_steps, lr: SVI optimisation steps and learning rate.
+        diagnostic_warnings: after a sampling fit (``method="gibbs"`` or ``"nuts"``), emit a
+            :class:`~pyromodels.core.SamplingWarning` when its diagnostics say the draws are
+            not yet reliable; ``False`` silences it.
         task, worker, label, classes, allow_repeats: as :class:`MajorityVote`.
         progress: show progress bars.
         device: ``"cpu"``, ``"cuda"`` or ``None`` (the CPU); results come back as pandas
@@ -144,7 +147,8 @@ class DawidSkeneEstimator(CrowdAggregator):
                       "initial_error_strategy": ("em",),
                       "em_floor": ("em",), "num_samples": ("gibbs", "nuts", "svi"),
                       "num_warmup": ("gibbs", "nuts"), "num_chains": ("gibbs", "nuts"),
-                      "num_steps": ("svi",), "lr": ("svi",)}
+                      "num_steps": ("svi",), "lr": ("svi",),
+                      "diagnostic_warnings": ("gibbs", "nuts")}
 
     def __init__(self, n_iter: int = 100, tol: float = 1e-5, method: str = "em",
                  update_prior: bool = True, seed: int | None = 0, *, random_state=None,
@@ -154,7 +158,7 @@ class DawidSkeneEstimator(CrowdAggregator):
                  num_warmup: int = 300, num_chains: int = 2, num_steps: int = 1500,
                  lr: float = 0.05, task: str = "task", worker: str = "worker",
                  label: str = "label", classes=None, allow_repeats: bool = False,
-                 progress: bool = False, device=None):
+                 progress: bool = False, device=None, diagnostic_warnings: bool = True):
         self.n_iter = n_iter
         self.tol = tol
         self.method = method
@@ -179,6 +183,7 @@ class DawidSkeneEstimator(CrowdAggregator):
         self.allow_repeats = allow_repeats
         self.progress = progress
         self.device = device
+        self.diagnostic_warnings = diagnostic_warnings
 
     def _model_args(self, table) -> dict:
         """The :class:`DawidSkene` arguments of a fit to ``table`` (an annotation table or

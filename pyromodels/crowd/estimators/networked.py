@@ -43,6 +43,9 @@ class NetworkedDawidSkeneEstimator(CrowdAggregator):
             ``seed`` (see :class:`DawidSkeneEstimator`).
         delta, confusion_concentration: the model's arguments (see
             :class:`~pyromodels.crowd.NetworkedDawidSkene`).
+        diagnostic_warnings: after a sampling fit (``method="gibbs"``), emit a
+            :class:`~pyromodels.core.SamplingWarning` when its diagnostics say the draws are
+            not yet reliable; ``False`` silences it.
         num_samples, num_warmup, num_chains: Gibbs draws kept per chain, warm-up sweeps and
             chains.
         task, worker, label: column names of ``df``.
@@ -65,7 +68,8 @@ class NetworkedDawidSkeneEstimator(CrowdAggregator):
     _fitted = ("labels_", "probas_", "table_", "graph_", "errors_", "confusions_",
                "loss_history_", "n_iter_", "converged_", "posterior_", "model_")
     _method_params = {"n_iter": ("em",), "tol": ("em",), "num_samples": ("gibbs",),
-                      "num_warmup": ("gibbs",), "num_chains": ("gibbs",)}
+                      "num_warmup": ("gibbs",), "num_chains": ("gibbs",),
+                      "diagnostic_warnings": ("gibbs",)}
 
     def __init__(self, n_iter: int = 100, tol: float = 1e-5, method: str = "em",
                  seed: int | None = 0, *, random_state=None, delta="M",
@@ -73,7 +77,7 @@ class NetworkedDawidSkeneEstimator(CrowdAggregator):
                  num_chains: int = 2, task: str = "task", worker: str = "worker",
                  label: str = "label", source: str = "source", target: str = "target",
                  classes=None, allow_repeats: bool = False, progress: bool = False,
-                 device=None):
+                 device=None, diagnostic_warnings: bool = True):
         self.n_iter = n_iter
         self.tol = tol
         self.method = method
@@ -93,6 +97,7 @@ class NetworkedDawidSkeneEstimator(CrowdAggregator):
         self.allow_repeats = allow_repeats
         self.progress = progress
         self.device = device
+        self.diagnostic_warnings = diagnostic_warnings
 
     def _graph(self, df, edges):
         """The table over every task of ``df`` and ``edges``, and the graph on those tasks."""

@@ -46,6 +46,9 @@ class SequentialDawidSkeneEstimator(CrowdAggregator):
             ``seed`` (see :class:`DawidSkeneEstimator`).
         initial, initial_concentration, transition_concentration, confusion_concentration:
             the model's arguments (see :class:`~pyromodels.crowd.SequentialDawidSkene`).
+        diagnostic_warnings: after a sampling fit (``method="gibbs"``), emit a
+            :class:`~pyromodels.core.SamplingWarning` when its diagnostics say the draws are
+            not yet reliable; ``False`` silences it.
         num_samples, num_warmup, num_chains: Gibbs draws kept per chain, warm-up sweeps and
             chains.
         sequence, position, worker, label: column names of the DataFrame.
@@ -70,7 +73,8 @@ class SequentialDawidSkeneEstimator(CrowdAggregator):
     _fitted = ("labels_", "probas_", "table_", "errors_", "confusions_", "transitions_",
                "initial_", "loss_history_", "n_iter_", "converged_", "posterior_", "model_")
     _method_params = {"n_iter": ("em",), "tol": ("em",), "num_samples": ("gibbs",),
-                      "num_warmup": ("gibbs",), "num_chains": ("gibbs",)}
+                      "num_warmup": ("gibbs",), "num_chains": ("gibbs",),
+                      "diagnostic_warnings": ("gibbs",)}
 
     def __init__(self, n_iter: int = 100, tol: float = 1e-5, method: str = "em",
                  seed: int | None = 0, *, random_state=None, initial: str = "learned",
@@ -78,7 +82,8 @@ class SequentialDawidSkeneEstimator(CrowdAggregator):
                  confusion_concentration=1.0, num_samples: int = 500, num_warmup: int = 300,
                  num_chains: int = 2, sequence: str = "sequence", position: str = "position",
                  worker: str = "worker", label: str = "label", classes=None,
-                 allow_repeats: bool = False, progress: bool = False, device=None):
+                 allow_repeats: bool = False, progress: bool = False, device=None,
+                 diagnostic_warnings: bool = True):
         self.n_iter = n_iter
         self.tol = tol
         self.method = method
@@ -99,6 +104,7 @@ class SequentialDawidSkeneEstimator(CrowdAggregator):
         self.allow_repeats = allow_repeats
         self.progress = progress
         self.device = device
+        self.diagnostic_warnings = diagnostic_warnings
 
     def _columns(self) -> dict[str, str]:
         return {"sequence": self.sequence, "position": self.position, "worker": self.worker,
