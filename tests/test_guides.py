@@ -125,3 +125,16 @@ def test_docstrings_cite_the_papers_not_implementation_notes_a_clone_lacks():
              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if note_reference.search(line)]
     assert not cited, f"docstrings refer to implementation notes a reader does not have: {cited}"
+
+
+def test_plain_pyro_guide_goes_both_ways_plain_callable_first():
+    """The page on plain Pyro covers both directions, titled so, and shows a plain function on
+    every engine (and under Pyro's MCMC) before any Model subclass or library model."""
+    text = (ROOT / "guides" / "using-with-plain-pyro.md").read_text(encoding="utf-8")
+    title = text.splitlines()[0]
+    assert "plain pyro" in title.lower() and "both ways" in title, title
+    code = "".join(python_blocks(ROOT / "guides" / "using-with-plain-pyro.md"))
+    first_class = min(code.index("(Model):"), code.index("GaussianMixtureModel"))
+    for call in ("run_nuts(regression", "run_svi(regression", "run_gibbs(regression",
+                 "GibbsKernel(regression", "NUTS(regression)"):
+        assert code.index(call) < first_class, call

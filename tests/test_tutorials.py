@@ -207,3 +207,11 @@ def test_first_tutorial_fits_a_plain_pyro_function_by_hand():
     for call in ("TraceEnum_ELBO(", "SVI(", "NUTS(", "init_strategy=", "infer_discrete(",
                  "Predictive(", "config_enumerate"):
         assert call in text[:first_model_class], f"{call} is not written by hand before Model"
+
+
+def test_tutorial_00_fits_a_plain_function_on_every_engine_before_any_model_class():
+    code = (Path(__file__).resolve().parents[1] / "tutorials"
+            / "00_write_your_own_model.py").read_text(encoding="utf-8")
+    first_class = code.index("(Model):")
+    for call in ("run_nuts(plain_mixture", "run_svi(plain_mixture", "run_gibbs(plain_mixture"):
+        assert call in code and code.index(call) < first_class, call

@@ -18,10 +18,11 @@
 # inference engine (EM, Gibbs, SVI, NUTS) is a second description of that program which the
 # tests check against it. In this tutorial you will
 #
-# 0. write a mixture as a plain Pyro function and fit it by hand with Pyro's own tools:
-#    `SVI` with `TraceEnum_ELBO`, `MCMC(NUTS(...))` with a starting point, `infer_discrete`
-#    and `Predictive`; then see what the library's `Model` class adds on top (EM, Gibbs and
-#    fast paths checked against the program);
+# 0. write a mixture as a plain Pyro function and fit it, as it is, with the library's
+#    engines (`run_nuts`, `run_svi`, and `run_gibbs` with conditionals you write), then by
+#    hand with Pyro's own tools: `SVI` with `TraceEnum_ELBO`, `MCMC(NUTS(...))` with a
+#    starting point, `infer_discrete` and `Predictive`; then see what the library's `Model`
+#    class adds on top (EM, Gibbs hooks and fast paths checked against the program);
 # 1. turn the same mixture into a `Model` of your own, give it a Gibbs sweep of pure blocks
 #    and check every block against the program;
 # 2. fit the library's reference `GaussianMixtureModel` three ways (EM, Gibbs and SVI, with
@@ -63,6 +64,8 @@ from pyromodels.core import (
     first_available_dim,
     make_generator,
     posterior_from_mcmc,
+    run_gibbs,
+    run_nuts,
     run_svi,
 )
 from pyromodels.data import simulate_gaussian_mixture
@@ -84,11 +87,12 @@ warnings.filterwarnings("ignore", message="Singular sample detected")
 start_session()  # readable pandas tables, and the versions this ran with
 
 # %% [markdown]
-# ## Part 0: plain Pyro first
+# ## Part 0: a plain Pyro function first
 #
 # A mixture of two normal components on the real line, written as an ordinary Pyro function.
 # The component label `z` of each point is discrete, so gradient-based inference cannot move
-# it; `config_enumerate` marks it to be **summed out exactly** instead.
+# it; `config_enumerate` marks it to be **summed out exactly** instead. No class, no
+# registration: this function is all the library's engines need.
 
 # %%
 @pyro.infer.config_enumerate
@@ -105,6 +109,62 @@ z0 = (torch.rand(size(200, 60), generator=gen0) < 0.4).long()
 x0 = torch.tensor([-2.0, 2.0])[z0] + torch.randn(len(z0), generator=gen0)
 
 # %% [markdown]
+# **The library's engines take the function as it is**, with its arguments passed the way
+# Pyro's `MCMC.run(*args, **kwargs)` and `SVI.step(*args, **kwargs)` take them. An engine's
+# settings are keyword-only names (`num_samples`, `seed`, ...); every other keyword argument,
+# here `K=2`, goes to your function. `run_nuts` sums `z` out and draws it back after
+# sampling; `run_svi` takes the guide after the program, as `SVI(model, guide, ...)` does
+# (`None`: `AutoNormal` over the continuous sites). Every site comes back shaped
+# `(chain, draw) + its shape`, from every engine.
+
+# %%
+nuts_plain = run_nuts(plain_mixture, x0, K=2, num_samples=size(300, 20),
+                      num_warmup=size(300, 20), num_chains=1, seed=0, progress=False)
+svi_plain = run_svi(plain_mixture, None, x0, K=2, num_steps=size(800, 100), lr=0.05, seed=0,
+                    progress=False)
+for name, post in (("run_nuts", nuts_plain), ("run_svi", svi_plain)):
+    print(f"{name}:", {k: tuple(v.shape) for k, v in post.samples.items()})
+print("guide:", svi_plain.attrs["guide"])
+
+# %% [markdown]
+# **Gibbs** needs what Pyro cannot derive from the function: the full conditionals.
+# `run_gibbs` takes them after the program, as `SVI` takes its guide. A block is a pure
+# function `(state, data, generator) -> {site: new value}` that draws through the generator it
+# is given; `data` holds your function's arguments (`data.args`, `data.kwargs`). The chains
+# start from a draw of the prior. (Part 1 derives these three conditionals.)
+
+# %%
+def plain_z(state, data, generator):
+    x = data.args[0]
+    logits = state["w"].log() + dist.Normal(state["mu"], 1.0).log_prob(x.unsqueeze(-1))
+    return {"z": sample_categorical(torch.log_softmax(logits, -1), generator)}
+
+
+def plain_w(state, data, generator):
+    counts = torch.bincount(state["z"], minlength=data.kwargs["K"])
+    return {"w": sample_dirichlet(1.0 + counts.to(torch.float64), generator)}
+
+
+def plain_mu(state, data, generator):
+    x = data.args[0]
+    onehot = torch.nn.functional.one_hot(state["z"], data.kwargs["K"]).to(x.dtype)
+    var = 1.0 / (1.0 / 5.0**2 + onehot.sum(0))  # prior sd 5, sigma 1
+    return {"mu": sample_normal(var * (onehot.T @ x), var.sqrt(), generator)}
+
+
+plain_blocks = [GibbsBlock("z", ("z",), plain_z), GibbsBlock("w", ("w",), plain_w),
+                GibbsBlock("mu", ("mu",), plain_mu)]
+gibbs_plain = run_gibbs(plain_mixture, plain_blocks, x0, K=2, num_samples=size(500, 30),
+                        num_warmup=size(100, 10), num_chains=1, seed=0, progress=False)
+for name, post in (("run_nuts", nuts_plain), ("run_svi", svi_plain), ("run_gibbs", gibbs_plain)):
+    centres = post["mu"].sort(-1).values.mean((0, 1))  # sorted: the names of components are arbitrary
+    print(f"{name:>9}: sorted centres {centres.numpy().round(2)}")
+
+# %% [markdown]
+# ### The same function with Pyro's own tools
+#
+# Nothing above hides Pyro: the same function runs under Pyro's own inference.
+#
 # **SVI by hand.** The guide covers the continuous sites only; `TraceEnum_ELBO` sums `z` out of
 # the model (it needs to know how many plates nest, here one).
 
@@ -139,6 +199,15 @@ draws0 = nuts0.get_samples()
 print("posterior mean of mu:", draws0["mu"].mean(0).numpy().round(2))
 
 # %% [markdown]
+# `posterior_from_mcmc` turns your own `MCMC` run into the library's `Posterior`, binding the
+# function to the arguments given to `mcmc.run`, so `to_inference_data()` builds the full
+# `InferenceData` from the program: the pointwise log-likelihood with `z` summed out,
+# the observed data, and on request the predictive groups.
+
+# %%
+print(posterior_from_mcmc(nuts0).to_inference_data().groups())
+
+# %% [markdown]
 # **`infer_discrete`** puts `z` back: condition the model on one posterior draw of the
 # continuous sites and draw `z` from its conditional posterior (`temperature=0` would take
 # its mode).
@@ -168,24 +237,12 @@ ax.legend(loc="upper right", frameon=False)
 show(fig)
 
 # %% [markdown]
-# **The library's engines take the same function**, with its arguments passed as Pyro's
-# `SVI.step` takes them (`run_nuts(plain_mixture, x0)` and `run_gibbs` work the same way).
-# `None` asks for the default guide (`AutoNormal` over the continuous sites); the sites that
-# `config_enumerate` marks are found, summed out, and drawn back afterwards, and every site
-# comes back shaped `(chain, draw) + its shape`.
-
-# %%
-post0 = run_svi(plain_mixture, None, x0, K=2, num_steps=size(800, 100), lr=0.05, seed=0,
-                progress=False)
-print({k: tuple(v.shape) for k, v in post0.samples.items()}, post0.attrs["guide"])
-
-# %% [markdown]
-# That is all of Pyro that a mixture needs. What does `pyromodels.Model` add? The same program
-# becomes a class whose `fit(data, method=...)` runs **EM** and **Gibbs** (hand-written fast
-# paths that Pyro does not have) as well as SVI and NUTS, each returning one `Posterior` that
-# converts to ArviZ with the marginal log-likelihood and predictive groups; and every fast
-# path is a second description of the program that the tests check against it. Parts 1 and 2
-# build exactly that.
+# That is all a mixture needs. What does `pyromodels.Model` add? The same program becomes a
+# class that carries its hooks: `fit(data, method=...)` then runs **Gibbs** with the model's
+# own sweep and starting point, **EM** where the model defines its steps, and SVI and NUTS
+# from the model's starting values; the model can declare facts the engines use (which sites
+# switch labels, how to score each point for ArviZ); and every hook is a second description
+# of the program that the tests check against it. Parts 1 and 2 build exactly that.
 
 # %% [markdown]
 # ## Part 1: the same mixture as a model of your own
@@ -279,6 +336,8 @@ class Mixture1D(Model):
     discrete_sites = ("z",)
     max_plate_nesting = 1
     engines = ("gibbs", "svi", "nuts")
+    # the components can swap names between chains: no R-hat alarm on these sites
+    label_switched_sites = ("weights", "locs", "z")
 
     def __init__(self, num_components=2, sigma=1.0, prior_scale=5.0, concentration=1.0):
         self.num_components = check_int(num_components, "num_components", minimum=2)
@@ -631,6 +690,12 @@ print(az.summary(invariant_idata, var_names=["lp", "largest_cluster_fraction"]))
 # quantity. `diagnostics.relabel` aligns every draw to a reference labelling (the last draw of
 # chain 0) with the Hungarian method, permuting `weights`, `locs` and `precisions` along with
 # `z`.
+#
+# The warning that every MCMC fit ends with (`SamplingWarning`, for R-hat, effective sample
+# size and divergences) knows this: `GaussianMixtureModel` declares these sites in
+# `label_switched_sites` (as `Mixture1D` does above), so the warning leaves them out, says so
+# in one line, and checks the log joint `lp` in their place; after `relabel` they are
+# checked again.
 
 # %%
 relabelled = diagnostics.relabel(gibbs, component_sites=mixture.component_sites)
