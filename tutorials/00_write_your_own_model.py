@@ -119,7 +119,7 @@ x0 = torch.tensor([-2.0, 2.0])[z0] + torch.randn(len(z0), generator=gen0)
 
 # %%
 nuts_plain = run_nuts(plain_mixture, x0, K=2, num_samples=size(300, 20),
-                      num_warmup=size(300, 20), num_chains=1, seed=0, progress=False)
+                      num_warmup=size(200, 20), num_chains=1, seed=0, progress=False)
 svi_plain = run_svi(plain_mixture, None, x0, K=2, num_steps=size(800, 100), lr=0.05, seed=0,
                     progress=False)
 for name, post in (("run_nuts", nuts_plain), ("run_svi", svi_plain)):
