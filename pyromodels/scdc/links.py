@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import pyro
+import pyro.distributions as dist
 import torch
 import torch.nn.functional as F
 
@@ -46,6 +48,7 @@ __all__ = [
     "pair_messages",
     "worker_counts",
     "worker_weights",
+    "observe_links",
 ]
 
 
@@ -205,3 +208,25 @@ def worker_weights(alpha: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
     for one right 90% of the time on both kinds of pair.
     """
     return torch.logit(alpha) + torch.logit(beta)
+
+
+def observe_links(z: torch.Tensor, i_idx: torch.Tensor, j_idx: torch.Tensor,
+                  worker_idx: torch.Tensor, link: torch.Tensor, alpha: torch.Tensor,
+                  beta: torch.Tensor, name: str = "links") -> None:
+    r"""The links as an observed Pyro site (eq. 2): the story every model of the family tells.
+
+    Args:
+        z: cluster of each item, shape ``(..., N)`` (leading enumeration or batch dimensions
+            are kept).
+        i_idx, j_idx, worker_idx, link: ``(L,)`` tensors of the judgements.
+        alpha, beta: the workers' coins, shape ``(..., M)``.
+        name: the site's name; its plate is ``name + "_plate"`` (size ``L``, rightmost dim).
+
+    Sample sites:
+        ``name``: Bernoulli, support {0, 1}, shape ``(L,)``, observed, with
+        :math:`P(L = 1) = \alpha_m` when the items share a cluster, else :math:`1 - \beta_m`.
+    """
+    same = z[..., i_idx] == z[..., j_idx]
+    probs_one = torch.where(same, alpha[..., worker_idx], 1 - beta[..., worker_idx])
+    with pyro.plate(name + "_plate", link.shape[-1], dim=-1):
+        pyro.sample(name, dist.Bernoulli(probs=probs_one), obs=link.to(probs_one.dtype))

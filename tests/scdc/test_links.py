@@ -132,3 +132,18 @@ def test_worker_counts_are_linear_in_the_co_clustering_probability():
 @pytest.mark.parametrize("accuracy, expected", [(0.5, 0.0), (0.9, 2 * math.log(9))])
 def test_worker_weight(accuracy, expected):
     assert float(worker_weights(torch.tensor(accuracy), torch.tensor(accuracy))) == pytest.approx(expected)
+
+
+def test_the_pyro_site_scores_what_link_log_prob_computes():
+    import pyro
+
+    from pyromodels.scdc.links import observe_links
+
+    i, j, w, link = _links()
+    alpha, beta = _coins()
+    z = torch.randint(3, (7,), generator=torch.Generator().manual_seed(7))
+    trace = pyro.poutine.trace(observe_links).get_trace(z, i, j, w, link, alpha, beta)
+    trace.compute_log_prob()
+    same = (z[i] == z[j]).double()
+    expected = link_log_prob(link, same, point_worker_logs(alpha, beta), w)
+    torch.testing.assert_close(trace.nodes["links"]["log_prob"], expected)
