@@ -22,8 +22,9 @@ Each returns ``(pairs, truth)``: a :class:`~pyromodels.data.PairwiseAnnotations`
 are all ``N`` items of ``z`` (codes = positions in ``z``, judged or not) and workers
 ``0 .. M - 1``, and a dict with the workers' true ``alpha`` and ``beta`` (float64 ``(M,)``),
 ``same`` (bool ``(L,)``: whether the row's items share a true cluster) and ``annotated`` (the
-codes of the items workers could be shown). Everything is drawn from a ``torch.Generator``
-made from ``seed``, never from the global RNG.
+codes of the items workers could be shown). Everything is drawn on the CPU from a
+``torch.Generator`` made from ``seed``, never from the global RNG; move the table with
+``pairs.to(device)``.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ __all__ = [
 
 def _probabilities(value, name: str) -> torch.Tensor:
     """``value`` as a float64 tensor of probabilities (any shape), each in [0, 1]."""
-    t = as_float_tensor(value, name, dtype=DTYPE)
+    t = as_float_tensor(value, name, dtype=DTYPE, device="cpu")
     if bool(((t < 0) | (t > 1)).any()):
         raise ValueError(f"{name} must lie in [0, 1], got {t.tolist()}")
     return t
@@ -125,7 +126,7 @@ def partition_rates(error, num_labels: int) -> tuple[torch.Tensor, torch.Tensor]
 
 def _prepare(z, num_workers: int, annotated, generator: torch.Generator):
     """Checked ``(z, M, annotated codes)``; an int ``annotated`` draws that many items."""
-    z = as_label_tensor(z, "z")
+    z = as_label_tensor(z, "z", device="cpu")
     n = len(z)
     if n < 2:
         raise ValueError(f"z must hold the clusters of at least 2 items, got {n}")
@@ -136,7 +137,8 @@ def _prepare(z, num_workers: int, annotated, generator: torch.Generator):
         count = check_int(annotated, "annotated", minimum=2, maximum=n)
         chosen = torch.sort(torch.randperm(n, generator=generator)[:count]).values
     else:
-        chosen = as_label_tensor(annotated, "annotated", num_classes=n, size_name="len(z)")
+        chosen = as_label_tensor(annotated, "annotated", num_classes=n, size_name="len(z)",
+                                 device="cpu")
         if len(torch.unique(chosen)) != len(chosen):
             raise ValueError("annotated must list distinct item codes")
         if len(chosen) < 2:
@@ -406,7 +408,7 @@ def _hits_per_worker(value, m: int, size: int, available: int) -> torch.Tensor:
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         counts = torch.full((m,), check_int(value, "hits_per_worker", minimum=1))
     else:
-        counts = as_label_tensor(value, "hits_per_worker")
+        counts = as_label_tensor(value, "hits_per_worker", device="cpu")
         if len(counts) != m:
             raise ValueError(f"hits_per_worker must be one number or one per worker ({m} "
                              f"values), got {len(counts)}")
