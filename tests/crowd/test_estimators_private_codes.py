@@ -9,6 +9,7 @@ such thin classes only, rules it out.
 """
 
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,7 @@ import pytest
 from pyromodels.crowd.ds.data import SingleWorkerClassWarning
 from pyromodels.crowd.ds.model import DawidSkene
 from pyromodels.crowd.estimators import DawidSkeneEstimator, MajorityVote
+from pyromodels.crowd.estimators.em_prior import em_diagonal
 
 PRIVATE = 2  # the label only worker 0 uses, once, on item 0
 
@@ -131,6 +133,9 @@ def test_the_default_diagonal_tops_thin_classes_up_to_their_free_probabilities()
     sparse, _ = sparse_private_code_frame(0)  # M = 30; PRIVATE once, 0 and 1 about 750 times
     assert fit(sparse).model_.diagonal == (0.0, 0.0, 2 - 1 / 30)
     assert fit(sparse, diagonal=0.5).model_.diagonal == 0.5
+    # codes with no worker and no label (what an empty table would hold): K - 1 everywhere
+    no_labels = SimpleNamespace(num_classes=2, num_workers=0, label_idx=np.zeros(0, np.int64))
+    assert em_diagonal(no_labels) == (1.0, 1.0)
     assert fit(sparse, method="gibbs", num_samples=5, num_warmup=5,
                num_chains=1).model_.diagonal is None  # flat priors for the Bayesian methods
 

@@ -67,4 +67,5 @@ def em_diagonal(labels) -> tuple[float, ...]:
     K, M = labels.num_classes, labels.num_workers
     given = np.bincount(to_numpy(labels.label_idx, "label codes").astype(np.int64),
                         minlength=K)
-    return tuple(float(d) for d in np.maximum(0.0, (K - 1) - given / M))
+    per_worker = given / M if M else np.zeros(K)  # no workers: no labels either
+    return tuple(float(d) for d in np.maximum(0.0, (K - 1) - per_worker))
