@@ -113,6 +113,8 @@ class NormalWishart(NormalMeanFamily):
 
     event_dims = (2, 0, 1, 0)
     _stats_type = NormalWishartStats
+    #: the names of the two parts of a :meth:`sample` draw
+    sample_fields = ("mean", "precision")
 
     def __post_init__(self):
         p = coerce_params(loc=self.loc, kappa=self.kappa, nu=self.nu, scale=self.scale)
