@@ -12,7 +12,13 @@ import math
 import pytest
 import torch
 
-from pyromodels.conjugate import BetaBernoulli, DirichletCategorical, NormalWishart
+from pyromodels.conjugate import (
+    BetaBernoulli,
+    DirichletCategorical,
+    GaussianNatural,
+    GaussianStats,
+    NormalWishart,
+)
 from pyromodels.core import LocalStep, RobbinsMonro, run_natgrad
 from pyromodels.core.conjugate_factors import fields_of
 from pyromodels.mixture.variational import (
@@ -276,3 +282,39 @@ def test_bad_input_is_refused_with_the_argument_named():
     with pytest.raises(ValueError, match="tol > 0 needs the local step's objective"):
         run_natgrad(lambda g, b, r: LocalStep({"weights": torch.ones(3, dtype=F64)}), x,
                     priors=priors, init=init, tol=1e-6, progress=False)
+
+
+def test_a_gaussian_global_in_natural_parameters_gets_its_exact_posterior():
+    # theta ~ N(0, I), x_n ~ N(theta, I): log p(x | theta) = <x, theta> + <-I / 2, theta theta^T>
+    # + const, so the statistics are (sum x, -n I / 2) and the posterior is
+    # N(sum x / (n + 1), I / (n + 1)); one full step of size one reaches it.
+    x = mixture_data(n=12, d=3)
+    prior = GaussianNatural.from_moments(torch.zeros(3, dtype=F64), torch.eye(3, dtype=F64))
+
+    def step(globals_, batch, generator):
+        eye = torch.eye(3, dtype=F64)
+        return LocalStep({"theta": GaussianStats(batch.data.sum(0), -0.5 * len(batch.data) * eye)})
+
+    post = run_natgrad(step, x, priors={"theta": prior}, init={"theta": prior}, num_epochs=1,
+                       seed=0, progress=False, num_samples=4)
+    q = post.params["factors"]["theta"]
+    torch.testing.assert_close(q.mean(), x.sum(0) / 13)
+    torch.testing.assert_close(q.covariance(), torch.eye(3, dtype=F64) / 13)
+    assert post.samples["theta"].shape == (1, 4, 3)
+    assert set(post.params) == {"factors", "eta.theta.linear", "eta.theta.quadratic"}
+
+
+def test_a_callback_stops_the_run_and_sees_each_step():
+    x = mixture_data()
+    priors, init = mixture_factors()
+    seen = []
+
+    def stop_at_three(step, info):
+        seen.append((step, info["epoch"], info["step_size"], sorted(info["globals"])))
+        return step == 3
+
+    post = run_natgrad(local_step, x, priors=priors, init=init, num_epochs=10, batch_size=20,
+                       step_size=0.5, seed=0, progress=False, callbacks=stop_at_three)
+    assert post.diagnostics["num_steps"] == 3 and len(post.losses) == 3
+    assert seen == [(t, 0, 0.5, ["components", "weights"]) for t in (1, 2, 3)]
+    assert bool(torch.isfinite(post.losses).all())
