@@ -158,6 +158,11 @@ class _Engine:
             if len(stats) != len(eta):
                 raise ValueError(f"local_step's statistics for {name!r} have {len(stats)} "
                                  f"field(s), its natural parameters {len(eta)}")
+            for i, (s, e) in enumerate(zip(stats, eta, strict=True)):
+                if s.shape != e.shape:
+                    raise ValueError(f"local_step's statistics for {name!r} (field {i}) have "
+                                     f"shape {tuple(s.shape)}, its natural parameters "
+                                     f"{tuple(e.shape)}")
             target = [e0 + scale * s for e0, s in zip(eta0, stats, strict=True)]
             if name in grads:  # eq. 17: the local optimum's dependence on the global
                 extra = [g - scale * s for g, s in zip(grads[name], stats, strict=True)]
@@ -182,14 +187,22 @@ class _Engine:
             return {}
         if result.objective is None or not result.objective.requires_grad:
             what = "correction=True" if wanted else "an optimizer"
+            where = "the globals' expected_stats()" if wanted else "the network parameters"
             raise ValueError(f"{what} needs the local step's objective, differentiable in "
-                             f"{'the globals expected_stats()' if wanted else 'the network'}, "
-                             f"at step {t}")
+                             f"{where}, at step {t}")
         inputs = [leaf for _, leaf in wanted] + self.params
         grads = torch.autograd.grad(result.objective.reshape(()), inputs, allow_unused=True)
         out: dict = {}
-        for (name, leaf), g in zip(wanted, grads[: len(wanted)], strict=True):
-            out.setdefault(name, []).append(torch.zeros_like(leaf) if g is None else g)
+        for (name, _), g in zip(wanted, grads[: len(wanted)], strict=True):
+            out.setdefault(name, []).append(g)
+        for name, gs in out.items():
+            if all(g is None for g in gs):  # the correction would cancel the statistics
+                raise ValueError(f"correction=True: the local step's objective does not depend "
+                                 f"on the expected_stats() of global {name!r}, for which it "
+                                 f"returned statistics (at step {t}); the objective must hold "
+                                 "every term of the ELBO's local part")
+            out[name] = [torch.zeros_like(leaf) if g is None else g
+                         for g, leaf in zip(gs, leaves[name], strict=True)]
         if self.params:
             for p, g in zip(self.params, grads[len(wanted):], strict=True):
                 # the optimiser minimises the negative objective per item

@@ -318,3 +318,19 @@ def test_a_callback_stops_the_run_and_sees_each_step():
     assert post.diagnostics["num_steps"] == 3 and len(post.losses) == 3
     assert seen == [(t, 0, 0.5, ["components", "weights"]) for t in (1, 2, 3)]
     assert bool(torch.isfinite(post.losses).all())
+
+
+def test_statistics_of_the_wrong_shape_or_an_objective_blind_to_a_global_are_refused():
+    x = mixture_data()
+    priors, init = mixture_factors()
+    with pytest.raises(ValueError, match=r"statistics for 'weights' \(field 0\) have shape \(1, 3\)"):
+        run_natgrad(lambda g, b, r: LocalStep({"weights": torch.ones(1, 3, dtype=F64)}), x,
+                    priors=priors, init=init, progress=False)
+
+    def blind(globals_, batch, generator):  # the objective forgets the components
+        out = local_step(globals_, batch, generator)
+        weights = globals_["weights"].expected_stats()
+        return LocalStep(out.stats, objective=out.objective.detach() + weights.sum())
+
+    with pytest.raises(ValueError, match="correction=True: .* of global 'components'"):
+        run_natgrad(blind, x, priors=priors, init=init, correction=True, progress=False)
