@@ -334,3 +334,17 @@ def test_statistics_of_the_wrong_shape_or_an_objective_blind_to_a_global_are_ref
 
     with pytest.raises(ValueError, match="correction=True: .* of global 'components'"):
         run_natgrad(blind, x, priors=priors, init=init, correction=True, progress=False)
+
+
+def test_every_conjugate_family_satisfies_the_protocol():
+    from pyromodels.conjugate import NormalGamma
+    from pyromodels.core import ConjugateFactor
+
+    eye = torch.eye(2, dtype=F64)
+    families = [DirichletCategorical(torch.ones(3, dtype=F64)),
+                BetaBernoulli(torch.tensor(1.0, dtype=F64), 2.0),
+                NormalGamma(torch.zeros(2, dtype=F64), 1.0, 2.0, 1.0),
+                NormalWishart(torch.zeros(2, dtype=F64), 1.0, 3.0, eye),
+                GaussianNatural(torch.zeros(2, dtype=F64), -0.5 * eye)]
+    assert all(isinstance(f, ConjugateFactor) for f in families)
+    assert not isinstance(torch.distributions.Beta(1.0, 1.0), ConjugateFactor)
