@@ -118,6 +118,14 @@ def _global_kl(factors: dict, priors: dict) -> float:
         return float(sum(factors[k].kl(priors[k]).sum() for k in factors))
 
 
+def _symmetric_part(grad: torch.Tensor, leaf: torch.Tensor) -> torch.Tensor:
+    """The gradient within the symmetric matrices when the mean parameter is one (``E[x x^T]``,
+    ``E[Lambda]``): only that part moves a symmetric natural parameter."""
+    if leaf.dim() >= 2 and leaf.shape[-1] == leaf.shape[-2] and torch.allclose(leaf, leaf.mT):
+        return 0.5 * (grad + grad.mT)
+    return grad
+
+
 class _Engine:
     """The state of a run and one natural-gradient step."""
 
@@ -201,7 +209,7 @@ class _Engine:
                                  f"on the expected_stats() of global {name!r}, for which it "
                                  f"returned statistics (at step {t}); the objective must hold "
                                  "every term of the ELBO's local part")
-            out[name] = [torch.zeros_like(leaf) if g is None else g
+            out[name] = [torch.zeros_like(leaf) if g is None else _symmetric_part(g, leaf)
                          for g, leaf in zip(gs, leaves[name], strict=True)]
         if self.params:
             for p, g in zip(self.params, grads[len(wanted):], strict=True):

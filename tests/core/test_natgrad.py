@@ -348,3 +348,25 @@ def test_every_conjugate_family_satisfies_the_protocol():
                 GaussianNatural(torch.zeros(2, dtype=F64), -0.5 * eye)]
     assert all(isinstance(f, ConjugateFactor) for f in families)
     assert not isinstance(torch.distributions.Beta(1.0, 1.0), ConjugateFactor)
+
+
+def test_correction_keeps_a_symmetric_natural_parameter_symmetric():
+    # <A, E[theta theta^T]> with A not symmetric equals <sym(A), E[theta theta^T]>: the
+    # statistics are sym(A), autograd gives A, and only the symmetric part may move J.
+    prior = GaussianNatural.from_moments(torch.zeros(2, dtype=F64), torch.eye(2, dtype=F64))
+    a = torch.tensor([[-1.0, 0.6], [0.0, -1.0]], dtype=F64)
+    b = torch.tensor([0.5, -0.2], dtype=F64)
+
+    def step(globals_, batch, generator):
+        e = globals_["theta"].expected_stats()
+        objective = (b * e.linear).sum() + (a * e.quadratic).sum()
+        return LocalStep({"theta": GaussianStats(b, 0.5 * (a + a.T))}, scales={"theta": 1.0},
+                         objective=objective)
+
+    post = run_natgrad(step, torch.zeros(1, 1, dtype=F64), priors={"theta": prior},
+                       init={"theta": prior}, num_epochs=1, correction=True, seed=0,
+                       progress=False, num_samples=0)
+    q = post.params["factors"]["theta"]
+    torch.testing.assert_close(q.J, prior.J + 0.5 * (a + a.T))
+    torch.testing.assert_close(q.h, prior.h + b)
+    assert post.diagnostics["correction_norms"][0]["theta"] < 1e-12
