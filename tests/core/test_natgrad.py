@@ -370,3 +370,34 @@ def test_correction_keeps_a_symmetric_natural_parameter_symmetric():
     torch.testing.assert_close(q.J, prior.J + 0.5 * (a + a.T))
     torch.testing.assert_close(q.h, prior.h + b)
     assert post.diagnostics["correction_norms"][0]["theta"] < 1e-12
+
+
+def test_correction_and_a_network_step_share_one_backward_pass():
+    # The surrogate's temperature is a network parameter: one step moves it by SGD on
+    # -objective / N and the globals by the corrected natural gradient, both from one graph.
+    x = mixture_data(d=1)
+    priors, init = mixture_factors(d=1, K=3)
+    w = torch.tensor(0.5, dtype=F64, requires_grad=True)
+
+    def tempered(factors, x, temperature):
+        logits = factors["weights"].expected_stats() + expected_log_density(x, factors["components"])
+        r = torch.softmax(factors["weights"].expected_stats()
+                          + temperature * expected_log_density(x, factors["components"]), -1)
+        return r, (r * (logits - torch.log(r))).sum()
+
+    def step(globals_, batch, generator):
+        r, objective = tempered(globals_, batch.data, w)
+        _, stats, _ = responsibilities_and_stats(batch.data, torch.log(r), 1.0,
+                                                 globals_["components"])
+        return LocalStep(stats=stats, objective=batch.scale * objective)
+
+    temperature = w.detach().clone().requires_grad_(True)
+    (dj_dw,) = torch.autograd.grad(tempered(init, x, temperature)[1], temperature)
+    expected = natural_gradient_by_autograd(
+        elbo_with(lambda f: tempered(f, x, 0.5)[1], priors), init)
+    post = one_step(step, x, priors, init, rho=0.25, correction=True,
+                    optimizer=torch.optim.SGD([w], lr=1.0))
+    torch.testing.assert_close(w.detach(), 0.5 + dj_dw / len(x))
+    torch.testing.assert_close((flat(post.params["factors"]) - flat(init)) / 0.25, expected,
+                               rtol=1e-7, atol=1e-8)
+    assert abs(float(dj_dw)) > 1e-3
