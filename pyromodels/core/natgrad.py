@@ -247,12 +247,13 @@ def run_natgrad(
     Each step draws the next minibatch ``B`` of the ``N`` rows of ``data``, calls
     ``local_step(globals, batch, generator)`` with the current factors, and moves each global
     named in the returned :class:`~pyromodels.core.conjugate_factors.LocalStep`'s ``stats``
-    to ``(1 - rho_t) eta + rho_t (eta_0 + scale * stats)``. The local step fits the batch's
-    local factors given the globals (typically from their ``expected_stats()``) and returns
-    their expected statistics; it may also return an ``objective`` (the local part of the
-    ELBO for the data set), which is recorded with ``-KL(q || p)`` of the globals added, and
-    whose negative per item (``-objective / N``) ``optimizer`` minimises for network
-    parameters.
+    to ``(1 - rho_t) eta + rho_t (eta_0 + scale * stats)``; a global left out keeps its
+    parameters at that step (a stream of minibatches that says nothing about it). The local
+    step fits the batch's local factors given the globals (typically from their
+    ``expected_stats()``) and returns their expected statistics; it may also return an
+    ``objective`` (the local part of the ELBO for the data set), which is recorded with
+    ``-KL(q || p)`` of the globals added, and whose negative per item (``-objective / N``)
+    ``optimizer`` minimises for network parameters.
 
     **The eq. 17 correction** (``correction=True``). When the local factors are the optimum of
     a surrogate objective (a recognition network's conjugate potential in place of a
@@ -316,9 +317,10 @@ def run_natgrad(
         ``"eta.<name>.<field>"``), draws of the factors as one chain (a factor whose draws are
         a tuple gives ``"<name>.<field>"`` sites for its ``sample_fields``, else
         ``"<name>.<i>"``), ``losses`` the negative objective per step (NaN where the local
-        step gave none), and ``diagnostics`` with the epoch means (``monitor``),
-        ``step_sizes``, and with ``correction`` the norm of the correction per step and
-        global.
+        step gave none), and ``diagnostics`` with the epoch means of the objective
+        (``epoch_objectives`` and their ``monitor``), ``converged``, ``num_steps``,
+        ``step_sizes`` and ``correction_norms`` (per step, the norm of the correction of each
+        global; empty without ``correction``).
 
     Example:
         >>> import torch
