@@ -18,7 +18,7 @@ import pandas as pd
 from ...checks import check_in
 from ...data.columns import check_columns, labelled_cells
 from .array_fit import ARRAY_RESULTS, array_results, fit_on_arrays
-from .base import CrowdAggregator
+from .base import CrowdAggregator, errors_row_order
 
 if TYPE_CHECKING:  # the torch path's modules load where it runs (see fit)
     import torch
@@ -270,13 +270,25 @@ class DawidSkeneEstimator(CrowdAggregator):
         return start
 
     def _fit_em(self, model: DawidSkene, table: AnnotationTable, initial_error):
-        """Run EM from :meth:`_em_start`; ``n_iter=0`` returns the start itself."""
+        """Run EM from :meth:`_em_start` (``n_iter=0`` returns the start itself); return the
+        posterior and the class posteriors of the tasks that the last M-step was fitted to,
+        with their argmax (see ``probas_``)."""
+        from .ds_inputs import fitted_posteriors
+
         common = self._engine_options(METHODS)
         data = model.prepare(table, device=self.device)
         start = self._em_start(model, data, initial_error)
         # a fixed number of steps (tol=0) or the start itself (n_iter=0) is no failure
         fixed = common["tol"] == 0 or common["max_iter"] == 0
-        return model.fit(data, method="em", init=start, warn_not_converged=not fixed, **common)
+        last = [start]  # the parameters before and after the last step
+
+        def keep(step, info):
+            last[:] = [last[-1], info["params"]]
+
+        post = model.fit(data, method="em", init=start, warn_not_converged=not fixed,
+                         callbacks=[keep], **common)
+        previous = last[0] if post.diagnostics["n_iter"] else None
+        return post, *fitted_posteriors(model, post.data, previous)
 
     def _run(self, model: DawidSkene, table: AnnotationTable):
         if self.method == "svi":
@@ -328,6 +340,8 @@ class DawidSkeneEstimator(CrowdAggregator):
         self._check_method_params()
         self._check_em_inputs(true_labels, initial_error)
         self.__dict__.pop("_em_arrays", None)
+        if self._empty_input(df):
+            return self._fit_empty(true_labels, initial_error)
         codes = self._codes(df)
         if true_labels is None and initial_error is None and fit_on_arrays(self, codes):
             return self
@@ -338,9 +352,7 @@ class DawidSkeneEstimator(CrowdAggregator):
         known = None if true_labels is None else known_classes(true_labels, table, self.task)
         model = self._model(table, known)
         if self.method == "em":
-            post = self._fit_em(model, table, initial_error)
-            # EM's outputs hold the posteriors of its own tasks under the fitted parameters
-            probas, labels = post.params["probas"], post.params["labels"]
+            post, probas, labels = self._fit_em(model, table, initial_error)
         else:
             post = self._run(model, table)
             probas = model.predict(post, post.data.table)
@@ -348,7 +360,10 @@ class DawidSkeneEstimator(CrowdAggregator):
         table = post.data.table
         self._store(table, probas, labels)
         self.model_, self.posterior_ = model, post
-        self._store_confusions(table, post.mean("confusion"))
+        # n_iter=0 returns an "assign" initial_error as it is, its rows in its order (crowd-kit)
+        kept = initial_error is not None and self.initial_error_strategy == "assign"
+        first = initial_error.index if kept and not post.diagnostics["n_iter"] else None
+        self._store_confusions(table, post.mean("confusion"), first)
         prior = post.data.fixed_prior if post.data.fixed_prior is not None else post.mean("prior")
         self.priors_ = pd.Series(prior.detach().cpu().double().numpy(),
                                  index=pd.Index(table.classes, name=self.label), name="prior")
@@ -357,6 +372,25 @@ class DawidSkeneEstimator(CrowdAggregator):
             self.n_iter_, self.converged_ = len(self.loss_history_), None
         else:
             self._record_run(post)
+        return self
+
+    def _store_confusions(self, table, confusion, first=None) -> None:
+        """``errors_`` (rows in crowd-kit's order, :func:`errors_row_order`) and
+        ``confusions_``."""
+        super()._store_confusions(table, confusion)
+        self.errors_ = self.errors_.iloc[errors_row_order(table, first)]
+
+    def _fit_empty(self, true_labels, initial_error) -> DawidSkeneEstimator:
+        """crowd-kit's results for a table without rows (see :meth:`fit`)."""
+        for name, value in (("true_labels", true_labels), ("initial_error", initial_error)):
+            if value is not None and len(value):
+                raise ValueError(f"df has no rows, so none of the {len(value)} row(s) of {name} "
+                                 "names a task or worker of df")
+        self._store_empty(float)
+        self.errors_, self.confusions_ = pd.DataFrame(), pd.DataFrame()
+        self.priors_ = pd.Series(dtype=float, name="prior")
+        self.loss_history_, self.n_iter_, self.converged_ = [], 0, None
+        self.posterior_ = self.model_ = None
         return self
 
     def __getattr__(self, name):
@@ -371,7 +405,7 @@ class DawidSkeneEstimator(CrowdAggregator):
     def _new_table(self, df) -> AnnotationTable:
         from ...data.annotations import AnnotationTable
 
-        fitted = self.table_
+        fitted = self._fitted_table()
         check_columns(df, self._columns())
         unknown = pd.Index(df[self.worker]).difference(fitted.workers)
         if len(unknown):
