@@ -146,7 +146,9 @@ class MajorityVote(CrowdAggregator):
         seed = check_int(self._seed(), "seed", minimum=0)
         if self._empty_input(df):  # crowd-kit's empty results, after a warning
             self._store_empty(object)
-            self.skills_ = pd.Series(dtype=float, name="skill")
+            named = lambda name: pd.Index([], dtype=object, name=name)  # noqa: E731
+            self.probas_ = pd.DataFrame(index=named(self.task), columns=named(self.label))
+            self.skills_ = pd.Series(index=named(self.worker), dtype=float, name="skill")
             return self
         weights = None
         table = self._table(df)  # the columns and labels checked before the skills are read
