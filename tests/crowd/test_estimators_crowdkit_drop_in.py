@@ -216,7 +216,7 @@ def test_initial_error_columns_that_are_not_classes_are_ignored_with_a_warning(s
     padded[("w2", "yes"), "no"] = 1.0  # crowd-kit's tests write columns named by tuples
     padded["maybe"] = 0.5
     with pytest.warns(UserWarning, match=r"initial_error's column\(s\) \[\(\('w2', 'yes'\), "
-                                         r"'no'\), 'maybe'\] are not classes") as got:
+                                         r"'no'\), 'maybe'\] are not among the classes") as got:
         est = ml(n_iter=3, tol=0, initial_error_strategy=strategy).fit(df, initial_error=padded)
     assert [w.filename for w in got if "initial_error" in str(w.message)] == [HERE]
     plain = quiet_fit(ml(n_iter=3, tol=0, initial_error_strategy=strategy), df,

@@ -57,7 +57,8 @@ class DawidSkeneEstimator(CrowdAggregator):
 
     Args:
         n_iter: maximum EM iterations (``method="em"``); ``0`` returns the start (one M-step
-            from the majority-vote fractions, crowd-kit's start) with its posteriors.
+            from the majority-vote fractions, crowd-kit's start) with those fractions as
+            ``probas_`` (see ``probas_``).
         tol: EM stops when the objective changes by less than ``tol * max(1, |objective|)``;
             ``0`` never stops early (``n_iter`` steps, no convergence warning).
         method: ``"em"`` (MAP: crowd-kit's algorithm with a diagonal prior), ``"gibbs"``
@@ -99,23 +100,34 @@ class DawidSkeneEstimator(CrowdAggregator):
             objects either way.
 
     Attributes:
-        labels_, probas_: the most probable label and the class probabilities of each task
-            (for Gibbs, SVI and NUTS the per-draw posteriors averaged over the draws).
+        labels_, probas_: the most probable label (the first class in sorted order on a tie)
+            and the class probabilities of each task. For EM they are crowd-kit's: the class
+            posteriors that the last M-step was fitted to, i.e. the E-step of the parameters
+            one step before ``errors_`` and ``priors_`` (the majority-vote fractions when
+            ``n_iter_`` is 0); ``posterior_.params["probas"]`` and :meth:`predict_proba`
+            give those under ``errors_`` and ``priors_`` themselves, one E-step later, which
+            agree with them at convergence. For Gibbs, SVI and NUTS: the per-draw posteriors
+            averaged over the draws.
         errors_: confusion matrices in crowd-kit's layout: rows ``(worker, label given)``,
             the true labels as columns, so ``errors_.loc[(w, j), k]`` is the probability that
             worker ``w`` answers ``j`` when the truth is ``k`` and each worker's block sums to
-            one down its columns (posterior means for the Bayesian methods).
+            one down its columns (posterior means for the Bayesian methods). The rows come in
+            crowd-kit's order: each (worker, label) pair where it first occurs in ``df``, then
+            the labels a worker never gave (rows crowd-kit leaves out), sorted; with
+            ``n_iter=0`` an ``initial_error`` assigned as the start keeps its own row order,
+            as crowd-kit returns it unchanged.
         confusions_: the same matrices with rows ``(worker, true label)`` and the labels given
             as columns, each row summing to one (the orientation of
             :class:`DawidSkene`'s ``confusion`` site).
         priors_: class prior, Series indexed by class (name ``prior``).
 
     ``labels_``, ``probas_``, ``errors_``, ``confusions_`` and ``priors_`` hold float64 values
-    whatever the dtype of the fit. For EM, ``probas_`` are the class posteriors under the
-    reported ``errors_`` and ``priors_`` (crowd-kit reports those of the E-step before its last
-    M-step; the two agree at convergence). A column missing from ``df`` raises
+    whatever the dtype of the fit. A column missing from ``df`` raises
     :class:`~pyromodels.data.annotations.MissingColumnError`, both a ``KeyError`` (as
-    crowd-kit) and a ``ValueError``.
+    crowd-kit) and a ``ValueError``. A ``df`` without rows (but with the columns) gives
+    crowd-kit's empty results, with a ``UserWarning`` that there were no labels to aggregate:
+    empty ``probas_``, ``errors_`` and ``confusions_``, empty float Series ``priors_`` and
+    ``labels_``, ``n_iter_=0`` and ``posterior_``, ``model_`` and ``table_`` ``None``.
         loss_history_: EM objective (log joint, increasing) per iteration; SVI loss per step;
             Gibbs and NUTS mean log joint per kept draw.
         n_iter_: EM iterations, SVI steps, or Gibbs sweeps / NUTS steps per chain.
@@ -329,7 +341,8 @@ class DawidSkeneEstimator(CrowdAggregator):
                 gold labels; ``method="em"``): EM holds them fixed, as observed classes.
             initial_error: workers' confusion matrices from elsewhere, laid out like
                 ``errors_`` (rows ``(worker, label given)``, true labels as columns), used as
-                ``initial_error_strategy`` says (``method="em"``).
+                ``initial_error_strategy`` says (``method="em"``). Columns that are not
+                classes are ignored, as crowd-kit ignores them, with a ``UserWarning``.
 
         ``method="em"`` on the CPU without ``true_labels``, ``initial_error`` or
         ``init_confusion`` runs on NumPy arrays and the C passes (:mod:`.array_fit`) with the

@@ -79,8 +79,8 @@ def error_counts(frame, table: AnnotationTable, worker: str, label: str,
                          f"true labels), got {list(frame.columns[:5])}")
     if not is_class.all():
         warnings.warn(
-            f"initial_error's column(s) {list(frame.columns[~is_class][:5])} are not classes "
-            f"{list(classes)}: ignored", UserWarning,
+            f"initial_error's column(s) {list(frame.columns[~is_class][:5])} are not among the "
+            f"classes {list(classes)} (the true labels); they are ignored", UserWarning,
             stacklevel=6)  # error_counts <- _em_start <- _fit_em <- fit <- its wrapper <- caller
         frame = frame.loc[:, is_class]
     extra = pd.Index(frame.index.get_level_values(1)).difference(classes)
