@@ -120,6 +120,12 @@ class DawidSkeneEstimator(CrowdAggregator):
             as columns, each row summing to one (the orientation of
             :class:`DawidSkene`'s ``confusion`` site).
         priors_: class prior, Series indexed by class (name ``prior``).
+        loss_history_: EM objective (log joint, increasing) per iteration; SVI loss per step;
+            Gibbs and NUTS mean log joint per kept draw.
+        n_iter_: EM iterations, SVI steps, or Gibbs sweeps / NUTS steps per chain.
+        converged_: whether EM met ``tol`` (``None`` for the other methods).
+        posterior_: the :class:`~pyromodels.core.Posterior` of the fit.
+        model_: the :class:`DawidSkene` model.
 
     ``labels_``, ``probas_``, ``errors_``, ``confusions_`` and ``priors_`` hold float64 values
     whatever the dtype of the fit. A column missing from ``df`` raises
@@ -128,12 +134,6 @@ class DawidSkeneEstimator(CrowdAggregator):
     crowd-kit's empty results, with a ``UserWarning`` that there were no labels to aggregate:
     empty ``probas_``, ``errors_`` and ``confusions_``, empty float Series ``priors_`` and
     ``labels_``, ``n_iter_=0`` and ``posterior_``, ``model_`` and ``table_`` ``None``.
-        loss_history_: EM objective (log joint, increasing) per iteration; SVI loss per step;
-            Gibbs and NUTS mean log joint per kept draw.
-        n_iter_: EM iterations, SVI steps, or Gibbs sweeps / NUTS steps per chain.
-        converged_: whether EM met ``tol`` (``None`` for the other methods).
-        posterior_: the :class:`~pyromodels.core.Posterior` of the fit.
-        model_: the :class:`DawidSkene` model.
 
     A fitted estimator pickles (``pickle.dumps``) with its model, posterior and table, and
     predicts the same after loading; ``sklearn.base.clone`` gives an unfitted copy.
