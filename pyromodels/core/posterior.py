@@ -434,8 +434,10 @@ def to_inference_data(
 def summary(posterior, var_names=None, **kwargs):
     """ArviZ summary table: mean, sd, HDI, MCSE, ``ess_bulk``, ``ess_tail`` and ``r_hat``.
 
-    For ``method`` ``"svi"`` or ``"em"`` a ``UserWarning`` says that R-hat and ESS are not
-    MCMC diagnostics there.
+    For ``method`` ``"svi"`` or ``"em"`` the table has the statistics only (ArviZ's
+    ``kind="stats"``: mean, sd, HDI), since R-hat and ESS are MCMC diagnostics; asking for them
+    (``kind="all"`` or ``"diagnostics"``) gives them with a ``UserWarning`` saying why they
+    mean nothing there.
 
     Args:
         posterior: a :class:`Posterior`.
@@ -455,7 +457,9 @@ def summary(posterior, var_names=None, **kwargs):
     import arviz as az  # loaded on use, so that importing pyromodels stays light
 
     posterior = check_posterior(posterior)
-    if posterior.method in _NOT_MCMC:
+    if posterior.method in _NOT_MCMC and "kind" not in kwargs:
+        kwargs["kind"] = "stats"
+    elif posterior.method in _NOT_MCMC and kwargs["kind"] != "stats":
         warnings.warn(
             f"R-hat and ESS are MCMC diagnostics, not diagnostics of a {posterior.method!r} fit: "
             f"{_NOT_MCMC[posterior.method]}.",
