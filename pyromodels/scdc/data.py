@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..checks import as_float_tensor, check_in, check_int
+from ..checks import as_float_tensor, check_in, check_int, check_probability
 from ..data.pairwise import PairwiseAnnotations
 from ..nn.amortized import LIKELIHOODS
 
@@ -37,6 +37,8 @@ class SCDCData:
         likelihood: ``"bernoulli"`` or ``"normal"``, the decoder's likelihood.
         batch_size: ``|B|``, the data minibatch of one step (``N``: the full data).
         pair_batch_size: ``|S|``, the links drawn with each data minibatch.
+        coin_init: the workers' initial ``alpha`` and ``beta``: ``None`` draws each from
+            Beta(1, 1), a number in (0, 1) starts every worker there.
     """
 
     o: torch.Tensor
@@ -48,6 +50,7 @@ class SCDCData:
     likelihood: str
     batch_size: int
     pair_batch_size: int
+    coin_init: float | None = None
 
     @property
     def num_items(self) -> int:
@@ -111,8 +114,8 @@ def _rows(pairs: PairwiseAnnotations, num_items: int) -> tuple[torch.Tensor, tor
 
 
 def prepare_scdc(o, pairs=None, *, likelihood: str = "auto", batch_size: int = 128,
-                 pair_batch_size: int | None = None, dtype: torch.dtype | None = None,
-                 device=None) -> SCDCData:
+                 pair_batch_size: int | None = None, coin_init: float | None = None,
+                 dtype: torch.dtype | None = None, device=None) -> SCDCData:
     """Check an SCDC fit's data and return them prepared.
 
     Args:
@@ -124,6 +127,7 @@ def prepare_scdc(o, pairs=None, *, likelihood: str = "auto", batch_size: int = 1
             :func:`resolve_likelihood`).
         batch_size: ``|B|``; larger than ``N`` means the full data.
         pair_batch_size: ``|S|``; default :func:`balanced_pair_batch`.
+        coin_init: ``None`` or a number strictly between 0 and 1 (see :class:`SCDCData`).
         dtype: floating dtype of ``o``; default: ``o``'s own (a floating tensor or array), else
             torch's default.
         device: where the tensors go (default: ``o``'s device).
@@ -157,8 +161,12 @@ def prepare_scdc(o, pairs=None, *, likelihood: str = "auto", batch_size: int = 1
     else:
         pair_batch_size = check_int(pair_batch_size, "pair_batch_size", minimum=1,
                                     maximum=num_links)
+    if coin_init is not None:
+        coin_init = check_probability(coin_init, "coin_init")
+        if coin_init in (0.0, 1.0):
+            raise ValueError(f"coin_init must lie strictly between 0 and 1, got {coin_init}")
     return SCDCData(o, i_idx, j_idx, worker_idx, link, workers,
-                    resolve_likelihood(likelihood, o), batch_size, pair_batch_size)
+                    resolve_likelihood(likelihood, o), batch_size, pair_batch_size, coin_init)
 
 
 def steps_per_epoch(data: SCDCData) -> int:

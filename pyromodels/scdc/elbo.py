@@ -42,8 +42,9 @@ class RelationalELBO(TraceEnum_ELBO):
 
     def loss(self, model, guide, *args, **kwargs) -> float:
         """The loss as a float, without gradients."""
+        enumerated = super().loss(model, guide, *args, **kwargs)
         with torch.no_grad():
-            return float(self.differentiable_loss(model, guide, *args, **kwargs))
+            return enumerated - float(self.term(*args, **kwargs))
 
     def loss_and_grads(self, model, guide, *args, **kwargs) -> float:
         """The loss as a float, with its gradients accumulated in the params."""

@@ -34,7 +34,9 @@ The variational family ignores the links (§2.3): :math:`q(z_n, x_n \mid o_n) = 
 
 The coins are stored as logits; their initial values are drawn per worker from
 :math:`\mathrm{Beta}(1, 1)` as the paper says (the released code draws one value shared by
-all workers). :math:`\pi` is stored as logits.
+all workers), kept within ``1e-3`` of 0 and 1, or all set to ``coin_init``. :math:`\pi` is
+stored as logits (initially :math:`0.1\,N(0, 1)`), the means :math:`\mu_k` start from
+:math:`N(0, I)` and the scales from 1.
 
 Sample sites of :meth:`SCDC.model` (inside the plate ``"data"`` of size ``N``, subsampled to
 ``|B|``): ``z`` (categorical, ``{0..K-1}``, shape ``(|B|,)``), ``x`` (real, ``(|B|, d)``),
@@ -177,6 +179,8 @@ class SCDC(Model):
         M = data.num_workers
 
         def draw():
+            if data.coin_init is not None:
+                return torch.full((M,), data.coin_init, **opts).logit()
             u = torch.distributions.Beta(torch.ones(M, **opts), torch.ones(M, **opts)).sample()
             return torch.logit(u.clamp(COIN_INIT_MARGIN, 1 - COIN_INIT_MARGIN))
 
@@ -252,7 +256,8 @@ class SCDC(Model):
 
     # ------------------------------------------------------------------ fit
     def fit(self, o, pairs=None, *, num_epochs: int = 20, batch_size: int = 128,
-            pair_batch_size: int | None = None, lr: float = 1e-3, optim=None,
+            pair_batch_size: int | None = None, coin_init: float | None = None,
+            lr: float = 1e-3, optim=None,
             num_particles: int = 1, seed: int | None = None, progress: bool = True,
             callbacks=None, device=None, dtype: torch.dtype | None = None, checkpoint=None,
             checkpoint_every: int | None = None, resume=None,
@@ -269,6 +274,13 @@ class SCDC(Model):
                 from step to step).
             batch_size: ``|B|`` (paper: 128 for MNIST, 10 for Face).
             pair_batch_size: ``|S|``; default ``N_a |B| / N`` rounded, at least 1.
+            coin_init: the workers' initial sensitivity and specificity: ``None`` (default)
+                draws each from Beta(1, 1) as the paper does; a number in (0, 1) starts every
+                worker there. Random starts give some workers a weight below chance, and when
+                the features alone favour another partition than the workers' the fit can
+                settle on it with every weight near 0 (see the tests' four-blob example);
+                starting the workers as reliable (``0.9``, as BayesSCDC's Beta(10, 1)
+                initial posteriors do) lets the links pull the clusters first.
             lr: Adam's learning rate (paper: 1e-3), unless ``optim`` is given.
             optim: a ``pyro.optim`` optimiser instead of ``Adam({"lr": lr})``.
             num_particles: samples of ``x`` per cluster per item.
@@ -287,7 +299,8 @@ class SCDC(Model):
         """
         num_epochs = check_int(num_epochs, "num_epochs", minimum=1)
         data = prepare_scdc(o, pairs, likelihood=self.likelihood, batch_size=batch_size,
-                            pair_batch_size=pair_batch_size, dtype=dtype, device=device)
+                            pair_batch_size=pair_batch_size, coin_init=coin_init, dtype=dtype,
+                            device=device)
         per_epoch = steps_per_epoch(data)
         every = None if checkpoint_every is None else per_epoch * check_int(
             checkpoint_every, "checkpoint_every", minimum=1)
