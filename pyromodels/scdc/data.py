@@ -2,9 +2,11 @@
 
 :func:`prepare_scdc` checks the user's data once; the model, its guide and the relational
 term receive the :class:`SCDCData` it returns. The links come as a
-:class:`~pyromodels.data.pairwise.PairwiseAnnotations` or as a DataFrame with columns ``i``,
-``j``, ``worker``, ``link`` (read by ``PairwiseAnnotations.from_dataframe``); their item ids
-are row numbers of the observations (integers ``0 .. N - 1``).
+:class:`~pyromodels.data.pairwise.PairwiseAnnotations` or as a DataFrame read by
+``PairwiseAnnotations.from_dataframe`` (columns ``item_a``, ``item_b``, ``worker``,
+``link``). Their items name rows of the observations in one of two ways: the pairs' ``items``
+list all ``N`` rows in order (``items=`` given to ``from_dataframe``; any ids), or the item
+ids are themselves row numbers (integers ``0 .. N - 1``).
 """
 
 from __future__ import annotations
@@ -101,9 +103,12 @@ def balanced_pair_batch(num_links: int, num_items: int, batch_size: int) -> int:
 
 def _rows(pairs: PairwiseAnnotations, num_items: int) -> tuple[torch.Tensor, torch.Tensor]:
     ids = pairs.items
+    if len(ids) == num_items:  # the items list every row of o, in order: codes are rows
+        return pairs.i_idx.cpu(), pairs.j_idx.cpu()
     if not pd.api.types.is_integer_dtype(ids.dtype):
         raise ValueError(f"pairs' item ids must be row numbers of o (integers 0 .. "
-                         f"{num_items - 1}), got ids of dtype {ids.dtype} such as {ids[0]!r}")
+                         f"{num_items - 1}), got ids of dtype {ids.dtype} such as {ids[0]!r}; "
+                         f"or give every row's id in order (items= of from_dataframe)")
     rows = ids.to_numpy().astype(np.int64)
     bad = (rows < 0) | (rows >= num_items)
     if bad.any():
@@ -121,8 +126,8 @@ def prepare_scdc(o, pairs=None, *, likelihood: str = "auto", batch_size: int = 1
     Args:
         o: ``(N, D)`` observations (array-like or tensor), finite.
         pairs: ``None`` (no links), a :class:`~pyromodels.data.pairwise.PairwiseAnnotations`
-            or a DataFrame with columns ``i``, ``j``, ``worker``, ``link``; item ids are row
-            numbers of ``o``.
+            or a DataFrame with columns ``item_a``, ``item_b``, ``worker``, ``link``; its
+            items list the ``N`` rows of ``o`` in order, or its item ids are row numbers.
         likelihood: ``"auto"``, ``"bernoulli"`` or ``"normal"`` (see
             :func:`resolve_likelihood`).
         batch_size: ``|B|``; larger than ``N`` means the full data.
@@ -152,7 +157,7 @@ def prepare_scdc(o, pairs=None, *, likelihood: str = "auto", batch_size: int = 1
         workers = pairs.workers
     else:
         raise TypeError(f"pairs must be None, a PairwiseAnnotations or a DataFrame with columns "
-                        f"i, j, worker, link, got {type(pairs).__name__}")
+                        f"item_a, item_b, worker, link, got {type(pairs).__name__}")
     num_links = int(link.shape[0])
     if pair_batch_size is None:
         pair_batch_size = balanced_pair_batch(num_links, num_items, batch_size)

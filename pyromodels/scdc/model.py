@@ -97,8 +97,8 @@ class SCDC(Model):
     Example:
         >>> g = torch.Generator().manual_seed(0)
         >>> o = torch.cat([torch.randn(20, 2, generator=g) - 3, torch.randn(20, 2, generator=g) + 3])
-        >>> pairs = pd.DataFrame({"i": [0, 0, 20], "j": [1, 21, 22], "worker": [0, 0, 1],
-        ...                       "link": [1, 0, 1]})
+        >>> pairs = pd.DataFrame({"item_a": [0, 0, 20], "item_b": [1, 21, 22],
+        ...                       "worker": [0, 0, 1], "link": [1, 0, 1]})
         >>> model = SCDC(n_clusters=2, latent_dim=2, hidden=(16,))
         >>> post = model.fit(o, pairs=pairs, num_epochs=2, batch_size=20, seed=0, progress=False)
         >>> model.predict(post, o).shape, tuple(post["alpha"].shape)
@@ -267,7 +267,8 @@ class SCDC(Model):
         Args:
             o: ``(N, D)`` observations.
             pairs: the links: ``None``, a :class:`~pyromodels.data.pairwise.PairwiseAnnotations`
-                or a DataFrame with columns ``i``, ``j``, ``worker``, ``link``; item ids are
+                or a DataFrame with columns ``item_a``, ``item_b``, ``worker``, ``link``; its
+                items list the ``N`` rows of ``o`` in order (``items=``), or its item ids are
                 row numbers of ``o``.
             num_epochs: passes over the data; an epoch is ``ceil(N / batch_size)`` steps,
                 each on a data minibatch drawn uniformly without replacement (independently

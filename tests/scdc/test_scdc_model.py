@@ -33,7 +33,7 @@ def _pairs(num_items=6, num_workers=3, num_links=9, seed=1):
         w = int(torch.randint(num_workers, (), generator=g))
         if (min(i, j), max(i, j), w) not in {(min(a, b), max(a, b), c) for a, b, c, _ in rows}:
             rows.add((i, j, w, int(torch.randint(2, (), generator=g))))
-    return pd.DataFrame(sorted(rows), columns=["i", "j", "worker", "link"])
+    return pd.DataFrame(sorted(rows), columns=["item_a", "item_b", "worker", "link"])
 
 
 def _init_params(model, data, seed=0):
@@ -200,13 +200,27 @@ def test_resume_continues_the_uninterrupted_run(tmp_path):
         assert torch.equal(resumed.params[name], value), name
 
 
+def test_pairs_name_rows_by_row_number_or_by_listing_every_row():
+    o = _observations()
+    by_number = pd.DataFrame({"item_a": [5, 1], "item_b": [2, 4], "worker": ["w", "w"],
+                              "link": [1, 0]})
+    data = prepare_scdc(o, by_number)
+    assert data.i_idx.tolist() == [5, 1] and data.j_idx.tolist() == [2, 4]
+    names = ["r0", "r1", "r2", "r3", "r4", "r5"]
+    by_id = pd.DataFrame({"item_a": ["r5", "r1"], "item_b": ["r2", "r4"], "worker": ["w", "w"],
+                          "link": [1, 0]})
+    listed = prepare_scdc(o, PairwiseAnnotations.from_dataframe(by_id, items=names))
+    assert listed.i_idx.tolist() == [5, 1] and listed.j_idx.tolist() == [2, 4]
+    assert list(listed.workers) == ["w"] and listed.pair_batch_size == 2
+
+
 def test_bad_input_is_reported():
     o = _observations()
     model = SCDC(2, 2, hidden=(4,))
-    letters = pd.DataFrame({"i": ["a"], "j": ["b"], "worker": [0], "link": [1]})
+    letters = pd.DataFrame({"item_a": ["a"], "item_b": ["b"], "worker": [0], "link": [1]})
     with pytest.raises(ValueError, match="pairs' item ids must be row numbers of o"):
         model.fit(o, pairs=letters, num_epochs=1)
-    beyond = pd.DataFrame({"i": [0], "j": [6], "worker": [0], "link": [1]})
+    beyond = pd.DataFrame({"item_a": [0], "item_b": [6], "worker": [0], "link": [1]})
     with pytest.raises(ValueError, match=r"row numbers of o \(0 .. 5\), found 6"):
         model.fit(o, pairs=beyond, num_epochs=1)
     with pytest.raises(TypeError, match="pairs must be None, a PairwiseAnnotations or a DataFrame"):

@@ -44,7 +44,7 @@ def _two_coin_links(labels, annotated=100, workers=20, per_worker=50, accuracy=0
             i, j = block[p], block[q]
             flip = bool(torch.rand((), generator=g) > accuracy)
             rows.append((i, j, m, int(labels[i] == labels[j]) ^ flip))
-    return pd.DataFrame(rows, columns=["i", "j", "worker", "link"])
+    return pd.DataFrame(rows, columns=["item_a", "item_b", "worker", "link"])
 
 
 def test_links_from_accurate_workers_raise_clustering_accuracy():
