@@ -255,7 +255,7 @@ class SCDC(Model):
                               num_particles=num_particles)
 
     # ------------------------------------------------------------------ fit
-    def fit(self, o, pairs=None, *, num_epochs: int = 20, batch_size: int = 128,
+    def fit(self, o, pairs=None, *, method: str = "svi", num_epochs: int = 20, batch_size: int = 128,
             pair_batch_size: int | None = None, coin_init: float | None = None,
             lr: float = 1e-3, optim=None,
             num_particles: int = 1, seed: int | None = None, progress: bool = True,
@@ -270,6 +270,7 @@ class SCDC(Model):
                 or a DataFrame with columns ``item_a``, ``item_b``, ``worker``, ``link``; its
                 items list the ``N`` rows of ``o`` in order (``items=``), or its item ids are
                 row numbers of ``o``.
+            method: ``"svi"``, the only engine.
             num_epochs: passes over the data; an epoch is ``ceil(N / batch_size)`` steps,
                 each on a data minibatch drawn uniformly without replacement (independently
                 from step to step).
@@ -298,6 +299,7 @@ class SCDC(Model):
             ``(M,)``; ``params`` holds every fitted tensor (the networks' weights included),
             ``losses`` the loss per step.
         """
+        check_in(method, "method", self.engines)
         num_epochs = check_int(num_epochs, "num_epochs", minimum=1)
         data = prepare_scdc(o, pairs, likelihood=self.likelihood, batch_size=batch_size,
                             pair_batch_size=pair_batch_size, coin_init=coin_init, dtype=dtype,

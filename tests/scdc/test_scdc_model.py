@@ -233,6 +233,10 @@ def test_bad_input_is_reported():
         model.fit(o, pairs=_pairs(), coin_init=1.0, num_epochs=1)
     with pytest.raises(ValueError, match="o must be 2-dimensional"):
         model.fit(o[0], num_epochs=1)
+    with pytest.raises(ValueError, match=r"method must be one of \['svi'\], got 'nuts'"):
+        model.fit(o, method="nuts")
+    with pytest.raises(ValueError, match="num_epochs must be an integer >= 1, got 0"):
+        model.fit(o, num_epochs=0)
     with pytest.raises(ValueError, match="covariance must be one of"):
         SCDC(2, 2, covariance="spherical")
     pairs = PairwiseAnnotations.from_arrays([0, 1], [2, 3], [0, 0], [1, 0])
