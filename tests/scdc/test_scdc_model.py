@@ -174,6 +174,17 @@ def test_fit_returns_point_estimates_workers_and_predictions():
     assert torch.equal(direct.losses, post.losses)
 
 
+def test_full_covariances_and_binary_observations_fit():
+    o = _observations(12, binary=True)
+    model = SCDC(3, 2, hidden=(5,), covariance="full")
+    post = model.fit(o, num_epochs=2, batch_size=6, seed=0, progress=False)
+    assert post.data.likelihood == "bernoulli"  # chosen by the data
+    tril = post["scale_tril"][0, 0]
+    assert tril.shape == (3, 2, 2) and torch.equal(tril, torch.tril(tril))
+    assert bool((torch.diagonal(tril, dim1=-2, dim2=-1) > 0).all())
+    assert "scales" not in post.samples and "alpha" not in post.samples
+
+
 def test_the_paper_s_coin_start_differs_per_worker_and_coin_init_fixes_it():
     o, pairs = _observations(12), _pairs(num_items=12, num_workers=3, num_links=15)
     model = SCDC(2, 2, hidden=(4,))
