@@ -7,6 +7,18 @@ cluster) and a specificity ``beta`` (says "different" when they do not).
 * :mod:`.links`: the two-coin link likelihood every engine of the family shares (its closed-form
   expectation under independent cluster posteriors, the mean-field messages and the workers'
   sufficient statistics).
+* :class:`SCDC`: semi-crowdsourced deep clustering (:mod:`.model`), fitted by amortised SVI
+  with the cluster enumerated and the links' term in closed form; its data
+  (:class:`SCDCData`, :func:`prepare_scdc`) and objective (:class:`RelationalELBO`).
 """
 
-__all__: list[str] = []
+from ..lazy import lazy_attributes
+
+__all__ = ["RelationalELBO", "SCDC", "SCDCData", "prepare_scdc"]
+
+__getattr__, __dir__ = lazy_attributes(__name__, {
+    "RelationalELBO": ".elbo",
+    "SCDC": ".model",
+    "SCDCData": ".data",
+    "prepare_scdc": ".data",
+})
