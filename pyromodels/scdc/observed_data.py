@@ -10,6 +10,7 @@ receive. :func:`resolve_observed_prior` writes the default prior in the data's u
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -46,6 +47,7 @@ class ObservedPrior:
     alpha_prior: torch.Tensor
     beta_prior: torch.Tensor
 
+    @functools.cached_property
     def normal_wishart(self) -> NormalWishart:
         r"""The component prior as the precision-form :class:`~pyromodels.conjugate.NormalWishart`:
         :math:`\Lambda \sim \mathrm{Wishart}(\nu, S^{-1})`, :math:`\mu \mid \Lambda \sim

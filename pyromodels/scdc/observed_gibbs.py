@@ -152,7 +152,7 @@ def components_posterior(z: torch.Tensor, data: ObservedData, num_clusters: int)
     sum_x = onehot.T @ data.x
     outer = (data.x.unsqueeze(-1) * data.x.unsqueeze(-2)).reshape(data.x.shape[0], -1)
     sum_xx = (onehot.T @ outer).reshape(num_clusters, data.dim, data.dim)
-    return data.prior.normal_wishart().posterior(count, sum_x, sum_xx)
+    return data.prior.normal_wishart.posterior(count, sum_x, sum_xx)
 
 
 def components_block(state: dict, data: ObservedData, generator: torch.Generator) -> dict:

@@ -175,7 +175,7 @@ class ObservedBayesSCDC(Model):
         data = self.prepare(data)
         p, K, M = data.prior, self.num_clusters, data.num_workers
         weights = pyro.sample("weights", dist.Dirichlet(p.weight_concentration.expand(K)))
-        nw = p.normal_wishart()
+        nw = p.normal_wishart
         precisions = pyro.sample(
             "precisions", _Wishart(nw.nu, scale_tril=nw.scale_tril).expand([K]).to_event(1))
         locs = pyro.sample(
