@@ -7,6 +7,12 @@ cluster) and a specificity ``beta`` (says "different" when they do not).
 * :mod:`.links`: the two-coin link likelihood every engine of the family shares (its closed-form
   expectation under independent cluster posteriors, the mean-field messages and the workers'
   sufficient statistics).
+* :class:`ObservedBayesSCDC` (:mod:`.observed_model`): BayesSCDC's conjugate sub-model with the
+  features observed (a Bayesian Gaussian mixture plus the two-coin workers), fitted by the
+  reference Gibbs sampler of :mod:`.observed_gibbs`; :func:`label_invariant_summary` and
+  :func:`coclustering_probabilities` read its fit without the clusters' names.
 """
 
-__all__: list[str] = []
+from .observed_model import ObservedBayesSCDC, coclustering_probabilities, label_invariant_summary
+
+__all__: list[str] = ["ObservedBayesSCDC", "coclustering_probabilities", "label_invariant_summary"]

@@ -49,8 +49,11 @@ __all__ = [
     "assignments_block",
     "item_block",
     "weights_block",
+    "weights_concentration",
     "components_block",
+    "components_posterior",
     "workers_block",
+    "worker_concentrations",
 ]
 
 
@@ -128,21 +131,22 @@ def item_block(n: int) -> GibbsBlock:
     return GibbsBlock(f"item {n}", ("z",), update, log_density)
 
 
-def _weights_concentration(state: dict, data: ObservedData) -> torch.Tensor:
+def weights_concentration(state: dict, data: ObservedData) -> torch.Tensor:
+    """The Dirichlet concentration of the weights given the clusters, ``alpha0 + n_k``."""
     K = state["weights"].shape[-1]
     counts = torch.bincount(state["z"], minlength=K).to(data.x.dtype)
     return data.prior.weight_concentration + counts
 
 
 def weights_block(state: dict, data: ObservedData, generator: torch.Generator) -> dict:
-    concentration = _weights_concentration(state, data)
+    concentration = weights_concentration(state, data)
     if concentration.shape[-1] == 1:  # one cluster: the Dirichlet is the point mass at 1
         return {"weights": torch.ones_like(concentration)}
     return {"weights": sample_dirichlet(concentration, generator=generator)}
 
 
 def weights_log_density(values: dict, state: dict, data: ObservedData) -> torch.Tensor:
-    return Dirichlet(_weights_concentration(state, data)).log_prob(values["weights"])
+    return Dirichlet(weights_concentration(state, data)).log_prob(values["weights"])
 
 
 def components_posterior(z: torch.Tensor, data: ObservedData, num_clusters: int):
@@ -166,7 +170,9 @@ def components_log_density(values: dict, state: dict, data: ObservedData) -> tor
     return post.log_prob(values["locs"], values["precisions"]).sum()
 
 
-def _worker_concentrations(state: dict, data: ObservedData) -> tuple[torch.Tensor, torch.Tensor]:
+def worker_concentrations(state: dict, data: ObservedData) -> tuple[torch.Tensor, torch.Tensor]:
+    """The Beta concentrations ``(M, 2)`` of the sensitivities and of the specificities given
+    the clusters: the prior's plus the link counts of :func:`~.links.worker_counts`."""
     z = state["z"]
     same = (z[data.i_idx] == z[data.j_idx]).to(data.x.dtype)
     counts = worker_counts(same, data.link, data.worker_idx, data.num_workers)
@@ -174,13 +180,13 @@ def _worker_concentrations(state: dict, data: ObservedData) -> tuple[torch.Tenso
 
 
 def workers_block(state: dict, data: ObservedData, generator: torch.Generator) -> dict:
-    a, b = _worker_concentrations(state, data)
+    a, b = worker_concentrations(state, data)
     return {"alpha": sample_beta(a[:, 0], a[:, 1], generator=generator),
             "beta": sample_beta(b[:, 0], b[:, 1], generator=generator)}
 
 
 def workers_log_density(values: dict, state: dict, data: ObservedData) -> torch.Tensor:
-    a, b = _worker_concentrations(state, data)
+    a, b = worker_concentrations(state, data)
     return (Beta(a[:, 0], a[:, 1]).log_prob(values["alpha"]).sum()
             + Beta(b[:, 0], b[:, 1]).log_prob(values["beta"]).sum())
 

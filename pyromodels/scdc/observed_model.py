@@ -198,10 +198,10 @@ class ObservedBayesSCDC(Model):
         K = self.num_clusters
         z = initial_assignments(data.x, K, generator)
         state = {"z": z, "weights": torch.full((K,), 1.0 / K, dtype=data.x.dtype, device=data.device)}
-        conc = observed_gibbs._weights_concentration(state, data)
+        conc = observed_gibbs.weights_concentration(state, data)
         state["weights"] = conc / conc.sum()
         locs, precisions = observed_gibbs.components_posterior(z, data, K).mean()
-        a, b = observed_gibbs._worker_concentrations(state, data)
+        a, b = observed_gibbs.worker_concentrations(state, data)
         return {**state, "locs": locs, "precisions": precisions,
                 "alpha": a[:, 0] / a.sum(-1), "beta": b[:, 0] / b.sum(-1)}
 

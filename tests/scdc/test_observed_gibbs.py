@@ -158,7 +158,7 @@ def exact_posterior(data, num_clusters):
                             torch.einsum("nk,nd,ne->kde", onehot, data.x, data.x))
         log = (torch.lgamma(a0 + count) - torch.lgamma(a0)).sum() - torch.lgamma(num_clusters * a0 + N)
         log = log + (post.log_normalizer() - nw.log_normalizer()).sum()
-        a, b = og._worker_concentrations({"z": z}, data)
+        a, b = og.worker_concentrations({"z": z}, data)
         for conc, prior in ((a, p.alpha_prior), (b, p.beta_prior)):
             log = log + (torch.lgamma(conc).sum(-1) - torch.lgamma(conc.sum(-1))).sum()
             log = log - len(conc) * (torch.lgamma(prior).sum() - torch.lgamma(prior.sum()))
