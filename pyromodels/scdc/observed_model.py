@@ -41,11 +41,11 @@ field), whose exact sum is exponential in ``N`` (spec §3.3). The only engine is
 
 Label switching: ``weights``, ``locs``, ``precisions`` and ``z`` change with the names of the
 clusters, which a mixing sampler permutes; their per-chain traces and R-hat are meaningless.
-The fit therefore adds label-invariant draws (``worker_weights`` :math:`= \mathrm{logit}\,
-\alpha_m + \mathrm{logit}\,\beta_m` and ``occupied_clusters``) and names them, with ``alpha``
-and ``beta``, in ``attrs["label_invariant_sites"]``: the diagnostics (the fit's
-:class:`~pyromodels.core.SamplingWarning`, :func:`label_invariant_summary`) read only those.
-Co-clustering probabilities come from :func:`coclustering_probabilities`.
+The fit therefore names ``alpha`` and ``beta`` in ``attrs["label_invariant_sites"]``, the sites
+its :class:`~pyromodels.core.SamplingWarning` judges; :func:`label_invariant_draws` adds the
+workers' weights :math:`\mathrm{logit}\,\alpha_m + \mathrm{logit}\,\beta_m` and the number of
+occupied clusters, :func:`label_invariant_summary` gives their R-hat and ESS, and
+:func:`coclustering_probabilities` the posterior co-clustering matrix.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ from ..conjugate import data_units
 from ..conjugate.random import sample_wishart
 from ..core.diagnostic_warnings import warn_sampling_problems
 from ..core.model import Model
-from ..core.posterior import check_posterior
+from ..core.posterior import Posterior, check_posterior, summary
 from ..diagnostics.label_invariant import coclustering, label_invariant_stats
 from . import observed_gibbs
 from .links import observe_links, worker_weights
@@ -113,7 +113,7 @@ class ObservedBayesSCDC(Model):
         >>> post = ObservedBayesSCDC(2).fit(x, pairs, num_chains=1, num_samples=20,
         ...                                 num_warmup=20, seed=0, progress=False,
         ...                                 diagnostic_warnings=False)
-        >>> post.samples["worker_weights"].shape
+        >>> label_invariant_draws(post)["worker_weights"].shape
         torch.Size([1, 20, 2])
     """
 
@@ -224,17 +224,16 @@ class ObservedBayesSCDC(Model):
                 ``num_samples``, ``num_warmup``, ``seed``, ``progress``, ...).
 
         Returns:
-            A :class:`~pyromodels.core.Posterior` with the program's sites plus
-            ``worker_weights`` ``(chain, draw, M)`` and ``occupied_clusters``
-            ``(chain, draw)``.
+            A :class:`~pyromodels.core.Posterior` of the program's sites, whose
+            ``attrs["label_invariant_sites"]`` (``alpha``, ``beta``) are the sites its
+            diagnostics read (see :func:`label_invariant_draws` for the rest).
         """
         check_in(method, "method", self.engines)
         diagnostic_warnings = check_bool(diagnostic_warnings, "diagnostic_warnings")
         data = x if isinstance(x, ObservedData) and pairs is None else self.prepare(
             (x, pairs), device=settings.get("device"))
         post = super().fit(data, method=method, diagnostic_warnings=False, **settings)
-        post.samples.update(label_invariant_draws(post))
-        post.attrs["label_invariant_sites"] = list(LABEL_INVARIANT_SITES)
+        post.attrs["label_invariant_sites"] = ["alpha", "beta"]
         return warn_sampling_problems(post, diagnostic_warnings)
 
 
@@ -262,6 +261,9 @@ def label_invariant_draws(posterior) -> dict[str, torch.Tensor]:
     """
     posterior = check_posterior(posterior)
     s = posterior.samples
+    missing = [k for k in ("alpha", "beta", "z") if k not in s]
+    if missing:
+        raise ValueError(f"posterior must be a fit of ObservedBayesSCDC; it lacks the sites {missing}")
     stats = label_invariant_stats(posterior, "z")
     return {"alpha": s["alpha"], "beta": s["beta"],
             "worker_weights": worker_weights(s["alpha"], s["beta"]),
@@ -269,15 +271,13 @@ def label_invariant_draws(posterior) -> dict[str, torch.Tensor]:
 
 
 def label_invariant_summary(posterior, **kwargs):
-    """ArviZ's summary (means, sd, MCSE, ESS, R-hat) of :data:`LABEL_INVARIANT_SITES`.
+    """ArviZ's summary (means, sd, MCSE, ESS, R-hat) of :func:`label_invariant_draws`.
 
-    ``kwargs`` go to :meth:`~pyromodels.core.Posterior.summary` (``hdi_prob``, ``round_to``).
+    ``kwargs`` go to :func:`~pyromodels.core.summary` (``hdi_prob``, ``round_to``).
     """
-    posterior = check_posterior(posterior)
-    missing = [k for k in LABEL_INVARIANT_SITES if k not in posterior.samples]
-    if missing:
-        raise ValueError(f"posterior must be a fit of ObservedBayesSCDC; it lacks {missing}")
-    return posterior.summary(var_names=list(LABEL_INVARIANT_SITES), **kwargs)
+    draws = Posterior(samples=label_invariant_draws(posterior), method=posterior.method,
+                      attrs=dict(posterior.attrs))
+    return summary(draws, **kwargs)
 
 
 def coclustering_probabilities(posterior) -> torch.Tensor:
