@@ -16,7 +16,8 @@ program (checked by condition-and-score and the Geweke test in the tests):
   another (a sequential scan, as the pairwise terms couple them); the loop runs on the CPU in
   NumPy, vectorised over the clusters and the item's links, with the Gumbel noise of every
   item drawn up front from the block's generator;
-* ``weights``: :math:`\pi \mid z \sim \mathrm{Dir}(\alpha_0 + n_k)`;
+* ``weights``: :math:`\pi \mid z \sim \mathrm{Dir}(\alpha_0 + n_k)` (a share that underflows
+  to zero is held at the smallest positive float);
 * ``components``: :math:`(\mu_k, \Lambda_k) \mid x, z` from the Normal-Wishart posterior of
   cluster :math:`k` (the NIW posterior of :math:`(\mu_k, \Sigma_k)` in precision form);
 * ``workers``: :math:`\alpha_m \sim \mathrm{Beta}(\tau^1_\alpha + \#\{\text{same}, L=1\},
@@ -142,7 +143,12 @@ def weights_block(state: dict, data: ObservedData, generator: torch.Generator) -
     concentration = weights_concentration(state, data)
     if concentration.shape[-1] == 1:  # one cluster: the Dirichlet is the point mass at 1
         return {"weights": torch.ones_like(concentration)}
-    return {"weights": sample_dirichlet(concentration, generator=generator)}
+    weights = sample_dirichlet(concentration, generator=generator)
+    # A sparse prior (alpha0 = 0.05 / K) leaves empty clusters shares below the smallest
+    # float, drawn as exact zeros, where the Dirichlet density is infinite: hold them at the
+    # smallest positive float instead (a change below 1e-38), so the log joint stays finite.
+    weights = weights.clamp_min(torch.finfo(weights.dtype).tiny)
+    return {"weights": weights / weights.sum(-1, keepdim=True)}
 
 
 def weights_log_density(values: dict, state: dict, data: ObservedData) -> torch.Tensor:

@@ -268,3 +268,23 @@ def test_bad_input_is_named():
         ObservedBayesSCDC(2, alpha_prior=1.0).prepare((x, pairs))
     with pytest.raises(ValueError, match="x must have at least num_clusters=20 rows"):
         ObservedBayesSCDC(20).prepare((x, pairs))
+
+
+def test_sparse_default_prior_empties_extra_clusters_with_a_finite_log_joint():
+    x, pairs, _ = simulate(90, [0.9, 0.8], 500, separation=2.5, seed=6)
+    post = ObservedBayesSCDC(8).fit(x, pairs, num_chains=1, num_samples=40, num_warmup=60,
+                                    seed=0, progress=False, diagnostic_warnings=False)
+    # weight_concentration = 0.05 / K: the unneeded clusters empty (the paper's pruning) ...
+    assert (label_invariant_draws(post)["occupied_clusters"] == 3).all()
+    # ... and their shares, which underflow, keep the log joint finite
+    assert torch.isfinite(post.sample_stats["lp"]).all()
+    assert (post.samples["weights"] > 0).all()
+
+
+def test_equal_workers_get_equal_weights():
+    x, pairs, _ = simulate(120, [0.9] * 5, 1500, separation=2.5, seed=7)
+    post = ObservedBayesSCDC(3).fit(x, pairs, num_chains=1, num_samples=100, num_warmup=40,
+                                    seed=0, lp_every=0, progress=False, diagnostic_warnings=False)
+    weights = label_invariant_draws(post)["worker_weights"].flatten(0, 1)
+    # 2 logit(0.9) = 4.39 for everyone, within 4 posterior sd
+    assert ((weights.mean(0) - 2 * math.log(9.0)).abs() < 4 * weights.std(0)).all(), weights.mean(0)
