@@ -9,10 +9,17 @@ cluster) and a specificity ``beta`` (says "different" when they do not).
   sufficient statistics).
 * :class:`ObservedBayesSCDC` (:mod:`.observed_model`): BayesSCDC's conjugate sub-model with the
   features observed (a Bayesian Gaussian mixture plus the two-coin workers), fitted by the
-  reference Gibbs sampler of :mod:`.observed_gibbs`; :func:`label_invariant_summary` and
-  :func:`coclustering_probabilities` read its fit without the clusters' names.
+  reference Gibbs sampler of :mod:`.observed_gibbs`; :func:`label_invariant_draws`,
+  :func:`label_invariant_summary` and :func:`coclustering_probabilities` read its fit without
+  the clusters' names.
 """
 
-from .observed_model import ObservedBayesSCDC, coclustering_probabilities, label_invariant_summary
+from .observed_model import (
+    ObservedBayesSCDC,
+    coclustering_probabilities,
+    label_invariant_draws,
+    label_invariant_summary,
+)
 
-__all__: list[str] = ["ObservedBayesSCDC", "coclustering_probabilities", "label_invariant_summary"]
+__all__: list[str] = ["ObservedBayesSCDC", "coclustering_probabilities", "label_invariant_draws",
+                      "label_invariant_summary"]
