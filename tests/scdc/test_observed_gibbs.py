@@ -288,3 +288,18 @@ def test_equal_workers_get_equal_weights():
     weights = label_invariant_draws(post)["worker_weights"].flatten(0, 1)
     # 2 logit(0.9) = 4.39 for everyone, within 4 posterior sd
     assert ((weights.mean(0) - 2 * math.log(9.0)).abs() < 4 * weights.std(0)).all(), weights.mean(0)
+
+
+def test_the_sweep_runs_under_pyro_mcmc():
+    from pyro.infer import MCMC
+
+    from pyromodels.core.kernel import GibbsKernel, posterior_from_mcmc
+
+    x, pairs, _ = simulate(20, [0.9, 0.7], 60, seed=8)
+    model = ObservedBayesSCDC(2)
+    kernel = GibbsKernel(model, seed=0)
+    mcmc = MCMC(kernel, num_samples=15, warmup_steps=5, disable_progbar=True)
+    mcmc.run(model.prepare((x, pairs)))
+    post = posterior_from_mcmc(mcmc)
+    assert post.samples["z"].dtype == torch.long and post.samples["z"].shape == (1, 15, 20)
+    assert label_invariant_draws(post)["worker_weights"].shape == (1, 15, 2)
