@@ -50,6 +50,7 @@ occupied clusters, :func:`label_invariant_summary` gives their R-hat and ESS, an
 
 from __future__ import annotations
 
+import numpy as np
 import pyro
 import pyro.distributions as dist
 import torch
@@ -70,7 +71,8 @@ __all__ = ["ObservedBayesSCDC", "LABEL_INVARIANT_SITES", "initial_assignments", 
            "label_invariant_summary", "coclustering_probabilities"]
 
 #: the sites of a fit that do not depend on the clusters' names (diagnose these)
-LABEL_INVARIANT_SITES = ("alpha", "beta", "worker_weights", "occupied_clusters")
+LABEL_INVARIANT_SITES = ("alpha", "beta", "worker_weights", "occupied_clusters",
+                         "largest_cluster_fraction")
 
 
 class _Wishart(dist.Wishart):
@@ -197,9 +199,9 @@ class ObservedBayesSCDC(Model):
         data = self.prepare(data)
         K = self.num_clusters
         z = initial_assignments(data.x, K, generator)
-        state = {"z": z, "weights": torch.full((K,), 1.0 / K, dtype=data.x.dtype, device=data.device)}
-        conc = observed_gibbs.weights_concentration(state, data)
-        state["weights"] = conc / conc.sum()
+        shape_only = torch.empty(K, dtype=data.x.dtype, device=data.device)  # gives K
+        conc = observed_gibbs.weights_concentration({"z": z, "weights": shape_only}, data)
+        state = {"z": z, "weights": conc / conc.sum()}
         locs, precisions = observed_gibbs.components_posterior(z, data, K).mean()
         a, b = observed_gibbs.worker_concentrations(state, data)
         return {**state, "locs": locs, "precisions": precisions,
@@ -255,9 +257,10 @@ def label_invariant_draws(posterior) -> dict[str, torch.Tensor]:
 
     Returns:
         ``{"alpha": (chain, draw, M), "beta": ..., "worker_weights": ...,
-        "occupied_clusters": (chain, draw)}``; ``worker_weights`` is
-        :func:`~.links.worker_weights` of each draw (0 at chance, 4.39 for a worker right
-        90% of the time on both kinds of pair).
+        "occupied_clusters": (chain, draw), "largest_cluster_fraction": (chain, draw)}``;
+        ``worker_weights`` is :func:`~.links.worker_weights` of each draw (0 at chance, 4.39
+        for a worker right 90% of the time on both kinds of pair), the cluster statistics are
+        :func:`~pyromodels.diagnostics.label_invariant_stats`'.
     """
     posterior = check_posterior(posterior)
     s = posterior.samples
@@ -267,17 +270,21 @@ def label_invariant_draws(posterior) -> dict[str, torch.Tensor]:
     stats = label_invariant_stats(posterior, "z")
     return {"alpha": s["alpha"], "beta": s["beta"],
             "worker_weights": worker_weights(s["alpha"], s["beta"]),
-            "occupied_clusters": stats["occupied_clusters"]}
+            "occupied_clusters": stats["occupied_clusters"],
+            "largest_cluster_fraction": stats["largest_cluster_fraction"]}
 
 
 def label_invariant_summary(posterior, **kwargs):
     """ArviZ's summary (means, sd, MCSE, ESS, R-hat) of :func:`label_invariant_draws`.
 
-    ``kwargs`` go to :func:`~pyromodels.core.summary` (``hdi_prob``, ``round_to``).
+    ``kwargs`` go to :func:`~pyromodels.core.summary` (``hdi_prob``, ``round_to``). A
+    statistic that is the same in every draw (one number of occupied clusters throughout) has
+    an undefined R-hat, shown as NaN.
     """
     draws = Posterior(samples=label_invariant_draws(posterior), method=posterior.method,
                       attrs=dict(posterior.attrs))
-    return summary(draws, **kwargs)
+    with np.errstate(divide="ignore", invalid="ignore"):  # NaN R-hat of a constant statistic
+        return summary(draws, **kwargs)
 
 
 def coclustering_probabilities(posterior) -> torch.Tensor:

@@ -225,7 +225,7 @@ def test_summary_diagnoses_only_label_invariant_sites():
     table = label_invariant_summary(post)
     assert {"r_hat", "ess_bulk"} <= set(table.columns)
     assert set(table.index) == {f"{s}[{m}]" for s in ("alpha", "beta", "worker_weights")
-                                for m in range(2)} | {"occupied_clusters"}
+                                for m in range(2)} | {"occupied_clusters", "largest_cluster_fraction"}
     draws = label_invariant_draws(post)
     assert set(draws) == set(LABEL_INVARIANT_SITES)
     torch.testing.assert_close(draws["worker_weights"],
