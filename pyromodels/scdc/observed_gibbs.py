@@ -14,8 +14,9 @@ program (checked by condition-and-score and the Geweke test in the tests):
   so each item costs one weighted count over its links (the CSR
   :class:`~pyromodels.scdc.observed_data.LinkAdjacency`). The items are visited one after
   another (a sequential scan, as the pairwise terms couple them); the loop runs on the CPU in
-  NumPy, vectorised over the clusters and the item's links, with the Gumbel noise of every
-  item drawn up front from the block's generator;
+  NumPy, vectorised over the clusters and the item's links, or compiled by numba
+  (:mod:`.assign_kernel`), with the Gumbel noise of every item drawn up front from the block's
+  generator;
 * ``weights``: :math:`\pi \mid z \sim \mathrm{Dir}(\alpha_0 + n_k)` (a share that underflows
   to zero is held at the smallest positive float);
 * ``components``: :math:`(\mu_k, \Lambda_k) \mid x, z` from the Normal-Wishart posterior of
@@ -31,6 +32,8 @@ The sequential scan has no one-line joint density, so the ``assignments`` block 
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 import torch
@@ -80,7 +83,7 @@ def item_log_probs(state: dict, data: ObservedData, n: int) -> torch.Tensor:
 
 
 def assign_sequentially(scores: np.ndarray, indptr: np.ndarray, partner: np.ndarray,
-                        entry_weight: np.ndarray, z: np.ndarray) -> np.ndarray:
+                        entry_weight: np.ndarray, z: np.ndarray, backend: str = "numpy") -> np.ndarray:
     """The sequential scan: for ``n = 0 .. N - 1``, ``z[n] = argmax_k(scores[n, k] +
     sum of entry_weight over item n's entries whose partner is in cluster k)``, in place.
 
@@ -92,7 +95,14 @@ def assign_sequentially(scores: np.ndarray, indptr: np.ndarray, partner: np.ndar
         indptr, partner: the CSR adjacency as int64 arrays.
         entry_weight: ``(2 L,)`` weight of each entry's link.
         z: ``(N,)`` int64 current clusters, updated in place and returned.
+        backend: ``"numpy"`` (this loop, vectorised over each item's links) or ``"numba"``
+            (:func:`~pyromodels.scdc.assign_kernel.assign_pass`, the same sums compiled);
+            both give the same clusters.
     """
+    if backend == "numba":
+        from .assign_kernel import assign_pass  # loaded on use: numba starts in ~0.3 s
+
+        return assign_pass(scores, indptr, partner, entry_weight, z)
     K = scores.shape[1]
     for n in range(scores.shape[0]):
         start, stop = indptr[n], indptr[n + 1]
@@ -104,8 +114,10 @@ def assign_sequentially(scores: np.ndarray, indptr: np.ndarray, partner: np.ndar
     return z
 
 
-def assignments_block(state: dict, data: ObservedData, generator: torch.Generator) -> dict:
-    """Draw every ``z_n`` in turn from its conditional (see the module docstring)."""
+def assignments_block(state: dict, data: ObservedData, generator: torch.Generator,
+                      backend: str = "numpy") -> dict:
+    """Draw every ``z_n`` in turn from its conditional (see the module docstring), with the
+    scan's ``backend`` (:func:`assign_sequentially`)."""
     base = base_logits(state, data)
     u = torch.rand(base.shape, dtype=base.dtype, device=base.device, generator=generator)
     scores = (base - torch.log(-torch.log(u))).detach().cpu().numpy()
@@ -113,7 +125,7 @@ def assignments_block(state: dict, data: ObservedData, generator: torch.Generato
     entry_weight = link_weights(state, data)[adj.link_of].detach().cpu().numpy()
     z = state["z"].detach().cpu().numpy().astype(np.int64, copy=True)
     z = assign_sequentially(scores, adj.indptr.cpu().numpy(), adj.partner.cpu().numpy(),
-                            entry_weight, z)
+                            entry_weight, z, backend)
     return {"z": torch.from_numpy(z).to(state["z"].device)}
 
 
@@ -197,11 +209,12 @@ def workers_log_density(values: dict, state: dict, data: ObservedData) -> torch.
             + Beta(b[:, 0], b[:, 1]).log_prob(values["beta"]).sum())
 
 
-def sweep(scan: str = "systematic") -> GibbsSweep:
-    """The sweep assignments -> weights -> components -> workers."""
+def sweep(scan: str = "systematic", backend: str = "numpy") -> GibbsSweep:
+    """The sweep assignments -> weights -> components -> workers, the clusters' scan run by
+    ``backend`` (``"numpy"`` or ``"numba"``)."""
     return GibbsSweep(
         [
-            GibbsBlock("assignments", ("z",), assignments_block),
+            GibbsBlock("assignments", ("z",), functools.partial(assignments_block, backend=backend)),
             GibbsBlock("weights", ("weights",), weights_block, weights_log_density),
             GibbsBlock("components", ("locs", "precisions"), components_block,
                        components_log_density),

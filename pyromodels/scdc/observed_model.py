@@ -62,7 +62,6 @@ from ..conjugate.random import sample_wishart
 from ..core.diagnostic_warnings import warn_sampling_problems
 from ..core.model import Model
 from ..core.posterior import Posterior, check_posterior, summary
-from ..diagnostics.label_invariant import coclustering, label_invariant_stats
 from . import observed_gibbs
 from .links import observe_links, worker_weights
 from .observed_data import ObservedData, prepare_observed_data
@@ -100,6 +99,9 @@ class ObservedBayesSCDC(Model):
             :math:`(d + \kappa) I`).
         alpha_prior: Beta concentrations ``(a, b)`` of every sensitivity (default ``(1, 1)``).
         beta_prior: Beta concentrations of every specificity (default ``(1, 1)``).
+        backend: the sequential scan of the clusters: ``"auto"`` (default: numba where it is
+            installed), ``"numba"`` or ``"numpy"``; both give the same draws
+            (:mod:`.assign_kernel`).
 
     The defaults are the paper's (Appendix B, spec §2.3) written in the data's units
     (:func:`~.observed_data.resolve_observed_prior`), so the fit is scale-free: ``x * 1e-8``
@@ -140,8 +142,9 @@ class ObservedBayesSCDC(Model):
     def __init__(self, num_clusters: int, weight_concentration: float | None = None,
                  mean_prior=None, mean_precision: float | None = None,
                  degrees_of_freedom: float | None = None, covariance_scale=None,
-                 alpha_prior=(1.0, 1.0), beta_prior=(1.0, 1.0)):
+                 alpha_prior=(1.0, 1.0), beta_prior=(1.0, 1.0), backend: str = "auto"):
         self.num_clusters = check_int(num_clusters, "num_clusters", minimum=1)
+        self.backend = check_in(backend, "backend", ("auto", "numba", "numpy"))
         self.weight_concentration = weight_concentration
         self.mean_prior = mean_prior
         self.mean_precision = mean_precision
@@ -208,8 +211,10 @@ class ObservedBayesSCDC(Model):
                 "alpha": a[:, 0] / a.sum(-1), "beta": b[:, 0] / b.sum(-1)}
 
     def gibbs_sweep(self, data):
-        """The sweep of :mod:`.observed_gibbs`."""
-        return observed_gibbs.sweep()
+        """The sweep of :mod:`.observed_gibbs`, its scan on the resolved ``backend``."""
+        from .assign_kernel import resolve_backend
+
+        return observed_gibbs.sweep(backend=resolve_backend(self.backend))
 
     def fit(self, x, pairs=None, *, method: str = "gibbs", diagnostic_warnings: bool = True,
             **settings):
@@ -267,6 +272,8 @@ def label_invariant_draws(posterior) -> dict[str, torch.Tensor]:
     missing = [k for k in ("alpha", "beta", "z") if k not in s]
     if missing:
         raise ValueError(f"posterior must be a fit of ObservedBayesSCDC; it lacks the sites {missing}")
+    from ..diagnostics import label_invariant_stats  # loaded on use (it loads ArviZ)
+
     stats = label_invariant_stats(posterior, "z")
     return {"alpha": s["alpha"], "beta": s["beta"],
             "worker_weights": worker_weights(s["alpha"], s["beta"]),
@@ -290,5 +297,7 @@ def label_invariant_summary(posterior, **kwargs):
 def coclustering_probabilities(posterior) -> torch.Tensor:
     """``P(z_i = z_j | x, links)`` averaged over every chain and draw, ``(N, N)`` float64
     (:func:`~pyromodels.diagnostics.coclustering`; label-invariant, so chains pool)."""
+    from ..diagnostics import coclustering  # loaded on use (it loads ArviZ)
+
     posterior = check_posterior(posterior)
     return coclustering(posterior.samples["z"])

@@ -303,3 +303,17 @@ def test_the_sweep_runs_under_pyro_mcmc():
     post = posterior_from_mcmc(mcmc)
     assert post.samples["z"].dtype == torch.long and post.samples["z"].shape == (1, 15, 20)
     assert label_invariant_draws(post)["worker_weights"].shape == (1, 15, 2)
+
+
+def test_numba_and_numpy_scans_give_the_same_draws():
+    pytest.importorskip("numba")
+    x, pairs, _ = simulate(60, [0.9, 0.6, 0.55], 300, separation=1.0, seed=9)
+    fits = {backend: ObservedBayesSCDC(4, backend=backend).fit(
+        x, pairs, num_chains=1, num_samples=20, num_warmup=5, seed=2, lp_every=0, progress=False,
+        diagnostic_warnings=False) for backend in ("numpy", "numba")}
+    z = fits["numpy"].samples["z"]
+    assert (z[0, 1:] != z[0, :-1]).any()  # the clusters move: the comparison is not of a frozen chain
+    for site in fits["numpy"].samples:
+        assert torch.equal(fits["numpy"].samples[site], fits["numba"].samples[site]), site
+    with pytest.raises(ValueError, match="backend"):
+        ObservedBayesSCDC(2, backend="cuda")
