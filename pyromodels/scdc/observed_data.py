@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from ..checks import as_float_tensor, check_positive
-from ..conjugate import NormalWishart, data_units
+from ..conjugate import NormalWishart, data_units, niw_to_normal_wishart
 from ..data.pairwise import PairwiseAnnotations
 
 __all__ = ["ObservedPrior", "LinkAdjacency", "ObservedData", "resolve_observed_prior",
@@ -52,9 +52,9 @@ class ObservedPrior:
         r"""The component prior as the precision-form :class:`~pyromodels.conjugate.NormalWishart`:
         :math:`\Lambda \sim \mathrm{Wishart}(\nu, S^{-1})`, :math:`\mu \mid \Lambda \sim
         N(m, (\kappa\Lambda)^{-1})`, which is :math:`\mathrm{NIW}(m, \kappa, S, \nu)` on
-        :math:`(\mu, \Sigma = \Lambda^{-1})`."""
-        return NormalWishart.from_inverse_scale(self.mean_prior, self.mean_precision,
-                                                self.degrees_of_freedom, self.covariance_scale)
+        :math:`(\mu, \Sigma = \Lambda^{-1})` (:func:`~pyromodels.conjugate.niw_to_normal_wishart`)."""
+        return niw_to_normal_wishart(self.mean_prior, self.mean_precision, self.covariance_scale,
+                                     self.degrees_of_freedom)
 
     def to(self, device) -> ObservedPrior:
         """A copy on ``device``."""
