@@ -60,6 +60,7 @@ __all__ = [
     "DAMPINGS",
     "expected_log_weights",
     "cluster_update",
+    "cluster_step",
     "soft_counts",
     "global_update",
     "elbo",
@@ -203,6 +204,15 @@ def _damped_cluster_move(data: PairwiseData, q, e_log_pi, operator):
     new_q = (1 - t) * q + t * q_star if t > 0 else q
     # each link is counted twice in the messages, once from either end
     return new_q, t, 0.5 * (q * messages).sum()
+
+
+def cluster_step(data: PairwiseData, params: dict) -> tuple[torch.Tensor, float]:
+    """The damped parallel cluster update alone (step 1 of the module docstring), at the
+    globals of ``params``; returns the new ``q`` ``(N, K)`` and the damping taken."""
+    _, operator = _coin_operator(data, params)
+    e_log_pi = expected_log_weights(params["pi_concentration"])
+    new_q, t, _ = _damped_cluster_move(data, params["q"], e_log_pi, operator)
+    return new_q, t
 
 
 def _coin_operator(data: PairwiseData, params: dict):

@@ -1,0 +1,157 @@
+"""The pairwise worker model: its coordinate-ascent updates against the Pyro program and
+exact enumeration, the bound's monotonicity, and recovery of simulated workers."""
+
+import math
+import warnings
+
+import pytest
+import torch
+
+from pyromodels.core.errors import ConvergenceWarning
+from pyromodels.metrics import clustering_accuracy
+from pyromodels.scdc import pairwise_cavi as cavi
+from pyromodels.scdc.exact import clustering_log_posterior, co_cluster_matrix
+from pyromodels.scdc.links import message_weights, point_worker_logs, worker_weights
+from pyromodels.scdc.pairwise_model import PairwiseDawidSkene
+from pyromodels.testing import assert_monotone
+
+ACCURACIES = [0.95, 0.9, 0.85, 0.8, 0.75]
+
+
+def _point_operator(data, alpha, beta):
+    groups = torch.arange(2 * data.num_workers)
+    weights = message_weights(groups % 2, point_worker_logs(alpha, beta), groups // 2)
+    return data.graph.operator(weights)
+
+
+def test_cluster_update_is_the_programs_conditional(make_pairs):
+    """With the other items one-hot and the globals at point values, each item's update is
+    its exact conditional: the program's log joint at every value of z_n, normalised."""
+    pairs, _ = make_pairs(6, 3, [0.9, 0.7], 12, seed=1)
+    model = PairwiseDawidSkene(3)
+    data = model.prepare(pairs)
+    pi = torch.tensor([0.5, 0.3, 0.2])
+    alpha, beta = torch.tensor([0.85, 0.65]), torch.tensor([0.9, 0.6])
+    z = torch.randint(3, (6,), generator=torch.Generator().manual_seed(2))
+    q = torch.nn.functional.one_hot(z, 3).to(pi.dtype)
+    q_star, _ = cavi.cluster_update(data, q, pi.log(), _point_operator(data, alpha, beta))
+    for n in range(6):
+        log_joint = []
+        for k in range(3):
+            zk = z.clone()
+            zk[n] = k
+            log_joint.append(model.log_joint(data, {"pi": pi, "alpha": alpha, "beta": beta,
+                                                    "z": zk}))
+        torch.testing.assert_close(q_star[n], torch.softmax(torch.stack(log_joint), 0))
+
+
+def _partition_mass(z, log_post):
+    """Posterior mass of each partition (assignments up to relabelling), largest first."""
+    masses = {}
+    for row, lp in zip(z.tolist(), log_post.exp().tolist()):
+        first = {}
+        key = tuple(first.setdefault(c, len(first)) for c in row)
+        masses[key] = masses.get(key, 0.0) + lp
+    return sorted(masses.values(), reverse=True)
+
+
+def test_mean_field_co_clustering_matches_enumeration_when_the_posterior_is_peaked(make_pairs):
+    """N = 5, K = 2, coins fixed at their true values, weights integrated out. Mean field
+    picks one of the two label-swapped modes, so the item marginals are not comparable (the
+    exact ones are 1/2 by symmetry) but the co-clustering probabilities are. The exact
+    posterior puts all but eps of its mass on one partition, so its co-clustering
+    probabilities are within eps of that partition's 0/1 indicators; mean field, which is
+    over-confident, sits closer still: the tolerance is eps (about 0.008 here)."""
+    pairs, _ = make_pairs(5, 2, [0.85, 0.85, 0.85], 10, seed=3)
+    model = PairwiseDawidSkene(2)
+    data = model.prepare(pairs)
+    alpha = beta = torch.full((3,), 0.85)
+    z, log_post = clustering_log_posterior(pairs, 2, alpha, beta, pi_concentration=1.0)
+    exact = co_cluster_matrix(z, log_post)
+    eps = 1 - _partition_mass(z, log_post)[0]
+    assert 0.001 < eps < 0.1  # peaked, but not a point mass: the test can tell
+    big = 1e9  # the coins' Beta factors as point masses
+    params = cavi.init_params(data, torch.Generator().manual_seed(0))
+    params["alpha_concentration"] = big * torch.stack([alpha, 1 - alpha], -1)
+    params["beta_concentration"] = big * torch.stack([beta, 1 - beta], -1)
+    for _ in range(200):
+        params["q"], _ = cavi.cluster_step(data, params)
+        params["pi_concentration"] = data.pi_prior + params["q"].sum(0)
+    q = params["q"]
+    off = ~torch.eye(5, dtype=torch.bool)
+    gap = ((q @ q.T) - exact)[off].abs().max()
+    assert gap < eps
+
+
+def test_step_reports_the_bound_of_its_start(make_pairs):
+    pairs, _ = make_pairs(40, 3, [0.8, 0.7], 150, seed=5)
+    data = PairwiseDawidSkene(3).prepare(pairs)
+    params = cavi.init_params(data, torch.Generator().manual_seed(1), sweeps=1)
+    for _ in range(3):
+        new, start, _ = cavi.cavi_step(data, params)
+        torch.testing.assert_close(start, cavi.elbo(data, params))
+        params = new
+
+
+def test_undamped_parallel_update_can_lower_the_bound_and_the_step_does_not(make_pairs):
+    """Two items in the same cluster joined by a trusted cannot link: moving both to their
+    own optimum at once sends both to the other cluster together, which lowers the bound; the
+    damped step stops half way and raises it."""
+    from pyromodels.data.pairwise import PairwiseAnnotations
+
+    pairs = PairwiseAnnotations.from_arrays(torch.tensor([0]), torch.tensor([1]),
+                                            torch.tensor([0]), torch.tensor([0]))
+    data = PairwiseDawidSkene(2).prepare(pairs)
+    q = torch.tensor([[0.9, 0.1], [0.9, 0.1]])
+    start = torch.tensor([[20.0, 1.0]])
+    params = {"q": q, "pi_concentration": data.pi_prior + q.sum(0),
+              "alpha_concentration": start, "beta_concentration": start}
+    before = cavi.elbo(data, params)
+    q_star, _ = cavi.cluster_update(data, q, cavi.expected_log_weights(params["pi_concentration"]),
+                                    cavi._coin_operator(data, params)[1])
+    assert cavi.elbo(data, {**params, "q": q_star}) < before
+    new_q, damping = cavi.cluster_step(data, params)
+    assert 0 < damping < 1
+    assert cavi.elbo(data, {**params, "q": new_q}) > before
+
+
+def test_bound_never_decreases_over_a_fit(make_pairs):
+    pairs, _ = make_pairs(120, 4, [0.8, 0.7, 0.65, 0.6], 400, seed=6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # a decrease would warn
+        post = PairwiseDawidSkene(4).fit(pairs, seed=3, max_iter=60, tol=0, progress=False,
+                                         warn_not_converged=False)
+    history = post.losses.tolist()
+    assert len(history) == 61
+    assert history[-1] > history[0]
+    assert_monotone(history, rtol=1e-12)
+
+
+def test_recovers_five_workers_and_the_clusters(make_pairs):
+    """The paper's Fig. 3c workers (alpha = beta = 0.95 ... 0.75): weights in order and each
+    within 4 posterior standard deviations of 2 logit(accuracy); clusters far above chance."""
+    pairs, z = make_pairs(300, 4, ACCURACIES, 2000, seed=0)
+    post = PairwiseDawidSkene(4).fit(pairs, seed=0, n_init=3, progress=False)
+    weights = post.params["weights"]
+    truth = torch.tensor([2 * math.log(a / (1 - a)) for a in ACCURACIES])
+    a, b = post.params["alpha_concentration"], post.params["beta_concentration"]
+    sd = (torch.polygamma(1, a).sum(-1) + torch.polygamma(1, b).sum(-1)).sqrt()
+    assert bool((weights[:-1] > weights[1:]).all()), weights
+    assert bool(((weights - truth).abs() < 4 * sd).all()), (weights, truth, sd)
+    torch.testing.assert_close(weights, worker_weights(post.samples["alpha"][0, 0],
+                                                       post.samples["beta"][0, 0]))
+    acc = clustering_accuracy(z.numpy(), post.params["labels"].numpy())
+    assert acc > 0.95  # chance: the largest cluster's share, about 0.3
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="num_clusters"):
+        PairwiseDawidSkene(1)
+    with pytest.raises(TypeError, match="num_clusters"):
+        PairwiseDawidSkene(2.0)
+    with pytest.raises(ValueError, match="alpha_prior"):
+        PairwiseDawidSkene(2, alpha_prior=(1.0, -1.0))
+    with pytest.raises(ValueError, match="pi_concentration"):
+        PairwiseDawidSkene(2, pi_concentration=0.0)
+    with pytest.raises(TypeError, match="data must be"):
+        PairwiseDawidSkene(2).prepare([[0, 1, 0, 1]])
