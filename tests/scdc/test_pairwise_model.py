@@ -155,3 +155,29 @@ def test_bad_arguments():
         PairwiseDawidSkene(2, pi_concentration=0.0)
     with pytest.raises(TypeError, match="data must be"):
         PairwiseDawidSkene(2).prepare([[0, 1, 0, 1]])
+
+
+def test_closed_form_bound_equals_a_monte_carlo_estimate_from_the_program(make_pairs):
+    """E_q[log p(links, z, pi, alpha, beta) - log q] with the log joint traced from the Pyro
+    program, over 1,500 draws of q: within 5 Monte Carlo standard errors of :func:`elbo`."""
+    pairs, _ = make_pairs(6, 2, [0.8, 0.7], 8, seed=7)
+    model = PairwiseDawidSkene(2, pi_concentration=1.5, alpha_prior=(2.0, 1.0))
+    data = model.prepare(pairs)
+    g = torch.Generator().manual_seed(8)
+    q = torch.softmax(2 * torch.randn(6, 2, generator=g), -1)
+    params = {"q": q, "pi_concentration": 1 + 3 * torch.rand(2, generator=g),
+              "alpha_concentration": 1 + 5 * torch.rand(2, 2, generator=g),
+              "beta_concentration": 1 + 5 * torch.rand(2, 2, generator=g)}
+    dist = torch.distributions
+    factors = {"z": dist.Categorical(probs=q), "pi": dist.Dirichlet(params["pi_concentration"]),
+               "alpha": dist.Beta(*params["alpha_concentration"].unbind(-1)),
+               "beta": dist.Beta(*params["beta_concentration"].unbind(-1))}
+    torch.manual_seed(9)
+    values = []
+    for _ in range(1500):
+        draw = {name: f.sample() for name, f in factors.items()}
+        log_q = sum(f.log_prob(draw[name]).sum() for name, f in factors.items())
+        values.append(float(model.log_joint(data, draw) - log_q))
+    values = torch.tensor(values)
+    se = values.std() / math.sqrt(len(values))
+    assert abs(values.mean() - cavi.elbo(data, params)) < 5 * se
