@@ -64,6 +64,8 @@ __all__ = [
     "soft_counts",
     "global_update",
     "elbo",
+    "counted_link_term",
+    "link_term",
     "cavi_step",
     "init_params",
     "posterior_means",
@@ -160,15 +162,30 @@ def posterior_means(params: dict) -> dict:
 
 def elbo(data: PairwiseData, params: dict) -> torch.Tensor:
     """The evidence lower bound of ``params`` (module docstring), computed from scratch."""
-    p = data.pairs
     q = params["q"]
-    logs = expected_worker_logs(params["alpha_concentration"], params["beta_concentration"])
-    rho = co_cluster_probability(q, p.i_idx, p.j_idx)
-    links = link_log_prob(p.link, rho, logs, p.worker_idx).sum()
     e_log_pi = expected_log_weights(params["pi_concentration"])
-    return (links + (q.sum(0) * e_log_pi).sum() + _entropy(q)
+    return (counted_link_term(data, params) + (q.sum(0) * e_log_pi).sum() + _entropy(q)
             - _global_kl(data, params["pi_concentration"], params["alpha_concentration"],
                          params["beta_concentration"]))
+
+
+def counted_link_term(data: PairwiseData, params: dict) -> torch.Tensor:
+    """The link term of :func:`elbo`: linear in each link's co-clustering probability, it is
+    a sum over the workers of their soft counts (:func:`soft_counts`, one sampled product)
+    times the coins' expected logarithms."""
+    logs = expected_worker_logs(params["alpha_concentration"], params["beta_concentration"])
+    counts = soft_counts(data, data.graph.pair_co_cluster(params["q"]))
+    return (counts.alpha[:, 0] * logs.log_alpha + counts.alpha[:, 1] * logs.log1m_alpha
+            + counts.beta[:, 0] * logs.log_beta + counts.beta[:, 1] * logs.log1m_beta).sum()
+
+
+def link_term(data: PairwiseData, params: dict) -> torch.Tensor:
+    """:func:`counted_link_term` by the reference route: :func:`.links.link_log_prob` of every
+    link at its co-clustering probability, summed (``L x K`` gathers)."""
+    p = data.pairs
+    logs = expected_worker_logs(params["alpha_concentration"], params["beta_concentration"])
+    rho = co_cluster_probability(params["q"], p.i_idx, p.j_idx)
+    return link_log_prob(p.link, rho, logs, p.worker_idx).sum()
 
 
 def _best_damping(q, q_star, e_log_pi, a1, a2) -> float:

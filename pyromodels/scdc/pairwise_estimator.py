@@ -117,6 +117,7 @@ class PairwiseDawidSkeneEstimator(BaseEstimator):
 
     def fit(self, pairs_df, y=None) -> PairwiseDawidSkeneEstimator:
         """Fit to ``pairs_df`` (one row per judgement); ``y`` is ignored. Returns ``self``."""
+        from ..data.columns import check_columns
         from ..data.pairwise import PairwiseAnnotations
         from .pairwise_model import PairwiseDawidSkene
 
@@ -127,6 +128,9 @@ class PairwiseDawidSkeneEstimator(BaseEstimator):
             raise TypeError("pairs_df must be a pandas DataFrame with one row per judgement "
                             f"(columns {self.item_a!r}, {self.item_b!r}, {self.worker!r}, "
                             f"{self.link!r}), got {type(pairs_df).__name__}")
+        # name this facade's arguments when a column is missing; the rest is the table's check
+        check_columns(pairs_df, {"item_a": self.item_a, "item_b": self.item_b,
+                                 "worker": self.worker, "link": self.link})
         pairs = PairwiseAnnotations.from_dataframe(pairs_df, self.item_a, self.item_b,
                                                    self.worker, self.link)
         model = PairwiseDawidSkene(int(self.n_clusters), self.pi_concentration,

@@ -91,6 +91,8 @@ def test_step_reports_the_bound_of_its_start(make_pairs):
         new, start, _ = cavi.cavi_step(data, params)
         torch.testing.assert_close(start, cavi.elbo(data, params))
         params = new
+    torch.testing.assert_close(cavi.counted_link_term(data, params),
+                               cavi.link_term(data, params))
 
 
 def test_undamped_parallel_update_can_lower_the_bound_and_the_step_does_not(make_pairs):
