@@ -4,7 +4,8 @@ Data: ``N = 20,000`` items in ``K = 10`` equal-chance clusters, five workers wit
 ``alpha = beta = 0.95, 0.9, 0.85, 0.8, 0.75`` (the paper's Fig. 3c workers), each judging
 ``200,000`` item pairs drawn uniformly (a worker's repeats of a pair dropped), so
 ``L`` is just under ``1,000,000`` links; quick: ``N = 500``, ``K = 4``, ``2,000`` pairs a
-worker. float64. No peer fits this model, so ``peers`` is ``{}``.
+worker. float64 (the fit runs with it as torch's default dtype, in which the model
+prepares its data). No peer fits this model, so ``peers`` is ``{}``.
 
 * ``scdc.pairwise_fit`` (seconds per call): a whole fit as a user runs it,
   ``PairwiseDawidSkene(K).fit(pairs, seed=..., n_init=1, progress=False)`` at the default
@@ -29,6 +30,7 @@ import math
 
 import torch
 
+from pyromodels.core.device import default_dtype
 from pyromodels.core.seeding import derive_seed, make_generator
 from pyromodels.data.pairwise import PairwiseAnnotations
 from pyromodels.metrics import clustering_accuracy
@@ -42,6 +44,7 @@ __all__ = ["cases", "simulate"]
 SEED = 20261128
 ACCURACIES = (0.95, 0.9, 0.85, 0.8, 0.75)
 STEPS = 10
+DTYPE = torch.float64
 
 
 def simulate(num_items: int, num_clusters: int, pairs_per_worker: int):
@@ -73,7 +76,7 @@ class _Problem:
         if self.built is None:
             pairs, z = simulate(*self.sizes)
             model = PairwiseDawidSkene(self.sizes[1])
-            with torch.no_grad():
+            with default_dtype(DTYPE):
                 data = model.prepare(pairs)
             self.built = (pairs, z, model, data)
         return self.built
@@ -81,7 +84,8 @@ class _Problem:
 
 def _fit(problem):
     pairs, _, model, _ = problem.get()
-    return model.fit(pairs, seed=SEED, n_init=1, progress=False)
+    with default_dtype(DTYPE):  # the data are prepared in the default dtype
+        return model.fit(pairs, seed=SEED, n_init=1, progress=False)
 
 
 def _steps(problem):
@@ -111,7 +115,8 @@ def cases(quick: bool) -> list[Case]:
     """The fit and step cases at one size (tiny when ``quick``)."""
     N, K, per = (500, 4, 2_000) if quick else (20_000, 10, 200_000)
     problem = _Problem(N, K, per)
-    params = {"N": N, "K": K, "M": len(ACCURACIES), "pairs_per_worker": per, "dtype": "float64"}
+    params = {"N": N, "K": K, "M": len(ACCURACIES), "pairs_per_worker": per,
+              "dtype": str(DTYPE).removeprefix("torch.")}
     repeats = 2 if quick else 5
     return [
         Case("scdc.pairwise_fit", dict(params, iterations_per_call=1),

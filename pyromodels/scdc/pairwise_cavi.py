@@ -8,7 +8,8 @@ coins. Its evidence lower bound is, in closed form,
 
     \mathcal{L} = \sum_l \mathbb{E}\ln p(L_l \mid z_{i_l}, z_{j_l}, \alpha, \beta)
     + \sum_{n,k} q_{nk}\,\mathbb{E}\ln\pi_k + \mathrm{H}[q(z)]
-    - \mathrm{KL}(q(\pi)\,\|\,p(\pi)) - \sum_m \mathrm{KL}(q(\alpha_m)\|p) + \mathrm{KL}(q(\beta_m)\|p),
+    - \mathrm{KL}(q(\pi)\,\|\,p(\pi))
+    - \sum_m \bigl[\mathrm{KL}(q(\alpha_m)\,\|\,p) + \mathrm{KL}(q(\beta_m)\,\|\,p)\bigr],
 
 whose link term is the two-coin log-likelihood at the co-clustering probability
 :math:`\rho_l = q_{i_l}^\top q_{j_l}` with the coins' expected logarithms (spec §3.1, eq. 20;
@@ -24,18 +25,22 @@ One step (:func:`cavi_step`) makes two moves, each of which cannot lower :math:`
    is computed at once; moving all items there together can lower the bound (two items
    joined by a cannot link both flee the same cluster), so the step goes to
    :math:`q + t(q^* - q)` with the damping :math:`t \in \{0, 2^{-20}, \dots, 1/2, 1\}` that
-   scores best. Along that line the bound is a quadratic in :math:`t` (the pairs' part) plus
-   the items' entropy, so every candidate is scored exactly after one more pass over the
-   links, and :math:`t = 0` is among them: the move never lowers the bound. The direction
-   goes uphill whenever :math:`q` is not a fixed point (each item's own bound is concave and
-   maximised at :math:`q^*_n`), so some :math:`t > 0` gains until the fit has converged.
+   scores best (walking down from :math:`t = 1` until past the peak). Along that line the
+   bound is a quadratic in :math:`t` (the pairs' part) plus the items' entropy, so every
+   candidate is scored exactly after one more pass over the links, and :math:`t = 0` is
+   among them: the move never lowers the bound. The direction goes uphill whenever :math:`q`
+   is not a fixed point (each item's own bound is concave and maximised at :math:`q^*_n`),
+   so a small enough :math:`t > 0` gains until the fit has converged.
 2. **Globals, exact.** Given :math:`q(z)`, the bound separates into the weights and each
    worker's two coins, and each factor's optimum is its conjugate update:
    :math:`a = \alpha_0 + \sum_n q_n` (eq. 26) and the Beta posteriors of the soft link
    counts (eqs. 28-29, :func:`~pyromodels.scdc.links.worker_counts`).
 
 A step also returns the bound of the state it started from, from the same passes over the
-links (two message passes and one co-clustering pass, each gathering ``L x K`` values).
+links. The passes are sparse products over the distinct pairs (:mod:`.pair_graph`): two
+``(N, N) x (N, K)`` products (the messages, and the line search's curvature), one sampled
+product for the pairs' co-clustering probabilities and two over the pairs' link counts per
+worker; nothing loops over items or links in Python.
 """
 
 from __future__ import annotations
