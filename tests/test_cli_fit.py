@@ -327,9 +327,17 @@ def test_resume_errors(tmp_path, capsys):
          tmp_path, "run")
     capsys.readouterr()
     assert main(["fit", "--resume", str(out), "--method", "gibbs"]) == 2
-    assert f"continues with the arguments saved in {out}: give no --method" in _one_error_line(capsys)
+    assert (f"continues with the arguments saved in {out}: give no --method other than the saved"
+            in _one_error_line(capsys))
+    assert main(["fit", "gaussian-mixture", "--resume", str(out), "--method", "gibbs"]) == 2
+    assert "give no --method other than the saved" in _one_error_line(capsys)
+    assert main(["fit", "dawid-skene", "--resume", str(out)]) == 2
+    assert "give no MODEL other than the saved" in _one_error_line(capsys)
     assert main(["fit", "--resume", str(out), "--seed", "5"]) == 2
     assert "the checkpointed fit has --seed 0, not 5" in _one_error_line(capsys)
+    # the saved values given again are accepted
+    assert main(["fit", "gaussian-mixture", "--resume", str(out), "--method", "em",
+                 "--out", str(out), "--no-progress"]) == 0
 
 
 # ---------------------------------------------------------------- the clustering models

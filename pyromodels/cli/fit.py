@@ -127,20 +127,32 @@ def _save_arguments(args: argparse.Namespace, out: Path) -> None:
     os.replace(tmp, out / ARGUMENTS)
 
 
+def _as_saved(key: str, value):
+    """``value`` of argument ``key`` in the form :func:`_save_arguments` writes it."""
+    if key in ("data", *_FILE_OPTIONS):
+        return str(Path(value).resolve())
+    return json.loads(json.dumps(value, default=str))
+
+
 def _resumed(args: argparse.Namespace) -> argparse.Namespace:
-    """``args`` with the arguments saved in the ``--resume`` directory."""
+    """``args`` with the arguments saved in the ``--resume`` directory.
+
+    Arguments given again with their saved values (the model's name, say) are accepted; any
+    other value is refused, since the checkpoint continues the saved fit only.
+    """
     folder = args.resume
     if not (folder / ARGUMENTS).is_file() or not (folder / CHECKPOINT).is_file():
         raise UsageError(f"--resume: {folder} holds no checkpointed fit ({CHECKPOINT} and "
                          f"{ARGUMENTS}, written by --checkpoint-every)")
-    given = [k for k in _saved_keys() if k != "seed" and getattr(args, k) is not None]
-    if args.out is not None:
+    saved = json.loads((folder / ARGUMENTS).read_text())
+    given = [k for k in _saved_keys() if k != "seed" and getattr(args, k) is not None
+             and _as_saved(k, getattr(args, k)) != saved.get(k)]
+    if args.out is not None and Path(args.out).resolve() != Path(folder).resolve():
         given.append("out")
     if given:
         names = ", ".join("MODEL" if k == "model" else flag(k) for k in given)
         raise UsageError(f"--resume continues with the arguments saved in {folder}: "
-                         f"give no {names}")
-    saved = json.loads((folder / ARGUMENTS).read_text())
+                         f"give no {names} other than the saved")
     if args.seed not in (0, saved["seed"]):  # 0 is the default: it cannot be told apart
         raise UsageError(f"--resume: the checkpointed fit has --seed {saved['seed']}, "
                          f"not {args.seed}")

@@ -133,6 +133,13 @@ class BetaBernoulli(ConjugateFamily):
         shape = torch.Size(sample_shape) + self.batch_shape
         return sample_beta(self.alpha.expand(shape), self.beta.expand(shape), generator)
 
+    def observation_stats(self, successes, failures) -> torch.Tensor:
+        """The statistics of Bernoulli outcomes in the coordinates of the natural parameters,
+        ``(successes, failures)`` stacked on a last axis of 2: ``posterior(successes,
+        failures).natural_params() == natural_params() + observation_stats(successes,
+        failures)``."""
+        return self._pair(successes, failures)
+
     def natural_params(self) -> torch.Tensor:
         """``eta = (alpha - 1, beta - 1)``, shape ``(..., 2)``."""
         return self._dirichlet().natural_params()

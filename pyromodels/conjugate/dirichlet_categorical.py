@@ -171,6 +171,12 @@ class DirichletCategorical(ConjugateFamily):
         alpha = self.concentration
         return sample_dirichlet(alpha.expand(torch.Size(sample_shape) + alpha.shape), generator)
 
+    def observation_stats(self, counts) -> torch.Tensor:
+        """The statistics of categorical outcomes in the coordinates of the natural parameters:
+        the ``(..., K)`` (soft) counts themselves, so that ``posterior(counts)
+        .natural_params() == natural_params() + observation_stats(counts)``."""
+        return self._counts(counts)
+
     def natural_params(self) -> torch.Tensor:
         """``eta = alpha - 1``, shape ``(..., K)``."""
         return self.concentration - 1

@@ -170,6 +170,20 @@ class NormalGamma(NormalMeanFamily):
         mu = self.loc + scale * _normal(shape + (self.dim,), self.loc, generator)
         return mu, tau
 
+    def observation_stats(self, count, sum_x, sum_sq) -> NormalGammaStats:
+        """The statistics of ``n`` points in the coordinates of the natural parameters,
+        ``(-sum_sq / 2, n d / 2, sum_x, -n / 2)``: ``posterior(count, sum_x, sum_sq)
+        .natural_params() == natural_params() + observation_stats(count, sum_x, sum_sq)``.
+
+        Args:
+            count: ``(...)`` number (or total weight) of points.
+            sum_x: ``(..., d)`` sum of the points.
+            sum_sq: ``(...)`` sum of their squared norms.
+        """
+        n, s = self._count_and_sum(count, sum_x)
+        q = check_nonnegative_tensor(as_data_tensor(sum_sq, "sum_sq", self.kappa), "sum_sq")
+        return NormalGammaStats(-0.5 * q, 0.5 * self.dim * n, s, -0.5 * n)
+
     def natural_params(self) -> NormalGammaStats:
         """Natural parameters paired with :meth:`sufficient_stats`."""
         k = self.kappa

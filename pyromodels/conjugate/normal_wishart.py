@@ -113,6 +113,8 @@ class NormalWishart(NormalMeanFamily):
 
     event_dims = (2, 0, 1, 0)
     _stats_type = NormalWishartStats
+    #: the names of the two parts of a :meth:`sample` draw
+    sample_fields = ("mean", "precision")
 
     def __post_init__(self):
         p = coerce_params(loc=self.loc, kappa=self.kappa, nu=self.nu, scale=self.scale)
@@ -183,6 +185,26 @@ class NormalWishart(NormalMeanFamily):
             scale=scale_n,
             scale_tril=torch.linalg.cholesky(scale_n),
         )
+
+    def observation_stats(self, count, sum_x, sum_xx) -> NormalWishartStats:
+        """The statistics of ``n`` Gaussian points in the coordinates of the natural parameters.
+
+        ``log N(x | mu, Lambda^{-1}) = <T(mu, Lambda), (-x x^T / 2, 1 / 2, x, -1 / 2)> -
+        (d / 2) log 2 pi``, so the points contribute ``(-sum_xx / 2, count / 2, sum_x,
+        -count / 2)`` and ``posterior(count, sum_x, sum_xx).natural_params() ==
+        natural_params() + observation_stats(count, sum_x, sum_xx)``. With soft counts these
+        are the expected statistics a natural-gradient step adds (differentiable in its
+        arguments).
+
+        Args:
+            count: ``(...)`` number (or total weight) of points.
+            sum_x: ``(..., d)`` sum of the points.
+            sum_xx: ``(..., d, d)`` sum of ``x x^T``.
+        """
+        n, s = self._count_and_sum(count, sum_x)
+        ss = as_data_tensor(sum_xx, "sum_xx", self.loc, min_ndim=2)
+        check_last_dim(ss, "sum_xx", self.dim, "d x d", trailing=2)
+        return NormalWishartStats(-0.5 * ss, 0.5 * n, s, -0.5 * n)
 
     def predictive_log_prob(self, x) -> torch.Tensor:
         """Log density of a new point under the multivariate Student-t predictive.

@@ -67,7 +67,7 @@ ESS_PER_CHAIN = 100
 BFMI_LIMIT = 0.3
 
 #: methods whose draws do not come from Markov chains
-_NOT_MCMC = ("em", "svi")
+_NOT_MCMC = ("em", "svi", "natgrad")
 
 
 class SamplingWarning(UserWarning):
@@ -211,7 +211,8 @@ def sampling_findings(posterior) -> list[SamplingFinding]:
 
     Returns:
         A list of :class:`SamplingFinding`, empty for a clean fit and for fits whose draws do
-        not come from Markov chains (``method`` ``"em"`` or ``"svi"``, or a single draw).
+        not come from Markov chains (``method`` ``"em"``, ``"svi"`` or ``"natgrad"``, or a
+        single draw).
     """
     posterior = check_posterior(posterior)
     if not _is_mcmc(posterior):

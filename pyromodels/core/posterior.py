@@ -37,6 +37,8 @@ _NOT_MCMC = {
     "svi": "its draws are one chain of independent draws from the variational guide, so they "
     "say nothing about convergence of the fit",
     "em": "it is a point estimate stored as one draw, so they are undefined",
+    "natgrad": "its draws are one chain of independent draws from the fitted variational "
+    "factors, so they say nothing about convergence of the fit",
 }
 
 
@@ -47,7 +49,8 @@ class Posterior:
     Attributes:
         samples: site name -> tensor shaped ``(chain, draw, *site_shape)``. Discrete sites keep an
             integer dtype. Point estimates (EM, MAP) are stored as one chain of one draw.
-        method: the engine that produced it: ``"em"``, ``"gibbs"``, ``"svi"`` or ``"nuts"``.
+        method: the engine that produced it: ``"em"``, ``"gibbs"``, ``"svi"``, ``"nuts"`` or
+            ``"natgrad"``.
         sample_stats: per-draw statistics shaped ``(chain, draw)``: ``lp`` (log joint),
             ``acceptance_rate``, ``diverging`` where meaningful.
         losses: the optimisation trace: the negative ELBO per step for SVI, the objective per
@@ -434,8 +437,10 @@ def to_inference_data(
 def summary(posterior, var_names=None, **kwargs):
     """ArviZ summary table: mean, sd, HDI, MCSE, ``ess_bulk``, ``ess_tail`` and ``r_hat``.
 
-    For ``method`` ``"svi"`` or ``"em"`` a ``UserWarning`` says that R-hat and ESS are not
-    MCMC diagnostics there.
+    For ``method`` ``"svi"``, ``"natgrad"`` or ``"em"`` the table has the statistics only
+    (ArviZ's ``kind="stats"``: mean, sd, HDI), since R-hat and ESS are MCMC diagnostics; asking
+    for them (``kind="all"`` or ``"diagnostics"``) gives them with a ``UserWarning`` saying why
+    they mean nothing there.
 
     Args:
         posterior: a :class:`Posterior`.
@@ -455,7 +460,9 @@ def summary(posterior, var_names=None, **kwargs):
     import arviz as az  # loaded on use, so that importing pyromodels stays light
 
     posterior = check_posterior(posterior)
-    if posterior.method in _NOT_MCMC:
+    if posterior.method in _NOT_MCMC and "kind" not in kwargs:
+        kwargs["kind"] = "stats"
+    elif posterior.method in _NOT_MCMC and kwargs["kind"] != "stats":
         warnings.warn(
             f"R-hat and ESS are MCMC diagnostics, not diagnostics of a {posterior.method!r} fit: "
             f"{_NOT_MCMC[posterior.method]}.",

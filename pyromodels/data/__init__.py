@@ -3,7 +3,9 @@
 Contracts hold integer codes in torch tensors and the user's ids in pandas indexes:
 :class:`AnnotationTable` (long item/worker/label crowd labels), :class:`Sequences` (ragged
 sequences), :class:`Graph` (edge list with sparse views) and :class:`PairwiseAnnotations`
-(must-link / cannot-link judgements). Simulators return a contract and the truth. Loaders
+(must-link / cannot-link judgements). Simulators return a contract and the truth: crowd labels
+(:mod:`.simulate_crowd`), pairwise judgements of two-coin workers (:mod:`.simulate_pairs`) and
+feature data (:mod:`.simulate`: Gaussian mixtures, the pinwheel). Loaders
 read real data sets without downloading anything. Every name loads its module on first use
 (:mod:`pyromodels.lazy`); :mod:`.columns` codes DataFrame columns without torch.
 """
@@ -42,6 +44,14 @@ _ORIGINS = {
     "node_ids": ".graphs",
     "PairwiseAnnotations": ".pairwise",
     "simulate_gaussian_mixture": ".simulate",
+    "simulate_pinwheel": ".simulate",
+    "simulate_random_pairs": ".simulate_pairs",
+    "simulate_block_pairs": ".simulate_pairs",
+    "simulate_stratified_pairs": ".simulate_pairs",
+    "simulate_hit_partitions": ".simulate_pairs",
+    "two_coin_rates": ".simulate_pairs",
+    "two_coin_links": ".simulate_pairs",
+    "partition_rates": ".simulate_pairs",
     "simulate_annotations": ".simulate_crowd",
     "WorkerPopulation": ".simulate_crowd",
     "random_confusions": ".simulate_crowd",

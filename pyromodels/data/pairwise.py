@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..checks import as_label_tensor, check_int
+from ..checks import as_label_tensor, check_in, check_int
 from .annotations import check_columns
 from .idmaps import (
     ItemWorkerSizes,
@@ -29,7 +29,11 @@ from .idmaps import (
 )
 from .tensors import TensorFields
 
-__all__ = ["PairwiseAnnotations"]
+__all__ = ["PairwiseAnnotations", "pair_columns", "link_values", "DUPLICATES"]
+
+#: the ``duplicates=`` choices of :meth:`PairwiseAnnotations.from_dataframe`
+DUPLICATES = ("raise", "first", "last")
+SHOW = 5  # how many offending values or rows an error message lists
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,18 +43,23 @@ class PairwiseAnnotations(ItemWorkerSizes, TensorFields):
     Attributes:
         i_idx, j_idx: long tensors ``(L,)`` of item codes with ``i_idx != j_idx``.
         worker_idx: long tensor ``(L,)`` of worker codes.
-        link: long tensor ``(L,)`` of 0/1 links.
+        link: long tensor ``(L,)`` of 0/1 links (1 = must link, 0 = cannot link).
         items: the ``N`` item ids; workers: the ``M`` worker ids.
 
-    A worker may judge a pair only once (in either order).
+    A worker may judge a pair only once (in either order). The user-facing form is a long
+    DataFrame with the columns ``item_a``, ``item_b``, ``worker`` and ``link``
+    (:meth:`from_dataframe`, back with :meth:`to_frame`); the simulators of
+    :mod:`pyromodels.data.simulate_pairs` build the table from codes.
 
     Example:
         >>> import pandas as pd
-        >>> df = pd.DataFrame({"i": ["a", "a"], "j": ["b", "c"], "worker": ["w", "w"],
-        ...                    "link": [1, 0]})
-        >>> pairs = PairwiseAnnotations.from_dataframe(df)
+        >>> df = pd.DataFrame({"item_a": ["a", "a"], "item_b": ["b", "c"],
+        ...                    "worker": ["w", "w"], "link": [1, 0]})
+        >>> pairs = PairwiseAnnotations.from_dataframe(df, items=["a", "b", "c", "d"])
         >>> list(pairs.items), pairs.link.tolist()
-        (['a', 'b', 'c'], [1, 0])
+        (['a', 'b', 'c', 'd'], [1, 0])
+        >>> pairs.to_frame().equals(df)
+        True
     """
 
     i_idx: torch.Tensor
@@ -98,37 +107,64 @@ class PairwiseAnnotations(ItemWorkerSizes, TensorFields):
             object.__setattr__(self, name, value)
 
     @classmethod
-    def from_dataframe(cls, df: pd.DataFrame, i: str = "i", j: str = "j",
+    def from_dataframe(cls, df: pd.DataFrame, item_a: str = "item_a", item_b: str = "item_b",
                        worker: str = "worker", link: str = "link", *, items=None,
-                       workers=None) -> PairwiseAnnotations:
-        """Build from a DataFrame with one row per (i, j, worker, link) judgement.
+                       workers=None, duplicates: str = "raise") -> PairwiseAnnotations:
+        """Build from a long DataFrame with one row per (item_a, item_b, worker, link) judgement.
 
         Args:
-            df: the judgements.
-            i, j, worker, link: column names. ``link`` must hold 0/1 (or booleans).
-            items, workers: optional full id lists; default: sorted distinct ids (items from
-                both the ``i`` and ``j`` columns).
+            df: the judgements, one row each: worker ``df[worker]`` says whether the items
+                ``df[item_a]`` and ``df[item_b]`` belong together (``df[link]`` = 1, must
+                link) or not (0, cannot link). The order of the two items does not matter.
+            item_a, item_b, worker, link: column names. With the defaults, a table without
+                ``item_a`` and ``item_b`` columns may name them ``i`` and ``j``.
+            items: optional full list of item ids, fixing the code order (code ``n`` is
+                ``items[n]``) and keeping items nobody judged, e.g. the row order of the
+                feature matrix when only some items are annotated. A pair naming an item
+                outside ``items`` is an error. Default: the sorted distinct ids of both item
+                columns.
+            workers: optional full list of worker ids, likewise.
+            duplicates: what to do when a worker judged the same pair more than once (in
+                either order): ``"raise"`` (default) names the repeated rows; ``"first"`` or
+                ``"last"`` keeps that judgement of each (pair, worker) and drops the others,
+                whether they agree or not.
+
+        Raises:
+            ValueError: missing columns, an empty table, missing ids or links (NaN, None),
+                links other than 0/1 (booleans are read as 1/0), a row pairing an item with
+                itself, an id outside ``items`` or ``workers``, repeated (pair, worker) rows
+                under ``duplicates="raise"``. These checks do not depend on the number of
+                clusters, which is the model's to check.
         """
-        check_columns(df, {"i": i, "j": j, "worker": worker, "link": link})
-        check_no_missing(df[i], f"df[{i!r}]")
-        check_no_missing(df[j], f"df[{j!r}]")
-        both = pd.concat([df[i], df[j]], ignore_index=True)
-        codes, item_index = factorize_ids(both, f"df[{i!r}] and df[{j!r}]", items, "items")
+        item_a, item_b = pair_columns(df, item_a, item_b)
+        check_in(duplicates, "duplicates", DUPLICATES)
+        names = {"item_a": item_a, "item_b": item_b, "worker": worker, "link": link}
+        _check_distinct_names(names)
+        check_columns(df, names)
+        a_name, b_name = f"df[{item_a!r}]", f"df[{item_b!r}]"
+        check_no_missing(df[item_a], a_name)
+        check_no_missing(df[item_b], b_name)
+        both = pd.concat([df[item_a], df[item_b]], ignore_index=True)
+        codes, item_index = factorize_ids(both, f"{a_name} and {b_name}", items, "items")
         worker_codes, worker_index = factorize_ids(df[worker], f"df[{worker!r}]", workers,
                                                    "workers")
-        check_no_missing(df[link], f"df[{link!r}]")
-        values = df[link].to_numpy()
-        if values.dtype == bool:
-            values = values.astype(np.int64)
-        bad = ~np.isin(values, [0, 1])
-        if bad.any():
-            raise ValueError(
-                f"df[{link!r}] must hold 0/1 links, found {sorted(set(values[bad].tolist()))[:5]}"
-            )
+        values = link_values(df[link], f"df[{link!r}]")
         n = len(df)
-        return cls(torch.from_numpy(codes[:n]), torch.from_numpy(codes[n:]),
-                   torch.from_numpy(worker_codes), torch.from_numpy(values.astype(np.int64)),
-                   item_index, worker_index)
+        a, b = codes[:n], codes[n:]
+        same = np.flatnonzero(a == b)
+        if len(same):
+            r = int(same[0])
+            raise ValueError(
+                f"{a_name} and {b_name} must name two different items in every row: "
+                f"{len(same)} row(s) pair an item with itself, e.g. row "
+                f"{plain(df.index[r])!r} (item {plain(item_index[a[r]])!r})"
+            )
+        keep = _kept_rows(a, b, worker_codes, df.index, item_index, worker_index,
+                          (item_a, item_b), duplicates)
+        if keep is not None:
+            a, b, worker_codes, values = a[keep], b[keep], worker_codes[keep], values[keep]
+        return cls(torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(worker_codes),
+                   torch.from_numpy(values), item_index, worker_index)
 
     @classmethod
     def from_arrays(cls, i_idx, j_idx, worker_idx, link, num_items: int | None = None,
@@ -171,13 +207,89 @@ class PairwiseAnnotations(ItemWorkerSizes, TensorFields):
         """Per-worker results ``(M,)`` / ``(M, C)`` indexed by worker id."""
         return index_values(values, self.workers, "values", columns)
 
-    def to_frame(self, i: str = "i", j: str = "j", worker: str = "worker",
+    def counts_per_worker(self) -> torch.Tensor:
+        """Number of judgements of each worker, long tensor ``(M,)``."""
+        return torch.bincount(self.worker_idx, minlength=self.num_workers)
+
+    def to_frame(self, item_a: str = "item_a", item_b: str = "item_b", worker: str = "worker",
                  link: str = "link") -> pd.DataFrame:
-        """The judgements back in long format with the user's ids."""
+        """The judgements back in long format with the user's ids, one row per judgement in
+        the stored order: the columns ``item_a``, ``item_b``, ``worker`` (ids) and ``link``
+        (int64 0/1), which :meth:`from_dataframe` reads back."""
+        _check_distinct_names({"item_a": item_a, "item_b": item_b, "worker": worker,
+                               "link": link})
         ids = self.items.to_numpy()
         return pd.DataFrame({
-            i: ids[self.i_idx.cpu().numpy()],
-            j: ids[self.j_idx.cpu().numpy()],
+            item_a: ids[self.i_idx.cpu().numpy()],
+            item_b: ids[self.j_idx.cpu().numpy()],
             worker: self.workers.to_numpy()[self.worker_idx.cpu().numpy()],
             link: self.link.cpu().numpy(),
         })
+
+
+def pair_columns(df, item_a: str = "item_a", item_b: str = "item_b") -> tuple[str, str]:
+    """The names of the two item columns of ``df``: ``(item_a, item_b)``, or ``("i", "j")``
+    when both are the defaults, ``df`` has neither ``item_a`` nor ``item_b`` and has ``i``
+    and ``j`` columns (the short names the pairwise tables first used).
+
+    Example:
+        >>> pair_columns(pd.DataFrame({"i": [0], "j": [1], "worker": [0], "link": [1]}))
+        ('i', 'j')
+    """
+    if ((item_a, item_b) == ("item_a", "item_b") and isinstance(df, pd.DataFrame)
+            and not {"item_a", "item_b"} & set(df.columns) and {"i", "j"} <= set(df.columns)):
+        return "i", "j"
+    return item_a, item_b
+
+
+def link_values(series: pd.Series, name: str) -> np.ndarray:
+    """The 0/1 links of a DataFrame column as an int64 array; ``name`` (``"df['link']"``)
+    names the column in the errors. Booleans are read as 1/0 and integral floats as ints;
+    missing values, other numbers and strings are errors naming the first offending rows."""
+    check_no_missing(series, name)
+    valid = series.isin([0, 1]).to_numpy()
+    if not valid.all():
+        bad = np.flatnonzero(~valid)
+        found = [plain(v) for v in pd.unique(series.to_numpy()[bad])]
+        rows = [plain(r) for r in series.index[bad]]
+        raise ValueError(
+            f"{name} must hold 0/1 links, found {found[:SHOW]}"
+            f"{' ...' if len(found) > SHOW else ''} at row(s) {rows[:SHOW]}"
+            f"{' ...' if len(rows) > SHOW else ''} (1 = must link, 0 = cannot link; booleans "
+            "are read as 1/0)"
+        )
+    return series.to_numpy().astype(np.int64)
+
+
+def _check_distinct_names(names: dict[str, str]) -> None:
+    """Raise unless the column names ``{argument: column}`` are all different."""
+    seen: dict[str, str] = {}
+    for arg, col in names.items():
+        if col in seen:
+            raise ValueError(
+                f"{seen[col]} and {arg} must name different columns, got {col!r} for both"
+            )
+        seen[col] = arg
+
+
+def _kept_rows(a, b, w, rows: pd.Index, items: pd.Index, workers: pd.Index,
+               columns: tuple[str, str], duplicates: str):
+    """The rows to keep (a boolean array) under ``duplicates``, or ``None`` to keep every
+    row; raises on repeated (pair, worker) keys when ``duplicates`` is ``"raise"``."""
+    keys = pd.DataFrame({"lo": np.minimum(a, b), "hi": np.maximum(a, b), "w": w})
+    later = keys.duplicated(keep="first").to_numpy()
+    if not later.any():
+        return None
+    if duplicates != "raise":
+        return ~keys.duplicated(keep=duplicates).to_numpy()
+    r = int(np.flatnonzero(later)[0])
+    lo, hi, wr = (int(keys.iloc[r][c]) for c in ("lo", "hi", "w"))
+    group = np.flatnonzero((keys["lo"].to_numpy() == lo) & (keys["hi"].to_numpy() == hi)
+                           & (keys["w"].to_numpy() == wr))
+    shown = ", ".join(repr(plain(rows[g])) for g in group[:SHOW])
+    raise ValueError(
+        f"{int(later.sum())} repeated (pair, worker) row(s): worker {plain(workers[wr])!r} "
+        f"judged the pair ({plain(items[lo])!r}, {plain(items[hi])!r}) in rows {shown} of df "
+        f"(the order of {columns[0]} and {columns[1]} does not matter). Drop the repeats, or "
+        "pass duplicates='first' or duplicates='last' to keep one judgement per pair and worker"
+    )

@@ -7,12 +7,14 @@ RNG, in float64, so the same seed gives the same data on every run.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
-from ..checks import as_float_tensor, check_int, check_stochastic
+from ..checks import as_float_tensor, check_int, check_positive, check_stochastic
 from ..core.seeding import make_generator
 
-__all__ = ["simulate_gaussian_mixture", "DTYPE"]
+__all__ = ["simulate_gaussian_mixture", "simulate_pinwheel", "DTYPE"]
 
 DTYPE = torch.float64
 
@@ -61,3 +63,53 @@ def simulate_gaussian_mixture(n: int, weights, means, covs, seed: int):
     eps = torch.randn(n, d, generator=gen, dtype=DTYPE)
     x = mu[z] + torch.einsum("nij,nj->ni", chol[z], eps)
     return x, {"z": z, "weights": w, "means": mu, "covs": cov}
+
+
+def simulate_pinwheel(num_clusters: int = 5, points_per_cluster: int = 100, *,
+                      radial_std: float = 0.3, tangential_std: float = 0.05, rate: float = 0.25,
+                      seed: int):
+    r"""Points on the arms of a pinwheel in 2-D (Johnson et al., 2016; the semi-crowdsourced
+    clustering paper's Pinwheel toy: 5 clusters of 100 points with the default arguments).
+
+    Point :math:`n` of arm :math:`k` starts at :math:`f_n = (1 + \epsilon_1, \epsilon_2)` with
+    :math:`\epsilon_1 \sim \mathcal N(0, \sigma_r^2)`, :math:`\epsilon_2 \sim
+    \mathcal N(0, \sigma_t^2)` and is rotated by the angle :math:`\theta_n = 2 \pi k / K +
+    \rho\, e^{f_{n,1}}` (farther points turn more):
+
+    .. math:: x_n = 10\, R(\theta_n)^\top f_n, \qquad
+              R(\theta) = \begin{pmatrix} \cos\theta & -\sin\theta \\
+                                          \sin\theta & \cos\theta \end{pmatrix}.
+
+    The points are returned in a random order, their arms in ``truth["z"]``.
+
+    Args:
+        num_clusters: :math:`K`, the number of arms.
+        points_per_cluster: points per arm.
+        radial_std: :math:`\sigma_r > 0`.
+        tangential_std: :math:`\sigma_t > 0`.
+        rate: :math:`\rho \ge 0`, how fast the arms turn.
+        seed: integer seed.
+
+    Returns:
+        ``(X, truth)``: ``X`` float64 ``(K * points_per_cluster, 2)`` and ``truth = {"z": long
+        (K * points_per_cluster,)}``.
+
+    Example:
+        >>> X, truth = simulate_pinwheel(seed=0)
+        >>> tuple(X.shape), torch.bincount(truth["z"]).tolist()
+        ((500, 2), [100, 100, 100, 100, 100])
+    """
+    k = check_int(num_clusters, "num_clusters", minimum=1)
+    per = check_int(points_per_cluster, "points_per_cluster", minimum=1)
+    scale = torch.tensor([check_positive(radial_std, "radial_std"),
+                          check_positive(tangential_std, "tangential_std")], dtype=DTYPE)
+    rho = check_positive(rate, "rate", strict=False)
+    gen = make_generator(check_int(seed, "seed", minimum=0))
+    z = torch.arange(k).repeat_interleave(per)
+    f = torch.randn(k * per, 2, generator=gen, dtype=DTYPE) * scale
+    f[:, 0] += 1.0
+    theta = 2 * math.pi * z.to(DTYPE) / k + rho * torch.exp(f[:, 0])
+    cos, sin = torch.cos(theta), torch.sin(theta)
+    x = 10.0 * torch.stack([cos * f[:, 0] + sin * f[:, 1], -sin * f[:, 0] + cos * f[:, 1]], 1)
+    order = torch.randperm(k * per, generator=gen)
+    return x[order], {"z": z[order]}

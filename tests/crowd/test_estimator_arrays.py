@@ -91,6 +91,7 @@ def _assert_same(arrays, reference):
     {"n_iter": 0},  # the start itself
     {"n_iter": 4, "tol": 0},  # never stops early
     {"update_prior": False, "diagonal": 0},
+    {"diagonal": (0.5, 0.0, 2.0, 1.0)},  # one pseudo-count per class
     {"prior_concentration": 2, "confusion_concentration": 1.5, "em_floor": 0.0, "tol": 1e-8},
 ])
 def test_the_array_path_gives_the_torch_paths_attributes(kw, dtype, monkeypatch):

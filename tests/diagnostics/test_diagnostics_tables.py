@@ -47,10 +47,14 @@ def test_summary_rhat_and_ess_follow_the_chain_axis():
 
 
 @pytest.mark.parametrize("method, reason", [("svi", "variational guide"), ("em", "point estimate")])
-def test_summary_warns_for_non_mcmc_fits(method, reason):
+def test_summary_of_non_mcmc_fits_has_no_chain_diagnostics_unless_asked(method, reason):
     post = Posterior(samples={"mu": _ar1(1, 200, 0.0, seed=2)}, method=method)
-    with pytest.warns(UserWarning, match=f"R-hat and ESS are MCMC diagnostics.*{reason}"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # neither ours nor ArviZ's one-chain warning
         table = summary(post, round_to="none")
+    assert {"mean", "sd"} <= set(table.columns) and "r_hat" not in table.columns
+    with pytest.warns(UserWarning, match=f"R-hat and ESS are MCMC diagnostics.*{reason}"):
+        table = summary(post, round_to="none", kind="all")
     assert "r_hat" in table.columns
 
 

@@ -276,6 +276,27 @@ def test_pairwise_bad_rows_are_errors_naming_the_column(raises_naming, case, dat
 
 
 @PROFILE
+@given(pair_tables(), st.data())
+def test_pairwise_duplicates_keep_the_chosen_judgement_of_each_pair(case, data):
+    repeats = data.draw(st.lists(st.integers(0, len(case) - 1), min_size=1, max_size=4))
+    rows = case.iloc[repeats].reset_index(drop=True)
+    swap = np.array(data.draw(st.lists(st.booleans(), min_size=len(rows), max_size=len(rows))))
+    extra = pd.DataFrame({  # the same (pair, worker), in either order, with any link
+        "i": np.where(swap, rows["j"].to_numpy(), rows["i"].to_numpy()),
+        "j": np.where(swap, rows["i"].to_numpy(), rows["j"].to_numpy()),
+        "worker": rows["worker"].to_numpy(),
+        "link": data.draw(st.lists(st.integers(0, 1), min_size=len(rows), max_size=len(rows))),
+    })
+    order = data.draw(st.permutations(range(len(case) + len(extra))))
+    table = pd.concat([case, extra], ignore_index=True).iloc[list(order)]
+    keep = data.draw(st.sampled_from(["first", "last"]))
+    pairs = PairwiseAnnotations.from_dataframe(table, duplicates=keep)
+    key = table.apply(lambda r: (frozenset((r["i"], r["j"])), r["worker"]), axis=1)
+    expected = table[~key.duplicated(keep=keep)]
+    assert rows_of(pairs.to_frame()) == rows_of(expected)
+
+
+@PROFILE
 @given(long_tables(id_kinds=("small", "text")), st.sampled_from(["task", "worker", "label"]))
 def test_a_duplicated_column_name_is_an_error_naming_the_column(raises_naming, case, col):
     df, _, _, _ = case

@@ -72,22 +72,40 @@ def _number(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
+def _diagonal(diagonal, K: int) -> np.ndarray | None:
+    """``diagonal`` (``None``, a number ``>= 0``, or ``K`` finite numbers ``>= 0`` in a tuple,
+    list or NumPy array) as ``(K,)`` float64 pseudo-counts; ``None`` for anything else."""
+    if diagonal is None or _number(diagonal):
+        value = 0.0 if diagonal is None else float(diagonal)
+        return np.full(K, value) if value >= 0 else None
+    if isinstance(diagonal, np.ndarray):
+        if diagonal.dtype.kind not in "fiu":
+            return None
+        diagonal = diagonal.tolist()
+    if not (isinstance(diagonal, (tuple, list)) and len(diagonal) == K
+            and all(_number(v) for v in diagonal)):
+        return None
+    extra = np.array(diagonal, dtype=np.float64)
+    return extra if bool(np.isfinite(extra).all() and (extra >= 0).all()) else None
+
+
 def resolve_prior(K: int, prior_concentration, confusion_concentration, diagonal,
                   update_prior: bool, dtype) -> ArrayPrior | None:
     """The priors :func:`~pyromodels.crowd.ds.data.prepare_ds_data` resolves, for plain
-    arguments: concentrations ``None`` or numbers ``>= 1`` (EM's range), ``diagonal`` ``None``
-    or a number ``>= 0``, a uniform fixed prior. ``None`` for anything else (arrays, values
-    out of range): those take the torch path, which checks them and names what is wrong."""
+    arguments: concentrations ``None`` or numbers ``>= 1`` (EM's range), ``diagonal`` ``None``,
+    a number ``>= 0`` or ``K`` of them (one per class), a uniform fixed prior. ``None`` for
+    anything else (other arrays, values out of range): those take the torch path, which checks
+    them and names what is wrong."""
     plain = all(v is None or (_number(v) and v >= 1)
                 for v in (prior_concentration, confusion_concentration))
-    if not plain or not (diagonal is None or (_number(diagonal) and diagonal >= 0)):
+    extra = _diagonal(diagonal, K)
+    if not plain or extra is None:
         return None
     dtype = np.dtype(dtype)
     alpha = np.full((K,), 1 if prior_concentration is None else prior_concentration, dtype)
     beta = np.full((K, K), 1 if confusion_concentration is None else confusion_concentration,
                    dtype)
-    extra = 0.0 if diagonal is None else float(diagonal)
-    beta = beta + extra * np.eye(K, dtype=dtype)
+    beta = beta + np.diag(extra).astype(dtype)
     fixed = None if update_prior else np.full((K,), 1.0 / K, dtype)
     return ArrayPrior(alpha, beta, fixed)
 

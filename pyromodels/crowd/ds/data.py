@@ -11,7 +11,8 @@ Resolved prior (all on the data's device and floating dtype):
 
 * ``prior_concentration`` ``alpha`` ``(K,)``: ``prior ~ Dirichlet(alpha)``;
 * ``confusion_concentration`` ``B`` ``(K, K)``: ``confusion[m, k] ~ Dirichlet(B[k])`` for
-  every worker ``m``, ``B = beta 1 1^T + diagonal I``;
+  every worker ``m``, ``B = beta 1 1^T + diag(diagonal)`` (``diagonal`` a number or one
+  pseudo-count per class);
 * ``fixed_prior`` ``(K,)`` or ``None``: a class prior held fixed instead of learned.
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import numbers
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -202,6 +204,21 @@ def _concentration(value, name: str, K: int, shape: tuple, dtype, device) -> tor
     return t.expand(shape).clone()
 
 
+def _diagonal(value, K: int, dtype, device) -> torch.Tensor:
+    """``diagonal`` as ``(K,)`` pseudo-counts: ``None`` (zeros), a number ``>= 0`` or one
+    finite value ``>= 0`` per class."""
+    if value is None or isinstance(value, numbers.Real):
+        extra = 0.0 if value is None else check_positive(value, "diagonal", strict=False)
+        return torch.full((K,), extra, dtype=dtype, device=device)
+    t = as_float_tensor(value, "diagonal", dtype=dtype, device=device)
+    if tuple(t.shape) != (K,):
+        raise ValueError(f"diagonal must be a number >= 0 or have shape ({K},) (one value per "
+                         f"class) for K = {K}, got shape {tuple(t.shape)}")
+    if bool((t < 0).any()):
+        raise ValueError(f"diagonal must be >= 0 for every class, got {t.tolist()}")
+    return t.clone()
+
+
 def _check_items_and_workers(table: AnnotationTable, allow_unlabelled: bool) -> None:
     per_item, per_worker, pairs = (t.cpu().numpy() for t in table.label_statistics())
     # the warnings name the caller of DawidSkene.prepare
@@ -228,7 +245,8 @@ def prepare_ds_data(
         num_classes: ``K``, or ``None`` to take the table's classes.
         prior_concentration: ``alpha``: positive number or ``(K,)``; default 1.
         confusion_concentration: ``beta``: positive number or ``(K, K)``; default 1.
-        diagonal: extra pseudo-count ``>= 0`` on each row's true class; default 0.
+        diagonal: extra pseudo-count ``>= 0`` on each row's true class: a number, or
+            ``(K,)`` (one per true class); default 0.
         update_prior: learn the class prior; otherwise hold it at ``class_prior``.
         class_prior: ``(K,)`` fixed prior (only with ``update_prior=False``); default uniform.
         allow_unlabelled: accept items with no label (only a table can hold them).
@@ -266,8 +284,7 @@ def prepare_ds_data(
     dtype, dev = torch.get_default_dtype(), table.device
     alpha = _concentration(prior_concentration, "prior_concentration", K, (K,), dtype, dev)
     beta = _concentration(confusion_concentration, "confusion_concentration", K, (K, K), dtype, dev)
-    extra = 0.0 if diagonal is None else check_positive(diagonal, "diagonal", strict=False)
-    beta = beta + extra * torch.eye(K, dtype=dtype, device=dev)
+    beta = beta + torch.diag(_diagonal(diagonal, K, dtype, dev))
     fixed = None
     if not update_prior:
         fixed = (torch.full((K,), 1.0 / K, dtype=dtype, device=dev) if class_prior is None

@@ -43,14 +43,13 @@ doing, not the start's or the floor's: the degenerate point has the higher likel
 ``em_floor=0`` too (the floor only keeps a class that starts empty from reviving). A
 ``diagonal`` pseudo-count ``d`` on each row's true class costs such a class a factor
 ``1/(1 + d)`` per worker whose label it must reproduce, so ``d = 1`` removes it whenever
-workers are right more often than not in a table where every worker labels every item. In a
-sparse table the lone worker covers a fraction of the class's items, which makes the
-degenerate point less attractive, and a smaller ``d`` is enough:
-:class:`~pyromodels.crowd.estimators.DawidSkeneEstimator`'s EM default is the share of the
-item x worker grid that holds a label
-(:func:`~pyromodels.crowd.estimators.dawid_skene.em_diagonal`; 1 for a full grid), a prior
-worth one correctly labelled item of each class. Preparing data where a class is used by a
-single worker warns (:class:`~pyromodels.crowd.ds.data.SingleWorkerClassWarning`).
+workers are right more often than not in a table where every worker labels every item. Only
+classes whose confusion rows rest on fewer labels than they have free probabilities need it:
+:class:`~pyromodels.crowd.estimators.DawidSkeneEstimator`'s EM default puts
+``d_k = max(0, K - 1 - L_k / M)`` on the rows of class ``k`` (``L_k`` labels ``k`` from ``M``
+workers; :func:`~pyromodels.crowd.estimators.dawid_skene.em_diagonal`) and none on classes
+with enough labels, where EM stays maximum likelihood. Preparing data where a class is used
+by a single worker warns (:class:`~pyromodels.crowd.ds.data.SingleWorkerClassWarning`).
 
 **Objective** (never decreases):
 :math:`\log p(\text{labels}, \pi, \Gamma) = \log \mathrm{Dir}(\pi; \alpha) + \sum_{m,k} \log

@@ -81,7 +81,8 @@ class DawidSkene(Model):
             ``(K, K)`` (default 1). With ``alpha = beta = 1`` and ``diagonal = 0`` the MAP is
             the maximum-likelihood estimate.
         diagonal: extra pseudo-count ``>= 0`` on each row's true class: a stronger belief
-            that workers are better than random. ``None`` (default) resolves per engine when
+            that workers are better than random; a number, or ``K`` of them (one per true
+            class). ``None`` (default) resolves per engine when
             fitting (:meth:`for_engine`): 0 for ``em``, :data:`BAYES_DIAGONAL` (1) for
             ``gibbs``, ``svi`` and ``nuts``, whose flat prior otherwise lets the chains
             switch class labels. With ``diagonal=0`` EM is maximum likelihood, whose
@@ -130,7 +131,7 @@ class DawidSkene(Model):
         num_classes: int | None = None,
         prior_concentration=None,
         confusion_concentration=None,
-        diagonal: float | None = None,
+        diagonal: float | tuple[float, ...] | None = None,
         update_prior: bool = True,
         class_prior=None,
         allow_unlabelled: bool = False,

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from ...checks import check_in
-from ...data.columns import check_columns, labelled_cells
+from ...data.columns import check_columns
 from .array_fit import ARRAY_RESULTS, array_results, fit_on_arrays
 from .base import CrowdAggregator
+from .em_prior import em_diagonal
 
 if TYPE_CHECKING:  # the torch path's modules load where it runs (see fit)
     import torch
@@ -29,28 +30,6 @@ if TYPE_CHECKING:  # the torch path's modules load where it runs (see fit)
 __all__ = ["DawidSkeneEstimator", "em_diagonal"]
 
 METHODS = ("em", "gibbs", "svi", "nuts")
-
-def em_diagonal(table: AnnotationTable) -> float:
-    r"""EM's diagonal pseudo-count when ``diagonal`` is left at ``None``: the share of the
-    task x worker grid that holds a label, :math:`d = \#\{(n, m) \text{ labelled}\} / (N M)`.
-
-    The prior is then worth one imaginary task of each class, labelled correctly by each worker
-    with the probability that a worker labels a task: its ``d M`` pseudo-labels per class are
-    those of an average task (``d = 1`` when every worker labels every task). It is chosen from
-    the design of the table alone, never from labels or gold, and it is what a row of a class
-    too thin to identify needs while vanishing beside the rows of classes with many tasks:
-    maximum likelihood (``d = 0``) lets a class that one worker alone uses, or any class of one
-    or two tasks, become a class of its own for those tasks (see :mod:`pyromodels.crowd.ds.em`),
-    and this prior rules that out, in dense and sparse designs alike. A fixed ``d = 1`` does
-    too, but on sparse tables, where most rows rest on a few labels, it outweighs them and
-    makes careless workers look accurate (on the web-search set it cost 2.4 points of accuracy
-    against maximum likelihood; ``scripts/ds_em_default_accuracy.py`` compares the ten bundled
-    sets).
-    """
-    M = table.num_workers
-    cells = labelled_cells(table)
-    return cells / (table.num_items * M)
-
 
 class DawidSkeneEstimator(CrowdAggregator):
     """Dawid-Skene aggregation by EM, Gibbs sampling, SVI or NUTS (see :class:`DawidSkene`).
@@ -71,13 +50,15 @@ class DawidSkeneEstimator(CrowdAggregator):
             or ``numpy.random.Generator`` (one draw from it is the seed). When it is not
             ``None`` it wins over ``seed``; left at ``None``, ``seed`` is used.
         prior_concentration, confusion_concentration, diagonal: the Dirichlet priors (see
-            :class:`DawidSkene`). ``diagonal=None`` (default) is, for ``method="em"``, the
-            share of the task x worker grid that holds a label (:func:`em_diagonal`: 1 when
-            every worker labels every task), which makes EM a MAP estimate whose prior is
-            worth one correctly labelled task of each class; it is 0 (flat priors) for the
-            Bayesian methods. ``diagonal=0`` gives maximum likelihood, crowd-kit's estimate,
-            which can let a label that a single worker uses claim items (see
-            :mod:`pyromodels.crowd.ds.em`). The value used is ``model_.diagonal``.
+            :class:`DawidSkene`; ``diagonal`` is a number or one value per class).
+            ``diagonal=None`` (default) is, for ``method="em"``, a pseudo-count on the
+            classes too thin to identify and none elsewhere (:func:`em_diagonal`:
+            ``max(0, K - 1 - L_k / M)`` for a class given ``L_k`` times by ``M`` workers), so
+            EM is maximum likelihood wherever every class holds enough labels; it is 0 (flat
+            priors) for the Bayesian methods. ``diagonal=0`` gives maximum likelihood,
+            crowd-kit's estimate, which can let a label that a single worker uses claim
+            items (see :mod:`pyromodels.crowd.ds.em`). The value used is
+            ``model_.diagonal``.
         init_confusion: EM's starting confusion matrices: an array ``(M, K, K)`` (rows = true
             class) in the sorted order of workers and classes, or a DataFrame laid out like
             ``confusions_`` (second row level named ``"true"``, or unnamed) or like ``errors_``

@@ -107,6 +107,14 @@ def test_bad_priors_and_settings():
         DawidSkene(prior_concentration=[1.0, 2.0, 3.0]).prepare(table)
     with pytest.raises(ValueError, match="diagonal must be >= 0, got -1.0"):
         DawidSkene(diagonal=-1.0).prepare(table)
+    with pytest.raises(ValueError, match=r"diagonal must be >= 0 for every class, "
+                                         r"got \[1\.0, -1\.0\]"):
+        DawidSkene(diagonal=(1.0, -1.0)).prepare(table)
+    with pytest.raises(ValueError, match=r"diagonal must be a number >= 0 or have shape \(2,\) "
+                                         r"\(one value per class\) for K = 2, got shape \(3,\)"):
+        DawidSkene(diagonal=[1.0, 2.0, 3.0]).prepare(table)
+    with pytest.raises(ValueError, match=r"diagonal must be finite: found 1 NaN"):
+        DawidSkeneEstimator(diagonal=(0.0, float("nan"))).fit(frame())
     msg = "class_prior fixes the class prior, so it needs update_prior=False"
     with pytest.raises(ValueError, match=msg):
         DawidSkene(class_prior=[0.5, 0.5])
