@@ -2,8 +2,8 @@ r"""The pairwise worker model fitted to a million links, to convergence.
 
 Data: ``N = 20,000`` items in ``K = 10`` equal-chance clusters, five workers with
 ``alpha = beta = 0.95, 0.9, 0.85, 0.8, 0.75`` (the paper's Fig. 3c workers), each judging
-``200,000`` item pairs drawn uniformly (a worker's repeats of a pair dropped), so
-``L`` is just under ``1,000,000`` links; quick: ``N = 500``, ``K = 4``, ``2,000`` pairs a
+``200,000`` distinct item pairs drawn uniformly (:func:`pyromodels.data.simulate_random_pairs`),
+so ``L = 1,000,000`` links; quick: ``N = 500``, ``K = 4``, ``2,000`` pairs a
 worker. float64 (the fit runs with it as torch's default dtype, in which the model
 prepares its data). No peer fits this model, so ``peers`` is ``{}``.
 
@@ -32,7 +32,7 @@ import torch
 
 from pyromodels.core.device import default_dtype
 from pyromodels.core.seeding import derive_seed, make_generator
-from pyromodels.data.pairwise import PairwiseAnnotations
+from pyromodels.data import simulate_random_pairs
 from pyromodels.metrics import clustering_accuracy
 from pyromodels.scdc import PairwiseDawidSkene
 from pyromodels.scdc import pairwise_cavi as cavi
@@ -48,20 +48,12 @@ DTYPE = torch.float64
 
 
 def simulate(num_items: int, num_clusters: int, pairs_per_worker: int):
-    """Two-coin judgements of uniform random pairs; returns ``(pairs, z)``."""
-    gen = make_generator(derive_seed(SEED, "pairs", num_items, pairs_per_worker))
+    """Clusters drawn uniformly and two-coin judgements of uniform distinct pairs
+    (:func:`pyromodels.data.simulate_random_pairs`); returns ``(pairs, z)``."""
+    gen = make_generator(derive_seed(SEED, "clusters", num_items))
     z = torch.randint(num_clusters, (num_items,), generator=gen)
-    parts = []
-    for m, acc in enumerate(ACCURACIES):
-        i = torch.randint(num_items, (pairs_per_worker,), generator=gen)
-        j = (i + torch.randint(1, num_items, (pairs_per_worker,), generator=gen)) % num_items
-        key = torch.unique(torch.minimum(i, j) * num_items + torch.maximum(i, j))
-        i, j = key // num_items, key % num_items
-        right = torch.rand(len(key), generator=gen) < acc
-        parts.append((i, j, torch.full_like(i, m), torch.where(z[i] == z[j], right, ~right)))
-    i, j, w, link = (torch.cat(c) for c in zip(*parts))
-    pairs = PairwiseAnnotations.from_arrays(i, j, w, link.long(), num_items=num_items,
-                                            num_workers=len(ACCURACIES))
+    pairs, _ = simulate_random_pairs(z, len(ACCURACIES), pairs_per_worker, alpha=ACCURACIES,
+                                     beta=ACCURACIES, seed=derive_seed(SEED, "pairs", num_items))
     return pairs, z
 
 

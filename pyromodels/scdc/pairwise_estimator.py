@@ -4,7 +4,8 @@
 "same cluster", 0 = "different clusters"), fits :class:`~.pairwise_model.PairwiseDawidSkene`
 by coordinate ascent and stores the results indexed by the user's ids. The table is checked
 by :meth:`~pyromodels.data.pairwise.PairwiseAnnotations.from_dataframe` (missing ids, links
-other than 0/1, an item paired with itself, a worker judging a pair twice).
+other than 0/1, an item paired with itself, a worker judging a pair twice unless
+``duplicates`` says which judgement to keep).
 
 Example:
     >>> import pandas as pd
@@ -46,6 +47,9 @@ class PairwiseDawidSkeneEstimator(BaseEstimator):
         random_state: scikit-learn's name for the seed; when it is not ``None`` it wins over
             ``seed`` (an int, or a NumPy ``RandomState`` / ``Generator`` that gives one draw).
         item_a, item_b, worker, link: column names of the DataFrame.
+        duplicates: a worker judging the same pair more than once: ``"raise"`` (default),
+            ``"first"`` or ``"last"`` (keep that judgement), as
+            :meth:`~pyromodels.data.pairwise.PairwiseAnnotations.from_dataframe`.
         progress: show a progress bar.
         device: ``"cpu"``, ``"cuda"`` or ``None``.
 
@@ -72,8 +76,8 @@ class PairwiseDawidSkeneEstimator(BaseEstimator):
                  alpha_prior=(1.0, 1.0), beta_prior=(1.0, 1.0), n_init: int = 5,
                  n_iter: int = 500, tol: float = 1e-8, seed: int | None = 0,
                  random_state=None, item_a: str = "item_a", item_b: str = "item_b",
-                 worker: str = "worker", link: str = "link", progress: bool = False,
-                 device=None):
+                 worker: str = "worker", link: str = "link", duplicates: str = "raise",
+                 progress: bool = False, device=None):
         self.n_clusters = n_clusters
         self.pi_concentration = pi_concentration
         self.alpha_prior = alpha_prior
@@ -87,6 +91,7 @@ class PairwiseDawidSkeneEstimator(BaseEstimator):
         self.item_b = item_b
         self.worker = worker
         self.link = link
+        self.duplicates = duplicates
         self.progress = progress
         self.device = device
 
@@ -132,7 +137,8 @@ class PairwiseDawidSkeneEstimator(BaseEstimator):
         check_columns(pairs_df, {"item_a": self.item_a, "item_b": self.item_b,
                                  "worker": self.worker, "link": self.link})
         pairs = PairwiseAnnotations.from_dataframe(pairs_df, self.item_a, self.item_b,
-                                                   self.worker, self.link)
+                                                   self.worker, self.link,
+                                                   duplicates=self.duplicates)
         model = PairwiseDawidSkene(int(self.n_clusters), self.pi_concentration,
                                    self.alpha_prior, self.beta_prior)
         seed = self.seed if self.random_state is None else seed_from_random_state(self.random_state)

@@ -62,6 +62,11 @@ def test_errors(make_pairs):
         _estimator().fit(df.assign(same=df["same"] * 2))
     with pytest.raises(ValueError, match="itself"):
         _estimator().fit(df.assign(b=df["a"]))
+    twice = pd.concat([df, df.iloc[:1].assign(same=1 - df["same"].iloc[0])])
+    with pytest.raises(ValueError, match="repeated"):
+        _estimator().fit(twice)
+    kept = _estimator(duplicates="first").fit(twice)  # the table keeps the first judgement
+    assert len(kept.pairs_) == len(df)
     with pytest.raises(ValueError, match="missing column.*'item_a'.*item_a="):
         PairwiseDawidSkeneEstimator(2).fit(df)  # default columns absent: named by our arguments
     with pytest.raises(NotFittedError, match="fit"):
