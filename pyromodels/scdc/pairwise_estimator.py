@@ -54,7 +54,8 @@ class PairwiseDawidSkeneEstimator(BaseEstimator):
         device: ``"cpu"``, ``"cuda"`` or ``None``.
 
     Attributes:
-        labels_: Series indexed by item id (every item of either item column, sorted): the
+        labels_: Series indexed by item id (every item of either item column, sorted, or
+            the ``items`` given to :meth:`fit`): the
             most probable cluster, ``0 .. K - 1``. **The labels are arbitrary up to a
             permutation**: the links only say whether two items share a cluster, so a
             relabelled clustering fits as well, and items in parts of the link graph that no
@@ -120,8 +121,13 @@ class PairwiseDawidSkeneEstimator(BaseEstimator):
         check_int(self.n_iter, "n_iter", minimum=0)
         check_positive(self.tol, "tol", strict=False)
 
-    def fit(self, pairs_df, y=None) -> PairwiseDawidSkeneEstimator:
-        """Fit to ``pairs_df`` (one row per judgement); ``y`` is ignored. Returns ``self``."""
+    def fit(self, pairs_df, y=None, *, items=None) -> PairwiseDawidSkeneEstimator:
+        """Fit to ``pairs_df`` (one row per judgement); ``y`` is ignored. Returns ``self``.
+
+        ``items`` optionally lists every item id (the order of the results' rows); an item in
+        no pair is kept and gets the prior's cluster probabilities (nothing ties it to any
+        cluster).
+        """
         from ..data.columns import check_columns
         from ..data.pairwise import PairwiseAnnotations
         from .pairwise_model import PairwiseDawidSkene
@@ -137,7 +143,7 @@ class PairwiseDawidSkeneEstimator(BaseEstimator):
         check_columns(pairs_df, {"item_a": self.item_a, "item_b": self.item_b,
                                  "worker": self.worker, "link": self.link})
         pairs = PairwiseAnnotations.from_dataframe(pairs_df, self.item_a, self.item_b,
-                                                   self.worker, self.link,
+                                                   self.worker, self.link, items=items,
                                                    duplicates=self.duplicates)
         model = PairwiseDawidSkene(int(self.n_clusters), self.pi_concentration,
                                    self.alpha_prior, self.beta_prior)
@@ -167,6 +173,6 @@ class PairwiseDawidSkeneEstimator(BaseEstimator):
         self.n_iter_ = int(post.diagnostics["n_iter"])
         self.converged_ = bool(post.diagnostics["converged"])
 
-    def fit_predict(self, pairs_df, y=None) -> pd.Series:
+    def fit_predict(self, pairs_df, y=None, *, items=None) -> pd.Series:
         """Fit, then return ``labels_`` (Series indexed by item id)."""
-        return self.fit(pairs_df).labels_
+        return self.fit(pairs_df, items=items).labels_

@@ -3,6 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from pyromodels.core.not_fitted import NotFittedError
 from pyromodels.metrics import clustering_accuracy
@@ -39,6 +40,19 @@ def test_outputs_are_indexed_by_the_users_ids(make_pairs):
     assert clustering_accuracy(truth[est.labels_.index].to_numpy(), est.labels_.to_numpy()) > 0.95
     assert est.loss_history_[-1] == pytest.approx(est.elbo_)
     pd.testing.assert_series_equal(_estimator().fit_predict(df), est.labels_)
+
+
+def test_items_in_no_pair_keep_the_prior(make_pairs):
+    df, truth = _frame(make_pairs)
+    items = ["lonely", *truth.index]
+    est = _estimator().fit(df, items=items)
+    assert list(est.labels_.index) == items
+    pi = est.posterior_.params["pi_concentration"]
+    expected = torch.softmax(torch.digamma(pi) - torch.digamma(pi.sum()), 0)
+    # q was last updated under the weights of the step before, which the fit's tolerance
+    # leaves a few 1e-6 (relative) from the final ones
+    np.testing.assert_allclose(est.probas_.loc["lonely"].to_numpy(), expected.numpy(), rtol=1e-4)
+    assert not np.allclose(est.probas_.loc["lonely"].to_numpy(), 1 / 3, rtol=1e-2)
 
 
 def test_random_state_wins_over_seed(make_pairs):
