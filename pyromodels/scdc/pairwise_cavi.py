@@ -61,7 +61,7 @@ from .pairwise_data import PairwiseData
 __all__ = [
     "WORKER_START",
     "INIT_SWEEPS",
-    "INIT_TOL",
+    "INIT_TEMPER",
     "DAMPINGS",
     "expected_log_weights",
     "cluster_update",
@@ -81,11 +81,11 @@ __all__ = [
 #: follows the links (a start at chance would make every message weight zero)
 WORKER_START = (10.0, 1.0)
 
-#: the most cluster updates of a start with the workers held at :data:`WORKER_START`
+#: the cluster updates of a start, with the workers held at :data:`WORKER_START`
 INIT_SWEEPS = 25
 
-#: a start stops settling once no cluster probability moves by more than this
-INIT_TOL = 1e-3
+#: the factor on the links' log-likelihood at a start's first sweep (it rises to 1)
+INIT_TEMPER = 0.05
 
 #: the dampings a cluster update tries, best first on a smooth bound: ``1, 1/2, ..., 2^-20``
 DAMPINGS = tuple(2.0 ** -e for e in range(21))
@@ -237,12 +237,18 @@ def cluster_step(data: PairwiseData, params: dict) -> tuple[torch.Tensor, float]
     return new_q, t
 
 
-def _coin_operator(data: PairwiseData, params: dict):
-    """The coins' expected logarithms and the links' message weights as a sparse matrix (a
-    link's weight depends only on its worker and value: one weight per group ``2 m + L``)."""
-    logs = expected_worker_logs(params["alpha_concentration"], params["beta_concentration"])
+def _coin_weights(data: PairwiseData, alpha_conc: torch.Tensor, beta_conc: torch.Tensor):
+    """The coins' expected logarithms and the message weight of each group ``2 m + L`` (a
+    link's weight depends only on its worker and value)."""
+    logs = expected_worker_logs(alpha_conc, beta_conc)
     groups = torch.arange(2 * data.num_workers, device=data.device)
-    weights = message_weights(groups % 2, logs, groups // 2)
+    return logs, message_weights(groups % 2, logs, groups // 2)
+
+
+def _coin_operator(data: PairwiseData, params: dict):
+    """The coins' expected logarithms and the links' message weights as a sparse matrix."""
+    logs, weights = _coin_weights(data, params["alpha_concentration"],
+                                  params["beta_concentration"])
     return logs, data.graph.operator(weights)
 
 
@@ -267,27 +273,26 @@ def cavi_step(data: PairwiseData, params: dict) -> tuple[dict, torch.Tensor, flo
 
 def init_params(data: PairwiseData, generator: torch.Generator | None = None,
                 sweeps: int = INIT_SWEEPS) -> dict:
-    r"""A random start, settled on the links.
+    r"""A random start, settled on the links by annealing.
 
-    Each item's ``q_n`` is a draw from ``Dir(1_K)``; then up to ``sweeps`` damped cluster
-    updates run with every worker's coins held at :data:`WORKER_START` (trusted workers), until
-    no probability moves by more than :data:`INIT_TOL`; the globals are then their conjugate
-    updates given those clusters. Without the settling, the first global update would see
-    random clusters, judge every worker to be at chance (all message weights near zero) and
-    the fit would stay at the uniform clustering.
+    Each item's ``q_n`` is a draw from ``Dir(1_K)``; then ``sweeps`` damped cluster updates
+    run with every worker's coins held at :data:`WORKER_START` (trusted workers) and the links'
+    log-likelihood tempered by a factor rising linearly from :data:`INIT_TEMPER` to 1
+    (deterministic annealing: at a low factor the clusters follow the links' broad structure
+    and no item locks into its neighbours' random clusters); the globals are then their
+    conjugate updates given those clusters. Without the settling, the first global update would
+    see random clusters, judge every worker to be at chance (all message weights near zero) and
+    the fit would stay at the uniform clustering; without the annealing, a million links took
+    two to three times as many steps to converge.
     """
     N, K, M = data.num_items, data.num_clusters, data.num_workers
     ones = torch.ones(N, K, dtype=data.dtype, device=data.device)
     q = sample_dirichlet(ones, generator).clamp_min(torch.finfo(data.dtype).tiny)
     q = q / q.sum(-1, keepdim=True)
     start = torch.tensor(WORKER_START, dtype=data.dtype, device=data.device).expand(M, 2)
-    trusted = {"alpha_concentration": start, "beta_concentration": start}
-    _, operator = _coin_operator(data, trusted)
+    _, weights = _coin_weights(data, start, start)
     e_log_pi = expected_log_weights(data.pi_prior)
-    for _ in range(sweeps):
-        new_q, _, _ = _damped_cluster_move(data, q, e_log_pi, operator)
-        moved = float((new_q - q).abs().max())
-        q = new_q
-        if moved < INIT_TOL:
-            break
+    for s in range(sweeps):
+        temper = INIT_TEMPER + (1 - INIT_TEMPER) * s / max(1, sweeps - 1)
+        q, _, _ = _damped_cluster_move(data, q, e_log_pi, data.graph.operator(temper * weights))
     return global_update(data, q, data.graph.pair_co_cluster(q))
