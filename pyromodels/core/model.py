@@ -6,7 +6,8 @@ asks for the hooks it needs:
 =========  ====================================================================
 engine     hooks
 =========  ====================================================================
-``svi``    ``model``; optional ``guide(data)`` and ``init_values(data, generator)``
+``svi``    ``model``; optional ``guide(data)``, ``init_values(data, generator)`` and
+           ``svi_elbo(num_particles)`` (the model's own objective)
 ``nuts``   ``model`` (discrete sites marked for enumeration); ``init_values``
 ``gibbs``  ``init_state(data, generator)`` and ``gibbs_sweep(data)``
 ``em``     ``em_init(data, generator)``, ``em_step(data, params)``,

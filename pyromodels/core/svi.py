@@ -81,8 +81,10 @@ def run_svi(
             :func:`default_guide`.
         optim: a ``pyro.optim`` optimiser; default ``ClippedAdam({"lr": lr})``.
         lr: learning rate of the default optimiser.
-        elbo: an ELBO instance; default ``TraceEnum_ELBO`` when the model has discrete sites
-            (they are summed out exactly), else ``Trace_ELBO``.
+        elbo: an ELBO instance; default: the model's ``svi_elbo(num_particles=...)`` when it
+            defines that hook (an objective of its own, such as an ELBO with a closed-form
+            term added), else ``TraceEnum_ELBO`` when the model has discrete sites (they are
+            summed out exactly), else ``Trace_ELBO``.
         num_particles: ELBO particles.
         num_samples: draws from the fitted guide, stored as one chain.
         seed: the fit's seed; ``None`` draws one (recorded in ``attrs``).
@@ -133,6 +135,8 @@ def run_svi(
             guide = model.guide if callable(getattr(model, "guide", None)) else default_guide(
                 model, data, make_generator(derive_seed(seed, "init"), device)
             )
+        if elbo is None and callable(getattr(model, "svi_elbo", None)):
+            elbo = model.svi_elbo(num_particles=num_particles)
         if elbo is None:
             kind = TraceEnum_ELBO if model.discrete_sites else Trace_ELBO
             elbo = kind(max_plate_nesting=model.max_plate_nesting, num_particles=num_particles)
@@ -140,7 +144,7 @@ def run_svi(
         svi = SVI(model.model, guide, optim, loss=elbo)
         losses, first, stopped = [], 0, False
         if saved is not None:
-            _restore(saved, guide, data, store, optim, device)
+            _restore(saved, svi, data, store, optim)
             losses, first, stopped = list(saved["losses"]), saved["step"], saved["stopped"]
         with ckpt.guard(), progress_bar(num_steps, "svi", progress) as bar:
             if first:
@@ -199,11 +203,12 @@ def _snapshot(store, optim, losses, step, stopped) -> dict:
     }
 
 
-def _restore(saved, guide, data, store, optim, device) -> None:
-    """Build the guide's parameters, then put back the saved parameters, optimiser state and
-    random number generators (setting the guide up may draw from them)."""
+def _restore(saved, svi, data, store, optim) -> None:
+    """Build the parameters of one loss evaluation (the guide's, the model's own and any its
+    objective reads), then put back the saved parameters, optimiser state and random number
+    generators (setting the parameters up may draw from them)."""
     with poutine.block():
-        guide(data)
+        svi.evaluate_loss(data)
     current = dict(store.named_parameters())
     check_shapes(saved["params"], current, "guide parameter")
     params = {k: v.to(current[k].device).requires_grad_(True) for k, v in saved["params"].items()}

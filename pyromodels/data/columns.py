@@ -32,13 +32,14 @@ class MissingColumnError(KeyError, ValueError):
     __str__ = ValueError.__str__  # the message itself, not KeyError's quoted repr
 
 
-def check_columns(df, columns: dict[str, str]) -> None:
+def check_columns(df, columns: dict[str, str], allow_empty: bool = False) -> None:
     """Raise unless ``df`` is a non-empty DataFrame holding every column in ``columns``
     (a missing one raises :class:`MissingColumnError`).
 
     Args:
         df: the user's table.
         columns: ``{argument name: column name}``, e.g. ``{"item": "task"}``.
+        allow_empty: accept a table without rows.
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
@@ -55,7 +56,7 @@ def check_columns(df, columns: dict[str, str]) -> None:
             f"df has more than one column named {doubled}; rename or drop the extra ones so "
             "that each column the table reads is unique"
         )
-    if len(df) == 0:
+    if len(df) == 0 and not allow_empty:
         raise ValueError("df must not be empty: it has no rows")
 
 

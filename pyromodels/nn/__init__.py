@@ -8,19 +8,38 @@ These parts know no model: families build their networks from them.
   greedy layer-wise denoising pretraining plus fine-tuning, cached on disk.
 - :class:`WeightCache`: the file-locked, atomically written cache of trained weights.
 - :func:`mlp`: the seeded MLP builder the others use.
+- :class:`CategoricalEncoder`, :class:`ConditionalGaussianEncoder`,
+  :class:`ObservationDecoder` (with :func:`observation_distribution`) and
+  :class:`GaussianPotentialEncoder`: amortised encoders and decoders for latent-variable models
+  with a discrete cluster (``q(z | o)``, ``q(x | z, o)``, ``p(o | x)``, a recognition network's
+  Gaussian potential).
+- :class:`ParamNetwork`: a network whose weights live in Pyro's param store, run functionally.
 """
 
+from .amortized import (
+    CategoricalEncoder,
+    ConditionalGaussianEncoder,
+    GaussianPotentialEncoder,
+    ObservationDecoder,
+    observation_distribution,
+)
 from .autoencoder import PretrainingRecord, StackedAutoencoder
 from .cache import CacheWarning, WeightCache, cache_key, data_fingerprint, resolve_cache_dir
 from .coupling import AdditiveCoupling, Permutation, Scaling
 from .mlp import mlp
 from .nice import NICE
+from .param_network import ParamNetwork
 from .pretrain import pretrain_autoencoder
 
 __all__ = [
     "AdditiveCoupling",
     "CacheWarning",
+    "CategoricalEncoder",
+    "ConditionalGaussianEncoder",
+    "GaussianPotentialEncoder",
     "NICE",
+    "ObservationDecoder",
+    "ParamNetwork",
     "Permutation",
     "PretrainingRecord",
     "Scaling",
@@ -29,6 +48,7 @@ __all__ = [
     "cache_key",
     "data_fingerprint",
     "mlp",
+    "observation_distribution",
     "pretrain_autoencoder",
     "resolve_cache_dir",
 ]

@@ -7,22 +7,47 @@ cluster) and a specificity ``beta`` (says "different" when they do not).
 * :mod:`.links`: the two-coin link likelihood every engine of the family shares (its closed-form
   expectation under independent cluster posteriors, the mean-field messages and the workers'
   sufficient statistics).
+* :class:`SCDC`: semi-crowdsourced deep clustering (:mod:`.model`), fitted by amortised SVI
+  with the cluster enumerated and the links' term in closed form; its data
+  (:class:`SCDCData`, :func:`prepare_scdc`) and objective (:class:`RelationalELBO`).
+* :class:`ObservedBayesSCDC` (:mod:`.observed_model`): BayesSCDC's conjugate sub-model with the
+  features observed (a Bayesian Gaussian mixture plus the two-coin workers), fitted by the
+  reference Gibbs sampler of :mod:`.observed_gibbs`; :func:`label_invariant_draws`,
+  :func:`label_invariant_summary` and :func:`coclustering_probabilities` read its fit without
+  the clusters' names.
 * :class:`PairwiseDawidSkene` (:mod:`.pairwise_model`): the pairwise worker model on its own,
   items clustered from links alone, fitted by mean-field coordinate ascent
   (:mod:`.pairwise_cavi`, over the sparse pair graph of :mod:`.pair_graph`);
   :class:`PairwiseDawidSkeneEstimator` (:mod:`.pairwise_estimator`) is its DataFrame facade;
   :mod:`.exact` enumerates tiny problems.
 
-Every name loads its module on first use (:mod:`pyromodels.lazy`).
+Names load on first use (:mod:`pyromodels.lazy`).
 """
 
 from ..lazy import lazy_attributes
 
-_ORIGINS = {
+__all__ = [
+    "RelationalELBO",
+    "SCDC",
+    "SCDCData",
+    "prepare_scdc",
+    "ObservedBayesSCDC",
+    "coclustering_probabilities",
+    "label_invariant_draws",
+    "label_invariant_summary",
+    "PairwiseDawidSkene",
+    "PairwiseDawidSkeneEstimator",
+]
+
+__getattr__, __dir__ = lazy_attributes(__name__, {
+    "RelationalELBO": ".elbo",
+    "SCDC": ".model",
+    "SCDCData": ".data",
+    "prepare_scdc": ".data",
+    "ObservedBayesSCDC": ".observed_model",
+    "coclustering_probabilities": ".observed_model",
+    "label_invariant_draws": ".observed_model",
+    "label_invariant_summary": ".observed_model",
     "PairwiseDawidSkene": ".pairwise_model",
     "PairwiseDawidSkeneEstimator": ".pairwise_estimator",
-}
-
-__all__ = ["PairwiseDawidSkene", "PairwiseDawidSkeneEstimator"]
-
-__getattr__, __dir__ = lazy_attributes(__name__, _ORIGINS)
+})

@@ -36,8 +36,14 @@ COLUMNS = {"task": "item", "worker": "annotator", "label": "answer"}
 def test_results_are_indexed_by_the_users_ids_and_equal_the_models():
     df, table, truth = string_frame()
     est = DawidSkeneEstimator(**COLUMNS).fit(df)
-    post = DawidSkene(diagonal=em_diagonal(table)).fit(table, method="em", seed=0, progress=False,
-                                                max_iter=100, tol=1e-5)
+    model = DawidSkene(diagonal=em_diagonal(table))
+    post = model.fit(table, method="em", seed=0, progress=False, max_iter=100, tol=1e-5)
+    reorder = np.argsort(np.argsort(GENRES))  # code in the user's table of each simulated code
+    np.testing.assert_allclose(est.posterior_.params["probas"].numpy()[:, reorder],
+                               post.params["probas"].numpy(), atol=1e-12)
+    # probas_ and labels_ are what the last M-step was fitted to: the posteriors one step earlier
+    assert est.n_iter_ == post.diagnostics["n_iter"] > 1
+    post = model.fit(table, method="em", seed=0, progress=False, max_iter=est.n_iter_ - 1, tol=0)
     ids = pd.Index([f"song-{i:03d}" for i in range(120)], name="item")
     assert est.labels_.index.equals(ids) and est.labels_.name == "agg_label"
     # codes of the simulated table follow the same sorted order of ids and classes
@@ -45,7 +51,6 @@ def test_results_are_indexed_by_the_users_ids_and_equal_the_models():
     expected = classes[np.argsort(np.argsort(GENRES))][post.params["labels"].numpy()]
     np.testing.assert_array_equal(est.labels_.to_numpy(), expected)
     assert list(est.probas_.columns) == list(classes) and est.probas_.index.equals(ids)
-    reorder = np.argsort(np.argsort(GENRES))  # code in the user's table of each simulated code
     np.testing.assert_allclose(est.probas_.to_numpy()[:, reorder], post.params["probas"].numpy(),
                                atol=1e-12)
     # confusions_: rows (worker, true label), each row a law over the labels given

@@ -160,4 +160,9 @@ def test_an_em_fit_keeps_its_own_posteriors_which_equal_a_second_prediction():
     df, _ = load_crowd("bluebirds")
     fitted = DawidSkeneEstimator(method="em").fit(df)
     again = fitted.model_.predict(fitted.posterior_, fitted.posterior_.data.table)
-    np.testing.assert_allclose(fitted.probas_.to_numpy(), again.cpu().numpy(), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(fitted.posterior_.params["probas"].numpy(), again.cpu().numpy(),
+                               rtol=0, atol=1e-12)
+    # probas_ (crowd-kit's) are those of the parameters one step earlier
+    earlier = DawidSkeneEstimator(n_iter=fitted.n_iter_ - 1, tol=0).fit(df)
+    np.testing.assert_allclose(fitted.probas_.to_numpy(),
+                               earlier.posterior_.params["probas"].numpy(), rtol=0, atol=1e-12)

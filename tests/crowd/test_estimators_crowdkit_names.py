@@ -10,6 +10,7 @@ import torch
 
 from pyromodels.crowd.ds import em
 from pyromodels.crowd.estimators import DawidSkeneEstimator, MajorityVote
+from pyromodels.crowd.majority import vote_fractions
 from pyromodels.data import load_crowd
 from pyromodels.data.annotations import MissingColumnError
 
@@ -57,8 +58,14 @@ def test_n_iter_zero_returns_the_majority_vote_start(bluebirds):
     start = em.majority_start(data, est.model_.em_floor)
     np.testing.assert_allclose(est.confusions_.to_numpy(),
                                start["confusion"].reshape(-1, 2).numpy(), rtol=0, atol=1e-12)
-    q, _ = em.e_step(data, start)  # probas_: the posteriors under the start
-    np.testing.assert_allclose(est.probas_.to_numpy(), q.numpy(), rtol=0, atol=1e-12)
+    # probas_: the vote fractions the start was fitted to (crowd-kit's); the posterior keeps
+    # the posteriors under the start
+    fractions = vote_fractions(data.table)
+    np.testing.assert_allclose(est.probas_.to_numpy(), fractions.numpy(), rtol=0, atol=1e-12)
+    assert est.labels_.to_numpy().tolist() == fractions.argmax(-1).tolist()
+    q, _ = em.e_step(data, start)
+    np.testing.assert_allclose(est.posterior_.params["probas"].numpy(), q.numpy(), rtol=0,
+                               atol=1e-12)
     assert est.n_iter_ == 0 and est.loss_history_ == pytest.approx([est.loss_history_[0]])
 
 

@@ -44,7 +44,7 @@ from ...core.monitor import ConvergenceMonitor
 from .kernels import array_passes
 
 __all__ = ["working_dtype", "ArrayPrior", "resolve_prior", "normalize_rows", "map_params",
-           "log_prior", "objective", "ArrayFit", "fit_em"]
+           "log_prior", "objective", "vote_fractions", "ArrayFit", "fit_em"]
 
 
 def working_dtype() -> np.dtype:
@@ -165,14 +165,30 @@ def objective(spec: ArrayPrior, log_marginal: float, prior: np.ndarray,
     return float(spec.dtype.type(log_marginal) + log_prior(spec, prior, confusion))
 
 
+def vote_fractions(labels, dtype) -> np.ndarray:
+    """:func:`pyromodels.crowd.majority.vote_fractions` in NumPy: ``(N, K)`` share of each
+    item's labels given to each class (uniform for an item without labels), in ``dtype``."""
+    N, K = labels.num_items, labels.num_classes
+    cells = np.asarray(labels.item_idx, dtype=np.int64) * K + np.asarray(labels.label_idx,
+                                                                          dtype=np.int64)
+    votes = np.bincount(cells, minlength=N * K).reshape(N, K).astype(dtype)
+    total = votes.sum(-1, keepdims=True)
+    return np.where(total > 0, votes / np.maximum(total, 1), votes.dtype.type(1 / K))
+
+
 class ArrayFit(NamedTuple):
-    """What :func:`fit_em` returns (arrays in the working dtype, codes int64)."""
+    """What :func:`fit_em` returns (arrays in the working dtype, codes int64).
+
+    ``prior`` and ``confusion`` are the fitted parameters; ``probas`` and ``labels`` are the
+    class posteriors their last M-step was fitted to and their argmax (the first class on
+    ties): those of the parameters one step earlier, or the majority-vote fractions when no
+    step was taken (crowd-kit's ``probas_``).
+    """
 
     prior: np.ndarray
     confusion: np.ndarray
     probas: np.ndarray
     labels: np.ndarray
-    item_log_likelihood: np.ndarray  # (N,) float64: log p(labels of item n | prior, confusion)
     monitor: ConvergenceMonitor
 
     @property
@@ -214,11 +230,13 @@ def fit_em(labels, spec: ArrayPrior, floor: float, max_iter: int, tol: float,
             converge.
 
     Returns:
-        The fit, or ``None`` when an item is impossible under every class (exact zeros in the
-        confusions, ``floor=0`` only): the torch path handles such items.
+        The fit (see :class:`ArrayFit`), or ``None`` when an item is impossible under every
+        class (exact zeros in the confusions, ``floor=0`` only): the torch path handles such
+        items.
     """
     counts, totals = array_passes.vote_counts(labels, labels.num_workers)
     params = map_params(spec, counts.transpose(0, 2, 1), totals, floor)
+    previous = None  # the parameters the last step started from
     monitor = ConvergenceMonitor(
         tol=tol, max_iter=max_iter + 1, monotone=True,
         monotone_slack=max(1e-9, 16 * float(np.finfo(spec.dtype).eps)), name="EM objective",
@@ -229,17 +247,20 @@ def fit_em(labels, spec: ArrayPrior, floor: float, max_iter: int, tol: float,
     new, value = step
     done = monitor.update(value)  # max_iter=0: the start is the result
     while not done:
-        params, step = new, _step(labels, spec, new, floor)
+        previous, params, step = params, new, _step(labels, spec, new, floor)
         if step is None:
             return None
         new, value = step
         done = monitor.update(value)
     if warn_not_converged:
         monitor.finish("EM", iterations=max_iter)
-    prior, confusion = params
-    q, loglik, best = array_passes.posteriors(
-        labels, np.ascontiguousarray(prior, dtype=np.float64), array_passes.columns(confusion),
-        "c", best=True)
-    if not np.isfinite(loglik).all():
-        return None
-    return ArrayFit(prior, confusion, q.astype(spec.dtype), best, loglik, monitor)
+    if previous is None:  # the start: fitted to the vote fractions
+        q = vote_fractions(labels, spec.dtype)
+        best = q.argmax(-1)
+    else:
+        q, loglik, best = array_passes.posteriors(
+            labels, np.ascontiguousarray(previous[0], dtype=np.float64),
+            array_passes.columns(previous[1]), "c", best=True)
+        if not np.isfinite(loglik).all():
+            return None
+    return ArrayFit(*params, q.astype(spec.dtype), best, monitor)

@@ -19,8 +19,9 @@ The facades:
   ``"svi"`` or ``"nuts"``): columns ``task``, ``worker``, ``label``; they take crowd-kit's
   argument names too (``fit(df, skills=...)``, ``on_missing_skill``, ``default_skill``;
   ``fit(df, true_labels=..., initial_error=...)``, ``initial_error_strategy``, ``n_iter=0``,
-  ``tol=0``), and crowd-kit's own tests of its ``MajorityVote`` and ``DawidSkene`` run
-  against them;
+  ``tol=0``), and crowd-kit's own tests of its ``MajorityVote`` and ``DawidSkene`` pass
+  against them, down to the empty results of a table without rows (with a warning), the row
+  order of ``errors_`` and EM's ``probas_`` (those its last M-step was fitted to);
 * :class:`SequentialDawidSkeneEstimator`: items in sequences, columns ``sequence``,
   ``position``, ``worker``, ``label`` (each (sequence, position) pair is one item);
 * :class:`NetworkedDawidSkeneEstimator`: items on a graph, ``fit(df, edges)`` with an edge

@@ -30,6 +30,7 @@ from ...core.seeding import resolve_seed
 from ...data.columns import count_labels
 from ...data.idmaps import c_table_passes
 from ..ds.array_em import ArrayFit, fit_em, resolve_prior, working_dtype
+from ..ds.kernels import array_passes
 from ..ds.kernels.native import have_c
 from ..ds.label_checks import SingleWorkerClassWarning, SparseWorkerWarning, check_label_counts
 
@@ -118,12 +119,16 @@ def array_results(est) -> dict:
         warnings.simplefilter("ignore", (SparseWorkerWarning, SingleWorkerClassWarning))
         data = model.prepare(table)  # the fit's warnings were given by fit
     prior = data.fixed_prior if data.fixed_prior is not None else torch.from_numpy(fit.prior)
+    # the posterior holds the class posteriors under the fitted parameters, as run_em's
+    q, loglik, best = array_passes.posteriors(
+        state.codes, np.ascontiguousarray(fit.prior, dtype=np.float64),
+        array_passes.columns(fit.confusion), "c", best=True)
     params = {
         "prior": prior,
         "confusion": torch.from_numpy(fit.confusion),
-        "probas": torch.from_numpy(fit.probas),
-        "labels": torch.from_numpy(fit.labels),
-        "log_likelihood": torch.from_numpy(fit.item_log_likelihood).to(dtype).sum(),
+        "probas": torch.from_numpy(q.astype(fit.confusion.dtype)),
+        "labels": torch.from_numpy(best),
+        "log_likelihood": torch.from_numpy(loglik).to(dtype).sum(),
     }
     monitor = fit.monitor
     start = time.perf_counter() - state.wall_time_s

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,8 +21,8 @@ if TYPE_CHECKING:
 
     from ...data.annotations import AnnotationTable
 
-__all__ = ["CrowdAggregator", "resolve_random_state", "errors_frame", "confusions_frame",
-           "draw_frequencies", "mcmc_history", "check_edges"]
+__all__ = ["CrowdAggregator", "resolve_random_state", "errors_frame", "errors_row_order",
+           "confusions_frame", "draw_frequencies", "mcmc_history", "check_edges"]
 
 
 def resolve_random_state(seed, random_state):
@@ -39,12 +40,35 @@ def errors_frame(table: AnnotationTable, confusion: torch.Tensor, worker: str,
                  label: str) -> pd.DataFrame:
     """Confusion matrices ``(M, K, K)`` (rows = true class) in crowd-kit's ``errors_`` layout:
     rows ``(worker, label given)``, columns the true labels, each worker's block
-    column-stochastic."""
+    column-stochastic (rows sorted by worker and label; :func:`errors_row_order` gives
+    crowd-kit's order)."""
     conf = to_numpy(confusion, "confusion").astype(np.float64)
     conf = np.swapaxes(conf, -1, -2)  # [m, given, true]
     M, K = table.num_workers, table.num_classes
     rows = pd.MultiIndex.from_product([table.workers, table.classes], names=[worker, label])
     return pd.DataFrame(conf.reshape(M * K, K), index=rows, columns=list(table.classes))
+
+
+def errors_row_order(table: AnnotationTable, first: pd.Index | None = None) -> np.ndarray:
+    """crowd-kit's row order of ``errors_``: positions in :func:`errors_frame`'s sorted rows.
+
+    crowd-kit forms ``errors_`` by grouping the labels by (worker, label given) in the order
+    in which each pair first occurs in the table, so its rows are those pairs in that order.
+    The facades' ``errors_`` also has the rows of labels a worker never gave (crowd-kit has
+    none); they follow, sorted by worker and label. ``first`` (``(worker, label)`` tuples,
+    e.g. the rows of an ``initial_error`` that crowd-kit returns as it is) comes before all
+    of them, in its own order; tuples that are not rows are skipped.
+    """
+    M, K = table.num_workers, table.num_classes
+    pairs = to_numpy(table.worker_idx, "worker_idx") * K + to_numpy(table.label_idx, "label_idx")
+    given = pd.unique(pairs)
+    if first is not None:
+        rows = pd.MultiIndex.from_product([table.workers, table.classes])
+        wanted = rows.get_indexer(first)
+        given = pd.unique(np.concatenate([wanted[wanted >= 0], given]))
+    rest = np.ones(M * K, dtype=bool)
+    rest[given] = False
+    return np.concatenate([given, np.flatnonzero(rest)]).astype(np.int64)
 
 
 def confusions_frame(table: AnnotationTable, confusion: torch.Tensor, label: str) -> pd.DataFrame:
@@ -140,6 +164,35 @@ class CrowdAggregator(EstimatorParams):
         """Drop every fitted attribute (a public name ending in ``_``)."""
         for name in [n for n in vars(self) if n.endswith("_") and not n.startswith("_")]:
             delattr(self, name)
+
+    def _empty_input(self, df) -> bool:
+        """Whether ``df`` is a DataFrame without rows (its columns checked all the same); if
+        so, warn that there is nothing to aggregate. crowd-kit's aggregators return empty
+        results for such a table, and the facades that take crowd-kit's names do too."""
+        if not isinstance(df, pd.DataFrame) or len(df):
+            return False
+        self._check_columns()
+        check_columns(df, {"task": item_column(df, self.task), "worker": self.worker,
+                           "label": self.label}, allow_empty=True)
+        # the warning names the line that called fit (through fit's failure wrapper)
+        warnings.warn(f"df has no rows: there are no labels to aggregate, so the results of "
+                      f"{type(self).__name__}.fit are empty", UserWarning, stacklevel=4)
+        return True
+
+    def _store_empty(self, label_dtype) -> None:
+        """crowd-kit's results for a table without rows: empty ``probas_`` and ``labels_``
+        (``label_dtype``), and no table."""
+        self.table_ = None
+        self.probas_ = pd.DataFrame()
+        self.labels_ = pd.Series(dtype=label_dtype, name="agg_label")
+
+    def _fitted_table(self) -> AnnotationTable:
+        """``table_``, which a fit to a table without rows does not have."""
+        table = self.table_
+        if table is None:
+            raise ValueError(f"this {type(self).__name__} was fitted to a table without rows: "
+                             "it knows no workers or classes to predict with; fit it to labels")
+        return table
 
     def _columns(self) -> dict[str, str]:
         return {"task": self.task, "worker": self.worker, "label": self.label}

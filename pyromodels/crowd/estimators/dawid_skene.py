@@ -18,7 +18,7 @@ import pandas as pd
 from ...checks import check_in
 from ...data.columns import check_columns
 from .array_fit import ARRAY_RESULTS, array_results, fit_on_arrays
-from .base import CrowdAggregator
+from .base import CrowdAggregator, errors_row_order
 from .em_prior import em_diagonal
 
 if TYPE_CHECKING:  # the torch path's modules load where it runs (see fit)
@@ -36,7 +36,8 @@ class DawidSkeneEstimator(CrowdAggregator):
 
     Args:
         n_iter: maximum EM iterations (``method="em"``); ``0`` returns the start (one M-step
-            from the majority-vote fractions, crowd-kit's start) with its posteriors.
+            from the majority-vote fractions, crowd-kit's start) with those fractions as
+            ``probas_`` (see ``probas_``).
         tol: EM stops when the objective changes by less than ``tol * max(1, |objective|)``;
             ``0`` never stops early (``n_iter`` steps, no convergence warning).
         method: ``"em"`` (MAP: crowd-kit's algorithm with a diagonal prior), ``"gibbs"``
@@ -80,29 +81,40 @@ class DawidSkeneEstimator(CrowdAggregator):
             objects either way.
 
     Attributes:
-        labels_, probas_: the most probable label and the class probabilities of each task
-            (for Gibbs, SVI and NUTS the per-draw posteriors averaged over the draws).
+        labels_, probas_: the most probable label (the first class in sorted order on a tie)
+            and the class probabilities of each task. For EM they are crowd-kit's: the class
+            posteriors that the last M-step was fitted to, i.e. the E-step of the parameters
+            one step before ``errors_`` and ``priors_`` (the majority-vote fractions when
+            ``n_iter_`` is 0); ``posterior_.params["probas"]`` and :meth:`predict_proba`
+            give those under ``errors_`` and ``priors_`` themselves, one E-step later, which
+            agree with them at convergence. For Gibbs, SVI and NUTS: the per-draw posteriors
+            averaged over the draws.
         errors_: confusion matrices in crowd-kit's layout: rows ``(worker, label given)``,
             the true labels as columns, so ``errors_.loc[(w, j), k]`` is the probability that
             worker ``w`` answers ``j`` when the truth is ``k`` and each worker's block sums to
-            one down its columns (posterior means for the Bayesian methods).
+            one down its columns (posterior means for the Bayesian methods). The rows come in
+            crowd-kit's order: each (worker, label) pair where it first occurs in ``df``, then
+            the labels a worker never gave (rows crowd-kit leaves out), sorted; with
+            ``n_iter=0`` an ``initial_error`` assigned as the start keeps its own row order,
+            as crowd-kit returns it unchanged.
         confusions_: the same matrices with rows ``(worker, true label)`` and the labels given
             as columns, each row summing to one (the orientation of
             :class:`DawidSkene`'s ``confusion`` site).
         priors_: class prior, Series indexed by class (name ``prior``).
-
-    ``labels_``, ``probas_``, ``errors_``, ``confusions_`` and ``priors_`` hold float64 values
-    whatever the dtype of the fit. For EM, ``probas_`` are the class posteriors under the
-    reported ``errors_`` and ``priors_`` (crowd-kit reports those of the E-step before its last
-    M-step; the two agree at convergence). A column missing from ``df`` raises
-    :class:`~pyromodels.data.annotations.MissingColumnError`, both a ``KeyError`` (as
-    crowd-kit) and a ``ValueError``.
         loss_history_: EM objective (log joint, increasing) per iteration; SVI loss per step;
             Gibbs and NUTS mean log joint per kept draw.
         n_iter_: EM iterations, SVI steps, or Gibbs sweeps / NUTS steps per chain.
         converged_: whether EM met ``tol`` (``None`` for the other methods).
         posterior_: the :class:`~pyromodels.core.Posterior` of the fit.
         model_: the :class:`DawidSkene` model.
+
+    ``labels_``, ``probas_``, ``errors_``, ``confusions_`` and ``priors_`` hold float64 values
+    whatever the dtype of the fit. A column missing from ``df`` raises
+    :class:`~pyromodels.data.annotations.MissingColumnError`, both a ``KeyError`` (as
+    crowd-kit) and a ``ValueError``. A ``df`` without rows (but with the columns) gives
+    crowd-kit's empty results, with a ``UserWarning`` that there were no labels to aggregate:
+    empty ``probas_``, ``errors_`` and ``confusions_``, empty float Series ``priors_`` and
+    ``labels_``, ``n_iter_=0`` and ``posterior_``, ``model_`` and ``table_`` ``None``.
 
     A fitted estimator pickles (``pickle.dumps``) with its model, posterior and table, and
     predicts the same after loading; ``sklearn.base.clone`` gives an unfitted copy.
@@ -251,13 +263,25 @@ class DawidSkeneEstimator(CrowdAggregator):
         return start
 
     def _fit_em(self, model: DawidSkene, table: AnnotationTable, initial_error):
-        """Run EM from :meth:`_em_start`; ``n_iter=0`` returns the start itself."""
+        """Run EM from :meth:`_em_start` (``n_iter=0`` returns the start itself); return the
+        posterior and the class posteriors of the tasks that the last M-step was fitted to,
+        with their argmax (see ``probas_``)."""
+        from .ds_inputs import fitted_posteriors
+
         common = self._engine_options(METHODS)
         data = model.prepare(table, device=self.device)
         start = self._em_start(model, data, initial_error)
         # a fixed number of steps (tol=0) or the start itself (n_iter=0) is no failure
         fixed = common["tol"] == 0 or common["max_iter"] == 0
-        return model.fit(data, method="em", init=start, warn_not_converged=not fixed, **common)
+        last = [start]  # the parameters before and after the last step
+
+        def keep(step, info):
+            last[:] = [last[-1], info["params"]]
+
+        post = model.fit(data, method="em", init=start, warn_not_converged=not fixed,
+                         callbacks=[keep], **common)
+        previous = last[0] if post.diagnostics["n_iter"] else None
+        return post, *fitted_posteriors(model, post.data, previous)
 
     def _run(self, model: DawidSkene, table: AnnotationTable):
         if self.method == "svi":
@@ -298,7 +322,8 @@ class DawidSkeneEstimator(CrowdAggregator):
                 gold labels; ``method="em"``): EM holds them fixed, as observed classes.
             initial_error: workers' confusion matrices from elsewhere, laid out like
                 ``errors_`` (rows ``(worker, label given)``, true labels as columns), used as
-                ``initial_error_strategy`` says (``method="em"``).
+                ``initial_error_strategy`` says (``method="em"``). Columns that are not
+                classes are ignored, as crowd-kit ignores them, with a ``UserWarning``.
 
         ``method="em"`` on the CPU without ``true_labels``, ``initial_error`` or
         ``init_confusion`` runs on NumPy arrays and the C passes (:mod:`.array_fit`) with the
@@ -309,6 +334,8 @@ class DawidSkeneEstimator(CrowdAggregator):
         self._check_method_params()
         self._check_em_inputs(true_labels, initial_error)
         self.__dict__.pop("_em_arrays", None)
+        if self._empty_input(df):
+            return self._fit_empty(true_labels, initial_error)
         codes = self._codes(df)
         if true_labels is None and initial_error is None and fit_on_arrays(self, codes):
             return self
@@ -319,9 +346,7 @@ class DawidSkeneEstimator(CrowdAggregator):
         known = None if true_labels is None else known_classes(true_labels, table, self.task)
         model = self._model(table, known)
         if self.method == "em":
-            post = self._fit_em(model, table, initial_error)
-            # EM's outputs hold the posteriors of its own tasks under the fitted parameters
-            probas, labels = post.params["probas"], post.params["labels"]
+            post, probas, labels = self._fit_em(model, table, initial_error)
         else:
             post = self._run(model, table)
             probas = model.predict(post, post.data.table)
@@ -329,7 +354,10 @@ class DawidSkeneEstimator(CrowdAggregator):
         table = post.data.table
         self._store(table, probas, labels)
         self.model_, self.posterior_ = model, post
-        self._store_confusions(table, post.mean("confusion"))
+        # n_iter=0 returns an "assign" initial_error as it is, its rows in its order (crowd-kit)
+        kept = initial_error is not None and self.initial_error_strategy == "assign"
+        first = initial_error.index if kept and not post.diagnostics["n_iter"] else None
+        self._store_confusions(table, post.mean("confusion"), first)
         prior = post.data.fixed_prior if post.data.fixed_prior is not None else post.mean("prior")
         self.priors_ = pd.Series(prior.detach().cpu().double().numpy(),
                                  index=pd.Index(table.classes, name=self.label), name="prior")
@@ -338,6 +366,25 @@ class DawidSkeneEstimator(CrowdAggregator):
             self.n_iter_, self.converged_ = len(self.loss_history_), None
         else:
             self._record_run(post)
+        return self
+
+    def _store_confusions(self, table, confusion, first=None) -> None:
+        """``errors_`` (rows in crowd-kit's order, :func:`errors_row_order`) and
+        ``confusions_``."""
+        super()._store_confusions(table, confusion)
+        self.errors_ = self.errors_.iloc[errors_row_order(table, first)]
+
+    def _fit_empty(self, true_labels, initial_error) -> DawidSkeneEstimator:
+        """crowd-kit's results for a table without rows (see :meth:`fit`)."""
+        for name, value in (("true_labels", true_labels), ("initial_error", initial_error)):
+            if value is not None and len(value):
+                raise ValueError(f"df has no rows, so none of the {len(value)} row(s) of {name} "
+                                 "names a task or worker of df")
+        self._store_empty(float)
+        self.errors_, self.confusions_ = pd.DataFrame(), pd.DataFrame()
+        self.priors_ = pd.Series(dtype=float, name="prior")
+        self.loss_history_, self.n_iter_, self.converged_ = [], 0, None
+        self.posterior_ = self.model_ = None
         return self
 
     def __getattr__(self, name):
@@ -352,7 +399,7 @@ class DawidSkeneEstimator(CrowdAggregator):
     def _new_table(self, df) -> AnnotationTable:
         from ...data.annotations import AnnotationTable
 
-        fitted = self.table_
+        fitted = self._fitted_table()
         check_columns(df, self._columns())
         unknown = pd.Index(df[self.worker]).difference(fitted.workers)
         if len(unknown):

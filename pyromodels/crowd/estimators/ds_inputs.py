@@ -15,6 +15,8 @@ probabilities with rows = true class.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import torch
@@ -25,7 +27,8 @@ from ..ds.data import DSData
 from ..ds.model import DawidSkene
 from ..majority import vote_fractions
 
-__all__ = ["KnownClassesDawidSkene", "known_classes", "error_counts", "ERROR_SUM_MESSAGE"]
+__all__ = ["KnownClassesDawidSkene", "known_classes", "error_counts", "fitted_posteriors",
+           "ERROR_SUM_MESSAGE"]
 
 #: crowd-kit's words for an ``initial_error`` of probabilities whose columns do not sum to one
 ERROR_SUM_MESSAGE = "The sum of each worker's error matrix in initial_error should be 1.0"
@@ -61,7 +64,8 @@ def error_counts(frame, table: AnnotationTable, worker: str, label: str,
     """``(M, K, K)`` values of ``frame`` (the ``errors_`` layout) with rows = true class.
 
     With ``partial`` (crowd-kit's ``"addition"``) rows that ``frame`` lacks count zero;
-    otherwise (``"assign"``) every worker of ``table`` needs all its rows.
+    otherwise (``"assign"``) every worker of ``table`` needs all its rows. Columns that are not
+    classes are ignored, as crowd-kit ignores them, with a ``UserWarning`` naming them.
     """
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"initial_error must be a DataFrame, got {type(frame).__name__}")
@@ -69,8 +73,17 @@ def error_counts(frame, table: AnnotationTable, worker: str, label: str,
         raise ValueError(f"initial_error must be indexed by ({worker!r}, {label!r}) like errors_, "
                          f"got index levels {list(frame.index.names)}")
     classes = pd.Index(table.classes)
-    extra = frame.columns.difference(classes).union(
-        pd.Index(frame.index.get_level_values(1)).difference(classes))
+    is_class = frame.columns.isin(classes)
+    if not is_class.any():
+        raise ValueError(f"initial_error must have the classes {list(classes)} as columns (the "
+                         f"true labels), got {list(frame.columns[:5])}")
+    if not is_class.all():
+        warnings.warn(
+            f"initial_error's column(s) {list(frame.columns[~is_class][:5])} are not among the "
+            f"classes {list(classes)} (the true labels); they are ignored", UserWarning,
+            stacklevel=6)  # error_counts <- _em_start <- _fit_em <- fit <- its wrapper <- caller
+        frame = frame.loc[:, is_class]
+    extra = pd.Index(frame.index.get_level_values(1)).difference(classes)
     if len(extra):
         raise ValueError(f"initial_error holds label(s) {list(extra[:5])} outside the classes "
                          f"{list(classes)}")
@@ -143,3 +156,21 @@ class KnownClassesDawidSkene(DawidSkene):
     def em_outputs(self, data: DSData, params) -> dict:
         q, loglik = self._pass(data, em.check_params(data, params))
         return {"probas": q, "labels": q.argmax(-1), "log_likelihood": loglik}
+
+
+def fitted_posteriors(model: DawidSkene, data: DSData,
+                      previous: dict | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(probas, labels)``: the class posteriors ``(N, K)`` that EM's last M-step was fitted
+    to and their argmax (the first class on ties), crowd-kit's ``probas_`` and ``labels_``.
+
+    They are the E-step of ``previous``, the parameters the last step started from, or when
+    no step was taken (``previous=None``) the majority-vote fractions that EM's start is
+    fitted to; known classes are held (:class:`KnownClassesDawidSkene`) in both.
+    """
+    if previous is None:
+        q = vote_fractions(data.table).to(data.dtype)
+        if isinstance(model, KnownClassesDawidSkene):
+            q = model.clamp(q)
+        return q, q.argmax(-1)
+    outputs = model.em_outputs(data, previous)
+    return outputs["probas"], outputs["labels"]

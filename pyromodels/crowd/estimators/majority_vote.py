@@ -58,6 +58,10 @@ class MajorityVote(CrowdAggregator):
             by worker (name ``skill``), as crowd-kit; with ``on_missing_skill="ignore"`` only
             the workers whose labels were counted.
         table_: the :class:`~pyromodels.data.AnnotationTable` built from the data.
+
+    A ``df`` without rows (but with the columns) gives crowd-kit's empty results, an empty
+    ``probas_``, ``labels_`` and ``skills_`` and ``table_=None``, with a ``UserWarning`` that
+    there were no labels to aggregate.
     """
 
     _fitted = ("labels_", "probas_", "skills_", "table_")
@@ -140,6 +144,12 @@ class MajorityVote(CrowdAggregator):
         check_in(self.ties, "ties", ("random", "smallest", "first"))
         self._check_skill_options()
         seed = check_int(self._seed(), "seed", minimum=0)
+        if self._empty_input(df):  # crowd-kit's empty results, after a warning
+            self._store_empty(object)
+            named = lambda name: pd.Index([], dtype=object, name=name)  # noqa: E731
+            self.probas_ = pd.DataFrame(index=named(self.task), columns=named(self.label))
+            self.skills_ = pd.Series(index=named(self.worker), dtype=float, name="skill")
+            return self
         weights = None
         table = self._table(df)  # the columns and labels checked before the skills are read
         if skills is not None:

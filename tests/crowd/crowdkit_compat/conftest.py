@@ -318,31 +318,3 @@ def bool_labels_ground_truth() -> "pd.Series[Any]":
     return pd.Series(
         [True, True], index=pd.Index(["t1", "t2"], name="task"), name="agg_label"
     )
-
-
-# ---------------------------------------------------------------------------------------
-# Written for pyromodels (not part of crowd-kit): where the facades differ from crowd-kit on
-# purpose, the test is expected to fail, for the reason given.
-
-_DIFFERENCES = {
-    "test_addition_consistency_on_toy_ysda": (
-        "the test writes init_error_df[('w2', 'yes'), 'no'] = 1, which adds columns named by "
-        "tuples; the facade refuses an initial_error whose columns are not classes"),
-    "test_assign_inner_state_on_toy_ysda": (
-        "errors_ rows come sorted by worker and label, not in the order of initial_error's "
-        "rows (the values agree)"),
-    "test_dawid_skene_step_by_step": (
-        "probas_ are the class posteriors under the reported errors_ and priors_ (an E-step "
-        "after the last M-step), one E-step ahead of crowd-kit's, which are those the "
-        "parameters were fitted to (with n_iter=0 the vote fractions themselves)"),
-    "test_dawid_skene_on_empty_input": (
-        "the facade refuses a table without rows with a ValueError instead of returning "
-        "empty results"),
-}
-
-
-def pytest_collection_modifyitems(items):
-    for item in items:
-        reason = _DIFFERENCES.get(getattr(item, "originalname", item.name))
-        if reason is not None:
-            item.add_marker(pytest.mark.xfail(reason=reason, strict=True))

@@ -3,8 +3,8 @@
 crowd-kit's ``DawidSkene`` starts from the majority-vote fractions (as ``em_init`` does) and
 stops when its per-label loss improves by less than ``tol``, often long before convergence
 (see ``gotchas.md``). Its final ``probas_`` come from the E-step of its second-to-last
-parameters, so after ``n`` crowd-kit iterations we run ``n - 1`` EM steps and compare the
-posteriors of the same parameters. Two details still differ, both at the level of the
+parameters, and so do the facade's, so we run as many EM steps as crowd-kit's iterations
+and compare the posteriors of the same parameters. Two details still differ, both at the level of the
 ``1e-10`` floors: crowd-kit clips only the observed (worker, label) cells of its counts and
 spreads a confusion row that received no mass over the labels that worker used, where we add
 the floor to every cell (a row with no mass becomes uniform over all labels); and it clips
@@ -39,7 +39,7 @@ FAST = ("rte", "temp", "bluebirds", "dog", "face", "music_genre")
 def _matched_run(name):
     answers, _ = load_crowd(name)
     ck = CrowdKitDawidSkene(n_iter=100, tol=1e-5).fit(answers)
-    steps = len(ck.loss_history_) - 1
+    steps = len(ck.loss_history_)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         warnings.simplefilter("ignore", SparseWorkerWarning)
