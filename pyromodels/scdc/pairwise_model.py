@@ -62,6 +62,8 @@ Example:
 
 from __future__ import annotations
 
+import math
+
 import pyro
 import pyro.distributions as dist
 import torch
@@ -120,9 +122,17 @@ class PairwiseDawidSkene(Model):
         """Check ``data`` and resolve the priors (:func:`.pairwise_data.prepare_pairwise`);
         prepared data pass through (moved to ``device`` if needed)."""
         if isinstance(data, PairwiseData):
-            if data.num_clusters != self.num_clusters:
-                raise ValueError(f"data were prepared for {data.num_clusters} clusters, this "
-                                 f"model has num_clusters={self.num_clusters}")
+            theirs = [float(data.pi_prior[0]), *data.alpha_prior.tolist(),
+                      *data.beta_prior.tolist()]
+            ours = [self.pi_concentration, *self.alpha_prior, *self.beta_prior]
+            # the priors were stored in the data's dtype (float32 rounds 1.3)
+            if data.num_clusters != self.num_clusters or not all(
+                    math.isclose(a, b, rel_tol=1e-6) for a, b in zip(theirs, ours)):
+                raise ValueError(
+                    f"data were prepared for another model: {data.num_clusters} clusters and "
+                    f"priors (pi_concentration, alpha_prior, beta_prior) {theirs}, this model "
+                    f"has num_clusters={self.num_clusters} and {ours}; pass the judgements "
+                    "themselves")
             same = device is None or data.device == torch.device(device)
             return data if same else data.to(device)
         return prepare_pairwise(data, self.num_clusters, self.pi_concentration,

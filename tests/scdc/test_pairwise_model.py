@@ -146,6 +146,17 @@ def test_recovers_five_workers_and_the_clusters(make_pairs):
     assert acc > 0.95  # chance: the largest cluster's share, about 0.3
 
 
+def test_equal_workers_at_ninety_percent_weigh_about_4_39(make_pairs):
+    """Spec §8.2: ten workers all right 90% of the time each get 2 logit(0.9) = 4.39, within
+    4 posterior standard deviations."""
+    pairs, _ = make_pairs(200, 4, [0.9] * 10, 600, seed=13)
+    post = PairwiseDawidSkene(4).fit(pairs, seed=0, n_init=2, progress=False)
+    a, b = post.params["alpha_concentration"], post.params["beta_concentration"]
+    sd = (torch.polygamma(1, a).sum(-1) + torch.polygamma(1, b).sum(-1)).sqrt()
+    gap = (post.params["weights"] - 2 * math.log(9)).abs()
+    assert bool((gap < 4 * sd).all()), (post.params["weights"], sd)
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="num_clusters"):
         PairwiseDawidSkene(1)
@@ -157,6 +168,15 @@ def test_bad_arguments():
         PairwiseDawidSkene(2, pi_concentration=0.0)
     with pytest.raises(TypeError, match="data must be"):
         PairwiseDawidSkene(2).prepare([[0, 1, 0, 1]])
+
+
+def test_prepared_data_must_match_the_model(make_pairs):
+    pairs, _ = make_pairs(10, 2, [0.9], 20)
+    data = PairwiseDawidSkene(2).prepare(pairs)
+    assert PairwiseDawidSkene(2).prepare(data) is data
+    for other in (PairwiseDawidSkene(3), PairwiseDawidSkene(2, alpha_prior=(2.0, 1.0))):
+        with pytest.raises(ValueError, match="prepared for another model"):
+            other.prepare(data)
 
 
 def test_closed_form_bound_equals_a_monte_carlo_estimate_from_the_program(make_pairs):
