@@ -213,10 +213,10 @@ def _best_damping(q, q_star, e_log_pi, a1, a2) -> float:
 
 
 def _damped_cluster_move(data: PairwiseData, q, e_log_pi, operator):
-    """The damped parallel cluster update (step 1 of the module docstring).
+    r"""The damped parallel cluster update (step 1 of the module docstring).
 
-    Returns ``(new_q, damping, pairs_value, messages)`` where ``pairs_value`` is
-    :math:`\\sum_l w_l \rho_l` at the old ``q``.
+    Returns ``(new_q, damping, pairs_value)`` where ``pairs_value`` is
+    :math:`\sum_l w_l \rho_l` at the old ``q``.
     """
     q_star, messages = cluster_update(data, q, e_log_pi, operator)
     d = q_star - q
