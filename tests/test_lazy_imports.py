@@ -6,7 +6,7 @@ import importlib
 import pytest
 
 LAZY = ("pyromodels", "pyromodels.core", "pyromodels.crowd", "pyromodels.crowd.ds",
-        "pyromodels.crowd.estimators", "pyromodels.data")
+        "pyromodels.crowd.estimators", "pyromodels.data", "pyromodels.scdc")
 
 
 @pytest.mark.parametrize("package", LAZY)

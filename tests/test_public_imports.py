@@ -13,6 +13,7 @@ PUBLIC = {
     "pyromodels.crowd.hmm": ["SequentialDawidSkene", "forward_backward", "viterbi", "brute_force"],
     "pyromodels.crowd.mrf": ["NetworkedDawidSkene", "icm", "networked_em", "sample_labels"],
     "pyromodels.mixture": ["BayesianGaussianMixture", "GaussianMixtureModel"],
+    "pyromodels.scdc": ["PairwiseDawidSkene", "PairwiseDawidSkeneEstimator"],
     "pyromodels.data": ["AnnotationTable", "Sequences", "Graph", "load_crowd", "load_planetoid",
                         "simulate_annotations", "simulate_gaussian_mixture"],
     "pyromodels.diagnostics": ["to_inference_data", "relabel", "summary"],

@@ -440,7 +440,8 @@ def summary(posterior, var_names=None, **kwargs):
     For ``method`` ``"svi"``, ``"natgrad"`` or ``"em"`` the table has the statistics only
     (ArviZ's ``kind="stats"``: mean, sd, HDI), since R-hat and ESS are MCMC diagnostics; asking
     for them (``kind="all"`` or ``"diagnostics"``) gives them with a ``UserWarning`` saying why
-    they mean nothing there.
+    they mean nothing there. A point estimate (one draw in all) gives one column, ``mean``:
+    its values.
 
     Args:
         posterior: a :class:`Posterior`.
@@ -470,6 +471,12 @@ def summary(posterior, var_names=None, **kwargs):
             stacklevel=2,
         )
     idata = to_inference_data(posterior, log_likelihood=False, predictive=False)
+    if posterior.num_chains * posterior.num_draws == 1:
+        # a point estimate: its spread and interval are undefined, so the table is its values
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # numpy's "degrees of freedom <= 0"
+            table = az.summary(idata, var_names=var_names, **kwargs)
+        return table[["mean"]]
     return az.summary(idata, var_names=var_names, **kwargs)
 
 

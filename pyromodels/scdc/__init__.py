@@ -15,8 +15,13 @@ cluster) and a specificity ``beta`` (says "different" when they do not).
   reference Gibbs sampler of :mod:`.observed_gibbs`; :func:`label_invariant_draws`,
   :func:`label_invariant_summary` and :func:`coclustering_probabilities` read its fit without
   the clusters' names.
+* :class:`PairwiseDawidSkene` (:mod:`.pairwise_model`): the pairwise worker model on its own,
+  items clustered from links alone, fitted by mean-field coordinate ascent
+  (:mod:`.pairwise_cavi`, over the sparse pair graph of :mod:`.pair_graph`);
+  :class:`PairwiseDawidSkeneEstimator` (:mod:`.pairwise_estimator`) is its DataFrame facade;
+  :mod:`.exact` enumerates tiny problems.
 
-Names load on first use.
+Names load on first use (:mod:`pyromodels.lazy`).
 """
 
 from ..lazy import lazy_attributes
@@ -30,6 +35,8 @@ __all__ = [
     "coclustering_probabilities",
     "label_invariant_draws",
     "label_invariant_summary",
+    "PairwiseDawidSkene",
+    "PairwiseDawidSkeneEstimator",
 ]
 
 __getattr__, __dir__ = lazy_attributes(__name__, {
@@ -41,4 +48,6 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "coclustering_probabilities": ".observed_model",
     "label_invariant_draws": ".observed_model",
     "label_invariant_summary": ".observed_model",
+    "PairwiseDawidSkene": ".pairwise_model",
+    "PairwiseDawidSkeneEstimator": ".pairwise_estimator",
 })

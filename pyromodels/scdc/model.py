@@ -152,8 +152,7 @@ class SCDC(Model):
             width, likelihood = key
             K, d, act = self.n_clusters, self.latent_dim, self.activation
             self._networks[key] = {
-                "encoder_z": ParamNetwork("encoder_z", lambda g, dt, dev: CategoricalEncoder(
-                    width, K, self.hidden, act, g, dt, dev)),
+                "encoder_z": self._encoder_z(width),
                 "encoder_x": ParamNetwork("encoder_x", lambda g, dt, dev: ConditionalGaussianEncoder(
                     width, K, d, self.hidden, act, g, dt, dev)),
                 "decoder": ParamNetwork("decoder", lambda g, dt, dev: ObservationDecoder(
@@ -333,17 +332,36 @@ class SCDC(Model):
         return {k: v.detach() for k, v in out.items()}
 
     def cluster_probabilities(self, posterior: Posterior, o) -> torch.Tensor:
-        """``(N, K)`` :math:`q(z \\mid o)` of the fitted encoder for observations ``o``."""
-        data = posterior.data
-        if not isinstance(data, SCDCData):
-            raise ValueError("posterior must come from SCDC.fit (its data are the fit's)")
-        o = as_float_tensor(o, "o", ndim=2, dtype=data.o.dtype, device=data.o.device)
-        if o.shape[1] != data.o.shape[1]:
-            raise ValueError(f"o must have {data.o.shape[1]} columns, as the fitted data, got "
-                             f"{o.shape[1]}")
-        net = self.networks(data)["encoder_z"]
+        """``(N, K)`` :math:`q(z \\mid o)` of the fitted encoder for observations ``o``.
+
+        ``posterior`` is a fit of this model, also one read back by ``Posterior.load`` (the
+        encoder's weights are among its ``params``).
+        """
+        if not isinstance(posterior, Posterior):
+            raise TypeError(f"posterior must be a Posterior from SCDC.fit, got "
+                            f"{type(posterior).__name__}")
+        first = f"encoder_z.{self._encoder_first_weight()}"
+        weight = posterior.params.get(first)
+        if not isinstance(weight, torch.Tensor):
+            raise ValueError("posterior must come from SCDC.fit: its params hold no encoder "
+                             f"weights ({first!r})")
+        width = int(weight.shape[-1])
+        o = as_float_tensor(o, "o", ndim=2, dtype=weight.dtype, device=weight.device)
+        if o.shape[1] != width:
+            raise ValueError(f"o must have {width} columns, as the fitted data, got {o.shape[1]}")
+        net = self._encoder_z(width)
         with torch.no_grad():
             return torch.softmax(net(o, params=net.stored(posterior.params)), dim=-1)
+
+    def _encoder_z(self, width: int) -> ParamNetwork:
+        K, act = self.n_clusters, self.activation
+        return ParamNetwork("encoder_z", lambda g, dt, dev: CategoricalEncoder(
+            width, K, self.hidden, act, g, dt, dev))
+
+    def _encoder_first_weight(self) -> str:
+        """The name of the encoder's first weight matrix (its input width is the data's)."""
+        skeleton = self._encoder_z(1).skeleton
+        return next(name for name, p in skeleton.named_parameters() if p.dim() == 2)
 
     def predict(self, posterior: Posterior, o) -> torch.Tensor:
         """``(N,)`` long: each observation's most probable cluster, argmax :math:`q(z \\mid o)`."""

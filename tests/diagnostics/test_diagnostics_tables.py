@@ -97,3 +97,12 @@ def test_compare_engines_errors():
         compare_engines({"bad": None}, {"m": lambda p: 0.0})
     with pytest.raises(TypeError, match="posteriors must be a non-empty dict"):
         compare_engines({}, {"m": lambda p: 0.0})
+
+
+def test_summary_of_a_point_estimate_is_its_values():
+    post = Posterior(samples={"mu": torch.tensor([[[1.5, -2.0]]])}, method="em")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table = summary(post, round_to="none")
+    assert list(table.columns) == ["mean"]
+    assert table["mean"].tolist() == [1.5, -2.0]

@@ -12,7 +12,7 @@ import torch.distributions as D
 from pyro import poutine
 from pyro.infer import TraceEnum_ELBO
 
-from pyromodels.core import run_svi
+from pyromodels.core import Posterior, run_svi
 from pyromodels.data.pairwise import PairwiseAnnotations
 from pyromodels.scdc import SCDC, RelationalELBO, prepare_scdc
 from pyromodels.scdc.data import balanced_pair_batch
@@ -223,6 +223,22 @@ def test_pairs_name_rows_by_row_number_or_by_listing_every_row():
     listed = prepare_scdc(o, PairwiseAnnotations.from_dataframe(by_id, items=names))
     assert listed.i_idx.tolist() == [5, 1] and listed.j_idx.tolist() == [2, 4]
     assert list(listed.workers) == ["w"] and listed.pair_batch_size == 2
+
+
+def test_a_saved_fit_predicts_as_the_fit_did(tmp_path):
+    o, pairs = _observations(12), _pairs(num_items=12, num_workers=3, num_links=15)
+    model = SCDC(3, 2, hidden=(5,))
+    post = model.fit(o, pairs=pairs, num_epochs=2, batch_size=5, seed=0, progress=False)
+    post.save(tmp_path / "fit.nc")
+    back = Posterior.load(tmp_path / "fit.nc")
+    assert back.data is None  # the data are not saved: the encoder's weights are enough
+    fresh = SCDC(3, 2, hidden=(5,))
+    torch.testing.assert_close(fresh.cluster_probabilities(back, o),
+                               model.cluster_probabilities(post, o))
+    with pytest.raises(ValueError, match="o must have 3 columns, as the fitted data, got 2"):
+        fresh.predict(back, o[:, :2])
+    with pytest.raises(ValueError, match="its params hold no encoder weights"):
+        fresh.predict(Posterior(samples={"pi": torch.ones(1, 1, 3)}, method="svi"), o)
 
 
 def test_bad_input_is_reported():
