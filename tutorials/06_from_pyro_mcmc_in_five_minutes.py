@@ -165,7 +165,7 @@ def eight_schools_centred(sigma, y=None):
         return pyro.sample("y", dist.Normal(theta, sigma), obs=y)
 
 
-centred_settings = dict(num_samples=size(1000, 30), num_warmup=size(1000, 30),
+centred_settings = dict(num_samples=size(500, 30), num_warmup=size(500, 30),
                         num_chains=size(4, 2), seed=0, progress=False)
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always", SamplingWarning)
@@ -183,7 +183,8 @@ for w in found:
 # %%
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always", SamplingWarning)
-    run_nuts(eight_schools_centred, sigma, y=y, diagnostic_warnings=False, **centred_settings)
+    quick_look = {**centred_settings, "num_samples": size(100, 30), "num_warmup": size(100, 30)}
+    run_nuts(eight_schools_centred, sigma, y=y, diagnostic_warnings=False, **quick_look)
 print("SamplingWarnings with diagnostic_warnings=False:",
       sum(issubclass(w.category, SamplingWarning) for w in caught))
 
@@ -214,7 +215,7 @@ def change_point(counts):
         return pyro.sample("counts", dist.Poisson(rate), obs=counts)
 
 
-cp = run_nuts(change_point, counts, num_samples=size(1000, 30), num_warmup=size(500, 30),
+cp = run_nuts(change_point, counts, num_samples=size(500, 30), num_warmup=size(300, 30),
               num_chains=size(4, 2), seed=0, progress=False, diagnostic_warnings=not SMOKE_TEST)
 print({name: tuple(cp[name].shape) for name in ("early", "late", "switch")})
 print(f"posterior mean rates: early {float(cp.mean('early')):.2f}, "
