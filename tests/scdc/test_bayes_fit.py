@@ -1,0 +1,96 @@
+"""BayesSCDC's fit: the result, the two minibatch streams and their weights, the eq. 17
+correction, and the Pinwheel toy where annotations help and the sparse prior prunes."""
+
+import math
+
+import pytest
+import torch
+
+from pyromodels.data import simulate_block_pairs, simulate_pinwheel
+from pyromodels.scdc import BayesSCDC
+from pyromodels.scdc.bayes_elbo import BayesLocalStep, NetworkObservation
+from pyromodels.core.conjugate_factors import Minibatch
+
+
+@pytest.fixture(scope="module")
+def small():
+    o, truth = simulate_pinwheel(num_clusters=3, points_per_cluster=20, seed=0)
+    o = (o - o.mean(0)) / o.std()
+    pairs, _ = simulate_block_pairs(truth["z"], 4, 10, seed=1)
+    return o, pairs
+
+
+def test_fit_gives_predictions_weights_and_workers(small):
+    o, pairs = small
+    model = BayesSCDC(5, 2, hidden=(8,))
+    post = model.fit(o, pairs, num_epochs=2, batch_size=20, seed=0, progress=False)
+    probs = post.params["cluster_probs"]
+    assert probs.shape == (60, 5)
+    torch.testing.assert_close(probs.sum(-1), torch.ones(60, dtype=torch.float64))
+    torch.testing.assert_close(model.cluster_probabilities(post, o), probs)
+    assert model.predict(post, o[:7]).shape == (7,)
+    e_pi = post.params["expected_weights"]
+    assert e_pi.shape == (5,) and math.isclose(float(e_pi.sum()), 1.0)
+    assert 1 <= post.diagnostics["occupied_clusters"] <= 5
+    table = model.worker_table(post)
+    assert list(table.columns) == ["alpha", "beta", "weight"] and len(table) == 4
+    assert post.diagnostics["steps_per_epoch"] == 3 and post.diagnostics["num_steps"] == 6
+    with pytest.raises(ValueError, match="columns"):
+        model.predict(post, o[:, :1])
+    no_links = model.fit(o, None, num_epochs=1, batch_size=20, seed=0, progress=False)
+    with pytest.raises(ValueError, match="no worker"):
+        model.worker_table(no_links)
+
+
+def _one_step(o, pairs, pair_batch, scaling):
+    model = BayesSCDC(4, 2, hidden=(8,))
+    gen = torch.Generator().manual_seed(0)
+    obs = model.networks(2, "normal", gen, torch.float64, None)
+    priors = model.priors(pairs.num_workers)
+    step = BayesLocalStep(obs, o, pairs.i_idx, pairs.j_idx, pairs.worker_idx, pairs.link,
+                          pairs.num_workers, pair_batch, worker_scaling=scaling)
+    batch = Minibatch(o[:20], torch.arange(20), 3.0, 0, 1)
+    return step(priors, batch, torch.Generator().manual_seed(3))
+
+
+def test_the_streams_weigh_items_and_links_unbiasedly(small):
+    o, pairs = small
+    n_a, drawn = pairs.num_pairs, 9
+    paper = _one_step(o, pairs, drawn, "paper")
+    code = _one_step(o, pairs, drawn, "code")
+    assert paper.scales["alpha"] == pytest.approx(n_a / drawn)
+    assert code.scales["alpha"] == pytest.approx(60 * drawn / n_a)
+    # the item statistics take the batch's N / |B| (the engine's default): no scale given
+    assert "weights" not in paper.scales and "components" not in paper.scales
+    # the links' statistics count exactly the drawn links
+    total = paper.stats["alpha"].sum() + paper.stats["beta"].sum()
+    assert float(total) == pytest.approx(drawn)
+    torch.testing.assert_close(paper.stats["alpha"], code.stats["alpha"])
+
+
+def test_correction_changes_the_step(small):
+    o, pairs = small
+    fits = {c: BayesSCDC(4, 2, hidden=(8,)).fit(o, pairs, num_epochs=1, batch_size=60,
+                                                 pair_batch_size=pairs.num_pairs, seed=0,
+                                                 correction=c, step_size=0.5, progress=False)
+            for c in (False, True)}
+    norms = fits[True].diagnostics["correction_norms"][0]
+    assert set(norms) == {"weights", "components", "alpha", "beta"}
+    assert all(v > 0 for v in norms.values())
+    plain, corrected = (fits[c].params["factors"]["components"].loc for c in (False, True))
+    assert float((plain - corrected).abs().max()) > 1e-6
+
+
+def test_bad_input_is_named(small):
+    o, pairs = small
+    with pytest.raises(ValueError, match="optimizer"):
+        BayesSCDC(3, 2).fit(o, pairs, optimizer="lbfgs", progress=False)
+    with pytest.raises(ValueError, match="worker_scaling"):
+        BayesSCDC(3, 2).fit(o, pairs, worker_scaling="mine", progress=False)
+    with pytest.raises(ValueError, match="n_clusters"):
+        BayesSCDC(0, 2)
+    with pytest.raises(ValueError, match="degrees_of_freedom"):
+        BayesSCDC(3, 4, degrees_of_freedom=2.0)
+    with pytest.raises(TypeError, match="pairs"):
+        BayesSCDC(3, 2).fit(o, "links", progress=False)
+    assert isinstance(NetworkObservation, type)
