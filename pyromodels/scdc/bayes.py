@@ -102,7 +102,8 @@ def initial_globals(priors: dict, generator: torch.Generator, kappa0: float,
     loc = loc_std * torch.randn(K, d, generator=generator, dtype=opts["dtype"]).to(opts["device"])
     eye = torch.eye(d, **opts)
     init = {"weights": DirichletCategorical(conc),
-            "components": niw_to_normal_wishart(loc, torch.ones(K, **opts), (d + kappa0) * eye.expand(K, d, d),
+            "components": niw_to_normal_wishart(loc, torch.ones(K, **opts),
+                                                (d + kappa0) * eye.expand(K, d, d),
                                                 torch.full((K,), d + kappa0, **opts))}
     for name in ("alpha", "beta"):
         if name in priors:
@@ -191,7 +192,8 @@ class BayesSCDC:
             correction: bool = False, step_size=None, lr: float = 1e-3,
             optimizer: str = "adam", num_sweeps: int = 4, schedule: str = "parallel",
             z_init: str = "responsibilities", worker_scaling: str = "paper",
-            progress: bool = True, callbacks=None, device=None, dtype: torch.dtype | None = None,
+            warmup_epochs: int = 0, progress: bool = True, callbacks=None, device=None,
+            dtype: torch.dtype | None = None,
             num_threads: int | None = None) -> Posterior:
         """Fit by natural-gradient SVI on the globals and optimiser steps on the networks.
 
@@ -212,6 +214,9 @@ class BayesSCDC:
             num_sweeps, schedule, z_init: message passing (:func:`~pyromodels.scdc.vmp.run_vmp`).
             worker_scaling: ``"paper"`` (``N_a / |S|``, unbiased) or ``"code"`` (the released
                 code's, spec §9 item 9).
+            warmup_epochs: epochs during which only the networks learn and the globals keep
+                their initial factors (:class:`~pyromodels.scdc.bayes_elbo.BayesLocalStep`;
+                not in the paper; the Pinwheel toy needs about two thirds of the run).
             progress, callbacks, device, num_threads: as for
                 :func:`~pyromodels.core.run_natgrad`.
             dtype: of the observations, networks and factors (default float64).
@@ -232,6 +237,7 @@ class BayesSCDC:
         z_init = check_in(z_init, "z_init", Z_INITS)
         worker_scaling = check_in(worker_scaling, "worker_scaling", WORKER_SCALINGS)
         lr = check_positive(lr, "lr")
+        warmup_epochs = check_int(warmup_epochs, "warmup_epochs", minimum=0)
         data = prepare_scdc(o, pairs, likelihood=self.likelihood, batch_size=batch_size,
                             pair_batch_size=pair_batch_size,
                             dtype=torch.float64 if dtype is None else dtype, device=device)
@@ -247,7 +253,7 @@ class BayesSCDC:
                else torch.optim.SGD(params, lr=lr, momentum=0.9))
         step = BayesLocalStep(observation, data.o, data.i_idx, data.j_idx, data.worker_idx,
                               data.link, data.num_workers, data.pair_batch_size, num_sweeps,
-                              schedule, z_init, worker_scaling)
+                              schedule, z_init, worker_scaling, warmup_epochs)
         from ..core.natgrad import run_natgrad
 
         start = time.perf_counter()

@@ -102,7 +102,7 @@ def test_without_links_the_z_update_is_the_mixture_responsibilities():
     run_vmp(h, lam, gm, None, num_sweeps=3, z_init="random",
             generator=torch.Generator().manual_seed(1), trace=trace)
     e = factors["components"].expected_stats()
-    for (before, qx_before), (after, _) in zip(trace, trace[1:], strict=False):
+    for (_, qx_before), (after, _) in zip(trace, trace[1:], strict=False):
         mean, cov = qx_before.mean(), qx_before.covariance()
         # E_q(x) E log N(x | k) = E log N(E x | k) - tr(E[Lambda_k] Cov) / 2
         eln = expected_log_density(mean, factors["components"]) - 0.5 * torch.einsum(
