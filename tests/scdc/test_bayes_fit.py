@@ -9,6 +9,7 @@ import torch
 from pyromodels.core.conjugate_factors import Minibatch
 from pyromodels.data import simulate_block_pairs, simulate_pinwheel
 from pyromodels.scdc import BayesSCDC
+from pyromodels.scdc.bayes import initial_globals
 from pyromodels.scdc.bayes_elbo import BayesLocalStep, NetworkObservation
 
 
@@ -127,3 +128,54 @@ def test_pinwheel_annotations_raise_accuracy_and_the_sparse_prior_prunes():
             assert post.diagnostics["occupied_clusters"] <= 8
         acc[name] = sum(runs) / len(runs)
     assert acc["with"] > acc["without"] + 0.1, acc
+
+
+class _Shifted:
+    """A factor whose expected statistics are moved by ``delta`` (for finite differences)."""
+
+    def __init__(self, factor, delta):
+        self.factor, self.delta = factor, delta
+
+    def expected_stats(self):
+        return self.factor.expected_stats() + self.delta
+
+    def __getattr__(self, name):
+        return getattr(self.factor, name)
+
+
+def test_corrected_step_is_the_finite_difference_gradient_in_mean_parameters(small):
+    """The corrected update of the weights is ``(1 - rho) eta + rho (eta_0 + dJ/dmu)``; ``J``
+    differenced in the mean parameters ``mu = E log pi`` through the whole local step (the
+    message passing included) must give the same vector."""
+    from pyromodels.core import run_natgrad
+    from pyromodels.core.seeding import derive_seed, make_generator
+
+    o, pairs = small
+    model = BayesSCDC(4, 2, hidden=(8,))
+    obs = model.networks(2, "normal", torch.Generator().manual_seed(0), torch.float64, None)
+    priors = model.priors(pairs.num_workers)
+    init = initial_globals(priors, torch.Generator().manual_seed(2), 0.5, loc_std=1.0)
+    step = BayesLocalStep(obs, o, pairs.i_idx, pairs.j_idx, pairs.worker_idx, pairs.link,
+                          pairs.num_workers, pairs.num_pairs)
+    rho = 0.01
+    eta, eta0 = init["weights"].natural_params(), priors["weights"].natural_params()
+    post = run_natgrad(step, o, priors=priors, init=init, num_epochs=1, batch_size=None,
+                       step_size=rho, correction=True, num_samples=0, seed=0, progress=False)
+    got = (post.params["factors"]["weights"].natural_params() - (1 - rho) * eta) / rho - eta0
+    batch = Minibatch(o, torch.arange(60), 1.0, 0, 1)
+
+    def objective(delta):
+        shifted = {**init, "weights": _Shifted(init["weights"], delta)}
+        with torch.no_grad():
+            gen = make_generator(derive_seed(0, "natgrad"))
+            return float(step(shifted, batch, gen).objective)
+
+    eps = 1e-5
+    fd = torch.stack([torch.tensor((objective(eps * e) - objective(-eps * e)) / (2 * eps))
+                      for e in torch.eye(4, dtype=torch.float64)])
+    torch.testing.assert_close(got, fd.to(got.dtype), rtol=1e-4, atol=1e-4)
+    # and it is not the plain statistics (the correction is not zero here)
+    plain = run_natgrad(step, o, priors=priors, init=init, num_epochs=1, batch_size=None,
+                        step_size=rho, num_samples=0, seed=0, progress=False)
+    moved = (plain.params["factors"]["weights"].natural_params() - (1 - rho) * eta) / rho - eta0
+    assert float((moved - got).abs().max()) > 1e-3
