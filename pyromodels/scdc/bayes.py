@@ -193,7 +193,8 @@ class BayesSCDC:
             optimizer: str = "adam", num_sweeps: int = 4, schedule: str = "parallel",
             z_init: str = "responsibilities", worker_scaling: str = "paper",
             warmup_epochs: int = 0, progress: bool = True, callbacks=None, device=None,
-            dtype: torch.dtype | None = None,
+            dtype: torch.dtype | None = None, checkpoint=None,
+            checkpoint_every: int | None = None, resume=None,
             num_threads: int | None = None) -> Posterior:
         """Fit by natural-gradient SVI on the globals and optimiser steps on the networks.
 
@@ -217,8 +218,9 @@ class BayesSCDC:
             warmup_epochs: epochs during which only the networks learn and the globals keep
                 their initial factors (:class:`~pyromodels.scdc.bayes_elbo.BayesLocalStep`;
                 not in the paper; the Pinwheel toy needs about two thirds of the run).
-            progress, callbacks, device, num_threads: as for
-                :func:`~pyromodels.core.run_natgrad`.
+            progress, callbacks, device, checkpoint, checkpoint_every, resume, num_threads:
+                as for :func:`~pyromodels.core.run_natgrad` (a resumed fit rebuilds the same
+                networks from ``seed`` and continues from the checkpoint's state).
             dtype: of the observations, networks and factors (default float64).
 
         Returns:
@@ -262,7 +264,8 @@ class BayesSCDC:
                            step_size=RobbinsMonro(1.0, 0.7) if step_size is None else step_size,
                            correction=correction, optimizer=opt, num_samples=0, seed=seed,
                            progress=progress, callbacks=callbacks, device=device,
-                           num_threads=num_threads)
+                           checkpoint=checkpoint, checkpoint_every=checkpoint_every,
+                           resume=resume, num_threads=num_threads)
         elapsed = time.perf_counter() - start
         factors = post.params["factors"]
         probs = self._probabilities(factors, observation, data.o)

@@ -179,3 +179,18 @@ def test_corrected_step_is_the_finite_difference_gradient_in_mean_parameters(sma
                         step_size=rho, num_samples=0, seed=0, progress=False)
     moved = (plain.params["factors"]["weights"].natural_params() - (1 - rho) * eta) / rho - eta0
     assert float((moved - got).abs().max()) > 1e-3
+
+
+def test_a_resumed_fit_equals_the_uninterrupted_one(small, tmp_path):
+    o, pairs = small
+    settings = {"num_epochs": 3, "batch_size": 20, "seed": 4, "progress": False}
+    whole = BayesSCDC(4, 2, hidden=(8,)).fit(o, pairs, **settings)
+    path = tmp_path / "bayes.ckpt"
+    BayesSCDC(4, 2, hidden=(8,)).fit(o, pairs, **{**settings, "num_epochs": 2}, checkpoint=path)
+    resumed = BayesSCDC(4, 2, hidden=(8,)).fit(o, pairs, **settings, resume=path)
+    for name in ("weights", "components", "alpha"):
+        for a, b in zip(whole.params["factors"][name].natural_params(),
+                        resumed.params["factors"][name].natural_params(), strict=True):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+    torch.testing.assert_close(whole.params["cluster_probs"], resumed.params["cluster_probs"],
+                               rtol=0, atol=0)
