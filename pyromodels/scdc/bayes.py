@@ -24,8 +24,9 @@ every coin. Initial factors: Dirichlet concentrations :math:`\sim U(1, 2)`; NIW 
 :math:`\kappa = 1`, :math:`m \sim N(0, 3^2 I)` (the code's standard deviation 3; the paper's
 "N(0, 3)" is ambiguous), :math:`S = (d + \kappa_0) I`, :math:`\nu = d + \kappa_0`; Beta(10, 1)
 for every coin. Four message-passing sweeps as the released code (the paper does not say), the
-code's parallel z updates, q(z) started from the mixture responsibilities (the code starts from
-normalised uniform draws: ``z_init="random"``). The paper trains the networks with momentum
+code's parallel z updates, q(z) started from normalised uniform draws as the code does
+(``z_init="responsibilities"`` starts from the mixture responsibilities instead: deterministic,
+but on the Pinwheel toy it left more runs with every item in one or two clusters). The paper trains the networks with momentum
 0.9 and learning rate 1e-3 and the globals at "learning rate 1e-4" through the code's scaled
 momentum step; here the networks take Adam steps (``optimizer="sgd"`` gives momentum 0.9) and
 the globals natural-gradient steps of Robbins-Monro size :math:`(t + 1)^{-0.7}`, which move a
@@ -198,7 +199,7 @@ class BayesSCDC:
             pair_batch_size: int | None = None, seed: int | None = None,
             correction: bool = False, step_size=None, lr: float = 1e-3,
             optimizer: str = "adam", num_sweeps: int = 4, schedule: str = "parallel",
-            z_init: str = "responsibilities", worker_scaling: str = "paper",
+            z_init: str = "random", worker_scaling: str = "paper",
             warmup_epochs: int = 0, progress: bool = True, callbacks=None, device=None,
             dtype: torch.dtype | None = None, checkpoint=None,
             checkpoint_every: int | None = None, resume=None,
@@ -214,7 +215,9 @@ class BayesSCDC:
                 ``|B| >= N`` and ``|S| = N_a`` every step is the joint full-data update.
             seed: the fit's seed (networks, initial factors, minibatches, draws).
             correction: add the eq. 17 correction to the natural gradients (the released
-                code omits it).
+                code omits it). Early in a fit, with untrained networks, the correction can be
+                large and a big ``step_size`` can take a global out of its family (the engine
+                then says so): use small steps with it.
             step_size: the globals' step ``rho_t``: a number in (0, 1] or a schedule; default
                 ``RobbinsMonro(tau=1, kappa=0.7)``.
             lr: the networks' learning rate (paper: 1e-3).

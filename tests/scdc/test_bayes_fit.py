@@ -73,7 +73,8 @@ def test_correction_changes_the_step(small):
     o, pairs = small
     fits = {c: BayesSCDC(4, 2, hidden=(8,)).fit(o, pairs, num_epochs=1, batch_size=60,
                                                  pair_batch_size=pairs.num_pairs, seed=0,
-                                                 correction=c, step_size=0.5, progress=False)
+                                                 correction=c, step_size=0.5,
+                                                 z_init="responsibilities", progress=False)
             for c in (False, True)}
     norms = fits[True].diagnostics["correction_norms"][0]
     assert set(norms) == {"weights", "components", "alpha", "beta"}
@@ -111,7 +112,8 @@ def test_pinwheel_annotations_raise_accuracy_and_the_sparse_prior_prunes():
     """The paper's Pinwheel protocol (500 points, K = 15, d = 2; 20 workers with 49 pairs each
     on 100 points, alpha = beta = 0.9), 40 warm-up epochs and 20 with natural-gradient steps.
     Single runs vary a lot with the seed (as the paper's good and bad initialisations do), so
-    the accuracy is averaged over two fit seeds: about 0.42 without links and 0.68 with them."""
+    the accuracy is averaged over two fit seeds: about 0.73 without links and 0.97 with them
+    (the paper's single runs: 0.956 and 0.966)."""
     o, truth = simulate_pinwheel(seed=0)
     o = (o - o.mean(0)) / o.std()
     annotated = torch.randperm(500, generator=torch.Generator().manual_seed(0))[:100]
@@ -127,7 +129,8 @@ def test_pinwheel_annotations_raise_accuracy_and_the_sparse_prior_prunes():
             assert int((post.params["expected_weights"] > 0.01).sum()) <= 8
             assert post.diagnostics["occupied_clusters"] <= 8
         acc[name] = sum(runs) / len(runs)
-    assert acc["with"] > acc["without"] + 0.1, acc
+    assert acc["with"] > acc["without"] + 0.15, acc
+    assert acc["with"] > 0.9
 
 
 class _Shifted:
