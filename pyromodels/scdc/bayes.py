@@ -27,9 +27,10 @@ for every coin. Four message-passing sweeps as the released code (the paper does
 code's parallel z updates, q(z) started from normalised uniform draws as the code does
 (``z_init="responsibilities"`` starts from the mixture responsibilities instead: deterministic,
 but on the Pinwheel toy it left more runs with every item in one or two clusters). The paper
-trains the networks with momentum 0.9 and learning rate 1e-3 and the globals at "learning rate 1e-4" through the code's scaled
-momentum step; here the networks take Adam steps (``optimizer="sgd"`` gives momentum 0.9) and
-the globals natural-gradient steps of Robbins-Monro size :math:`(t + 1)^{-0.7}`, which move a
+trains the networks with momentum 0.9 and learning rate 1e-3 and the globals at "learning
+rate 1e-4" through the code's scaled momentum step; here the networks take Adam steps
+(``optimizer="sgd"`` gives momentum 0.9) and the globals natural-gradient steps of
+Robbins-Monro size :math:`(t + 1)^{-0.7}`, which move a
 short run (the paper's Pinwheel is 200 steps) where 1e-4 would not.
 
 Training schedule. With these defaults the globals move from the first step, before the
