@@ -10,6 +10,9 @@ cluster) and a specificity ``beta`` (says "different" when they do not).
 * :class:`SCDC`: semi-crowdsourced deep clustering (:mod:`.model`), fitted by amortised SVI
   with the cluster enumerated and the links' term in closed form; its data
   (:class:`SCDCData`, :func:`prepare_scdc`) and objective (:class:`RelationalELBO`).
+* :class:`BayesSCDC` (:mod:`.bayes`): the fully Bayesian model, conjugate globals fitted by
+  natural-gradient SVI around local message passing on a recognition network's potentials
+  (:mod:`.vmp`, :mod:`.bayes_elbo`).
 * :class:`ObservedBayesSCDC` (:mod:`.observed_model`): BayesSCDC's conjugate sub-model with the
   features observed (a Bayesian Gaussian mixture plus the two-coin workers), fitted by the
   reference Gibbs sampler of :mod:`.observed_gibbs`; :func:`label_invariant_draws`,
@@ -31,6 +34,7 @@ __all__ = [
     "SCDC",
     "SCDCData",
     "prepare_scdc",
+    "BayesSCDC",
     "ObservedBayesSCDC",
     "coclustering_probabilities",
     "label_invariant_draws",
@@ -44,6 +48,7 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "SCDC": ".model",
     "SCDCData": ".data",
     "prepare_scdc": ".data",
+    "BayesSCDC": ".bayes",
     "ObservedBayesSCDC": ".observed_model",
     "coclustering_probabilities": ".observed_model",
     "label_invariant_draws": ".observed_model",

@@ -1,0 +1,237 @@
+r"""BayesSCDC's local step: message passing, the objective :math:`J` and the globals' statistics.
+
+For a minibatch the step runs :func:`~pyromodels.scdc.vmp.run_vmp` on the recognition
+potentials, evaluates the paper's objective (eq. 19) at the locally optimal factors,
+
+.. math::
+
+    J = E_{q^*(X)}\log p(O \mid X; \gamma) + E\log p(L \mid Z, \alpha, \beta)
+        - E_{q(\pi, \mu, \Sigma)} KL(q^*(Z) q^*(X) \,\|\, p(Z \mid \pi) p(X \mid Z, \mu, \Sigma))
+        - KL(q(\Theta) \,\|\, p(\Theta)),
+
+(the reconstruction by one reparameterised draw :math:`\hat x_i \sim q^*(x_i)`, the
+annotation term in closed form, eq. 20, the local KLs of eqs. 21-22; the engine adds the
+global KL, eqs. 23-25) and returns the expected statistics of eqs. 26-29 for
+:func:`~pyromodels.core.run_natgrad`.
+
+**Two streams** (paper §3.2, spec §3.2). With ``|B| < N`` or ``|S| < N_a`` each step has
+
+* a data branch: the minibatch ``B`` of items without relational terms; it gives the
+  statistics of the weights and the components, weighted :math:`N / |B|`, and
+  :math:`(N / |B|) \sum_{i \in B} [\text{reconstruction}_i - KL_i]` to :math:`J`;
+* a link branch: ``|S|`` links drawn uniformly without replacement from the ``N_a``, and their
+  items; message passing on that subgraph (messages not rescaled, as in the released code)
+  gives the workers' statistics, weighted :math:`N_a / |S|` (the paper's unbiased scaling;
+  ``worker_scaling="code"`` uses the released code's :math:`N |S| / N_a`, which shrinks the
+  workers' counts by :math:`N |S|^2 / N_a^2`, spec §9 item 9), and
+  :math:`(N_a / |S|) \sum_{l \in S}` eq. 20 to :math:`J`.
+
+During ``warmup_epochs`` the step returns no statistics: the globals keep their initial
+factors while the networks learn to spread the items over the initial components. Without it,
+the first global steps see every item at the same place (an untrained recognition network's
+potentials are weak against the components' precision), put all the weight on one component,
+and the sparse Dirichlet prior then keeps it there. The released code has no warm-up but
+moves the globals by a tiny step (about 1.7e-4 of the natural gradient with momentum), which
+holds them near their start for the paper's short Pinwheel run.
+
+With the full data and every link in one batch (``|B| = N`` and ``|S| = N_a``) the step is
+*joint*: one message passing over all items with every link gives every statistic at weight 1,
+so a step of size 1 is the coordinate-ascent (CAVI) update of the whole model.
+
+The observation model is pluggable (:class:`NetworkObservation` for the recognition network
+and decoder; :class:`GaussianObservation` for the conjugate limit, features observed with
+Gaussian noise of known precision).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+from torch import nn
+
+from ..conjugate.gaussian import GaussianNatural
+from ..core.conjugate_factors import LocalStep, Minibatch
+from ..nn.amortized import observation_distribution
+from .links import co_cluster_probability, worker_counts
+from .vmp import (
+    LinkBatch,
+    LocalPosterior,
+    annotation_term,
+    global_means,
+    local_kl_x,
+    local_kl_z,
+    potential_expectation,
+    run_vmp,
+)
+
+__all__ = ["ObservationModel", "NetworkObservation", "GaussianObservation", "BayesLocalStep",
+           "WORKER_SCALINGS", "local_terms"]
+
+#: the workers' minibatch weights: the paper's ``N_a / |S|`` or the released code's
+WORKER_SCALINGS = ("paper", "code")
+
+
+class ObservationModel(Protocol):
+    """What the local step needs of the observation side."""
+
+    def potential(self, o: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(h, precision)``, each ``(N, d)``: the recognition potential on ``x``."""
+
+    def expected_log_likelihood(self, o: torch.Tensor, qx: GaussianNatural,
+                                generator: torch.Generator) -> torch.Tensor:
+        """``(N,)`` an estimate of :math:`E_{q(x_i)}\\log p(o_i \\mid x_i)`."""
+
+
+class NetworkObservation(nn.Module):
+    """The recognition network :math:`r(o; \\phi)` and the decoder :math:`p(o \\mid x; \\gamma)`.
+
+    Args:
+        encoder: a :class:`~pyromodels.nn.GaussianPotentialEncoder`.
+        decoder: an :class:`~pyromodels.nn.ObservationDecoder`.
+    """
+
+    def __init__(self, encoder: nn.Module, decoder: nn.Module):
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = decoder
+
+    def potential(self, o):
+        return self.encoder(o)
+
+    def expected_log_likelihood(self, o, qx, generator):
+        x = qx.rsample(generator)  # one reparameterised draw per item (Algorithm 1, step 3)
+        return observation_distribution(self.decoder.likelihood, self.decoder(x)).log_prob(o)
+
+
+@dataclass(frozen=True)
+class GaussianObservation:
+    """The conjugate limit: :math:`o_i = x_i + \\epsilon_i`, :math:`\\epsilon_i \\sim N(0,
+    \\lambda^{-1} I)`, no networks. The potential is exact, :math:`h_i = \\lambda o_i` with
+    precision :math:`\\lambda`, and the expected log-likelihood is in closed form; a large
+    :math:`\\lambda` pins :math:`x_i` at :math:`o_i` (the observed-feature sub-model)."""
+
+    precision: float
+
+    def potential(self, o):
+        lam = torch.full_like(o, float(self.precision))
+        return lam * o, lam
+
+    def expected_log_likelihood(self, o, qx, generator):
+        h, lam = self.potential(o)
+        const = -0.5 * (lam * o * o).sum(-1) + 0.5 * (lam.log() - math.log(2 * math.pi)).sum(-1)
+        return potential_expectation(qx, h, lam) + const
+
+
+def local_terms(observation, o, local: LocalPosterior, g, generator) -> torch.Tensor:
+    """``(N,)`` per item: reconstruction minus the local KLs (eqs. 21-22)."""
+    return (observation.expected_log_likelihood(o, local.x, generator)
+            - local_kl_z(local, g) - local_kl_x(local, g))
+
+
+def _component_stats(factor, probs: torch.Tensor, qx: GaussianNatural):
+    stats = qx.expected_stats()
+    return factor.observation_stats(probs.sum(0), probs.mT @ stats.linear,
+                                    torch.einsum("nk,nab->kab", probs, stats.quadratic))
+
+
+@dataclass
+class BayesLocalStep:
+    """The ``local_step`` of :func:`~pyromodels.core.run_natgrad` for BayesSCDC.
+
+    Attributes:
+        observation: the observation model (:class:`NetworkObservation` or
+            :class:`GaussianObservation`).
+        o: ``(N, D)`` all observations (the link branch reads its items' rows).
+        i_idx, j_idx, worker_idx, link: ``(N_a,)`` the links (row numbers of ``o``).
+        num_workers: ``M``.
+        pair_batch_size: ``|S|``.
+        num_sweeps, schedule, z_init: as for :func:`~pyromodels.scdc.vmp.run_vmp`.
+        worker_scaling: ``"paper"`` or ``"code"`` (module docstring).
+        warmup_epochs: epochs at the start during which the step returns no statistics, so
+            the globals keep their initial factors while the networks learn (0: none).
+    """
+
+    observation: object
+    o: torch.Tensor
+    i_idx: torch.Tensor
+    j_idx: torch.Tensor
+    worker_idx: torch.Tensor
+    link: torch.Tensor
+    num_workers: int
+    pair_batch_size: int
+    num_sweeps: int = 4
+    schedule: str = "parallel"
+    z_init: str = "responsibilities"
+    worker_scaling: str = "paper"
+    warmup_epochs: int = 0
+
+    @property
+    def num_links(self) -> int:
+        return int(self.link.shape[0])
+
+    def _vmp(self, o, g, links, generator) -> tuple[LocalPosterior, torch.Tensor, torch.Tensor]:
+        h_r, lam_r = self.observation.potential(o)
+        local = run_vmp(h_r, lam_r, g, links, num_sweeps=self.num_sweeps, schedule=self.schedule,
+                        z_init=self.z_init, generator=generator)
+        return local, h_r, lam_r
+
+    def _worker_stats(self, globals_, probs, links: LinkBatch) -> dict:
+        rho = co_cluster_probability(probs, links.i, links.j)
+        counts = worker_counts(rho, links.link, links.worker, self.num_workers)
+        return {"alpha": globals_["alpha"].observation_stats(counts.alpha[:, 0], counts.alpha[:, 1]),
+                "beta": globals_["beta"].observation_stats(counts.beta[:, 0], counts.beta[:, 1])}
+
+    def _worker_scale(self, num_items: int, drawn: int) -> float:
+        if self.worker_scaling == "code":
+            return num_items * drawn / self.num_links
+        return self.num_links / drawn
+
+    def __call__(self, globals_: dict, batch: Minibatch, generator: torch.Generator) -> LocalStep:
+        g = global_means(globals_)
+        n = self.o.shape[0]
+        has_links = self.num_links > 0
+        if has_links and batch.indices.numel() == n and self.pair_batch_size == self.num_links:
+            return self._warm(self._joint(globals_, g, batch, generator), batch)
+        o = batch.data
+        local, _, _ = self._vmp(o, g, None, generator)
+        objective = batch.scale * local_terms(self.observation, o, local, g, generator).sum()
+        stats = {"weights": globals_["weights"].observation_stats(local.probs.sum(0)),
+                 "components": _component_stats(globals_["components"], local.probs, local.x)}
+        scales = {}
+        if has_links:
+            drawn = torch.randperm(self.num_links, generator=generator,
+                                   device=generator.device)[: self.pair_batch_size].to(self.o.device)
+            ends = torch.cat([self.i_idx[drawn], self.j_idx[drawn]])
+            items, inverse = torch.unique(ends, return_inverse=True)
+            size = drawn.numel()
+            links = LinkBatch(inverse[:size], inverse[size:], self.worker_idx[drawn], self.link[drawn])
+            pair_local, _, _ = self._vmp(self.o[items], g, links, generator)
+            objective = objective + (self.num_links / size) * annotation_term(
+                pair_local.probs, links, g).sum()
+            stats.update(self._worker_stats(globals_, pair_local.probs, links))
+            scale = self._worker_scale(n, size)
+            scales = {"alpha": scale, "beta": scale}
+        return self._warm(LocalStep(stats=stats, scales=scales, objective=objective), batch)
+
+    def _warm(self, result: LocalStep, batch: Minibatch) -> LocalStep:
+        if batch.epoch < self.warmup_epochs:  # the globals stay; the networks still learn
+            return LocalStep(stats={}, scales={}, objective=result.objective)
+        return result
+
+    def _joint(self, globals_, g, batch: Minibatch, generator) -> LocalStep:
+        """Every item and every link in one message passing (weight 1 for every statistic)."""
+        position = torch.empty_like(batch.indices)
+        position[batch.indices] = torch.arange(batch.indices.numel(), device=batch.indices.device)
+        links = LinkBatch(position[self.i_idx], position[self.j_idx], self.worker_idx, self.link)
+        o = batch.data
+        local, _, _ = self._vmp(o, g, links, generator)
+        objective = (local_terms(self.observation, o, local, g, generator).sum()
+                     + annotation_term(local.probs, links, g).sum())
+        stats = {"weights": globals_["weights"].observation_stats(local.probs.sum(0)),
+                 "components": _component_stats(globals_["components"], local.probs, local.x),
+                 **self._worker_stats(globals_, local.probs, links)}
+        scales = {k: 1.0 for k in stats}
+        return LocalStep(stats=stats, scales=scales, objective=objective)
