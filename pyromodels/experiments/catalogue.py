@@ -234,7 +234,7 @@ OBSERVED_BAYES_SCDC = ModelInfo(
           "(NeurIPS 2018), Section 3.1 with x observed",
     engines=("gibbs",),
     module="pyromodels.experiments.scdc.fit_entries",
-    data_format=PAIRS_FORMAT,
+    data_format=PAIRS_FORMAT + " (with --data, --pairs is required)",
     options=("pairs",),
     arguments=(
         _SCDC_CLUSTERS,

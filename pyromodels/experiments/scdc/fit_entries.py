@@ -27,7 +27,7 @@ from ..catalogue import OBSERVED_BAYES_SCDC
 
 __all__ = ["PairedPoints", "loader", "read_pairs", "pinwheel_with_links", "scdc_factory",
            "fit_scdc", "describe_scdc", "observed_factory", "fit_observed", "describe_observed",
-           "best_draw_labels",
+           "best_draw_labels", "observed_loader",
            "WORKERS_FILE", "ENTRY"]
 
 #: the worker table of a fit's report
@@ -198,5 +198,14 @@ def describe_observed(posterior, data: PairedPoints, *, name: str) -> FitOutput:
     return _with_workers(output, posterior.method, workers)
 
 
-ENTRY = register(OBSERVED_BAYES_SCDC.entry(factory=observed_factory, loader=loader,
+def observed_loader(path: str | None, pairs: str | None = None) -> PairedPoints:
+    """As :func:`loader`, but the links are required: without them the sub-model is the
+    plain Bayesian Gaussian mixture (``pyromodels fit gaussian-mixture``)."""
+    if path is not None and pairs is None:
+        raise ValueError("observed-bayes-scdc needs the links: give --pairs FILE (without "
+                         "links, fit gaussian-mixture)")
+    return loader(path, pairs)
+
+
+ENTRY = register(OBSERVED_BAYES_SCDC.entry(factory=observed_factory, loader=observed_loader,
                                            fit=fit_observed, describe=describe_observed))

@@ -32,7 +32,7 @@ from ...core.seeding import derive_seed
 from ...metrics import ami, clustering_accuracy, nmi
 from .peers import PEERS
 
-__all__ = ["MODEL_SLOTS", "scores", "learned_clusters", "fit_scdc_labels",
+__all__ = ["MODEL_SLOTS", "NEEDS_LINKS", "scores", "learned_clusters", "fit_scdc_labels",
            "fit_observed_labels", "pinwheel_unit", "face_unit",
            "table1_unit", "OCCUPIED_FRACTION", "TRUE_WEIGHTS", "FACE_ACCURACIES"]
 
@@ -106,10 +106,15 @@ def fit_observed_labels(x, pairs, *, num_clusters: int, settings: dict, seed: in
 
 #: the models of the protocols: name -> ``fit(x, pairs, *, num_clusters, settings, seed)``
 #: returning ``(labels, extra)``; BayesSCDC and the pairwise worker model add theirs here
+#: (and to :data:`NEEDS_LINKS` when they cannot fit without links)
 MODEL_SLOTS: dict[str, Callable] = {
     "scdc": fit_scdc_labels,
     "observed-bayes-scdc": fit_observed_labels,
 }
+
+#: the models that fit only with links (the observed sub-model without links is the plain
+#: Bayesian Gaussian mixture, :class:`~pyromodels.mixture.GaussianMixtureModel`)
+NEEDS_LINKS = {"observed-bayes-scdc"}
 
 
 def _fitter(method: str) -> Callable:
@@ -141,18 +146,34 @@ def face_unit(data: tuple, method: str, per_worker: int, subset: int | None, set
               seed: int) -> dict:
     """One Face-protocol fit on ``data = (x, truth)``: ``per_worker`` stratified pairs per
     worker (half same-cluster), over the whole data (``subset`` ``None``) or ``subset``
-    items; scores against the classes, and the worker weights of the models."""
+    items drawn at random; scores against the classes, and the worker weights of the models.
+
+    A hundred items of ten classes hold only about 500 same-class pairs: where fewer than
+    ``per_worker / 2`` exist, each worker judges all of them (``pairs_per_kind`` in the
+    result says how many).
+    """
     from ...data.simulate_pairs import simulate_stratified_pairs
 
     x, truth = data
-    pairs, _ = simulate_stratified_pairs(truth, len(FACE_ACCURACIES), per_worker // 2,
+    truth = np.asarray(truth)
+    items = np.arange(len(truth))
+    if subset is not None:
+        rng = np.random.default_rng(_seed(seed, "face", "subset"))
+        items = np.sort(rng.choice(len(truth), subset, replace=False))
+    sizes = np.bincount(truth[items])
+    same = int((sizes * (sizes - 1) // 2).sum())
+    per_kind = min(per_worker // 2, same, len(items) * (len(items) - 1) // 2 - same)
+    pairs, _ = simulate_stratified_pairs(truth, len(FACE_ACCURACIES), per_kind,
                                          alpha=FACE_ACCURACIES, beta=FACE_ACCURACIES,
-                                         annotated=subset, seed=_seed(seed, "face", per_worker))
+                                         annotated=items.tolist(),
+                                         seed=_seed(seed, "face", per_worker))
     k = int(np.max(truth)) + 1
-    labels, extra = _fitter(method)(x, pairs, num_clusters=k, settings=settings[method]
-                                    if method in settings else settings["peers"],
+    fit_settings = settings[method] if method in settings else settings["peers"]
+    start = time.perf_counter()
+    labels, extra = _fitter(method)(x, pairs, num_clusters=k, settings=fit_settings,
                                     seed=_seed(seed, method))
-    return {**scores(truth, labels), **extra}
+    return {**scores(truth, labels), **extra, "pairs_per_kind": per_kind,
+            "seconds": time.perf_counter() - start}
 
 
 def table1_unit(data: tuple, method: str, annotated: bool, settings: dict, seed: int) -> dict:

@@ -81,8 +81,8 @@ SCALE_SETTINGS = {
                     face_methods=("scdc", "pckmeans", "itml-kmeans"), peer_iterations=3,
                     mnist_items=200, mnist_epochs=1, mnist_hidden=(32,), hits=2),
     "small": _scale(seeds=2, pin_epochs=20, pin_methods=("scdc", "observed-bayes-scdc"),
-                    face_sets=("digits",), face_sizes=(200, 1000), face_points=600,
-                    face_epochs=5, face_methods=("scdc", "pckmeans", "itml-kmeans"),
+                    face_sets=("digits",), face_sizes=(200, 1000), face_points=400,
+                    face_epochs=10, face_methods=("scdc", "pckmeans", "itml-kmeans"),
                     peer_iterations=10, mnist_items=1000, mnist_epochs=2,
                     mnist_hidden=(256,), hits=20),
     "medium": _scale(seeds=5, pin_epochs=100, pin_methods=("scdc", "observed-bayes-scdc"),
@@ -170,6 +170,8 @@ def _units(settings: dict, seed: int, report):
     for s in range(settings["seeds"]):
         for method in pin["methods"]:
             for annotated in (True, False):
+                if not annotated and method in protocols.NEEDS_LINKS:
+                    continue
                 key = {"unit": "pinwheel", "method": method, "annotated": annotated,
                        "settings": pin, "seed": seed + s}
                 row = _cached(key, lambda: protocols.pinwheel_unit(
