@@ -226,6 +226,10 @@ NOT_OFFERED = {
     "num_layers": "the flow's architecture", "hidden": "the flow's architecture",
     "scaling": "the flow's architecture", "flow_seed": "a seed", "dtype": "a precision",
     "prior": "a prior object: its fields are checked instead",
+    "decoder_hidden": "the decoder's architecture", "activation": "the networks' architecture",
+    "likelihood": "taken from the data", "covariance": "a choice among names",
+    "covariance_scale": "a matrix", "alpha_prior": "a pair of Beta concentrations",
+    "beta_prior": "a pair of Beta concentrations",
 }
 
 

@@ -195,13 +195,19 @@ PAIRS_FORMAT = (NUMBERS_FORMAT + " (the features), and optionally --pairs FILE: 
                 "pairwise links with columns item_a, item_b (row numbers 0..N-1 of the data), "
                 "worker, link (1 = same cluster, 0 = different); default: the paper's pinwheel "
                 "(500 points) with 20 simulated workers' 980 links at alpha = beta = 0.9")
-#: the number of clusters of the semi-crowdsourced clustering models
-_SCDC_CLUSTERS = Argument("num_clusters", "components", "number of clusters K >= 2 (default "
-                          "15, the paper's pinwheel K)", metavar="K")
 
-#: SCDC's constructor arguments offered as options; left out: ``likelihood`` (read from the
-#: data: Bernoulli for 0/1 features, else Normal), ``covariance`` and ``activation`` (choices
-#: among names, which the numeric argument kinds do not carry; the Python API takes them)
+
+def _clusters(dest: str) -> Argument:
+    """The number of clusters of a semi-crowdsourced clustering model, under its name."""
+    return Argument(dest, "components", "number of clusters K >= 2 (default 15, the paper's "
+                    "pinwheel K)", metavar="K")
+
+
+#: SCDC's constructor arguments offered as options; ``hidden`` (and ``decoder_hidden``, the
+#: same by default) as ``hidden_width`` and ``hidden_layers``; left out: ``likelihood`` (read
+#: from the data: Bernoulli for 0/1 features, else Normal), ``covariance`` and ``activation``
+#: (choices among names, which the numeric argument kinds do not carry; the Python API takes
+#: them)
 SCDC = ModelInfo(
     name="scdc",
     title="SCDC: semi-crowdsourced deep clustering from features and noisy pairwise links",
@@ -213,7 +219,7 @@ SCDC = ModelInfo(
     options=("pairs", "epochs", "batch_size", "coin_init"),
     engine_options=("lr", "device"),
     arguments=(
-        _SCDC_CLUSTERS,
+        _clusters("n_clusters"),
         Argument("latent_dim", "count", "dimension d >= 1 of the latent features x (default "
                  "2, the paper's pinwheel d)", metavar="D"),
         Argument("hidden_width", "count", "units of each hidden layer of the encoders and the "
@@ -237,7 +243,7 @@ OBSERVED_BAYES_SCDC = ModelInfo(
     data_format=PAIRS_FORMAT + " (with --data, --pairs is required)",
     options=("pairs",),
     arguments=(
-        _SCDC_CLUSTERS,
+        _clusters("num_clusters"),
         Argument("weight_concentration", "positive",
                  "Dirichlet concentration > 0 of the weights (default 0.05 / K, the paper's "
                  "sparse prior)"),

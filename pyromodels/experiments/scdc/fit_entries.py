@@ -89,14 +89,14 @@ def loader(path: str | None, pairs: str | None = None) -> PairedPoints:
 
 
 # ------------------------------------------------------------------------------ SCDC
-def scdc_factory(num_clusters: int = DEFAULT_CLUSTERS, latent_dim: int = 2,
+def scdc_factory(n_clusters: int = DEFAULT_CLUSTERS, latent_dim: int = 2,
                  hidden_width: int = 40, hidden_layers: int = 2):
     """The registered SCDC: ``K`` clusters, ``d``-dimensional latents, encoders and decoder
     of ``hidden_layers`` layers of ``hidden_width`` units (the paper's small-data networks:
     two of 40)."""
     from ...scdc import SCDC
 
-    return SCDC(num_clusters, latent_dim, hidden=(hidden_width,) * hidden_layers)
+    return SCDC(n_clusters, latent_dim, hidden=(hidden_width,) * hidden_layers)
 
 
 def fit_scdc(model, data: PairedPoints, *, method: str, seed: int, progress: bool, **options):

@@ -49,7 +49,8 @@ __all__ = ["NAME", "SCALES", "SCALE_SETTINGS", "cache_folder", "run", "reproduce
 NAME = "scdc"
 SCALES = SCDC_INFO.scales
 
-_SMALL_NET = {"latent_dim": 2, "hidden": (40, 40), "lr": 1e-2, "coin_init": 0.9}
+#: the paper's small-data networks; Adam's step as the paper's (1e-3)
+_SMALL_NET = {"latent_dim": 2, "hidden": (40, 40), "lr": 1e-3, "coin_init": 0.9}
 _GIBBS = {"samples": 40, "warmup": 40}
 
 
@@ -85,13 +86,13 @@ SCALE_SETTINGS = {
                     face_epochs=10, face_methods=("scdc", "pckmeans", "itml-kmeans"),
                     peer_iterations=10, mnist_items=1000, mnist_epochs=2,
                     mnist_hidden=(256,), hits=20),
-    "medium": _scale(seeds=5, pin_epochs=100, pin_methods=("scdc", "observed-bayes-scdc"),
+    "medium": _scale(seeds=5, pin_epochs=20, pin_methods=("scdc", "observed-bayes-scdc"),
                      face_sets=("digits", "fashion"), face_sizes=(200, 600, 1000, 2000),
                      face_points=None, face_epochs=20,
                      face_methods=("scdc", "pckmeans", "mpckmeans", "itml-kmeans"),
                      peer_iterations=50, mnist_items=5000, mnist_epochs=20,
                      mnist_hidden=(500, 500), hits=91, workers=48),
-    "paper": _scale(seeds=10, pin_epochs=200, pin_methods=("scdc", "observed-bayes-scdc"),
+    "paper": _scale(seeds=10, pin_epochs=20, pin_methods=("scdc", "observed-bayes-scdc"),
                     face_sets=("digits", "fashion"),
                     face_sizes=(200, 400, 600, 800, 1000, 1200, 1400, 1600, 1800, 2000),
                     face_points=None, face_epochs=20,

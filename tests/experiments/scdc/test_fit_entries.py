@@ -31,7 +31,7 @@ def test_scdc_fit_writes_labels_and_worker_table(files, capsys):
     out = files / "report"
     status = main(["fit", "scdc", "--data", str(files / "x.csv"), "--pairs",
                    str(files / "pairs.csv"), "--epochs", "3", "--batch-size", "10",
-                   "--coin-init", "0.9", "--num-clusters", "2", "--no-progress",
+                   "--coin-init", "0.9", "--n-clusters", "2", "--no-progress",
                    "--out", str(out)])
     assert status == 0, capsys.readouterr().err
     labels = pd.read_csv(out / "labels.csv")
@@ -107,7 +107,7 @@ def test_worker_warning_reaches_metrics(files, capsys):
     out = files / "flipped"
     status = main(["fit", "scdc", "--data", str(files / "x.csv"), "--pairs",
                    str(files / "flipped.csv"), "--epochs", "3", "--batch-size", "10",
-                   "--coin-init", "0.1", "--num-clusters", "2", "--no-progress",
+                   "--coin-init", "0.1", "--n-clusters", "2", "--no-progress",
                    "--out", str(out)])
     assert status == 0, capsys.readouterr().err
     metrics = json.loads((out / "metrics.json").read_text())
