@@ -32,7 +32,7 @@ from ...core.seeding import derive_seed
 from ...metrics import ami, clustering_accuracy, nmi
 from .peers import PEERS
 
-__all__ = ["MODEL_SLOTS", "NEEDS_LINKS", "scores", "learned_clusters", "fit_scdc_labels",
+__all__ = ["MODEL_SLOTS", "NEEDS_LINKS", "FEATURES_ONLY", "protocol_models", "scores", "learned_clusters", "fit_scdc_labels",
            "fit_observed_labels", "pinwheel_unit", "face_unit",
            "table1_unit", "OCCUPIED_FRACTION", "TRUE_WEIGHTS", "FACE_ACCURACIES"]
 
@@ -115,6 +115,22 @@ MODEL_SLOTS: dict[str, Callable] = {
 #: the models that fit only with links (the observed sub-model without links is the plain
 #: Bayesian Gaussian mixture, :class:`~pyromodels.mixture.GaussianMixtureModel`)
 NEEDS_LINKS = {"observed-bayes-scdc"}
+#: the models that cluster the features as given, with no network: not run on Table 1's
+#: 784 pixels
+FEATURES_ONLY = {"observed-bayes-scdc"}
+
+
+def protocol_models(protocol: str, chosen=None) -> tuple[str, ...]:
+    """The models of :data:`MODEL_SLOTS` that ``protocol`` (``"pinwheel"``, ``"face"`` or
+    ``"table1"``) runs, in slot order: ``chosen`` of them (``None``: every slot)."""
+    names = tuple(MODEL_SLOTS) if chosen is None else tuple(chosen)
+    unknown = sorted(set(names) - set(MODEL_SLOTS))
+    if unknown:
+        raise ValueError(f"models must name slots of MODEL_SLOTS {sorted(MODEL_SLOTS)}, got "
+                         f"{unknown}")
+    if protocol == "table1":
+        names = tuple(n for n in names if n not in FEATURES_ONLY)
+    return names
 
 
 def _fitter(method: str) -> Callable:
@@ -138,7 +154,8 @@ def pinwheel_unit(method: str, annotated: bool, settings: dict, seed: int) -> di
         pairs, _ = simulate_block_pairs(z, 20, 50, alpha=0.9, beta=0.9, annotated=100,
                                         seed=_seed(seed, "pinwheel", "links"))
     labels, extra = _fitter(method)(x, pairs, num_clusters=settings["clusters"],
-                                    settings=settings[method], seed=_seed(seed, method))
+                                    settings=settings.get(method, {}),
+                                    seed=_seed(seed, method))
     return {**scores(z, labels), **extra}
 
 
@@ -168,7 +185,7 @@ def face_unit(data: tuple, method: str, per_worker: int, subset: int | None, set
                                          annotated=items.tolist(),
                                          seed=_seed(seed, "face", per_worker))
     k = int(np.max(truth)) + 1
-    fit_settings = settings[method] if method in settings else settings["peers"]
+    fit_settings = settings["peers"] if method in PEERS else settings.get(method, {})
     start = time.perf_counter()
     labels, extra = _fitter(method)(x, pairs, num_clusters=k, settings=fit_settings,
                                     seed=_seed(seed, method))
@@ -191,5 +208,6 @@ def table1_unit(data: tuple, method: str, annotated: bool, settings: dict, seed:
                                            annotated=settings["annotated"], error=0.1,
                                            seed=_seed(seed, "hits"))
     labels, extra = _fitter(method)(x, pairs, num_clusters=settings["clusters"],
-                                    settings=settings[method], seed=_seed(seed, method))
+                                    settings=settings.get(method, {}),
+                                    seed=_seed(seed, method))
     return {**scores(truth, labels), **extra}

@@ -54,51 +54,52 @@ _SMALL_NET = {"latent_dim": 2, "hidden": (40, 40), "lr": 1e-3, "coin_init": 0.9}
 _GIBBS = {"samples": 40, "warmup": 40}
 
 
-def _scale(*, seeds, pin_epochs, pin_methods, face_sets, face_sizes, face_points, face_epochs,
-           face_methods, peer_iterations, mnist_items, mnist_epochs, mnist_hidden, hits,
-           workers=10):
+def _scale(*, seeds, pin_epochs, face_sets, face_sizes, face_points, face_epochs,
+           peers, peer_iterations, mnist_items, mnist_epochs, mnist_hidden, hits, workers=10,
+           models=None):
+    """The settings of one scale. ``models``: the slots of
+    :data:`~.protocols.MODEL_SLOTS` to run (``None``: every one, so a model added there runs
+    at every scale); each slot's own settings are under its name (a slot without them fits
+    with its defaults)."""
     return {
         "seeds": seeds,
-        "pinwheel": {"clusters": 15, "methods": pin_methods,
+        "pinwheel": {"clusters": 15, "models": models,
                      "scdc": {**_SMALL_NET, "epochs": pin_epochs, "batch_size": 50},
                      "observed-bayes-scdc": _GIBBS},
         "face": {"sets": face_sets, "per_worker": face_sizes, "points": face_points,
-                 "subset": 100, "methods": face_methods,
+                 "subset": 100, "models": models, "peers_run": peers,
                  "scdc": {**_SMALL_NET, "latent_dim": 10, "epochs": face_epochs,
                           "batch_size": 32},
                  "observed-bayes-scdc": _GIBBS,
                  "peers": {"peer_iterations": peer_iterations}},
         "table1": {"items": mnist_items, "clusters": 50, "workers": workers, "hits": hits,
-                   "annotated": min(mnist_items, 36 * hits), "methods": ("scdc",),
+                   "annotated": min(mnist_items, 36 * hits), "models": models,
                    "scdc": {"latent_dim": 8, "hidden": mnist_hidden, "lr": 1e-3,
                             "coin_init": 0.9, "epochs": mnist_epochs, "batch_size": 128}},
     }
 
 
-#: the settings of each scale (``smoke``: seconds, for the tests)
+_ALL_PEERS = ("pckmeans", "mpckmeans", "itml-kmeans")
+#: the settings of each scale (``smoke``: seconds, for the tests); MPCKMeans (pure Python,
+#: about a minute per fit on 400 points) runs from ``medium`` on
 SCALE_SETTINGS = {
-    "smoke": _scale(seeds=1, pin_epochs=1, pin_methods=("scdc",), face_sets=("digits",),
-                    face_sizes=(40,), face_points=150, face_epochs=1,
-                    face_methods=("scdc", "pckmeans", "itml-kmeans"), peer_iterations=3,
-                    mnist_items=200, mnist_epochs=1, mnist_hidden=(32,), hits=2),
-    "small": _scale(seeds=2, pin_epochs=20, pin_methods=("scdc", "observed-bayes-scdc"),
-                    face_sets=("digits",), face_sizes=(200, 1000), face_points=400,
-                    face_epochs=10, face_methods=("scdc", "pckmeans", "itml-kmeans"),
+    "smoke": _scale(seeds=1, pin_epochs=1, face_sets=("digits",), face_sizes=(40,),
+                    face_points=150, face_epochs=1, peers=("pckmeans", "itml-kmeans"),
+                    peer_iterations=3, mnist_items=200, mnist_epochs=1, mnist_hidden=(32,),
+                    hits=2, models=("scdc",)),
+    "small": _scale(seeds=2, pin_epochs=20, face_sets=("digits",), face_sizes=(200, 1000),
+                    face_points=400, face_epochs=10, peers=("pckmeans", "itml-kmeans"),
                     peer_iterations=10, mnist_items=1000, mnist_epochs=2,
                     mnist_hidden=(256,), hits=20),
-    "medium": _scale(seeds=5, pin_epochs=20, pin_methods=("scdc", "observed-bayes-scdc"),
-                     face_sets=("digits", "fashion"), face_sizes=(200, 600, 1000, 2000),
-                     face_points=None, face_epochs=20,
-                     face_methods=("scdc", "pckmeans", "mpckmeans", "itml-kmeans"),
-                     peer_iterations=50, mnist_items=5000, mnist_epochs=20,
+    "medium": _scale(seeds=5, pin_epochs=20, face_sets=("digits", "fashion"),
+                     face_sizes=(200, 600, 1000, 2000), face_points=None, face_epochs=20,
+                     peers=_ALL_PEERS, peer_iterations=50, mnist_items=5000, mnist_epochs=20,
                      mnist_hidden=(500, 500), hits=91, workers=48),
-    "paper": _scale(seeds=10, pin_epochs=20, pin_methods=("scdc", "observed-bayes-scdc"),
-                    face_sets=("digits", "fashion"),
+    "paper": _scale(seeds=10, pin_epochs=20, face_sets=("digits", "fashion"),
                     face_sizes=(200, 400, 600, 800, 1000, 1200, 1400, 1600, 1800, 2000),
-                    face_points=None, face_epochs=20,
-                    face_methods=("scdc", "pckmeans", "mpckmeans", "itml-kmeans"),
-                    peer_iterations=100, mnist_items=5000, mnist_epochs=200,
-                    mnist_hidden=(500, 500), hits=91, workers=48),
+                    face_points=None, face_epochs=20, peers=_ALL_PEERS, peer_iterations=100,
+                    mnist_items=5000, mnist_epochs=200, mnist_hidden=(500, 500), hits=91,
+                    workers=48),
 }
 
 
@@ -162,6 +163,16 @@ def mnist_data(items: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return (x[keep] / 255.0 > 0.5).astype(np.float32), np.asarray(y[keep], dtype=np.int64)
 
 
+def _unit_settings(block: dict, method: str) -> dict:
+    """What a unit of ``method`` depends on in a protocol's ``block``: the shared settings and
+    the method's own (not the other methods' nor which methods run), so that adding a model
+    keeps every stored unit."""
+    own = "peers" if method in _ALL_PEERS else method
+    return {**{k: v for k, v in block.items()
+               if not isinstance(v, dict) and k not in ("models", "peers_run")},
+            own: block.get(own, {})}
+
+
 def _units(settings: dict, seed: int, report):
     """Run (or read back) every unit: ``{protocol: [row, ...]}`` rows of settings and scores."""
     from . import protocols
@@ -169,12 +180,12 @@ def _units(settings: dict, seed: int, report):
     out = {"pinwheel": [], "face": [], "table1": []}
     pin = settings["pinwheel"]
     for s in range(settings["seeds"]):
-        for method in pin["methods"]:
+        for method in protocols.protocol_models("pinwheel", pin["models"]):
             for annotated in (True, False):
                 if not annotated and method in protocols.NEEDS_LINKS:
                     continue
                 key = {"unit": "pinwheel", "method": method, "annotated": annotated,
-                       "settings": pin, "seed": seed + s}
+                       "settings": _unit_settings(pin, method), "seed": seed + s}
                 row = _cached(key, lambda: protocols.pinwheel_unit(
                     method, annotated, pin, seed + s))  # noqa: B023
                 out["pinwheel"].append({"method": method, "links": annotated, "seed": s, **row})
@@ -185,11 +196,12 @@ def _units(settings: dict, seed: int, report):
         data = face_data(name, face["points"])
         for per_worker in face["per_worker"]:
             for subset in (None, face["subset"]):
-                for method in face["methods"]:
+                for method in (*protocols.protocol_models("face", face["models"]),
+                               *face["peers_run"]):
                     for s in range(settings["seeds"]):
                         key = {"unit": "face", "set": name, "method": method,
-                               "per_worker": per_worker, "subset": subset, "settings": face,
-                               "seed": seed + s}
+                               "per_worker": per_worker, "subset": subset,
+                               "settings": _unit_settings(face, method), "seed": seed + s}
                         row = _cached(key, lambda: protocols.face_unit(  # noqa: B023
                             data, method, per_worker, subset, face, seed + s))  # noqa: B023
                         out["face"].append({"set": name, "method": method,
@@ -201,10 +213,12 @@ def _units(settings: dict, seed: int, report):
     table = settings["table1"]
     data = mnist_data(table["items"])
     for s in range(settings["seeds"]):
-        for method in table["methods"]:
+        for method in protocols.protocol_models("table1", table["models"]):
             for annotated in (False, True):
+                if not annotated and method in protocols.NEEDS_LINKS:
+                    continue
                 key = {"unit": "table1", "method": method, "annotated": annotated,
-                       "settings": table, "seed": seed + s}
+                       "settings": _unit_settings(table, method), "seed": seed + s}
                 row = _cached(key, lambda: protocols.table1_unit(
                     data, method, annotated, table, seed + s))  # noqa: B023
                 out["table1"].append({"method": method, "links": annotated, "seed": s, **row})

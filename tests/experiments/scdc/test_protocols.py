@@ -102,11 +102,10 @@ def test_the_registered_reproduction_runs_and_resumes(monkeypatch, tmp_path):
     ours = ours[~ours["method"].str.startswith("paper")]
     assert ((ours["acc_mean"] > 0) & (ours["acc_mean"] <= 1)).all()
     face = first.tables["face_nmi"]
-    assert set(face["method"]) == set(settings["face"]["methods"])
+    assert set(face["method"]) == {"scdc", *settings["face"]["peers_run"]}
     assert set(face["annotated"]) == {"all", 100}
     stored = list((tmp_path / "scdc-reproduction").glob("*.json"))
-    units = (len(settings["pinwheel"]["methods"]) * 2 + 2 * len(settings["face"]["methods"])
-             + 2)
+    units = 2 + 2 * (1 + len(settings["face"]["peers_run"])) + 2
     assert len(stored) == units
     assert all("result" in json.loads(p.read_text()) for p in stored)
 
@@ -123,3 +122,30 @@ def test_the_registered_reproduction_runs_and_resumes(monkeypatch, tmp_path):
 def test_reproduce_checks_its_scale():
     with pytest.raises(ValueError, match="scale"):
         reproduction.reproduce(scale="huge", progress=False)
+
+
+def test_a_new_model_slot_runs_and_keeps_the_stored_units(monkeypatch, tmp_path):
+    """A model added to MODEL_SLOTS runs at every scale that names no models, and the units
+    stored before it was added are read back, not computed again."""
+    monkeypatch.setenv("PYROMODELS_CACHE", str(tmp_path))
+    settings = reproduction.SCALE_SETTINGS["smoke"]
+    reproduction.run(settings, "scdc-smoke", progress=False, seed=1)
+    before = set((tmp_path / "scdc-reproduction").glob("*.json"))
+
+    def constant(x, pairs, *, num_clusters, settings, seed):
+        return np.zeros(len(x), dtype=np.int64), {}
+
+    monkeypatch.setitem(protocols.MODEL_SLOTS, "constant", constant)
+    assert protocols.protocol_models("table1") == ("scdc", "constant")
+    assert "observed-bayes-scdc" in protocols.protocol_models("pinwheel")
+    every = {**settings}
+    for block in ("pinwheel", "face", "table1"):
+        every[block] = {**settings[block], "models": ("scdc", "constant")}
+    out = reproduction.run(every, "scdc-smoke", progress=False, seed=1)
+    after = set((tmp_path / "scdc-reproduction").glob("*.json"))
+    assert before < after
+    pin = out.tables["pinwheel"].set_index(["setting", "method"])
+    assert pin.loc[("with links", "constant"), "clusters_mean"] == 1
+    assert pin.loc[("with links", "constant"), "acc_mean"] == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="slots of MODEL_SLOTS"):
+        protocols.protocol_models("face", ("nope",))
