@@ -98,7 +98,8 @@ def assemble(name: str, settings: dict, rows: dict, seconds: float):
     table1 = _table1(rows["table1"])
     t1 = settings["table1"]
     summary = (
-        f"Semi-crowdsourced clustering, {settings['seeds']} seed(s) per setting, "
+        f"Semi-crowdsourced clustering, {settings['seeds']} seed(s) per setting "
+        f"({settings['table1']['seeds']} on Table 1), "
         f"{seconds:.0f} s. Pinwheel: 500 points, K = 15, 20 workers x 49 links on 100 points "
         "at alpha = beta = 0.9, with and without the links; the paper's numbers are single "
         "BayesSCDC runs. Face protocol on offline stand-ins (the UCI faces cannot be "

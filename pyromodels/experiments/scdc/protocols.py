@@ -32,9 +32,9 @@ from ...core.seeding import derive_seed
 from ...metrics import ami, clustering_accuracy, nmi
 from .peers import PEERS
 
-__all__ = ["MODEL_SLOTS", "NEEDS_LINKS", "FEATURES_ONLY", "protocol_models", "scores", "learned_clusters", "fit_scdc_labels",
-           "fit_observed_labels", "pinwheel_unit", "face_unit",
-           "table1_unit", "OCCUPIED_FRACTION", "TRUE_WEIGHTS", "FACE_ACCURACIES"]
+__all__ = ["MODEL_SLOTS", "NEEDS_LINKS", "FEATURES_ONLY", "protocol_models", "scores",
+           "learned_clusters", "fit_scdc_labels", "fit_observed_labels", "pinwheel_unit",
+           "face_unit", "table1_unit", "OCCUPIED_FRACTION", "TRUE_WEIGHTS", "FACE_ACCURACIES"]
 
 #: a cluster counts as learned when it holds at least this fraction of the points
 OCCUPIED_FRACTION = 0.01
