@@ -20,7 +20,7 @@ Protocols (:mod:`.protocols`; the paper's numbers in :mod:`.paper_numbers`):
 Every unit (one fit) is stored as JSON under ``$PYROMODELS_CACHE/scdc-reproduction/`` (else
 ``~/.cache/pyromodels/...``), keyed by its settings; an interrupted reproduction run again
 skips the units it finished. The ``small`` scale is a quick look (about a minute on two
-idle cores: 300 digits for the Face protocol, 1,000 MNIST digits and 2 epochs for Table 1,
+idle cores: 300 digits for the Face protocol, 600 MNIST digits and 3 epochs for Table 1,
 whose clusters are then near chance); ``medium`` and ``paper`` follow the paper's sizes more
 closely (:data:`SCALE_SETTINGS`).
 """
@@ -94,8 +94,8 @@ SCALE_SETTINGS = {
                     hits=2, models=("scdc",)),
     "small": _scale(seeds=2, pin_epochs=20, face_sets=("digits",), face_sizes=(200, 1000),
                     face_points=300, face_epochs=10, peers=("pckmeans", "itml-kmeans"),
-                    peer_iterations=10, mnist_items=1000, mnist_epochs=2,
-                    mnist_hidden=(256,), hits=20, mnist_seeds=1, face_lr=1e-2),
+                    peer_iterations=10, mnist_items=600, mnist_epochs=3,
+                    mnist_hidden=(128,), hits=16, mnist_seeds=1, face_lr=1e-2),
     "medium": _scale(seeds=5, pin_epochs=20, face_sets=("digits", "fashion"),
                      face_sizes=(200, 600, 1000, 2000), face_points=None, face_epochs=20,
                      peers=_ALL_PEERS, peer_iterations=50, mnist_items=5000, mnist_epochs=20,
