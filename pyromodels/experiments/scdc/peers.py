@@ -7,7 +7,9 @@
 Both take hard must-link and cannot-link lists, which :func:`consistent_constraints` makes
 from the workers' noisy links. metric-learn 0.7.0 passes scikit-learn's validation functions
 the keyword ``force_all_finite``, which scikit-learn 1.8 renamed ``ensure_all_finite``:
-:func:`_validation_shim` renames it while ITML fits, and only then.
+:func:`_validation_shim` renames it while ITML fits, and only then. Importing the
+package's MPCKMeans sets NumPy to raise on every floating-point error, process-wide:
+:func:`_constrained_kmeans` puts NumPy's settings back.
 """
 
 from __future__ import annotations
@@ -80,6 +82,22 @@ def consistent_constraints(pairs) -> tuple[list, list]:
     return must, cannot
 
 
+def _constrained_kmeans():
+    """``(EmptyClustersException, MPCKMeans, PCKMeans)`` of active-semi-supervised-clustering,
+    imported with NumPy's floating-point error handling kept as it was: importing the
+    package's MPCKMeans module calls ``np.seterr('raise')`` for the whole process."""
+    saved = np.geterr()
+    try:
+        from active_semi_clustering.exceptions import EmptyClustersException
+        from active_semi_clustering.semi_supervised.pairwise_constraints import (
+            MPCKMeans,
+            PCKMeans,
+        )
+    finally:
+        np.seterr(**saved)
+    return EmptyClustersException, MPCKMeans, PCKMeans
+
+
 #: starts a constrained k-means peer gets when a cluster empties
 PEER_STARTS = 5
 
@@ -87,9 +105,7 @@ PEER_STARTS = 5
 def _pckmeans(x, pairs, *, num_clusters: int, settings: dict, seed: int, metric: bool = False):
     """PCKMeans (or MPCKMeans): labels, or ``None`` when every one of :data:`PEER_STARTS`
     starts lost a cluster (the package then gives up), with the starts used."""
-    from active_semi_clustering.exceptions import EmptyClustersException
-    from active_semi_clustering.semi_supervised.pairwise_constraints import MPCKMeans, PCKMeans
-
+    EmptyClustersException, MPCKMeans, PCKMeans = _constrained_kmeans()
     must, cannot = consistent_constraints(pairs)
     cls = MPCKMeans if metric else PCKMeans
     for start in range(PEER_STARTS):

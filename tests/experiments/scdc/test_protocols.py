@@ -149,3 +149,27 @@ def test_a_new_model_slot_runs_and_keeps_the_stored_units(monkeypatch, tmp_path)
     assert pin.loc[("with links", "constant"), "acc_mean"] == pytest.approx(0.2)
     with pytest.raises(ValueError, match="slots of MODEL_SLOTS"):
         protocols.protocol_models("face", ("nope",))
+
+
+def test_the_peers_leave_numpys_error_handling_alone(monkeypatch):
+    """Importing active-semi-supervised-clustering's MPCKMeans calls np.seterr('raise'); a peer
+    fit must not leave that behind for the rest of the process."""
+    import sys
+
+    from pyromodels.experiments.scdc.peers import PEERS
+
+    for name in [m for m in sys.modules if m.startswith("active_semi_clustering")]:
+        monkeypatch.delitem(sys.modules, name)  # imported afresh below, as in a new process
+
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.normal(-3, 1, (20, 2)), rng.normal(3, 1, (20, 2))])
+    frame = pd.DataFrame({"item_a": [0, 0, 20], "item_b": [1, 20, 21], "worker": [0, 0, 0],
+                          "link": [1, 0, 1]})
+    pairs = PairwiseAnnotations.from_dataframe(frame, items=np.arange(40))
+    before = np.geterr()
+    assert before["under"] != "raise"
+    for name in ("pckmeans", "mpckmeans"):
+        labels, _ = PEERS[name](x, pairs, num_clusters=2, settings={"peer_iterations": 5},
+                                seed=0)
+        assert labels is None or len(labels) == 40
+        assert np.geterr() == before, name
