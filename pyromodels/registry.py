@@ -77,14 +77,15 @@ BUILTIN_INDEX = "pyromodels.models_index"
 
 #: options of ``pyromodels fit`` passed to an entry's ``loader``: a named data set instead of
 #: ``--data``, the column names of a crowd-label table, the sequence and position columns of
-#: sequential labels, the edge list of networked labels
+#: sequential labels, the edge list of networked labels, the pairwise links of a clustering
 LOADER_OPTIONS = ("dataset", "task_col", "worker_col", "label_col", "sequence_col",
-                  "position_col", "edges")
+                  "position_col", "edges", "pairs")
 #: options passed to an entry's ``describe`` hook: gold labels to score a fit against
 REPORT_OPTIONS = ("gold",)
 #: options passed to the model's ``fit``, under the names given here: RBHMC's regularisation
-#: constant and margin
-FIT_ARGUMENTS = {"regularisation": "C", "margin": "eps0"}
+#: constant and margin; SCDC's epochs, minibatch size and the workers' initial coins
+FIT_ARGUMENTS = {"regularisation": "C", "margin": "eps0", "epochs": "num_epochs",
+                 "batch_size": "batch_size", "coin_init": "coin_init"}
 #: the values a declared constructor argument takes on the command line: ``positive`` a
 #: finite number > 0, ``nonnegative`` a finite number >= 0, ``real`` a finite number,
 #: ``count`` an integer >= 1, ``components`` an integer >= 2
@@ -176,6 +177,9 @@ class ModelInfo:
             :data:`REPORT_OPTIONS` or :data:`FIT_ARGUMENTS`.
         arguments: the constructor arguments (priors, sizes) offered as ``fit`` options,
             passed to the entry's ``factory`` as keywords when given.
+        engine_options: the engine options (``"num_steps"`` for ``--num-steps``) its fit
+            takes, when it takes only some of those of its engines (``None``: all of them;
+            SCDC's SVI, for one, gives point estimates and takes no ``--num-samples``).
     """
 
     name: str
@@ -188,6 +192,7 @@ class ModelInfo:
     data_format: str = ""
     options: tuple[str, ...] = ()
     arguments: tuple[Argument, ...] = ()
+    engine_options: tuple[str, ...] | None = None
 
     def __post_init__(self):
         check_name(self.name, "name")
@@ -220,6 +225,11 @@ class ModelInfo:
         clash = sorted(set(dests) & set(known) | {d for d in dests if dests.count(d) > 1})
         if clash:
             raise ValueError(f"arguments must not repeat each other or the options, got {clash}")
+        if self.engine_options is not None and not (
+                isinstance(self.engine_options, tuple)
+                and all(isinstance(o, str) and o.isidentifier() for o in self.engine_options)):
+            raise TypeError("engine_options must be None or a tuple of option names, got "
+                            f"{self.engine_options!r}")
         if not isinstance(self.scales, tuple) or not self.scales or not set(self.scales) <= set(SCALES):
             raise ValueError(f"scales must be a non-empty tuple drawn from {SCALES}, got {self.scales!r}")
 

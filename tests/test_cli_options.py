@@ -67,8 +67,10 @@ def files(tmp_path_factory):
     rng = np.random.default_rng(0)
     points = np.concatenate([rng.normal(-3, 1, (20, 2)), rng.normal(3, 1, (20, 2))])
     np.savetxt(folder / "points.csv", points, delimiter=",")
+    pd.DataFrame({"item_a": [0, 1, 0, 20], "item_b": [1, 2, 20, 21], "worker": ["u", "u", "v", "v"],
+                  "link": [1, 1, 0, 1]}).to_csv(folder / "pairs.csv", index=False)
     for name in ("answers", "gold", "sequences", "networked", "edges", "bluebird_edges",
-                 "points"):
+                 "points", "pairs"):
         out[name] = str(folder / f"{name}.csv")
     return out
 
@@ -82,6 +84,8 @@ def _data(name: str, files) -> list[str]:
         return ["--data", files["networked"], "--edges", files["edges"]]
     if "task_col" in model.options:
         return ["--data", files["answers"]]
+    if "pairs" in model.options:
+        return ["--data", files["points"], "--pairs", files["pairs"]]
     return ["--data", files["points"]]
 
 
@@ -91,7 +95,8 @@ def _model_options(name: str, files) -> tuple[list[str], dict]:
     model = registry.info(name)
     values = {"task_col": "task", "worker_col": "worker", "label_col": "label",
               "sequence_col": "sequence", "position_col": "position", "gold": files["gold"],
-              "regularisation": "1.0", "margin": "1.0"}
+              "regularisation": "1.0", "margin": "1.0", "epochs": "2", "batch_size": "16",
+              "coin_init": "0.9"}
     argv, expected = [], {}
     for option in model.options:
         if option in values:
@@ -104,10 +109,12 @@ def _model_options(name: str, files) -> tuple[list[str], dict]:
     return argv, expected
 
 
-def _engine_options(method: str) -> list[str]:
+def _engine_options(method: str, name: str) -> list[str]:
+    """Every engine option of ``method`` that model ``name`` takes, with a valid value."""
+    taken = registry.info(name).engine_options
     argv = []
     for dest, engines in ENGINE_OPTIONS.items():
-        if method in engines:
+        if method in engines and (taken is None or dest in taken):
             argv += [flag(dest), ENGINE_VALUES[dest]]
     return argv
 
@@ -148,14 +155,14 @@ def test_every_option_a_models_help_lists_works(name, files, tmp_path, capsys, m
     model_options, arguments = _model_options(name, files)
     for method in model.engines:
         out = tmp_path / method
-        run(["--method", method, *_data(name, files), *model_options, *_engine_options(method),
+        run(["--method", method, *_data(name, files), *model_options, *_engine_options(method, name),
              "--seed", "1", "--no-progress", "--out", str(out)])
         assert (out / "index.html").is_file()
         assert calls[-1] == arguments  # every constructor argument reached the factory
     if set(model.engines) & set(CHECKPOINT_ENGINES):
         method = next(e for e in model.engines if e in CHECKPOINT_ENGINES)
         out = tmp_path / "checkpointed"
-        run(["--method", method, *_data(name, files), *_engine_options(method),
+        run(["--method", method, *_data(name, files), *_engine_options(method, name),
              "--checkpoint-every", "1", "--no-progress", "--out", str(out)])
         run(["--resume", str(out), "--no-progress"], [])  # the saved model and arguments
     if "dataset" in model.options:

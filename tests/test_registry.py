@@ -226,6 +226,10 @@ NOT_OFFERED = {
     "num_layers": "the flow's architecture", "hidden": "the flow's architecture",
     "scaling": "the flow's architecture", "flow_seed": "a seed", "dtype": "a precision",
     "prior": "a prior object: its fields are checked instead",
+    "decoder_hidden": "the decoder's architecture", "activation": "the networks' architecture",
+    "likelihood": "taken from the data", "covariance": "a choice among names",
+    "covariance_scale": "a matrix", "alpha_prior": "a pair of Beta concentrations",
+    "beta_prior": "a pair of Beta concentrations",
 }
 
 
@@ -240,3 +244,23 @@ def test_every_prior_of_the_built_in_models_is_an_option():
         offered = {a.dest for a in declared.arguments}
         missing = [n for n in names if n not in offered and n not in NOT_OFFERED]
         assert not missing, f"{declared.name}: constructor arguments not offered: {missing}"
+
+
+def test_engine_options_declare_a_subset_of_option_names():
+    base = {"name": "m", "title": "t", "paper": "p", "engines": ("svi",)}
+    assert registry.ModelInfo(**base).engine_options is None
+    assert registry.ModelInfo(**base, engine_options=("lr",)).engine_options == ("lr",)
+    with pytest.raises(TypeError, match="engine_options must be None or a tuple"):
+        registry.ModelInfo(**base, engine_options="lr")
+    with pytest.raises(TypeError, match="engine_options must be None or a tuple"):
+        registry.ModelInfo(**base, engine_options=("--lr",))
+
+
+def test_scdc_help_lists_only_the_engine_options_it_takes(capsys):
+    from pyromodels.cli import main
+
+    registry.load_builtin()
+    assert main(["fit", "scdc", "--help"]) == 0
+    text = capsys.readouterr().out
+    assert "--lr" in text and "--epochs" in text and "--pairs" in text
+    assert "--num-samples" not in text and "--num-steps" not in text

@@ -36,7 +36,7 @@ from .parser import (
 __all__ = ["cmd_fit"]
 
 #: model-specific options whose value is a file that must exist
-_FILE_OPTIONS = ("edges", "gold")
+_FILE_OPTIONS = ("edges", "gold", "pairs")
 #: the checkpoint and the saved arguments, in the report directory
 CHECKPOINT, ARGUMENTS = "checkpoint.pt", "checkpoint-args.json"
 
@@ -47,10 +47,15 @@ def _saved_keys() -> tuple[str, ...]:
             *argument_dests(), *ENGINE_OPTIONS)
 
 
-def _engine_options(args: argparse.Namespace, method: str) -> dict:
-    """The engine options given on the command line, checked against ``method``."""
+def _engine_options(args: argparse.Namespace, method: str, model: registry.ModelInfo) -> dict:
+    """The engine options given on the command line, checked against ``method`` and the
+    options ``model`` takes."""
     given = {k: getattr(args, k) for k in ENGINE_OPTIONS if getattr(args, k) is not None}
     for key in given:
+        if model.engine_options is not None and key not in model.engine_options:
+            listed = ", ".join(flag(o) for o in model.engine_options) or "none"
+            raise UsageError(f"{flag(key)} does not apply to model {model.name!r} "
+                             f"(its engine options: {listed})")
         if method not in ENGINE_OPTIONS[key]:
             raise UsageError(
                 f"{flag(key)} does not apply to method {method!r} "
@@ -195,7 +200,7 @@ def _checked(args: argparse.Namespace) -> tuple[registry.ModelInfo, dict, dict]:
     if args.method not in model.engines:
         raise UsageError(f"model {model.name!r} has no method {args.method!r}; "
                          f"its methods: {', '.join(model.engines)}")
-    engine_options = _engine_options(args, args.method)
+    engine_options = _engine_options(args, args.method, model)
     options = _model_options(args, model)
     if args.data is not None and not Path(args.data).exists():
         raise UsageError(f"data file not found: {args.data}")

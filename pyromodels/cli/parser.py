@@ -88,6 +88,17 @@ def _components(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer >= 2, got {text!r}") from None
 
 
+def _open_probability(text: str) -> float:
+    """argparse type: a number strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
+    return value
+
+
 def _seed(text: str) -> int:
     """argparse type: an integer >= 0."""
     try:
@@ -132,6 +143,14 @@ FIT_OPTIONS: dict[str, tuple[str, object, str]] = {
                        "max-margin regularised model (default: plain BHMC)"),
     "margin": ("EPS0", _nonnegative_float, "RBHMC's margin eps0 >= 0 (default 1; needs "
                "--regularisation)"),
+    "pairs": ("FILE", str, "pairwise links between the points of --data: a CSV with columns "
+              "item_a, item_b (row numbers 0..N-1 of the data), worker, link (1 = same "
+              "cluster, 0 = not); default: none (a clustering of the features alone)"),
+    "epochs": ("N", _count, "passes over the data (default 20); --checkpoint-every counts "
+               "epochs"),
+    "batch_size": ("N", _count, "items per SVI step (default 128)"),
+    "coin_init": ("P", _open_probability, "every worker's initial sensitivity and "
+                  "specificity, in (0, 1) (default: drawn from Beta(1, 1), as the paper)"),
 }
 
 
@@ -173,9 +192,13 @@ _ENGINE_HELP: dict[str, tuple[str, object, str]] = {
 }
 
 
-def engine_options_of(engines: tuple[str, ...]) -> list[str]:
-    """The engine options (destinations) that apply to one of ``engines``."""
-    return [dest for dest, takers in ENGINE_OPTIONS.items() if set(takers) & set(engines)]
+def engine_options_of(engines: tuple[str, ...], model: registry.ModelInfo | None = None) -> list[str]:
+    """The engine options (destinations) that apply to one of ``engines``, and that
+    ``model`` takes when it declares its ``engine_options``."""
+    chosen = [dest for dest, takers in ENGINE_OPTIONS.items() if set(takers) & set(engines)]
+    if model is not None and model.engine_options is not None:
+        chosen = [dest for dest in chosen if dest in model.engine_options]
+    return chosen
 
 
 def _union_arguments(infos) -> dict[str, registry.Argument]:
@@ -237,7 +260,7 @@ def _add_fit_arguments(parser: argparse.ArgumentParser, model: registry.ModelInf
                                type=_ARGUMENT_TYPES[argument.kind], help=argument.help)
     engine = parser.add_argument_group("engine options (passed only when given)")
     for dest in ENGINE_OPTIONS:
-        if model is None or dest in engine_options_of(model.engines):
+        if model is None or dest in engine_options_of(model.engines, model):
             metavar, kind, text = _ENGINE_HELP[dest]
             if model is not None:
                 text += _applies(dest, model.engines)

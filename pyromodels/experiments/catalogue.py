@@ -22,6 +22,9 @@ __all__ = [
     "DDPM",
     "TRUNCATED_DP_MIXTURE",
     "BHMC",
+    "PAIRS_FORMAT",
+    "SCDC",
+    "OBSERVED_BAYES_SCDC",
     "MODELS",
 ]
 
@@ -187,6 +190,71 @@ BHMC = ModelInfo(
     ),
 )
 
-#: every built-in model, in the order of this module
+#: the data of the semi-crowdsourced clustering models
+PAIRS_FORMAT = (NUMBERS_FORMAT + " (the features), and optionally --pairs FILE: a CSV of "
+                "pairwise links with columns item_a, item_b (row numbers 0..N-1 of the data), "
+                "worker, link (1 = same cluster, 0 = different); default: the paper's pinwheel "
+                "(500 points) with 20 simulated workers' 980 links at alpha = beta = 0.9")
+
+
+def _clusters(dest: str) -> Argument:
+    """The number of clusters of a semi-crowdsourced clustering model, under its name."""
+    return Argument(dest, "components", "number of clusters K >= 2 (default 15, the paper's "
+                    "pinwheel K)", metavar="K")
+
+
+#: SCDC's constructor arguments offered as options; ``hidden`` (and ``decoder_hidden``, the
+#: same by default) as ``hidden_width`` and ``hidden_layers``; left out: ``likelihood`` (read
+#: from the data: Bernoulli for 0/1 features, else Normal), ``covariance`` and ``activation``
+#: (choices among names, which the numeric argument kinds do not carry; the Python API takes
+#: them)
+SCDC = ModelInfo(
+    name="scdc",
+    title="SCDC: semi-crowdsourced deep clustering from features and noisy pairwise links",
+    paper="Luo, Li, Zhu et al., Semi-crowdsourced Clustering with Deep Generative Models "
+          "(NeurIPS 2018)",
+    engines=("svi",),
+    module="pyromodels.experiments.scdc.reproduction",
+    data_format=PAIRS_FORMAT,
+    options=("pairs", "epochs", "batch_size", "coin_init"),
+    engine_options=("lr", "device"),
+    arguments=(
+        _clusters("n_clusters"),
+        Argument("latent_dim", "count", "dimension d >= 1 of the latent features x (default "
+                 "2, the paper's pinwheel d)", metavar="D"),
+        Argument("hidden_width", "count", "units of each hidden layer of the encoders and the "
+                 "decoder (default 40, the paper's small-data networks)"),
+        Argument("hidden_layers", "count", "hidden layers of each network (default 2)"),
+    ),
+)
+
+#: the observed-feature sub-model's constructor arguments offered as options; left out:
+#: ``mean_prior`` and ``covariance_scale`` (a vector and a matrix, resolved from the data by
+#: default), ``alpha_prior`` and ``beta_prior`` (pairs of Beta concentrations), ``backend``
+#: (a choice among names)
+OBSERVED_BAYES_SCDC = ModelInfo(
+    name="observed-bayes-scdc",
+    title="BayesSCDC's conjugate sub-model with the features observed: Bayesian Gaussian "
+          "mixture plus two-coin pairwise workers (reference Gibbs sampler)",
+    paper="Luo, Li, Zhu et al., Semi-crowdsourced Clustering with Deep Generative Models "
+          "(NeurIPS 2018), Section 3.1 with x observed",
+    engines=("gibbs",),
+    module="pyromodels.experiments.scdc.fit_entries",
+    data_format=PAIRS_FORMAT + " (with --data, --pairs is required)",
+    options=("pairs",),
+    arguments=(
+        _clusters("num_clusters"),
+        Argument("weight_concentration", "positive",
+                 "Dirichlet concentration > 0 of the weights (default 0.05 / K, the paper's "
+                 "sparse prior)"),
+        Argument("mean_precision", "positive",
+                 "kappa > 0, the pseudo-count of the cluster means (default 0.5)"),
+        Argument("degrees_of_freedom", "positive",
+                 "Wishart degrees of freedom nu > d - 1 (default d + kappa)"),
+    ),
+)
+
+#: every built-in model, in the order of this module; BayesSCDC and the pairwise-only worker
+#: model join the semi-crowdsourced family after OBSERVED_BAYES_SCDC
 MODELS = (DAWID_SKENE, SEQUENTIAL_DAWID_SKENE, NETWORKED_DAWID_SKENE, CROWD, GAUSSIAN_MIXTURE,
-          DDPM, TRUNCATED_DP_MIXTURE, BHMC)
+          DDPM, TRUNCATED_DP_MIXTURE, BHMC, SCDC, OBSERVED_BAYES_SCDC)

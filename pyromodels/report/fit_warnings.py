@@ -15,7 +15,11 @@ Thresholds:
 * a worker confusion matrix whose every row lies within total-variation distance
   :data:`UNIFORM_TV` (0.1) of the uniform row ``1/K``: that worker's answers say almost
   nothing about the true class;
-* accuracy on gold labels below that of majority vote on the same tasks.
+* accuracy on gold labels below that of majority vote on the same tasks;
+* a pairwise (two-coin) worker whose weight ``logit alpha + logit beta`` is at or below
+  :data:`CHANCE_WEIGHT` (0): the fit reads that worker's links at chance or against what they
+  say, the mark of a fit that settled on another partition than the workers' (in SCDC, from
+  random starting coins).
 
 Example:
     >>> baseline_warnings(0.7, 0.8, 50)[0][:40]
@@ -42,12 +46,16 @@ __all__ = [
     "near_uniform_workers",
     "near_uniform_warnings",
     "baseline_warnings",
+    "CHANCE_WEIGHT",
+    "pairwise_worker_warnings",
 ]
 
 #: the start of every warning paragraph of a report's summary
 WARNING_PREFIX = "Warning: "
 #: a confusion row within this total-variation distance of uniform counts as uniform
 UNIFORM_TV = 0.1
+#: a pairwise worker whose weight logit alpha + logit beta is at or below this reads at chance
+CHANCE_WEIGHT = 0.0
 
 
 def with_warnings(result, method: str, lines: list[str]):
@@ -132,3 +140,27 @@ def baseline_warnings(accuracy: float, baseline: float, num_scored: int) -> list
             f"the same {num_scored} tasks: the model does worse than counting votes, which "
             "points to a failed fit (chains that switched class labels, too weak a prior for "
             "this little data, or a model that does not fit these workers)."]
+
+
+def pairwise_worker_warnings(workers, weights) -> list[str]:
+    """A sentence naming the pairwise workers whose weight ``logit alpha + logit beta`` is at
+    or below :data:`CHANCE_WEIGHT`, or none.
+
+    Args:
+        workers: the worker ids.
+        weights: ``(M,)`` their weights.
+
+    Example:
+        >>> pairwise_worker_warnings(["a", "b"], [4.4, -0.3])[0][:44]
+        '1 of 2 workers have a weight logit alpha + l'
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    low = [str(w) for w, v in zip(workers, weights, strict=True) if not v > CHANCE_WEIGHT]
+    if not low:
+        return []
+    shown = ", ".join(low[:5]) + (", ..." if len(low) > 5 else "")
+    return [f"{len(low)} of {len(weights)} workers have a weight logit alpha + logit beta at "
+            f"or below {CHANCE_WEIGHT:g} ({shown}): the fit reads their links at chance or "
+            "against what they say. If the workers are better than chance, the fit may have "
+            "settled on another partition than theirs; start them as reliable (SCDC: "
+            "--coin-init 0.9) or try other seeds."]

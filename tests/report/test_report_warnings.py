@@ -188,3 +188,11 @@ def test_page_highlights_warnings_and_defines_abbreviations():
 def test_glossary_matches_whole_words_only():
     assert [a for a, _ in abbreviations_in("RCDL and DDPM, macro-F1")] == ["DDPM", "F1", "RCDL"]
     assert abbreviations_in("EMBER, MVP and nothing else") == []
+
+
+def test_pairwise_worker_warning_names_workers_at_or_below_chance():
+    from pyromodels.report.fit_warnings import pairwise_worker_warnings
+
+    assert pairwise_worker_warnings(["a", "b"], [4.4, 0.1]) == []
+    lines = pairwise_worker_warnings(["a", "b", "c"], [4.4, 0.0, -2.0])
+    assert len(lines) == 1 and lines[0].startswith("2 of 3 workers") and "(b, c)" in lines[0]

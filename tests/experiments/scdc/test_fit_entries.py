@@ -1,0 +1,118 @@
+"""``pyromodels fit scdc`` and ``fit observed-bayes-scdc``: what they read and what they
+write (labels.csv, workers.csv and the worker warning)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pyromodels.cli import main
+from pyromodels.experiments.scdc.fit_entries import loader, pinwheel_with_links, read_pairs
+
+
+@pytest.fixture
+def files(tmp_path):
+    rng = np.random.default_rng(0)
+    points = np.concatenate([rng.normal(-4, 1, (15, 2)), rng.normal(4, 1, (15, 2))])
+    np.savetxt(tmp_path / "x.csv", points, delimiter=",")
+    first = rng.integers(0, 30, 80)
+    second = (first + rng.integers(1, 29, 80)) % 30
+    a, b = np.minimum(first, second), np.maximum(first, second)
+    pd.DataFrame({"item_a": a, "item_b": b, "worker": np.repeat(["w1", "w2"], 40),
+                  "link": ((a < 15) == (b < 15)).astype(int)}).drop_duplicates(
+        ["item_a", "item_b", "worker"]).to_csv(tmp_path / "pairs.csv", index=False)
+    return tmp_path
+
+
+def test_scdc_fit_writes_labels_and_worker_table(files, capsys):
+    out = files / "report"
+    status = main(["fit", "scdc", "--data", str(files / "x.csv"), "--pairs",
+                   str(files / "pairs.csv"), "--epochs", "3", "--batch-size", "10",
+                   "--coin-init", "0.9", "--n-clusters", "2", "--no-progress",
+                   "--out", str(out)])
+    assert status == 0, capsys.readouterr().err
+    labels = pd.read_csv(out / "labels.csv")
+    assert labels.columns.tolist() == ["point", "cluster", "probability"]
+    assert len(labels) == 30
+    workers = pd.read_csv(out / "workers.csv")
+    assert workers.columns.tolist() == ["worker", "alpha", "beta", "weight"]
+    assert sorted(workers["worker"]) == ["w1", "w2"]
+    a, b = workers["alpha"], workers["beta"]
+    assert np.allclose(workers["weight"], np.log(a / (1 - a)) + np.log(b / (1 - b)))
+
+
+def test_observed_fit_writes_posterior_worker_table(files, capsys):
+    out = files / "gibbs"
+    status = main(["fit", "observed-bayes-scdc", "--data", str(files / "x.csv"), "--pairs",
+                   str(files / "pairs.csv"), "--num-clusters", "4", "--num-samples", "20",
+                   "--num-warmup", "20", "--num-chains", "1", "--no-progress", "--out", str(out)])
+    assert status == 0, capsys.readouterr().err
+    workers = pd.read_csv(out / "workers.csv")
+    assert workers.columns.tolist() == ["worker", "alpha", "beta", "weight", "weight_q05",
+                                        "weight_q95"]
+    assert (workers["weight_q05"] <= workers["weight"]).all()
+    assert (workers["weight"] <= workers["weight_q95"]).all()
+    labels = pd.read_csv(out / "labels.csv")
+    assert labels["probability"].between(0, 1).all()
+    # the best draw's clusters are renamed in order of first appearance
+    seen = labels["cluster"].drop_duplicates().tolist()
+    assert seen == list(range(len(seen)))
+
+
+def test_observed_model_needs_links(files, capsys):
+    status = main(["fit", "observed-bayes-scdc", "--data", str(files / "x.csv"),
+                   "--no-progress", "--out", str(files / "none")])
+    assert status == 2
+    assert "--pairs" in capsys.readouterr().err
+
+
+def test_scdc_takes_no_sample_count(files, capsys):
+    status = main(["fit", "scdc", "--data", str(files / "x.csv"), "--num-samples", "5"])
+    assert status == 2
+    assert "--num-samples does not apply to model 'scdc'" in capsys.readouterr().err
+
+
+def test_pairs_must_name_rows(files):
+    pd.DataFrame({"item_a": ["p", "q"], "item_b": ["q", "r"], "worker": [0, 0],
+                  "link": [1, 0]}).to_csv(files / "named.csv", index=False)
+    with pytest.raises(ValueError, match="column item_a of the pairs must hold row numbers"):
+        read_pairs(files / "named.csv", 30)
+    pd.DataFrame({"item_a": [0], "item_b": [30], "worker": [0], "link": [1]}).to_csv(
+        files / "outside.csv", index=False)
+    with pytest.raises(ValueError):
+        read_pairs(files / "outside.csv", 30)
+
+
+def test_pairs_without_data_is_an_error():
+    with pytest.raises(ValueError, match="give the data too"):
+        loader(None, "pairs.csv")
+
+
+def test_default_data_is_the_paper_pinwheel():
+    data = pinwheel_with_links()
+    assert data.x.shape == (500, 2)
+    assert data.pairs.num_pairs == 980 and data.pairs.num_workers == 20
+    annotated = np.unique(np.r_[data.pairs.i_idx.numpy(), data.pairs.j_idx.numpy()])
+    assert len(annotated) <= 100
+
+
+def test_worker_warning_reaches_metrics(files, capsys):
+    # every link contradicts the features: workers read at or below chance
+    frame = pd.read_csv(files / "pairs.csv")
+    frame["link"] = 1 - frame["link"]
+    frame.to_csv(files / "flipped.csv", index=False)
+    out = files / "flipped"
+    status = main(["fit", "scdc", "--data", str(files / "x.csv"), "--pairs",
+                   str(files / "flipped.csv"), "--epochs", "3", "--batch-size", "10",
+                   "--coin-init", "0.1", "--n-clusters", "2", "--no-progress",
+                   "--out", str(out)])
+    assert status == 0, capsys.readouterr().err
+    metrics = json.loads((out / "metrics.json").read_text())
+    workers = pd.read_csv(out / "workers.csv")
+    low = (workers["weight"] <= 0).sum()
+    warnings = metrics["scdc-svi"]["svi"].get("warnings", [])
+    assert (low > 0) == bool(warnings)
+    assert low > 0

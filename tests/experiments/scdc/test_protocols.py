@@ -1,0 +1,175 @@
+"""The SCDC reproduction: its metrics, the peers' constraints, and the registered protocols
+running end to end (at the ``smoke`` settings) and resuming from stored units."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import adjusted_mutual_info_score, normalized_mutual_info_score
+
+from pyromodels import registry
+from pyromodels.data.pairwise import PairwiseAnnotations
+from pyromodels.experiments.scdc import protocols, reproduction
+from pyromodels.experiments.scdc.assemble import mean_sd
+from pyromodels.experiments.scdc.peers import consistent_constraints
+
+
+def _brute_force_accuracy(truth, labels) -> float:
+    """The best one-to-one map of clusters to classes by trying every injective map."""
+    classes, clusters = np.unique(truth), np.unique(labels)
+    best = 0
+    targets = list(classes) + [None] * len(clusters)  # a cluster may map to no class
+    for image in itertools.permutations(targets, len(clusters)):
+        chosen = [c for c in image if c is not None]
+        if len(set(chosen)) != len(chosen):
+            continue
+        hits = sum(int(np.sum((labels == k) & (truth == c)))
+                   for k, c in zip(clusters, image, strict=True) if c is not None)
+        best = max(best, hits)
+    return best / len(truth)
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_accuracy_is_the_best_permutation(case):
+    rng = np.random.default_rng(case)
+    n, k_true, k_pred = 12, 2 + case % 3, 2 + (case * 2) % 4
+    truth, labels = rng.integers(0, k_true, n), rng.integers(0, k_pred, n)
+    got = protocols.scores(truth, labels)["acc"]
+    assert got == pytest.approx(_brute_force_accuracy(truth, labels), abs=1e-12)
+    renamed = (labels + 3) % k_pred  # invariant to the clusters' names
+    assert protocols.scores(truth, renamed)["acc"] == pytest.approx(got, abs=1e-12)
+
+
+def test_nmi_is_geometric_and_ami_is_sklearns():
+    rng = np.random.default_rng(1)
+    truth, labels = rng.integers(0, 4, 60), rng.integers(0, 6, 60)
+    got = protocols.scores(truth, labels)
+    assert got["nmi"] == pytest.approx(
+        normalized_mutual_info_score(truth, labels, average_method="geometric"), abs=1e-12)
+    assert got["ami"] == pytest.approx(adjusted_mutual_info_score(truth, labels), abs=1e-12)
+    # the geometric and arithmetic normalisations differ here: the test can tell them apart
+    assert abs(got["nmi"] - normalized_mutual_info_score(truth, labels)) > 1e-4
+
+
+def test_learned_clusters_counts_clusters_over_one_percent():
+    labels = np.array([0] * 150 + [1] * 48 + [2] * 2)  # 2 of 200 points is exactly 1%
+    assert protocols.learned_clusters(labels) == 3
+    assert protocols.learned_clusters(np.r_[labels, [1]]) == 2  # 2 of 201 is under 1%
+
+
+def test_a_fit_without_labels_scores_none():
+    assert protocols.scores([0, 1], None) == {"acc": None, "nmi": None, "ami": None,
+                                              "clusters": None}
+
+
+def test_constraints_are_majorities_without_contradictions():
+    # pair (0, 1): two must-links against one cannot-link; (1, 2) must; (0, 2) cannot, which
+    # contradicts 0 ~ 1 ~ 2 and is dropped; (3, 4) tied and dropped; (2, 3) cannot
+    frame = pd.DataFrame({"item_a": [0, 1, 0, 1, 0, 3, 4, 2],
+                          "item_b": [1, 0, 1, 2, 2, 4, 3, 3],
+                          "worker": ["a", "b", "c", "a", "a", "a", "b", "b"],
+                          "link": [1, 1, 0, 1, 0, 1, 0, 0]})
+    pairs = PairwiseAnnotations.from_dataframe(frame, items=np.arange(5))
+    must, cannot = consistent_constraints(pairs)
+    assert sorted(must) == [(0, 1), (1, 2)]
+    assert cannot == [(2, 3)]
+
+
+def test_mean_sd_groups():
+    frame = pd.DataFrame({"m": ["a", "a", "b"], "v": [1.0, 3.0, 5.0]})
+    out = mean_sd(frame, ["m"], ["v"])
+    assert out.loc["a", "v_mean"] == 2.0 and out.loc["a", "v_sd"] == pytest.approx(2 ** 0.5)
+    assert out.loc["b", "v_sd"] == 0.0 and out.loc["b", "runs"] == 1
+
+
+def test_true_worker_weights_are_twice_the_logits():
+    assert np.allclose(protocols.TRUE_WEIGHTS, [5.8889, 4.3944, 3.4692, 2.7726, 2.1972],
+                       atol=1e-4)
+
+
+def test_the_registered_reproduction_runs_and_resumes(monkeypatch, tmp_path):
+    monkeypatch.setenv("PYROMODELS_CACHE", str(tmp_path))
+    entry = registry.get("scdc")
+    assert entry.reproduce is reproduction.reproduce
+    settings = reproduction.SCALE_SETTINGS["smoke"]
+    first = reproduction.run(settings, "scdc-smoke", progress=False, seed=3)
+    assert set(first.tables) >= {"pinwheel", "face_nmi", "table1", "face_worker_weights"}
+    ours = first.tables["pinwheel"]
+    ours = ours[~ours["method"].str.startswith("paper")]
+    assert ((ours["acc_mean"] > 0) & (ours["acc_mean"] <= 1)).all()
+    face = first.tables["face_nmi"]
+    assert set(face["method"]) == {"scdc", *settings["face"]["peers_run"]}
+    assert set(face["annotated"]) == {"all", 100}
+    stored = list((tmp_path / "scdc-reproduction").glob("*.json"))
+    units = 2 + 2 * (1 + len(settings["face"]["peers_run"])) + 2
+    assert len(stored) == units
+    assert all("result" in json.loads(p.read_text()) for p in stored)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a stored unit was computed again")
+
+    for name in ("pinwheel_unit", "face_unit", "table1_unit"):
+        monkeypatch.setattr(protocols, name, refuse)
+    again = reproduction.run(settings, "scdc-smoke", progress=False, seed=3)
+    for name, table in first.tables.items():
+        pd.testing.assert_frame_equal(table, again.tables[name])
+
+
+def test_reproduce_checks_its_scale():
+    with pytest.raises(ValueError, match="scale"):
+        reproduction.reproduce(scale="huge", progress=False)
+
+
+def test_a_new_model_slot_runs_and_keeps_the_stored_units(monkeypatch, tmp_path):
+    """A model added to MODEL_SLOTS runs at every scale that names no models, and the units
+    stored before it was added are read back, not computed again."""
+    monkeypatch.setenv("PYROMODELS_CACHE", str(tmp_path))
+    settings = reproduction.SCALE_SETTINGS["smoke"]
+    reproduction.run(settings, "scdc-smoke", progress=False, seed=1)
+    before = set((tmp_path / "scdc-reproduction").glob("*.json"))
+
+    def constant(x, pairs, *, num_clusters, settings, seed):
+        return np.zeros(len(x), dtype=np.int64), {}
+
+    monkeypatch.setitem(protocols.MODEL_SLOTS, "constant", constant)
+    assert protocols.protocol_models("table1") == ("scdc", "constant")
+    assert "observed-bayes-scdc" in protocols.protocol_models("pinwheel")
+    every = {**settings}
+    for block in ("pinwheel", "face", "table1"):
+        every[block] = {**settings[block], "models": ("scdc", "constant")}
+    out = reproduction.run(every, "scdc-smoke", progress=False, seed=1)
+    after = set((tmp_path / "scdc-reproduction").glob("*.json"))
+    assert before < after
+    pin = out.tables["pinwheel"].set_index(["setting", "method"])
+    assert pin.loc[("with links", "constant"), "clusters_mean"] == 1
+    assert pin.loc[("with links", "constant"), "acc_mean"] == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="slots of MODEL_SLOTS"):
+        protocols.protocol_models("face", ("nope",))
+
+
+def test_the_peers_leave_numpys_error_handling_alone(monkeypatch):
+    """Importing active-semi-supervised-clustering's MPCKMeans calls np.seterr('raise'); a peer
+    fit must not leave that behind for the rest of the process."""
+    import sys
+
+    from pyromodels.experiments.scdc.peers import PEERS
+
+    for name in [m for m in sys.modules if m.startswith("active_semi_clustering")]:
+        monkeypatch.delitem(sys.modules, name)  # imported afresh below, as in a new process
+
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.normal(-3, 1, (20, 2)), rng.normal(3, 1, (20, 2))])
+    frame = pd.DataFrame({"item_a": [0, 0, 20], "item_b": [1, 20, 21], "worker": [0, 0, 0],
+                          "link": [1, 0, 1]})
+    pairs = PairwiseAnnotations.from_dataframe(frame, items=np.arange(40))
+    before = np.geterr()
+    assert before["under"] != "raise"
+    for name in ("pckmeans", "mpckmeans"):
+        labels, _ = PEERS[name](x, pairs, num_clusters=2, settings={"peer_iterations": 5},
+                                seed=0)
+        assert labels is None or len(labels) == 40
+        assert np.geterr() == before, name
