@@ -49,6 +49,7 @@ def _run(argv: list[str]) -> tuple[int, list[str]]:
     (["fit", "pairwise-dawid-skene", "--help"], 0),
     (["fit", "bayes-scdc", "--num-samples", "5"], 2),
     (["fit", "pairwise-dawid-skene", "--epochs", "3"], 2),
+    (["fit", "pairwise-dawid-skene", "--data", "x.csv"], 2),
     (["fit", "nope"], 2),
     (["fit", "dawid-skene", "--method", "bogus"], 2),
     (["fit", "ddpm", "--num-steps", "5"], 2),

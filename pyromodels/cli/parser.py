@@ -240,9 +240,10 @@ def _add_fit_arguments(parser: argparse.ArgumentParser, model: registry.ModelInf
         method_help = f"the inference method (default {model.default_method})"
     parser.add_argument("--method", metavar="{" + ",".join(model.engines) + "}" if model else None,
                         help=method_help)
-    parser.add_argument("--data", default=None, metavar="PATH",
-                        help="data file (its format: `pyromodels fit MODEL --help`; default: "
-                             "the model's data set where it has one)")
+    if model is None or model.reads_data:
+        parser.add_argument("--data", default=None, metavar="PATH",
+                            help="data file (its format: `pyromodels fit MODEL --help`; "
+                                 "default: the model's data set where it has one)")
     _add_run_options(parser, "report directory (default reports/fit/MODEL-METHOD)")
     chosen = [o for o in FIT_OPTIONS if model is None or o in model.options]
     if chosen:

@@ -310,6 +310,7 @@ PAIRWISE_DAWID_SKENE = ModelInfo(
     module="pyromodels.experiments.scdc.pairwise_entry",
     data_format=LINKS_FORMAT,
     options=("pairs",),
+    reads_data=False,
     arguments=(
         Argument("num_clusters", "components", "number of clusters K >= 2 (default 5)",
                  metavar="K"),

@@ -173,10 +173,14 @@ def test_pairwise_fit_reads_links_alone_and_writes_labels_and_workers(files, cap
 
 
 def test_pairwise_fit_refuses_features_and_needs_links(files, capsys):
+    from pyromodels.experiments.scdc.pairwise_entry import links_loader
+
     status = main(["fit", "pairwise-dawid-skene", "--data", str(files / "x.csv"), "--pairs",
                    str(files / "pairs.csv"), "--no-progress", "--out", str(files / "no")])
     assert status == 2
-    assert "reads no features" in capsys.readouterr().err
+    assert "--data does not apply to model 'pairwise-dawid-skene'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="reads no features"):
+        links_loader(str(files / "x.csv"), str(files / "pairs.csv"))
     status = main(["fit", "pairwise-dawid-skene", "--no-progress", "--out", str(files / "no")])
     assert status == 2
     assert "needs the links: give --pairs" in capsys.readouterr().err
