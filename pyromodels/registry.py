@@ -180,6 +180,8 @@ class ModelInfo:
         engine_options: the engine options (``"num_steps"`` for ``--num-steps``) its fit
             takes, when it takes only some of those of its engines (``None``: all of them;
             SCDC's SVI, for one, gives point estimates and takes no ``--num-samples``).
+        reads_data: whether ``fit`` takes ``--data`` (``False``: the model's data come from
+            its options alone, as the pairwise worker model's links from ``--pairs``).
     """
 
     name: str
@@ -193,6 +195,7 @@ class ModelInfo:
     options: tuple[str, ...] = ()
     arguments: tuple[Argument, ...] = ()
     engine_options: tuple[str, ...] | None = None
+    reads_data: bool = True
 
     def __post_init__(self):
         check_name(self.name, "name")
@@ -230,6 +233,8 @@ class ModelInfo:
                 and all(isinstance(o, str) and o.isidentifier() for o in self.engine_options)):
             raise TypeError("engine_options must be None or a tuple of option names, got "
                             f"{self.engine_options!r}")
+        if not isinstance(self.reads_data, bool):
+            raise TypeError(f"reads_data must be a bool, got {self.reads_data!r}")
         if not isinstance(self.scales, tuple) or not self.scales or not set(self.scales) <= set(SCALES):
             raise ValueError(f"scales must be a non-empty tuple drawn from {SCALES}, got {self.scales!r}")
 

@@ -78,6 +78,8 @@ def files(tmp_path_factory):
 def _data(name: str, files) -> list[str]:
     """The data arguments of model ``name`` (besides its loader options)."""
     model = registry.info(name)
+    if not model.reads_data:  # the links alone: it takes no --data
+        return ["--pairs", files["pairs"]]
     if "sequence_col" in model.options:
         return ["--data", files["sequences"]]
     if "edges" in model.options:

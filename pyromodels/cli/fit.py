@@ -202,6 +202,8 @@ def _checked(args: argparse.Namespace) -> tuple[registry.ModelInfo, dict, dict]:
                          f"its methods: {', '.join(model.engines)}")
     engine_options = _engine_options(args, args.method, model)
     options = _model_options(args, model)
+    if args.data is not None and not model.reads_data:
+        raise UsageError(f"--data does not apply to model {model.name!r}: {model.data_format}")
     if args.data is not None and not Path(args.data).exists():
         raise UsageError(f"data file not found: {args.data}")
     return model, engine_options, options

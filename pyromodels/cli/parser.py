@@ -30,14 +30,14 @@ ENGINE_OPTIONS: dict[str, tuple[str, ...]] = {
     "num_warmup": ("nuts", "gibbs"),
     "num_chains": ("nuts", "gibbs"),
     "num_steps": ("svi",),
-    "lr": ("svi", "mcem"),
+    "lr": ("svi", "mcem", "natgrad"),
     "max_iter": ("em",),
     "n_init": ("em", "mcem"),
     "rounds": ("mcem",),
-    "device": ("svi", "nuts", "gibbs", "em"),
+    "device": ("svi", "nuts", "gibbs", "em", "natgrad"),
 }
 #: the engines whose runs ``--checkpoint-every`` saves and ``--resume`` continues
-CHECKPOINT_ENGINES = ("svi", "nuts", "gibbs", "em", "mcem")
+CHECKPOINT_ENGINES = ("svi", "nuts", "gibbs", "em", "mcem", "natgrad")
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -146,9 +146,9 @@ FIT_OPTIONS: dict[str, tuple[str, object, str]] = {
     "pairs": ("FILE", str, "pairwise links between the points of --data: a CSV with columns "
               "item_a, item_b (row numbers 0..N-1 of the data), worker, link (1 = same "
               "cluster, 0 = not); default: none (a clustering of the features alone)"),
-    "epochs": ("N", _count, "passes over the data (default 20); --checkpoint-every counts "
-               "epochs"),
-    "batch_size": ("N", _count, "items per SVI step (default 128)"),
+    "epochs": ("N", _count, "passes over the data (default 20; bayes-scdc: 60, the globals "
+               "held for the first two thirds); --checkpoint-every counts epochs"),
+    "batch_size": ("N", _count, "items per SVI step (default 128; bayes-scdc: 50)"),
     "coin_init": ("P", _open_probability, "every worker's initial sensitivity and "
                   "specificity, in (0, 1) (default: drawn from Beta(1, 1), as the paper)"),
 }
@@ -184,7 +184,7 @@ _ENGINE_HELP: dict[str, tuple[str, object, str]] = {
     "num_chains": ("N", _count, "number of chains"),
     "num_steps": ("N", _count, "SVI optimisation steps"),
     "lr": ("RATE", _positive_float, "learning rate (SVI's; Monte Carlo EM's Adam steps on the "
-           "flow)"),
+           "flow; natgrad's Adam steps on the networks, default 0.01)"),
     "max_iter": ("N", _count, "EM iterations at most"),
     "n_init": ("N", _count, "restarts (the best one is kept)"),
     "rounds": ("N", _count, "Monte Carlo EM rounds"),
@@ -240,9 +240,10 @@ def _add_fit_arguments(parser: argparse.ArgumentParser, model: registry.ModelInf
         method_help = f"the inference method (default {model.default_method})"
     parser.add_argument("--method", metavar="{" + ",".join(model.engines) + "}" if model else None,
                         help=method_help)
-    parser.add_argument("--data", default=None, metavar="PATH",
-                        help="data file (its format: `pyromodels fit MODEL --help`; default: "
-                             "the model's data set where it has one)")
+    if model is None or model.reads_data:
+        parser.add_argument("--data", default=None, metavar="PATH",
+                            help="data file (its format: `pyromodels fit MODEL --help`; "
+                                 "default: the model's data set where it has one)")
     _add_run_options(parser, "report directory (default reports/fit/MODEL-METHOD)")
     chosen = [o for o in FIT_OPTIONS if model is None or o in model.options]
     if chosen:

@@ -92,7 +92,19 @@ def _feed(digest, value, where: str) -> None:
         )
 
 
+#: the parts of a sparse tensor that fix it, by layout
+_SPARSE_PARTS = {torch.sparse_csr: ("crow_indices", "col_indices", "values"),
+                 torch.sparse_coo: ("indices", "values")}
+
+
 def _feed_tensor(digest, value: torch.Tensor, where: str) -> None:
+    if value.layout in _SPARSE_PARTS:
+        if value.layout == torch.sparse_coo:
+            value = value.coalesce()
+        digest.update(f"{value.layout}|{tuple(value.shape)}|".encode())
+        for part in _SPARSE_PARTS[value.layout]:
+            _feed_tensor(digest, getattr(value, part)(), f"{where}.{part}")
+        return
     if value.layout != torch.strided:
         raise TypeError(f"{where} is a {value.layout} tensor, which has no fingerprint; "
                         "pass it dense")

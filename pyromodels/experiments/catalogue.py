@@ -25,6 +25,9 @@ __all__ = [
     "PAIRS_FORMAT",
     "SCDC",
     "OBSERVED_BAYES_SCDC",
+    "BAYES_SCDC",
+    "LINKS_FORMAT",
+    "PAIRWISE_DAWID_SKENE",
     "MODELS",
 ]
 
@@ -254,7 +257,69 @@ OBSERVED_BAYES_SCDC = ModelInfo(
     ),
 )
 
-#: every built-in model, in the order of this module; BayesSCDC and the pairwise-only worker
-#: model join the semi-crowdsourced family after OBSERVED_BAYES_SCDC
+#: BayesSCDC's constructor arguments offered as options; ``hidden`` (and ``decoder_hidden``,
+#: the same by default) as ``hidden_width`` and ``hidden_layers``; left out: ``likelihood``
+#: (read from the data), ``activation`` (a choice among names), ``alpha_prior`` and
+#: ``beta_prior`` (pairs of Beta concentrations)
+BAYES_SCDC = ModelInfo(
+    name="bayes-scdc",
+    title="BayesSCDC: semi-crowdsourced clustering with conjugate globals, natural-gradient "
+          "SVI and message passing",
+    paper="Luo, Li, Zhu et al., Semi-crowdsourced Clustering with Deep Generative Models "
+          "(NeurIPS 2018), Section 3",
+    engines=("natgrad",),
+    module="pyromodels.experiments.scdc.bayes_entry",
+    data_format=(PAIRS_FORMAT + "; features that are not all 0/1 are standardised (one "
+                 "centre per column, one overall scale) before the fit, and the globals are "
+                 "held for the first two thirds of the epochs (the settings under which the "
+                 "pinwheel separates)"),
+    options=("pairs", "epochs", "batch_size"),
+    engine_options=("lr", "device"),
+    arguments=(
+        _clusters("n_clusters"),
+        Argument("latent_dim", "count", "dimension d >= 1 of the latent features x (default "
+                 "2, the paper's pinwheel d)", metavar="D"),
+        Argument("hidden_width", "count", "units of each hidden layer of the recognition "
+                 "network and the decoder (default 40, the paper's small-data networks)"),
+        Argument("hidden_layers", "count", "hidden layers of each network (default 2)"),
+        Argument("weight_concentration", "positive",
+                 "Dirichlet concentration > 0 of the weights (default 0.05 / K, the paper's "
+                 "sparse prior)"),
+        Argument("mean_precision", "positive",
+                 "kappa > 0 of the Normal-inverse-Wishart prior (default 0.5)"),
+        Argument("degrees_of_freedom", "positive",
+                 "Wishart degrees of freedom nu > d - 1 (default d + kappa)"),
+        Argument("covariance_scale", "positive",
+                 "S = this number times the identity (default d + kappa)"),
+    ),
+)
+
+#: the data of the pairwise-only worker model
+LINKS_FORMAT = ("--pairs FILE: a CSV of pairwise links with columns item_a, item_b (any item "
+                "ids), worker, link (1 = same cluster, 0 = different); no --data: the model "
+                "clusters the items from the links alone and reads no features")
+
+#: the pairwise worker model's constructor arguments offered as options; left out:
+#: ``alpha_prior`` and ``beta_prior`` (pairs of Beta concentrations)
+PAIRWISE_DAWID_SKENE = ModelInfo(
+    name="pairwise-dawid-skene",
+    title="Pairwise Dawid-Skene: items clustered from two-coin workers' pairwise links alone",
+    paper="Luo, Li, Zhu et al., Semi-crowdsourced Clustering with Deep Generative Models "
+          "(NeurIPS 2018), the worker model without the features",
+    engines=("em",),
+    module="pyromodels.experiments.scdc.pairwise_entry",
+    data_format=LINKS_FORMAT,
+    options=("pairs",),
+    reads_data=False,
+    arguments=(
+        Argument("num_clusters", "components", "number of clusters K >= 2 (default 5)",
+                 metavar="K"),
+        Argument("pi_concentration", "positive",
+                 "Dirichlet concentration > 0 of the cluster weights (default 1, flat)"),
+    ),
+)
+
+#: every built-in model, in the order of this module
 MODELS = (DAWID_SKENE, SEQUENTIAL_DAWID_SKENE, NETWORKED_DAWID_SKENE, CROWD, GAUSSIAN_MIXTURE,
-          DDPM, TRUNCATED_DP_MIXTURE, BHMC, SCDC, OBSERVED_BAYES_SCDC)
+          DDPM, TRUNCATED_DP_MIXTURE, BHMC, SCDC, OBSERVED_BAYES_SCDC, BAYES_SCDC,
+          PAIRWISE_DAWID_SKENE)

@@ -147,6 +147,9 @@ class BayesSCDC:
         torch.Size([100, 6])
     """
 
+    #: the one fitting method (natural-gradient SVI), named as the registry names engines
+    engines = ("natgrad",)
+
     def __init__(self, n_clusters: int, latent_dim: int, hidden: Sequence[int] = (40, 40),
                  decoder_hidden: Sequence[int] | None = None, likelihood: str = "auto",
                  activation: str = "relu", weight_concentration: float | None = None,

@@ -165,6 +165,22 @@ def test_the_fingerprint_covers_values_dtypes_and_structure():
         data_fingerprint({"f": lambda: None})
 
 
+def test_the_fingerprint_covers_sparse_tensors_by_their_entries():
+    dense = torch.tensor([[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]])
+    for sparse in (dense.to_sparse_csr(), dense.to_sparse()):
+        base = data_fingerprint({"g": sparse})
+        assert base == data_fingerprint({"g": sparse.to_dense().to_sparse(layout=sparse.layout)})
+        moved = dense.clone()
+        moved[0, 1], moved[0, 0] = 0.0, 1.0  # the same values at another place
+        assert base != data_fingerprint({"g": moved.to_sparse(layout=sparse.layout)})
+        assert base != data_fingerprint({"g": (2 * dense).to_sparse(layout=sparse.layout)})
+        assert base != data_fingerprint({"g": dense})
+    assert (data_fingerprint(dense.to_sparse_csr())
+            != data_fingerprint(dense.to_sparse()))
+    with pytest.raises(TypeError, match="sparse_csc tensor, which has no fingerprint"):
+        data_fingerprint(dense.to_sparse_csc())
+
+
 def test_a_checkpoint_resumes_on_another_backend_of_the_same_data(tmp_path):
     """The fingerprint covers what the data are, not how the passes run: a Dawid-Skene EM
     checkpoint written on the torch passes resumes on the compiled ones (and an HMM Gibbs

@@ -52,6 +52,8 @@ def _face(rows: list) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def _table1(rows: list) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
+    if "seconds_per_epoch" not in frame:  # only models without epochs (the pairwise one)
+        frame["seconds_per_epoch"] = float("nan")
     table = mean_sd(frame, ["method", "links"],
                     ["acc", "nmi", "ami", "clusters", "seconds_per_epoch"]).reset_index()
     paper = [{"method": f"paper: {m}", "links": a, "acc_mean": v[0], "acc_sd": v[1],

@@ -16,8 +16,8 @@ an interrupted reproduction runs again. Three protocols (spec §5-§7):
   a noisy partition, every one of its 630 pairs): ACC, NMI, AMI and seconds per epoch.
 
 The models a unit can fit are :data:`MODEL_SLOTS`: each maps a name to ``fit(x, pairs, *,
-num_clusters, settings, seed) -> (labels, extra)``. BayesSCDC and the pairwise-only worker
-model register theirs by adding an entry.
+num_clusters, settings, seed) -> (labels, extra)``: SCDC, its observed-feature sub-model,
+BayesSCDC and the pairwise-only worker model.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from ...metrics import ami, clustering_accuracy, nmi
 from .peers import PEERS
 
 __all__ = ["MODEL_SLOTS", "NEEDS_LINKS", "FEATURES_ONLY", "protocol_models", "scores",
-           "learned_clusters", "fit_scdc_labels", "fit_observed_labels", "pinwheel_unit",
+           "learned_clusters", "fit_scdc_labels", "fit_observed_labels",
+           "fit_bayes_labels", "fit_pairwise_labels", "pinwheel_unit",
            "face_unit", "table1_unit", "OCCUPIED_FRACTION", "TRUE_WEIGHTS", "FACE_ACCURACIES"]
 
 #: a cluster counts as learned when it holds at least this fraction of the points
@@ -104,17 +105,58 @@ def fit_observed_labels(x, pairs, *, num_clusters: int, settings: dict, seed: in
     return best_draw_labels(post), extra
 
 
+def fit_bayes_labels(x, pairs, *, num_clusters: int, settings: dict, seed: int):
+    """BayesSCDC by natural-gradient SVI on ``x`` standardised (unless 0/1), the globals held
+    for the first two thirds of the epochs
+    (:func:`~pyromodels.experiments.scdc.bayes_entry.bayes_settings`): each point's most
+    probable cluster, ``seconds_per_epoch`` and the workers' weights at the posterior means.
+
+    ``settings``: ``latent_dim``, ``hidden``, ``epochs``, ``batch_size``, ``lr``.
+    """
+    from ...scdc import BayesSCDC
+    from .bayes_entry import bayes_settings, standardised
+
+    model = BayesSCDC(num_clusters, settings["latent_dim"], hidden=tuple(settings["hidden"]))
+    post = model.fit(standardised(x), pairs, batch_size=settings["batch_size"],
+                     lr=settings["lr"], seed=seed, progress=False,
+                     **bayes_settings(settings["epochs"]))
+    extra = {"seconds_per_epoch": post.diagnostics["time_per_epoch"]}
+    if pairs is not None:
+        extra["worker_weights"] = model.worker_table(post)["weight"].tolist()
+    return post.params["cluster_probs"].argmax(-1).cpu().numpy(), extra
+
+
+def fit_pairwise_labels(x, pairs, *, num_clusters: int, settings: dict, seed: int):
+    """The pairwise-only worker model by coordinate ascent on the links (``x`` is ignored):
+    each item's most probable cluster (an item in no link keeps the prior, so the scores over
+    every point count those as guesses) and the workers' weights at the posterior means.
+
+    ``settings``: ``n_init`` (restarts) and ``max_iter``.
+    """
+    from ...scdc import PairwiseDawidSkene
+
+    post = PairwiseDawidSkene(num_clusters).fit(pairs, seed=seed, progress=False,
+                                                n_init=settings["n_init"],
+                                                max_iter=settings["max_iter"])
+    return (post.params["labels"].cpu().numpy(),
+            {"worker_weights": post.params["weights"].double().tolist()})
+
+
 #: the models of the protocols: name -> ``fit(x, pairs, *, num_clusters, settings, seed)``
-#: returning ``(labels, extra)``; BayesSCDC and the pairwise worker model add theirs here
-#: (and to :data:`NEEDS_LINKS` when they cannot fit without links)
+#: returning ``(labels, extra)``; a model that cannot fit without links is also in
+#: :data:`NEEDS_LINKS`
 MODEL_SLOTS: dict[str, Callable] = {
     "scdc": fit_scdc_labels,
     "observed-bayes-scdc": fit_observed_labels,
+    "bayes-scdc": fit_bayes_labels,
+    "pairwise-dawid-skene": fit_pairwise_labels,
 }
 
 #: the models that fit only with links (the observed sub-model without links is the plain
-#: Bayesian Gaussian mixture, :class:`~pyromodels.mixture.GaussianMixtureModel`)
-NEEDS_LINKS = {"observed-bayes-scdc"}
+#: Bayesian Gaussian mixture, :class:`~pyromodels.mixture.GaussianMixtureModel`; the pairwise
+#: worker model reads the links alone and ignores the features, so it runs wherever there are
+#: links, Table 1 included)
+NEEDS_LINKS = {"observed-bayes-scdc", "pairwise-dawid-skene"}
 #: the models that cluster the features as given, with no network: not run on Table 1's
 #: 784 pixels
 FEATURES_ONLY = {"observed-bayes-scdc"}

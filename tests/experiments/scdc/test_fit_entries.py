@@ -116,3 +116,71 @@ def test_worker_warning_reaches_metrics(files, capsys):
     warnings = metrics["scdc-svi"]["svi"].get("warnings", [])
     assert (low > 0) == bool(warnings)
     assert low > 0
+
+
+def test_bayes_fit_writes_labels_and_worker_table(files, capsys):
+    out = files / "bayes"
+    status = main(["fit", "bayes-scdc", "--data", str(files / "x.csv"), "--pairs",
+                   str(files / "pairs.csv"), "--epochs", "3", "--batch-size", "10",
+                   "--n-clusters", "3", "--hidden-width", "8", "--no-progress",
+                   "--out", str(out)])
+    assert status == 0, capsys.readouterr().err
+    labels = pd.read_csv(out / "labels.csv")
+    assert labels.columns.tolist() == ["point", "cluster", "probability"]
+    assert len(labels) == 30 and labels["cluster"].between(0, 2).all()
+    assert labels["probability"].between(1 / 3, 1).all()
+    workers = pd.read_csv(out / "workers.csv")
+    assert workers.columns.tolist() == ["worker", "alpha", "beta", "weight"]
+    assert sorted(workers["worker"]) == ["w1", "w2"]
+    a, b = workers["alpha"], workers["beta"]
+    assert np.allclose(workers["weight"], np.log(a / (1 - a)) + np.log(b / (1 - b)))
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["bayes-scdc-natgrad"]["natgrad"]["num_steps"] == 9  # 3 epochs of 3 steps
+
+
+def test_bayes_fit_standardises_all_but_binary_features():
+    from pyromodels.experiments.scdc.bayes_entry import bayes_settings, standardised
+
+    x = np.array([[1.0, 10.0], [3.0, 30.0], [5.0, 20.0]])
+    z = standardised(x)
+    assert np.allclose(z.mean(0), 0) and z.std() == pytest.approx(1.0)
+    assert np.allclose(z * (x - x.mean(0)).std() + x.mean(0), x)  # one scale for all columns
+    binary = np.array([[0.0, 1.0], [1.0, 1.0]])
+    assert np.array_equal(standardised(binary), binary)
+    assert bayes_settings(60) == {"num_epochs": 60, "warmup_epochs": 40, "step_size": 0.01}
+
+
+def test_pairwise_fit_reads_links_alone_and_writes_labels_and_workers(files, capsys):
+    frame = pd.read_csv(files / "pairs.csv")
+    frame[["item_a", "item_b"]] = "p" + frame[["item_a", "item_b"]].astype(str)  # any ids
+    frame.to_csv(files / "named.csv", index=False)
+    out = files / "pairwise"
+    status = main(["fit", "pairwise-dawid-skene", "--pairs", str(files / "named.csv"),
+                   "--num-clusters", "2", "--pi-concentration", "1.0", "--no-progress",
+                   "--out", str(out)])
+    assert status == 0, capsys.readouterr().err
+    labels = pd.read_csv(out / "labels.csv")
+    assert labels.columns.tolist() == ["item", "cluster", "probability"]
+    linked = sorted(set(frame["item_a"]) | set(frame["item_b"]))
+    assert labels["item"].tolist() == linked
+    # the links are exact: the two halves of the items are the two clusters
+    half = labels["item"].str[1:].astype(int) < 15
+    assert labels.groupby(half)["cluster"].nunique().eq(1).all()
+    assert labels.loc[half, "cluster"].iloc[0] != labels.loc[~half, "cluster"].iloc[0]
+    workers = pd.read_csv(out / "workers.csv")
+    assert workers.columns.tolist() == ["worker", "alpha", "beta", "weight"]
+    assert (workers["weight"] > 0).all()
+
+
+def test_pairwise_fit_refuses_features_and_needs_links(files, capsys):
+    from pyromodels.experiments.scdc.pairwise_entry import links_loader
+
+    status = main(["fit", "pairwise-dawid-skene", "--data", str(files / "x.csv"), "--pairs",
+                   str(files / "pairs.csv"), "--no-progress", "--out", str(files / "no")])
+    assert status == 2
+    assert "--data does not apply to model 'pairwise-dawid-skene'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="reads no features"):
+        links_loader(str(files / "x.csv"), str(files / "pairs.csv"))
+    status = main(["fit", "pairwise-dawid-skene", "--no-progress", "--out", str(files / "no")])
+    assert status == 2
+    assert "needs the links: give --pairs" in capsys.readouterr().err

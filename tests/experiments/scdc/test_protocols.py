@@ -136,7 +136,8 @@ def test_a_new_model_slot_runs_and_keeps_the_stored_units(monkeypatch, tmp_path)
         return np.zeros(len(x), dtype=np.int64), {}
 
     monkeypatch.setitem(protocols.MODEL_SLOTS, "constant", constant)
-    assert protocols.protocol_models("table1") == ("scdc", "constant")
+    assert protocols.protocol_models("table1") == ("scdc", "bayes-scdc",
+                                                   "pairwise-dawid-skene", "constant")
     assert "observed-bayes-scdc" in protocols.protocol_models("pinwheel")
     every = {**settings}
     for block in ("pinwheel", "face", "table1"):
@@ -149,6 +150,35 @@ def test_a_new_model_slot_runs_and_keeps_the_stored_units(monkeypatch, tmp_path)
     assert pin.loc[("with links", "constant"), "acc_mean"] == pytest.approx(0.2)
     with pytest.raises(ValueError, match="slots of MODEL_SLOTS"):
         protocols.protocol_models("face", ("nope",))
+
+
+def test_bayes_and_pairwise_slots_run_in_every_protocol(monkeypatch, tmp_path):
+    """BayesSCDC runs with and without links, the pairwise worker model (links only,
+    features ignored) wherever there are links, Table 1 included; both report worker
+    weights."""
+    monkeypatch.setenv("PYROMODELS_CACHE", str(tmp_path))
+    settings = reproduction.SCALE_SETTINGS["smoke"]
+    new = ("bayes-scdc", "pairwise-dawid-skene")
+    assert protocols.NEEDS_LINKS >= {"pairwise-dawid-skene"}
+    assert not set(new) & protocols.FEATURES_ONLY
+    every = {**settings, "face": {**settings["face"], "models": new, "peers_run": ()}}
+    for block in ("pinwheel", "table1"):
+        every[block] = {**settings[block], "models": new}
+    out = reproduction.run(every, "scdc-smoke", progress=False, seed=2)
+    pin = out.tables["pinwheel"].set_index(["setting", "method"])
+    for key in [("with links", m) for m in new] + [("without links", "bayes-scdc")]:
+        assert 0 < pin.loc[key, "acc_mean"] <= 1 and pin.loc[key, "runs"] == 1
+    assert ("without links", "pairwise-dawid-skene") not in pin.index
+    table1 = out.tables["table1"]
+    ours = table1[~table1["method"].str.startswith("paper")]
+    assert set(zip(ours["method"], ours["links"])) == {
+        ("bayes-scdc", False), ("bayes-scdc", True), ("pairwise-dawid-skene", True)}
+    weights = out.tables["face_worker_weights"]
+    assert set(weights["method"]) == set(new)
+    assert np.isfinite(weights["estimate_mean"]).all()
+    # every setting's fit is one stored unit: 3 on the pinwheel, 2 x 2 on the Face protocol,
+    # 3 on Table 1
+    assert len(list((tmp_path / "scdc-reproduction").glob("*.json"))) == 3 + 4 + 3
 
 
 def test_the_peers_leave_numpys_error_handling_alone(monkeypatch):
