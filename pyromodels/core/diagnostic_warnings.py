@@ -213,13 +213,22 @@ def _worst(table: pd.DataFrame, column: str, largest: bool) -> tuple[str, float]
     return str(label), float(values[label])
 
 
+def _above(value: float, limit: float) -> str:
+    """``value`` with enough decimals (3 at least) to show that it exceeds ``limit``."""
+    for digits in range(3, 8):
+        text = f"{value:.{digits}f}"
+        if float(text) > limit:
+            return text
+    return f"{value!r}"
+
+
 def _convergence(table: pd.DataFrame, num_chains: int) -> list[SamplingFinding]:
     found = []
     worst = _worst(table, "r_hat", largest=True)
     if worst is not None and worst[1] > RHAT_LIMIT:
         bad = int((pd.to_numeric(table["r_hat"], errors="coerce") > RHAT_LIMIT).sum())
         found.append(SamplingFinding("r_hat", (
-            f"R-hat (potential scale reduction) reaches {worst[1]:.2f} at {worst[0]}: "
+            f"R-hat (potential scale reduction) reaches {_above(worst[1], RHAT_LIMIT)} at {worst[0]}: "
             f"{bad} of {len(table)} quantities are above {RHAT_LIMIT}, so the chains disagree "
             "and have not reached one distribution (they may sit at different, possibly "
             "label-switched, modes). Run longer chains or check the trace plot; do not trust "

@@ -121,3 +121,11 @@ def test_warning_lists_findings_and_is_silenced():
     with pytest.raises(TypeError, match="diagnostic_warnings"):
         warn_sampling_problems(post, enabled="no")
     assert issubclass(SamplingWarning, UserWarning)
+
+
+def test_an_r_hat_just_above_the_limit_is_printed_above_it():
+    from pyromodels.core.diagnostic_warnings import _above
+
+    assert _above(1.0132, RHAT_LIMIT) == "1.013"
+    assert _above(1.0100004, RHAT_LIMIT) == "1.0100004"
+    assert _above(1.4567, RHAT_LIMIT) == "1.457"
