@@ -46,8 +46,13 @@ import torch
 from pyromodels.data import simulate_block_pairs, simulate_pinwheel
 from pyromodels.metrics import clustering_accuracy
 from pyromodels.notebook import show, sizes, start_session
-from pyromodels.scdc import (SCDC, BayesSCDC, ObservedBayesSCDC, PairwiseDawidSkeneEstimator,
-                             label_invariant_summary)
+from pyromodels.scdc import (
+    SCDC,
+    BayesSCDC,
+    ObservedBayesSCDC,
+    PairwiseDawidSkeneEstimator,
+    label_invariant_summary,
+)
 
 SMOKE_TEST = os.environ.get("SMOKE_TEST") == "1"
 size = sizes(SMOKE_TEST)  # size(full, smoke): full normally, smoke when SMOKE_TEST
@@ -105,15 +110,15 @@ print("worker weights (true 4.39):", est.weights_.round(2).to_numpy())
 # ## 2. The conjugate reference: features observed, Gibbs sampling
 #
 # `ObservedBayesSCDC` treats the points themselves as observed Gaussian-mixture data and adds
-# the workers' two coins. Its Gibbs sampler is exact and slow-ish, which makes it the
-# reference for the approximate fits below. Clusters can swap names between chains, so
+# the workers' two coins. Its Gibbs sampler targets the exact posterior, which makes
+# it the reference for the approximate fits below. Clusters can swap names between chains, so
 # ArviZ's diagnostics are read on label-invariant quantities: the coins, the worker weights,
 # the number of occupied clusters and the largest cluster's share.
 
 # %%
 observed = ObservedBayesSCDC(5)
-gibbs = observed.fit(x, pairs, method="gibbs", num_chains=2, num_samples=size(200, 10),
-                     num_warmup=size(200, 10), seed=0, progress=False,
+gibbs = observed.fit(x, pairs, method="gibbs", num_chains=size(4, 2),
+                     num_samples=size(500, 10), num_warmup=size(300, 10), seed=0, progress=False,
                      diagnostic_warnings=not SMOKE_TEST)
 last_z = gibbs["z"][0, -1]
 print(f"clustering accuracy (last draw of chain 0): {clustering_accuracy(z, last_z):.3f}")
@@ -130,21 +135,56 @@ weights.loc[[name for name in weights.index if name.startswith(("worker_weights"
 # features, the networks trained alone for two thirds of the run (`warmup_epochs`), and small
 # steps. SCDC is the non-Bayesian version, fitted by amortised SVI; starting the workers as
 # reliable (`coin_init=0.9`) lets the links lead.
+#
+# A single fit of either depends a lot on its seed (its start), so each is run from a few
+# seeds and the one with the lowest final loss (the negative evidence lower bound, averaged
+# over the last epoch's steps) is kept: a choice made without the true arms. The accuracy of
+# every seed is printed, so you can see the spread.
 
 # %%
 o = (x - x.mean(0)) / x.std()
-bayes_settings = dict(num_epochs=size(60, 2), warmup_epochs=size(40, 1), batch_size=50,
-                      step_size=0.01, lr=0.01, seed=0, progress=False)
+seeds = size((0, 1, 2), (0,))
+
+
+batch_size = 50
+steps_per_epoch = -(-len(o) // batch_size)
+
+
+def final_loss(post):
+    """The mean loss over the last epoch's steps."""
+    return float(torch.as_tensor(post.losses[-steps_per_epoch:]).mean())
+
+
+def best_of_seeds(fit_one, predict):
+    """Fit from every seed, print each accuracy, return the labels of the lowest final loss."""
+    runs = [fit_one(seed) for seed in seeds]
+    print("  accuracy per seed:", [round(clustering_accuracy(z, predict(post)), 3) for post in runs])
+    return predict(min(runs, key=final_loss))
+
+
+bayes_settings = dict(num_epochs=size(60, 2), warmup_epochs=size(40, 1), batch_size=batch_size,
+                      step_size=0.01, lr=0.01, progress=False)
 fits = {}
-for name, with_links in (("BayesSCDC without links", None), ("BayesSCDC with links", pairs)):
-    post = BayesSCDC(15, 2).fit(o, with_links, **bayes_settings)
-    fits[name] = post.params["cluster_probs"].argmax(-1)
+for name, given in (("BayesSCDC without links", None), ("BayesSCDC with links", pairs)):
+    print(name)
+    fits[name] = best_of_seeds(
+        lambda seed, given=given: BayesSCDC(15, 2).fit(o, given, seed=seed, **bayes_settings),
+        lambda post: post.params["cluster_probs"].argmax(-1))
+
 scdc = SCDC(5, 2, hidden=(40, 40))
-scdc_post = scdc.fit(o, pairs, num_epochs=size(30, 2), batch_size=50, coin_init=0.9, lr=0.01,
-                     seed=0, progress=False)
-fits["SCDC with links"] = scdc.predict(scdc_post, o)
+print("SCDC with links")
+fits["SCDC with links"] = best_of_seeds(
+    lambda seed: scdc.fit(o, pairs, num_epochs=size(200, 2), batch_size=batch_size, coin_init=0.9,
+                          lr=0.003, seed=seed, progress=False),
+    lambda post: scdc.predict(post, o))
 for name, labels in fits.items():
-    print(f"{name}: accuracy {clustering_accuracy(z, labels):.3f}")
+    print(f"{name}, lowest-loss seed: accuracy {clustering_accuracy(z, labels):.3f}")
+
+# %% [markdown]
+# On the full run, the links mostly make the fits reliable rather than better at their best:
+# without them, BayesSCDC finds the arms from some starts and merges or splits them from
+# others; with them, most starts end near the arms. In smoke mode the fits are far too short
+# to say anything.
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(12, 3.8), sharex=True, sharey=True)
