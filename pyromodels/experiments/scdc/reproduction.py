@@ -142,6 +142,25 @@ def cache_folder() -> Path:
     return Path(root) / "scdc-reproduction"
 
 
+def _links_rows(unit: str, unit_settings: dict, seeds: int, seed: int, link_order: tuple,
+                fit) -> list[dict]:
+    """One row per seed, model and with/without links (models that need links run with them
+    only) of a protocol whose units are ``fit(method, annotated, seed)``, each cached."""
+    from . import protocols
+
+    rows = []
+    for s in range(seeds):
+        for method in protocols.protocol_models(unit, unit_settings["models"]):
+            for annotated in link_order:
+                if not annotated and method in protocols.NEEDS_LINKS:
+                    continue
+                key = {"unit": unit, "method": method, "annotated": annotated,
+                       "settings": _unit_settings(unit_settings, method), "seed": seed + s}
+                row = _cached(key, lambda: fit(method, annotated, seed + s))  # noqa: B023
+                rows.append({"method": method, "links": annotated, "seed": s, **row})
+    return rows
+
+
 def _cached(key: dict, compute):
     """``compute()``, or its stored result when a unit with the same ``key`` finished."""
     text = json.dumps(key, sort_keys=True, default=list)
@@ -211,16 +230,9 @@ def _units(settings: dict, seed: int, report):
 
     out = {"pinwheel": [], "face": [], "table1": []}
     pin = settings["pinwheel"]
-    for s in range(settings["seeds"]):
-        for method in protocols.protocol_models("pinwheel", pin["models"]):
-            for annotated in (True, False):
-                if not annotated and method in protocols.NEEDS_LINKS:
-                    continue
-                key = {"unit": "pinwheel", "method": method, "annotated": annotated,
-                       "settings": _unit_settings(pin, method), "seed": seed + s}
-                row = _cached(key, lambda: protocols.pinwheel_unit(
-                    method, annotated, pin, seed + s))  # noqa: B023
-                out["pinwheel"].append({"method": method, "links": annotated, "seed": s, **row})
+    out["pinwheel"] = _links_rows("pinwheel", pin, settings["seeds"], seed, (True, False),
+                                  lambda method, annotated, sd: protocols.pinwheel_unit(
+                                      method, annotated, pin, sd))
     if report:
         report("pinwheel done")
     face = settings["face"]
@@ -244,16 +256,9 @@ def _units(settings: dict, seed: int, report):
             report(f"face protocol on {name} done")
     table = settings["table1"]
     data = mnist_data(table["items"])
-    for s in range(table["seeds"]):
-        for method in protocols.protocol_models("table1", table["models"]):
-            for annotated in (False, True):
-                if not annotated and method in protocols.NEEDS_LINKS:
-                    continue
-                key = {"unit": "table1", "method": method, "annotated": annotated,
-                       "settings": _unit_settings(table, method), "seed": seed + s}
-                row = _cached(key, lambda: protocols.table1_unit(
-                    data, method, annotated, table, seed + s))  # noqa: B023
-                out["table1"].append({"method": method, "links": annotated, "seed": s, **row})
+    out["table1"] = _links_rows("table1", table, table["seeds"], seed, (False, True),
+                                lambda method, annotated, sd: protocols.table1_unit(
+                                    data, method, annotated, table, sd))
     if report:
         report("table 1 done")
     return out
