@@ -36,6 +36,19 @@ def _title(name: str, scores: dict) -> str:
             f"{scores['clusters']} clusters")
 
 
+def _colours(labels) -> np.ndarray:
+    """One colour per point: the ten largest clusters in the ten colours of ``tab10`` by
+    size, the rest grey (cluster names are arbitrary, so colours follow sizes)."""
+    from matplotlib import colormaps
+
+    names, inverse, sizes = np.unique(np.asarray(labels), return_inverse=True,
+                                      return_counts=True)
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[np.argsort(-sizes, kind="stable")] = np.arange(len(names))
+    palette = np.vstack([np.asarray(colormaps["tab10"].colors), [[0.6, 0.6, 0.6]]])
+    return palette[np.minimum(rank[inverse], 10)]
+
+
 def _pinwheel_figure(pinwheel: dict):
     from matplotlib.figure import Figure
 
@@ -50,8 +63,7 @@ def _pinwheel_figure(pinwheel: dict):
     fig = Figure(figsize=(3.4 * len(panels), 3.6), layout="constrained")
     axes = fig.subplots(1, len(panels), sharex=True, sharey=True)
     for ax, (title, labels, scores) in zip(axes, panels, strict=True):
-        ax.scatter(x[:, 0], x[:, 1], c=np.asarray(labels) % 20, cmap="tab20", vmin=0, vmax=19,
-                   s=6)
+        ax.scatter(x[:, 0], x[:, 1], c=_colours(labels), s=6)
         ax.set_title(title if scores is None else _title(title, scores), fontsize=9)
         ax.set_xlabel("x1")
     axes[0].set_ylabel("x2")
