@@ -142,3 +142,17 @@ def test_command_line_writes_the_smoke_report(tmp_path, capsys):
     metrics = json.loads((out / "metrics.json").read_text())
     assert "scdc" in metrics and "crowd" not in metrics
     assert len(metrics["scdc"]["pruning"]["with links"]["per_epoch"]) == 3
+
+
+def test_the_full_demo_runs_the_papers_pinwheel_setting():
+    from pyromodels.experiments.scdc.bayes_entry import bayes_settings
+
+    plan = scdc_demo.PLANS["demo"]
+    assert plan.bayes()["epochs"] == 60 and bayes_settings(plan.epochs)["warmup_epochs"] == 40
+    assert plan.bayes()["lr"] == 0.01 and scdc_demo.PINWHEEL_CLUSTERS == 15
+    x, z, pairs = protocols.pinwheel_data(True, 0)
+    assert x.shape == (500, 2) and np.bincount(z).tolist() == [100] * 5
+    assert pairs.num_workers == 20 and pairs.num_pairs == 20 * 49
+    # the smoke plan is the same protocol, shorter
+    smoke = scdc_demo.PLANS["smoke"]
+    assert smoke.epochs < plan.epochs and smoke.face_points < plan.face_points
