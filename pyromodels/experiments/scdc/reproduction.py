@@ -1,6 +1,6 @@
 """Reproduction of *Semi-crowdsourced Clustering with Deep Generative Models* (Luo et al.,
 NeurIPS 2018): ``pyromodels reproduce scdc --scale small|medium|paper``, and the ``scdc``
-entry of ``pyromodels fit``.
+entries of ``pyromodels fit`` and ``pyromodels demo`` (:mod:`.demo`).
 
 Protocols (:mod:`.protocols`; the paper's numbers in :mod:`.paper_numbers`):
 
