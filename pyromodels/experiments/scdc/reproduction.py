@@ -129,13 +129,14 @@ SCALE_SETTINGS = {
                     mnist_models=("scdc", "observed-bayes-scdc", "pairwise-dawid-skene")),
     "medium": _scale(seeds=5, pin_epochs=20, face_sets=("digits", "fashion"),
                      face_sizes=(200, 600, 1000, 2000), face_points=None, face_epochs=20,
-                     peers=_ALL_PEERS, peer_iterations=50, mnist_items=5000, mnist_epochs=20,
-                     mnist_hidden=(500, 500), hits=91, workers=48),
+                     peers=_ALL_PEERS, peer_iterations=50, mnist_items=5000, mnist_epochs=30,
+                     mnist_hidden=(500, 500), hits=91, workers=48, mnist_seeds=1,
+                     fashion_items=10000),
     "paper": _scale(seeds=10, pin_epochs=20, face_sets=("digits", "fashion"),
                     face_sizes=(200, 400, 600, 800, 1000, 1200, 1400, 1600, 1800, 2000),
                     face_points=None, face_epochs=20, peers=_ALL_PEERS, peer_iterations=100,
                     mnist_items=5000, mnist_epochs=200, mnist_hidden=(500, 500), hits=91,
-                    workers=48),
+                    workers=48, mnist_seeds=5, fashion_items=10000),
 }
 
 
