@@ -30,7 +30,9 @@ item by item (exact enumeration is ``K^N``; :mod:`.exact` does it for tiny probl
 engine is mean-field variational Bayes by coordinate ascent (:mod:`.pairwise_cavi`), run by
 :func:`~pyromodels.core.run_em` (``method="em"``) with the evidence lower bound as the
 objective: restarts (``n_init``) from one seed, a convergence monitor, a warning if the bound
-ever decreases.
+ever decreases. Each restart starts from the links' spectrum (:mod:`.pairwise_start`; the
+uniform clustering with every worker at chance is a fixed point that random starts can fall
+into), and the restart with the highest bound is kept.
 
 **Defaults.** ``Beta(1, 1)`` on both coins (the paper's, App. B). The Dirichlet defaults to
 ``alpha0 = 1``, flat on the simplex, and not to the paper's sparse ``0.05 / K``: that prior
@@ -73,6 +75,7 @@ from ..core.model import Model
 from . import pairwise_cavi as cavi
 from .links import observe_links, worker_weights
 from .pairwise_data import PairwiseData, check_beta_prior, check_num_clusters, prepare_pairwise
+from .pairwise_start import START_KINDS, make_start
 
 __all__ = ["PairwiseDawidSkene"]
 
@@ -86,6 +89,12 @@ class PairwiseDawidSkene(Model):
             (default 1, flat; see the module docstring).
         alpha_prior, beta_prior: ``(a, b)`` of the Beta priors on every worker's
             sensitivity and specificity (default ``(1, 1)``, uniform).
+        start: how each restart begins: ``"links"`` (default) clusters the leading
+            eigenvectors of the signed must-link minus cannot-link matrix
+            (:func:`.pairwise_start.spectral_start`); ``"random"`` draws random cluster
+            probabilities and settles them by annealing (:func:`.pairwise_cavi.init_params`,
+            the earlier default; it can stop at the uniform clustering with every
+            worker weight 0). Either way the restart with the highest bound is kept.
 
     The data are :class:`~pyromodels.data.pairwise.PairwiseAnnotations` or a DataFrame that
     its ``from_dataframe`` reads with the default column names.
@@ -106,7 +115,10 @@ class PairwiseDawidSkene(Model):
                  "z": ("item",), "links": ("link",)}
 
     def __init__(self, num_clusters: int, pi_concentration: float = 1.0,
-                 alpha_prior=(1.0, 1.0), beta_prior=(1.0, 1.0)):
+                 alpha_prior=(1.0, 1.0), beta_prior=(1.0, 1.0), start: str = "links"):
+        if not isinstance(start, str) or start not in START_KINDS:
+            raise ValueError(f"start must be one of {START_KINDS}, got {start!r}")
+        self.start = start
         self.num_clusters = check_num_clusters(num_clusters)
         self.pi_concentration = check_positive(pi_concentration, "pi_concentration")
         self.alpha_prior = check_beta_prior(alpha_prior, "alpha_prior")
@@ -156,8 +168,9 @@ class PairwiseDawidSkene(Model):
 
     # ------------------------------------------------------------------ engine
     def em_init(self, data: PairwiseData, generator) -> dict:
-        """A random start settled on the links (:func:`.pairwise_cavi.init_params`)."""
-        return cavi.init_params(data, generator)
+        """A start settled on the links, as ``start`` says
+        (:func:`.pairwise_start.make_start`)."""
+        return make_start(self.start, data, generator)
 
     def em_step(self, data: PairwiseData, params) -> dict:
         """One coordinate-ascent step (:func:`.pairwise_cavi.cavi_step`)."""
