@@ -36,8 +36,9 @@ __all__ = ["START_SMOOTHING", "DENSE_EIGEN_ITEMS", "START_KINDS", "signed_link_c
 #: k-means groups are a guess, and the settling sweeps may move an item out of its group
 START_SMOOTHING = 0.5
 
-#: up to this many linked items the eigenvectors come from a dense eigensolver
-DENSE_EIGEN_ITEMS = 2000
+#: up to this many linked items the eigenvectors come from a dense eigensolver (beyond, the
+#: sparse one: 2,000 items took 5 s dense and 1 s sparse on one thread)
+DENSE_EIGEN_ITEMS = 1000
 
 #: the starts the model offers: ``"links"`` (:func:`spectral_start`) and ``"random"``
 #: (:func:`~pyromodels.scdc.pairwise_cavi.init_params`, annealed random starts)
