@@ -94,3 +94,16 @@ def test_start_option_is_checked():
         PairwiseDawidSkene(2, start=None)
     with pytest.raises(ValueError, match="smoothing"):
         pairwise_start.spectral_start(None, None, smoothing=1.0)
+
+
+def test_sparse_and_dense_eigensolvers_give_the_same_embedding(make_pairs, monkeypatch):
+    """The embedding's rows are the eigenvectors up to a rotation of the basis, so their Gram
+    matrix is what both solvers must agree on."""
+    pairs, _ = make_pairs(80, 3, [0.9, 0.8], 300, seed=5)
+    data = PairwiseDawidSkene(3).prepare(pairs)
+    linked, dense = pairwise_start.link_embedding(data, 0)
+    monkeypatch.setattr(pairwise_start, "DENSE_EIGEN_ITEMS", 0)
+    linked_sparse, sparse = pairwise_start.link_embedding(data, 0)
+    assert (linked == linked_sparse).all() and dense.shape == sparse.shape == (len(linked), 3)
+    torch.testing.assert_close(torch.from_numpy(sparse @ sparse.T),
+                               torch.from_numpy(dense @ dense.T), atol=1e-6, rtol=0)
