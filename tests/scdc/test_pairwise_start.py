@@ -103,7 +103,22 @@ def test_sparse_and_dense_eigensolvers_give_the_same_embedding(make_pairs, monke
     data = PairwiseDawidSkene(3).prepare(pairs)
     linked, dense = pairwise_start.link_embedding(data, 0)
     monkeypatch.setattr(pairwise_start, "DENSE_EIGEN_ITEMS", 0)
+    monkeypatch.setattr(pairwise_start, "EIGEN_TOL", 0.0)  # full precision, as the dense one
     linked_sparse, sparse = pairwise_start.link_embedding(data, 0)
     assert (linked == linked_sparse).all() and dense.shape == sparse.shape == (len(linked), 3)
     torch.testing.assert_close(torch.from_numpy(sparse @ sparse.T),
                                torch.from_numpy(dense @ dense.T), atol=1e-6, rtol=0)
+
+
+def test_restarts_of_one_fit_share_the_embedding(make_pairs, monkeypatch):
+    pairs, _ = make_pairs(50, 3, [0.9, 0.8], 150, seed=6)
+    calls = []
+    embed = pairwise_start.link_embedding
+    monkeypatch.setattr(pairwise_start, "link_embedding",
+                        lambda data, seed: calls.append(seed) or embed(data, seed))
+    PairwiseDawidSkene(3).fit(pairs, seed=0, n_init=3, max_iter=5, progress=False,
+                              warn_not_converged=False)
+    assert len(calls) == 1
+    PairwiseDawidSkene(3).fit(pairs, seed=0, n_init=2, max_iter=5, progress=False,
+                              warn_not_converged=False)
+    assert len(calls) == 2  # a new fit prepares new data
