@@ -11,7 +11,8 @@ prepares its data). No peer fits this model, so ``peers`` is ``{}``.
   ``PairwiseDawidSkene(K).fit(pairs, seed=..., n_init=1, progress=False)`` at the default
   tolerance (``tol=1e-8``, relative, on the evidence lower bound): the data prepared (the
   distinct pairs and their sparse structure, :mod:`pyromodels.scdc.pair_graph`), the start
-  (a random ``q`` settled on the links with trusted workers), the coordinate-ascent steps
+  (k-means on the links' leading eigenvectors, settled on the links with trusted workers:
+  :mod:`pyromodels.scdc.pairwise_start`), the coordinate-ascent steps
   until the bound settles, the outputs. Target: under 10 s to convergence on the two-core
   CPU, with its peak memory recorded.
 
