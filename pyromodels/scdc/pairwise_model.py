@@ -93,8 +93,9 @@ class PairwiseDawidSkene(Model):
             eigenvectors of the signed must-link minus cannot-link matrix
             (:func:`.pairwise_start.spectral_start`); ``"random"`` draws random cluster
             probabilities and settles them by annealing (:func:`.pairwise_cavi.init_params`,
-            the earlier default; it can stop at the uniform clustering with every
-            worker weight 0). Either way the restart with the highest bound is kept.
+            the earlier default; in float32 on stratified links it can stop at the
+            uniform clustering with every worker weight 0). Either way the restart with the
+            highest bound is kept.
 
     The data are :class:`~pyromodels.data.pairwise.PairwiseAnnotations` or a DataFrame that
     its ``from_dataframe`` reads with the default column names.
