@@ -19,6 +19,7 @@ from .inference_data import (
     from_groups,
     inference_attrs,
     log_likelihood_arrays,
+    model_coords,
     observed_arrays,
     sample_stats_arrays,
 )
@@ -380,7 +381,9 @@ def to_inference_data(
     predictive groups by default.
 
     Axes are named by the model's ``site_dims`` (for example the mixture's ``locs`` is
-    ``(chain, draw, component, feature)``), with ``dims`` taking precedence.
+    ``(chain, draw, component, feature)``), with ``dims`` taking precedence; their labels come
+    from the model's ``site_coords(data)`` hook where it has one (the users' worker ids of a
+    pairwise fit, say), with ``coords`` taking precedence.
 
     The root ``attrs`` and those of the ``posterior`` and ``sample_stats`` groups hold
     ``posterior.attrs`` (the seed among them) with ``inference_library="pyromodels"`` and
@@ -430,8 +433,11 @@ def to_inference_data(
                          shape[0] * shape[1], num_prior_draws):
         groups.update(_predictive_groups(posterior, shape, num_prior_draws, seed))
     attrs = inference_attrs(posterior.attrs, posterior.method)
-    return from_groups(groups, attrs, coords=coords, dims={**plate_dims, **_default_dims(model, dims)},
-                       point_estimate=point)
+    if coords is not None and not isinstance(coords, dict):
+        raise TypeError(f"coords must be a dict {{dim_name: values}}, got {type(coords).__name__}")
+    coords = {**model_coords(model, data), **(coords or {})}
+    return from_groups(groups, attrs, coords=coords or None,
+                       dims={**plate_dims, **_default_dims(model, dims)}, point_estimate=point)
 
 
 def summary(posterior, var_names=None, **kwargs):
