@@ -46,6 +46,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+import warnings
 from collections.abc import Sequence
 
 import pandas as pd
@@ -56,6 +57,7 @@ from ..conjugate.beta_bernoulli import BetaBernoulli
 from ..conjugate.dirichlet_categorical import DirichletCategorical
 from ..conjugate.niw import niw_to_normal_wishart
 from ..core.conjugate_factors import RobbinsMonro, like
+from ..core.errors import ConvergenceWarning
 from ..core.posterior import Posterior
 from ..core.seeding import derive_seed, make_generator, resolve_seed
 from ..nn.amortized import GaussianPotentialEncoder, ObservationDecoder
@@ -215,7 +217,8 @@ class BayesSCDC:
             warmup_epochs: int = 0, progress: bool = True, callbacks=None, device=None,
             dtype: torch.dtype | None = None, checkpoint=None,
             checkpoint_every: int | None = None, resume=None,
-            num_threads: int | None = None, num_samples: int = 1000) -> Posterior:
+            num_threads: int | None = None, num_samples: int = 1000,
+            tol: float = 0.0) -> Posterior:
         """Fit by natural-gradient SVI on the globals and optimiser steps on the networks.
 
         Args:
@@ -244,6 +247,11 @@ class BayesSCDC:
                 as for :func:`~pyromodels.core.run_natgrad` (a resumed fit rebuilds the same
                 networks from ``seed`` and continues from the checkpoint's state).
             dtype: of the observations, networks and factors (default float64).
+            tol: stop when the epoch mean of the ELBO estimate moves by less than ``tol``
+                times its magnitude (:func:`~pyromodels.core.run_natgrad`); a fit that runs
+                all ``num_epochs`` without meeting it warns with a
+                :class:`~pyromodels.core.ConvergenceWarning`. ``0`` (default) runs every
+                epoch and never warns.
             num_samples: draws of the fitted global factors stored as the posterior's one
                 chain (drawn after the fit from their own seed: the fit does not depend on
                 them; ``0``: none, and then no ArviZ conversion, summary or ``save``).
@@ -298,11 +306,18 @@ class BayesSCDC:
                            correction=correction, optimizer=opt, num_samples=num_samples, seed=seed,
                            progress=progress, callbacks=callbacks, device=device,
                            checkpoint=checkpoint, checkpoint_every=checkpoint_every,
-                           resume=resume, num_threads=num_threads)
+                           resume=resume, num_threads=num_threads, tol=tol)
         elapsed = time.perf_counter() - start
+        per_epoch = math.ceil(data.num_items / data.batch_size)
+        if tol > 0 and not post.diagnostics["converged"] and (
+                post.diagnostics["num_steps"] >= num_epochs * per_epoch):  # not a callback's stop
+            history = post.diagnostics["epoch_objectives"]
+            change = abs(history[-1] - history[-2]) if len(history) > 1 else float("nan")
+            warnings.warn(f"BayesSCDC did not converge in {num_epochs} epochs (tol={tol:g}); last "
+                          f"change of the epoch mean of the ELBO: {change:.3g}. Increase "
+                          "num_epochs or loosen tol.", ConvergenceWarning, stacklevel=2)
         factors = post.params["factors"]
         probs = self._probabilities(factors, observation, data.o)
-        per_epoch = math.ceil(data.num_items / data.batch_size)
         params = {**post.params, **{f"network.{k}": v.detach().clone()
                                     for k, v in observation.state_dict().items()},
                   "cluster_probs": probs, "expected_weights": factors["weights"].mean(),

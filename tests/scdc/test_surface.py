@@ -272,3 +272,16 @@ def test_observed_save_load_round_trip_then_predict(observed_fit, tmp_path):
     back = Posterior.load(post.save(tmp_path / "observed.nc"), model=model, data=post.data)
     torch.testing.assert_close(model.predict_proba(back, x[:4]), model.predict_proba(post, x[:4]))
     assert torch.equal(back.predict(x[:4]), post.predict(x[:4]))
+
+
+def test_bayes_scdc_warns_when_tol_is_not_met_in_num_epochs():
+    kwargs = dict(pairs=_links_df(), batch_size=8, seed=0, progress=False, num_samples=0)
+    with pytest.warns(ConvergenceWarning, match="BayesSCDC did not converge in 2 epochs"):
+        post = BayesSCDC(2, 2, hidden=(8,)).fit(_features(), num_epochs=2, tol=1e-12, **kwargs)
+    assert post.diagnostics["converged"] is False
+    # a tolerance met before the last epoch stops the fit there, without a warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        post = BayesSCDC(2, 2, hidden=(8,)).fit(_features(), num_epochs=50, tol=10.0, **kwargs)
+    assert post.diagnostics["converged"] is True
+    assert len(post.diagnostics["epoch_objectives"]) == 2
