@@ -137,7 +137,7 @@ class ObservedBayesSCDC(Model):
         "worker_weights": ("worker",),
         "z": ("item",),
         "x": ("item", "feature"),
-        "links": ("judgement",),
+        "links": ("link",),
     }
 
     def __init__(self, num_clusters: int, weight_concentration: float | None = None,

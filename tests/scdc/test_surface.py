@@ -246,6 +246,9 @@ def test_observed_inference_data_uses_worker_and_item_ids(observed_fit):
     idata = post.to_inference_data(predictive=False)
     assert _worker_coord(idata) == WORKERS
     assert list(idata.posterior["z"].coords["item"].values) == items
+    # the judgements' axis has the pairwise worker model's name
+    assert idata.observed_data["links"].dims == ("link",)
+    assert PairwiseDawidSkene.site_dims["links"] == ("link",)
 
 
 def test_observed_predict_proba_averages_each_draws_cluster_posterior(observed_fit):
