@@ -321,8 +321,7 @@ class BayesSCDC:
         params = {**post.params, **{f"network.{k}": v.detach().clone()
                                     for k, v in observation.state_dict().items()},
                   "cluster_probs": probs, "expected_weights": factors["weights"].mean(),
-                  "elbo": torch.tensor(post.diagnostics["epoch_objectives"][-1],
-                                       dtype=torch.float64)}
+                  "elbo": _final_elbo(post, per_epoch)}
         diagnostics = {**post.diagnostics, "steps_per_epoch": per_epoch,
                        "time_per_epoch": elapsed / max(1, post.diagnostics["num_steps"] / per_epoch),
                        "occupied_clusters": int(probs.argmax(-1).unique().numel())}
@@ -428,3 +427,13 @@ def _workers(posterior: Posterior, num_workers: int) -> pd.Index:
     """The fit's worker ids (``0 .. M - 1`` for a fit read back without its data)."""
     data = posterior.data
     return data.workers if isinstance(data, SCDCData) else pd.RangeIndex(num_workers)
+
+
+def _final_elbo(post: Posterior, per_epoch: int) -> torch.Tensor:
+    """The ELBO estimate of the fit's last epoch: the mean of its steps' objectives (those of
+    a last epoch a callback cut short, if it did)."""
+    history = post.diagnostics["epoch_objectives"]
+    partial = post.diagnostics["num_steps"] - len(history) * per_epoch
+    if partial > 0 or not history:
+        return -post.losses[-max(partial, 1):].mean()
+    return torch.tensor(history[-1], dtype=torch.float64)

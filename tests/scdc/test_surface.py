@@ -288,3 +288,11 @@ def test_bayes_scdc_warns_when_tol_is_not_met_in_num_epochs():
         post = BayesSCDC(2, 2, hidden=(8,)).fit(_features(), num_epochs=50, tol=10.0, **kwargs)
     assert post.diagnostics["converged"] is True
     assert len(post.diagnostics["epoch_objectives"]) == 2
+
+
+def test_bayes_scdc_elbo_of_a_fit_a_callback_stopped_mid_epoch():
+    post = BayesSCDC(2, 2, hidden=(8,)).fit(_features(), pairs=_links_df(), num_epochs=3,
+                                           batch_size=8, seed=0, progress=False, num_samples=0,
+                                           callbacks=[lambda step, info: step == 2])
+    assert post.diagnostics["num_steps"] == 2 and post.diagnostics["epoch_objectives"] == []
+    torch.testing.assert_close(post.params["elbo"], -post.losses.mean())
