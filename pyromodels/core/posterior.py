@@ -191,6 +191,13 @@ class Posterior:
             raise NotImplementedError("this posterior's model does not define predict()")
         return self.model.predict(self, new_data, **kwargs)
 
+    def predict_proba(self, new_data, **kwargs):
+        """The model's predicted probabilities for ``new_data`` (its ``predict_proba``, where
+        it has one: the cluster probabilities of the semi-crowdsourced models, say)."""
+        if self.model is None or not hasattr(self.model, "predict_proba"):
+            raise NotImplementedError("this posterior's model does not define predict_proba()")
+        return self.model.predict_proba(self, new_data, **kwargs)
+
     def save(self, path) -> str:
         """Write this fit to the NetCDF file ``path``, readable by :meth:`load` and by
         ``arviz.from_netcdf`` (see :mod:`pyromodels.core.persist` for what is stored).

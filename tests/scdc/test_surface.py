@@ -77,6 +77,7 @@ def test_scdc_predict_proba_is_the_encoder_posterior_and_predict_its_argmax():
     assert probs.shape == (5, 2)
     torch.testing.assert_close(probs.sum(-1), torch.ones(5, dtype=probs.dtype))
     torch.testing.assert_close(probs, model.cluster_probabilities(post, o[:5]))
+    torch.testing.assert_close(post.predict_proba(o[:5]), probs)
     assert torch.equal(post.predict(o[:5]), probs.argmax(-1))
 
 
@@ -187,6 +188,7 @@ def test_pairwise_predict_proba_and_predict_on_fitted_items():
     q = post.params["probas"]
     torch.testing.assert_close(model.predict_proba(post), q)
     torch.testing.assert_close(model.predict_proba(post, ["f", "b"]), q[[5, 1]])
+    torch.testing.assert_close(post.predict_proba(["f", "b"]), q[[5, 1]])
     assert post.predict(["f", "b"]).tolist() == q[[5, 1]].argmax(-1).tolist()
     with pytest.raises(ValueError, match="new_data holds id"):
         model.predict(post, ["zz"])
@@ -296,3 +298,9 @@ def test_bayes_scdc_elbo_of_a_fit_a_callback_stopped_mid_epoch():
                                            callbacks=[lambda step, info: step == 2])
     assert post.diagnostics["num_steps"] == 2 and post.diagnostics["epoch_objectives"] == []
     torch.testing.assert_close(post.params["elbo"], -post.losses.mean())
+
+
+def test_posterior_predict_proba_needs_a_model_that_defines_it():
+    post = Posterior(samples={"mu": torch.zeros(1, 3)}, method="nuts")
+    with pytest.raises(NotImplementedError, match="does not define predict_proba"):
+        post.predict_proba(torch.zeros(2, 1))
