@@ -181,3 +181,7 @@ class PairwiseDawidSkeneEstimator(BaseEstimator):
     def fit_predict(self, pairs_df, y=None, *, items=None) -> pd.Series:
         """Fit, then return ``labels_`` (Series indexed by item id)."""
         return self.fit(pairs_df, items=items).labels_
+
+    def fit_predict_proba(self, pairs_df, y=None, *, items=None) -> pd.DataFrame:
+        """Fit, then return ``probas_`` (DataFrame items x clusters)."""
+        return self.fit(pairs_df, items=items).probas_

@@ -66,13 +66,17 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pyro
 import pyro.distributions as dist
 import torch
 
 from ..checks import check_positive
 from ..core.model import Model
+from ..data.idmaps import encode_ids
+from ..data.pairwise import PairwiseAnnotations
 from . import pairwise_cavi as cavi
+from .data import id_coords
 from .links import observe_links, worker_weights
 from .pairwise_data import PairwiseData, check_beta_prior, check_num_clusters, prepare_pairwise
 from .pairwise_start import START_KINDS, make_start
@@ -193,3 +197,42 @@ class PairwiseDawidSkene(Model):
         return {"probas": q, "labels": q.argmax(-1),
                 "weights": worker_weights(params["alpha"], params["beta"]),
                 "elbo": torch.as_tensor(self.em_objective(data, params), dtype=torch.float64)}
+
+    # -------------------------------------------------------------- results
+    def site_coords(self, data) -> dict:
+        """Labels of the ``worker`` and ``item`` axes in ArviZ groups: the users' ids of the
+        judgements (:class:`~pyromodels.data.pairwise.PairwiseAnnotations`' ``workers`` and
+        ``items``)."""
+        pairs = self._prepared(data).pairs
+        return id_coords(workers=pairs.workers, items=pairs.items)
+
+    def predict_proba(self, posterior, new_data=None) -> torch.Tensor:
+        """``(n, K)`` mean-field cluster probabilities ``q(z)`` of fitted items.
+
+        The model clusters the items it was fitted to (their clusters come from the links
+        between them, so an item outside the fit has none): ``new_data`` lists item ids of
+        the fit (``None``: every item, in the order of the fit's ``items``).
+
+        Raises:
+            ValueError: ``posterior`` holds no cluster probabilities (not a fit of this model)
+                or an id is not an item of the fit.
+        """
+        probas = posterior.params.get("probas")
+        if not isinstance(probas, torch.Tensor):
+            raise ValueError("posterior must be a fit of PairwiseDawidSkene: its params hold no "
+                             "'probas'")
+        if new_data is None:
+            return probas
+        if not isinstance(posterior.data, PairwiseData):
+            raise ValueError("posterior.data must be the fit's prepared data to look up item ids "
+                             "(pass data=posterior.data to Posterior.load)")
+        if isinstance(new_data, (PairwiseAnnotations, pd.DataFrame)):
+            raise TypeError("new_data must be None or a list of item ids of the fit, got "
+                            f"{type(new_data).__name__}: the model clusters the items of its "
+                            "fit only (fit again with the new judgements)")
+        rows = encode_ids(posterior.data.pairs.items, new_data, "new_data", "the fitted items")
+        return probas[torch.from_numpy(rows).to(probas.device)]
+
+    def predict(self, posterior, new_data=None) -> torch.Tensor:
+        """``(n,)`` long: the most probable cluster of each item of :meth:`predict_proba`."""
+        return self.predict_proba(posterior, new_data).argmax(-1)
