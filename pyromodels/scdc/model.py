@@ -56,7 +56,7 @@ for 50 epochs, then 150 epochs of the plain objective) keeps accuracy 0.97-0.99 
 whole-data loss (negative ELBO, links included) 200-300 nats below the collapsed one.
 Adam at 1e-2 and 1000 epochs do not get out of it, nor does standardising the features in
 most seeds; a long KL warm-up (``kl_warmup_epochs`` of :meth:`SCDC.fit`, not in the paper:
-300 of 400 epochs) does, while a short one (50 epochs) does not: the decoder must learn to
+300 of 400 epochs: accuracy 0.87-0.99 and five clusters over three seeds) does, while a short one (50 epochs) does not: the decoder must learn to
 read :math:`x` while the KL terms still weigh little. The guide on pairwise crowd clustering has the
 figures. The paper's Pinwheel result (Fig. 2: six clusters, 96.6%) is BayesSCDC's; the paper
 reports no SCDC fit of the Pinwheel.
