@@ -48,8 +48,8 @@ grows to the data's and the fit settles there. On the Pinwheel (500 points, ``K 
 ``d = 2``, widths ``(40, 40)``, Adam at 1e-3, ``|B| = 50``, 980 links at
 :math:`\alpha = \beta = 0.9`, ``coin_init=0.9``) each of three seeds enters it within about
 20 epochs (the two run on stay there for 1000): the entropy of :math:`q(z \mid o)` tends
-to :math:`\log 15`, the decoder's reconstruction of ``o`` from the encoder's mean explains none of its variance, and
-the argmax of the nearly flat :math:`q(z \mid o)` gives 1-4 sizeable clusters (accuracy
+to :math:`\log 15`, the decoder's reconstruction of ``o`` from the encoder's mean explains
+none of its variance, and the argmax of the nearly flat :math:`q(z \mid o)` gives 1-4 sizeable clusters (accuracy
 0.2-0.35), so more epochs lower the accuracy. It is the optimiser's trap, not the objective's
 choice: the same objective started from the five arms (the cluster encoder pulled to them
 for 50 epochs, then 150 epochs of the plain objective) keeps accuracy 0.97-0.99 at a
