@@ -38,30 +38,30 @@ all workers), kept within ``1e-3`` of 0 and 1, or all set to ``coin_init``. :mat
 stored as logits (initially :math:`0.1\,N(0, 1)`), the means :math:`\mu_k` start from
 :math:`N(0, I)` and the scales from 1.
 
-Posterior collapse. The objective has a stationary point at which the decoder ignores
-:math:`x` (it predicts every item with the data's mean and variance), :math:`q(x \mid z, o)`
-is the prior component and :math:`q(z \mid o) = \pi`: each item's local ELBO is then the log
-density of one Gaussian fitted to all the data, and only the links reward informative
-clusters, on the annotated items alone, at a cost of up to :math:`\log K` nats each. Early
-in a fit, before the decoder has learned to read :math:`x`, the learned decoder variance
-grows to the data's and the fit settles there. On the Pinwheel (500 points, ``K = 15``,
-``d = 2``, widths ``(40, 40)``, Adam at 1e-3, ``|B| = 50``, 980 links at
-:math:`\alpha = \beta = 0.9`, ``coin_init=0.9``) each of three seeds enters it within about
-20 epochs (the two run on stay there for 1000): the entropy of :math:`q(z \mid o)` tends
-to :math:`\log 15`, the decoder's reconstruction of ``o`` from the encoder's mean explains
-none of its variance, and the argmax of the nearly flat :math:`q(z \mid o)` gives 1-4 sizeable clusters (accuracy
-0.2-0.35), so more epochs lower the accuracy. It is the optimiser's trap, not the objective's
-choice: the same objective started from the five arms (the cluster encoder pulled to them
-for 50 epochs, then 150 epochs of the plain objective) keeps accuracy 0.97-0.99 at a
-whole-data loss (negative ELBO, links included) 40-300 nats below the collapsed one after
-the same 200 epochs and still falling, while the collapsed loss levels off (about 3975 after
-1000 epochs, against 3500-3620 for the warm-up fits below). Adam at 1e-2 and 1000 epochs do
-not get out of it, nor does standardising the features in most seeds; a long KL warm-up
-(``kl_warmup_epochs`` of :meth:`SCDC.fit`, not in the paper: 300 of 400 epochs, accuracy
-0.87-0.99 and five clusters over three seeds) does, while a short one (50 epochs) does not:
-the decoder must learn to read :math:`x` while the KL terms still weigh little. The guide on
-pairwise crowd clustering has the figures. The paper's Pinwheel result (Fig. 2: six
-clusters, 96.6%) is BayesSCDC's; the paper reports no SCDC fit of the Pinwheel.
+Posterior collapse. The objective has a stationary point at which the decoder ignores :math:`x`
+(it predicts every item with the data's mean and variance), :math:`q(x \mid z, o)` is the prior
+component and :math:`q(z \mid o) = \pi`: each item's local ELBO is then the log density of one
+Gaussian fitted to all the data, and only the links reward informative clusters, on the
+annotated items alone, at a cost of up to :math:`\log K` nats each. Early in a fit, before the
+decoder has learned to read :math:`x`, the learned decoder variance grows to the data's and the
+fit settles there. On the Pinwheel (500 points, ``K = 15``, ``d = 2``, widths ``(40, 40)``,
+Adam at 1e-3, ``|B| = 50``, 980 links at :math:`\alpha = \beta = 0.9`, ``coin_init=0.9``) each
+of three seeds enters it within about 20 epochs (the two seeds run on to 1000 epochs stayed
+there): the entropy of :math:`q(z \mid o)` tends to :math:`\log 15`, the decoder's
+reconstruction of ``o`` from the encoder's mean explains none of its variance, and the argmax
+of the nearly flat :math:`q(z \mid o)` gives 1-4 sizeable clusters (accuracy 0.2-0.35), so more
+epochs lower the accuracy. It is the optimiser's trap, not the objective's choice: the same
+objective started from the five arms (the cluster encoder pulled to them for 50 epochs, then
+150 epochs of the plain objective) keeps accuracy 0.97-0.99 at a whole-data loss (negative
+ELBO, links included) 40-300 nats below the collapsed one after the same 200 epochs and still
+falling, while the collapsed loss levels off (about 3975 after 1000 epochs, against 3500-3620
+for the warm-up fits below). Adam at 1e-2 and 1000 epochs do not get out of it, nor does
+standardising the features in most seeds; a long KL warm-up (``kl_warmup_epochs`` of
+:meth:`SCDC.fit`, not in the paper: 300 of 400 epochs, accuracy 0.87-0.99 and five clusters
+over three seeds) does, while a short one (50 epochs) does not: the decoder must learn to read
+:math:`x` while the KL terms still weigh little. The guide on pairwise crowd clustering has the
+figures. The paper's Pinwheel result (Fig. 2: six clusters, 96.6%) is BayesSCDC's; the paper
+reports no SCDC fit of the Pinwheel.
 
 Sample sites of :meth:`SCDC.model` (inside the plate ``"data"`` of size ``N``, subsampled to
 ``|B|``): ``z`` (categorical, ``{0..K-1}``, shape ``(|B|,)``), ``x`` (real, ``(|B|, d)``),
