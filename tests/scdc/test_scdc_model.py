@@ -16,6 +16,7 @@ from pyromodels.core import Posterior, run_svi
 from pyromodels.data.pairwise import PairwiseAnnotations
 from pyromodels.scdc import SCDC, RelationalELBO, prepare_scdc
 from pyromodels.scdc.data import balanced_pair_batch
+from pyromodels.scdc.elbo import KLWarmup
 from pyromodels.scdc.links import observe_links
 
 
@@ -42,14 +43,24 @@ def _init_params(model, data, seed=0):
     model.svi_elbo().loss(model.model, model.guide, data)
 
 
-@pytest.mark.parametrize("likelihood,covariance", [("normal", "diag"), ("bernoulli", "full")])
-def test_enumerated_loss_is_the_sum_over_clusters_plus_entropy(likelihood, covariance):
+@pytest.mark.parametrize("likelihood,covariance,warmup_steps",
+                         [("normal", "diag", None), ("bernoulli", "full", None),
+                          ("normal", "diag", 4)])
+def test_enumerated_loss_is_the_sum_over_clusters_plus_entropy(likelihood, covariance,
+                                                               warmup_steps):
+    """With a KL warm-up at weight w, the z and x terms (log pi, log p(x | z), -log q(x | z, o),
+    the entropy of q(z | o)) are multiplied by w and the reconstruction is not."""
     K, N, B = 3, 6, 4
     o = _observations(N, binary=likelihood == "bernoulli")
     model = SCDC(K, 2, hidden=(5,), likelihood=likelihood, covariance=covariance)
     data = prepare_scdc(o, batch_size=B)
+    w = 1.0
     with pyro.get_param_store().scope():
         _init_params(model, data)
+        if warmup_steps is not None:
+            model._warmup = KLWarmup(warmup_steps)
+            w = model._warmup.weight
+            assert w == 1 / warmup_steps
         elbo = TraceEnum_ELBO(max_plate_nesting=1)
         pyro.set_rng_seed(5)
         loss = elbo.differentiable_loss(model.model, model.guide, data)
@@ -76,7 +87,7 @@ def test_enumerated_loss_is_the_sum_over_clusters_plus_entropy(likelihood, covar
             log_po = D.Bernoulli(logits=out[0]).log_prob(ob).sum(-1)
         log_qx = D.Normal(loc, log_scale.exp()).log_prob(x).sum(-1)
         q = log_q.exp()
-        per_item = (q * (log_pi + log_px + log_po - log_qx)).sum(0) - (q * log_q).sum(0)
+        per_item = (q * (w * (log_pi + log_px - log_qx) + log_po)).sum(0) - w * (q * log_q).sum(0)
         by_hand = N / B * per_item.sum()
     torch.testing.assert_close(-loss.detach(), by_hand.detach())
 
@@ -241,6 +252,35 @@ def test_a_saved_fit_predicts_as_the_fit_did(tmp_path):
         fresh.predict(Posterior(samples={"pi": torch.ones(1, 1, 3)}, method="svi"), o)
 
 
+def test_kl_warmup_weights_rise_step_by_step_to_one_then_the_elbo_is_plain():
+    o = _observations(10)
+    model = SCDC(2, 2, hidden=(4,))
+    seen = []
+
+    def record(step, info):  # called after step `step`, so it reads the next step's weight
+        seen.append(model._warmup.weight)
+
+    kw = dict(pairs=_pairs(num_items=10, num_links=12), num_epochs=5, batch_size=5, seed=3,
+              progress=False)
+    post = model.fit(o, kl_warmup_epochs=3, callbacks=[record], **kw)
+    # 2 steps an epoch, 6 warm-up steps: step t has weight min(1, (t + 1) / 6)
+    assert seen == pytest.approx([min(1.0, (t + 2) / 6) for t in range(10)])
+    assert model._warmup is None
+    plain = model.fit(o, **kw)
+    # the first step differs (weight 1/6), so does the path after it
+    assert post.losses[0] != plain.losses[0]
+    # once the weight is 1 the model and guide are those of the plain ELBO
+    model._warmup = KLWarmup(1)
+    data = prepare_scdc(o, batch_size=10)
+    with pyro.get_param_store().scope():
+        _init_params(model, data)
+        pyro.set_rng_seed(1)
+        warmed = model.svi_elbo().loss(model.model, model.guide, data)
+        model._warmup = None
+        pyro.set_rng_seed(1)
+        assert model.svi_elbo().loss(model.model, model.guide, data) == warmed
+
+
 def test_bad_input_is_reported():
     o = _observations()
     model = SCDC(2, 2, hidden=(4,))
@@ -266,6 +306,12 @@ def test_bad_input_is_reported():
         model.fit(o, num_epochs=0)
     with pytest.raises(ValueError, match="covariance must be one of"):
         SCDC(2, 2, covariance="spherical")
+    with pytest.raises(ValueError, match="kl_warmup_epochs must be an integer >= 0, got -1"):
+        model.fit(o, num_epochs=2, kl_warmup_epochs=-1)
+    with pytest.raises(ValueError, match=r"kl_warmup_epochs must be below num_epochs \(2\)"):
+        model.fit(o, num_epochs=2, kl_warmup_epochs=2)
+    with pytest.raises(ValueError, match="kl_warmup_epochs cannot be combined with resume"):
+        model.fit(o, num_epochs=2, kl_warmup_epochs=1, resume="run.ckpt")
     pairs = PairwiseAnnotations.from_arrays([0, 1], [2, 3], [0, 0], [1, 0])
     post = model.fit(o, pairs=pairs, num_epochs=1, batch_size=6, progress=False, seed=0)
     with pytest.raises(ValueError, match="o must have 3 columns, as the fitted data, got 2"):
