@@ -71,7 +71,8 @@ def _seed(seed: int, *parts) -> int:
 def fit_scdc_labels(x, pairs, *, num_clusters: int, settings: dict, seed: int):
     """SCDC (amortised SVI) on ``x``: ``(labels, {"worker_weights": [...], "seconds_per_epoch"})``.
 
-    ``settings``: ``latent_dim``, ``hidden``, ``epochs``, ``batch_size``, ``lr``, ``coin_init``.
+    ``settings``: ``latent_dim``, ``hidden``, ``epochs``, ``batch_size``, ``lr``, ``coin_init``
+    and optionally ``kl_warmup_epochs`` (default 0, the paper's plain ELBO).
     """
     from ...scdc import SCDC
 
@@ -80,7 +81,7 @@ def fit_scdc_labels(x, pairs, *, num_clusters: int, settings: dict, seed: int):
     post = model.fit(torch.as_tensor(x, dtype=torch.float32), pairs,
                      num_epochs=settings["epochs"], batch_size=settings["batch_size"],
                      lr=settings["lr"], coin_init=settings.get("coin_init"), seed=seed,
-                     progress=False)
+                     kl_warmup_epochs=settings.get("kl_warmup_epochs", 0), progress=False)
     seconds = (time.perf_counter() - start) / settings["epochs"]
     labels = model.predict(post, torch.as_tensor(x, dtype=torch.float32)).numpy()
     extra = {"seconds_per_epoch": seconds}

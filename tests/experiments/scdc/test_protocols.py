@@ -246,3 +246,26 @@ def test_table1_data_is_binarised_images(name, classes):
         reproduction.table1_data(name, 0)
     with pytest.raises(ValueError, match="name"):
         reproduction.table1_data("cifar", 10)
+
+
+def test_scdc_pinwheel_kl_warmup_reaches_the_fit(monkeypatch):
+    """From ``medium`` on SCDC fits the pinwheel with a KL warm-up shorter than its fit; the
+    protocol passes it to ``SCDC.fit`` (and the plain ELBO, 0, where a scale gives none)."""
+    from pyromodels.scdc import SCDC
+
+    medium = reproduction.SCALE_SETTINGS["medium"]["pinwheel"]["scdc"]
+    assert 0 < medium["kl_warmup_epochs"] < medium["epochs"]
+    assert "kl_warmup_epochs" not in reproduction.SCALE_SETTINGS["small"]["pinwheel"]["scdc"]
+    seen = []
+
+    def fake_fit(self, o, pairs, **kwargs):
+        seen.append(kwargs["kl_warmup_epochs"])
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(SCDC, "fit", fake_fit)
+    x = np.zeros((10, 2), dtype=np.float32)
+    for settings, expected in ((medium, medium["kl_warmup_epochs"]),
+                               (reproduction.SCALE_SETTINGS["small"]["pinwheel"]["scdc"], 0)):
+        with pytest.raises(RuntimeError, match="stop"):
+            protocols.fit_scdc_labels(x, None, num_clusters=3, settings=settings, seed=0)
+        assert seen.pop() == expected
