@@ -151,6 +151,9 @@ FIT_OPTIONS: dict[str, tuple[str, object, str]] = {
     "batch_size": ("N", _count, "items per SVI step (default 128; bayes-scdc: 50)"),
     "coin_init": ("P", _open_probability, "every worker's initial sensitivity and "
                   "specificity, in (0, 1) (default: drawn from Beta(1, 1), as the paper)"),
+    "kl_warmup_epochs": ("N", _count, "epochs over which SCDC's local KL terms rise linearly "
+                         "to full weight, fewer than --epochs (default 0: the paper's plain "
+                         "ELBO; a long warm-up keeps the fit out of posterior collapse)"),
 }
 
 

@@ -219,7 +219,7 @@ SCDC = ModelInfo(
     engines=("svi",),
     module="pyromodels.experiments.scdc.reproduction",
     data_format=PAIRS_FORMAT,
-    options=("pairs", "epochs", "batch_size", "coin_init"),
+    options=("pairs", "epochs", "batch_size", "coin_init", "kl_warmup_epochs"),
     engine_options=("lr", "device"),
     arguments=(
         _clusters("n_clusters"),

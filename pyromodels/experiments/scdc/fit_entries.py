@@ -101,8 +101,8 @@ def scdc_factory(n_clusters: int = DEFAULT_CLUSTERS, latent_dim: int = 2,
 
 def fit_scdc(model, data: PairedPoints, *, method: str, seed: int, progress: bool, **options):
     """``pyromodels fit scdc``: amortised SVI; ``options`` holds what the command line gave
-    (``lr``, ``device``, ``num_epochs``, ``batch_size``, ``coin_init`` and the
-    checkpointing, whose ``checkpoint_every`` counts epochs)."""
+    (``lr``, ``device``, ``num_epochs``, ``batch_size``, ``coin_init``, ``kl_warmup_epochs``
+    and the checkpointing, whose ``checkpoint_every`` counts epochs)."""
     return model.fit(data.x, data.pairs, method=method, seed=seed, progress=progress, **options)
 
 

@@ -191,3 +191,15 @@ def test_pairwise_fit_refuses_features_and_needs_links(files, capsys):
     status = main(["fit", "pairwise-dawid-skene", "--no-progress", "--out", str(files / "no")])
     assert status == 2
     assert "needs the links: give --pairs" in capsys.readouterr().err
+
+
+def test_scdc_kl_warmup_option_reaches_the_fit(files, capsys):
+    """``--kl-warmup-epochs`` reaches SCDC's fit: one not below ``--epochs`` is refused with
+    the fit's own message."""
+    base = ["fit", "scdc", "--data", str(files / "x.csv"), "--epochs", "2", "--batch-size",
+            "10", "--n-clusters", "3", "--hidden-width", "8", "--no-progress"]
+    status = main([*base, "--kl-warmup-epochs", "2", "--out", str(files / "klw-bad")])
+    assert status != 0
+    assert "kl_warmup_epochs must be below num_epochs (2)" in capsys.readouterr().err
+    status = main([*base, "--kl-warmup-epochs", "1", "--out", str(files / "klw")])
+    assert status == 0, capsys.readouterr().err
