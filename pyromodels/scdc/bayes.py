@@ -61,6 +61,7 @@ from ..core.seeding import derive_seed, make_generator, resolve_seed
 from ..nn.amortized import GaussianPotentialEncoder, ObservationDecoder
 from ..nn.mlp import check_dims
 from .bayes_elbo import WORKER_SCALINGS, BayesLocalStep, NetworkObservation
+from .bayes_start import GLOBAL_INITS
 from .data import SCDCData, prepare_scdc
 from .links import worker_weights
 from .vmp import SCHEDULES, Z_INITS, global_means, run_vmp
@@ -204,7 +205,8 @@ class BayesSCDC:
             correction: bool = False, step_size=None, lr: float = 1e-3,
             optimizer: str = "adam", num_sweeps: int = 4, schedule: str = "parallel",
             z_init: str = "random", worker_scaling: str = "paper",
-            warmup_epochs: int = 0, progress: bool = True, callbacks=None, device=None,
+            warmup_epochs: int = 0, global_init: str = "data", start_iterations: int = 1,
+            progress: bool = True, callbacks=None, device=None,
             dtype: torch.dtype | None = None, checkpoint=None,
             checkpoint_every: int | None = None, resume=None,
             num_threads: int | None = None) -> Posterior:
@@ -232,6 +234,12 @@ class BayesSCDC:
             warmup_epochs: epochs during which only the networks learn and the globals keep
                 their initial factors (:class:`~pyromodels.scdc.bayes_elbo.BayesLocalStep`;
                 not in the paper; the Pinwheel toy needs about two thirds of the run).
+            global_init: ``"data"`` (default): at the end of the warm-up the globals restart
+                from the data, k-means++ means on the encoded items and ``start_iterations``
+                full-data CAVI sweeps on the recognition network's potentials
+                (:mod:`.bayes_start`); ``"prior-draws"``: the paper's initial factors kept
+                (:func:`initial_globals`), as before this option existed.
+            start_iterations: CAVI sweeps of the data start (at least 1).
             progress, callbacks, device, checkpoint, checkpoint_every, resume, num_threads:
                 as for :func:`~pyromodels.core.run_natgrad` (a resumed fit rebuilds the same
                 networks from ``seed`` and continues from the checkpoint's state).
@@ -254,6 +262,8 @@ class BayesSCDC:
         worker_scaling = check_in(worker_scaling, "worker_scaling", WORKER_SCALINGS)
         lr = check_positive(lr, "lr")
         warmup_epochs = check_int(warmup_epochs, "warmup_epochs", minimum=0)
+        global_init = check_in(global_init, "global_init", GLOBAL_INITS)
+        start_iterations = check_int(start_iterations, "start_iterations", minimum=1)
         data = prepare_scdc(o, pairs, likelihood=self.likelihood, batch_size=batch_size,
                             pair_batch_size=pair_batch_size,
                             dtype=torch.float64 if dtype is None else dtype, device=device)
@@ -269,7 +279,8 @@ class BayesSCDC:
                else torch.optim.SGD(params, lr=lr, momentum=0.9))
         step = BayesLocalStep(observation, data.o, data.i_idx, data.j_idx, data.worker_idx,
                               data.link, data.num_workers, data.pair_batch_size, num_sweeps,
-                              schedule, z_init, worker_scaling, warmup_epochs)
+                              schedule, z_init, worker_scaling, warmup_epochs, global_init,
+                              priors, start_iterations)
         from ..core.natgrad import run_natgrad
 
         start = time.perf_counter()

@@ -45,8 +45,9 @@ Gaussian noise of known precision).
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
@@ -55,6 +56,7 @@ from torch import nn
 from ..conjugate.gaussian import GaussianNatural
 from ..core.conjugate_factors import LocalStep, Minibatch
 from ..nn.amortized import observation_distribution
+from .bayes_start import cavi_start
 from .links import co_cluster_probability, worker_counts
 from .vmp import (
     LinkBatch,
@@ -152,6 +154,11 @@ class BayesLocalStep:
         worker_scaling: ``"paper"`` or ``"code"`` (module docstring).
         warmup_epochs: epochs at the start during which the step returns no statistics, so
             the globals keep their initial factors while the networks learn (0: none).
+        global_init: ``"prior-draws"``: the globals start from their initial factors (the
+            paper's); ``"data"``: at the first step after the warm-up they are restarted from
+            the data (:mod:`.bayes_start`).
+        priors: the prior factors (needed by ``global_init="data"``).
+        start_iterations: CAVI sweeps of the data start.
     """
 
     observation: object
@@ -167,6 +174,10 @@ class BayesLocalStep:
     z_init: str = "responsibilities"
     worker_scaling: str = "paper"
     warmup_epochs: int = 0
+    global_init: str = "prior-draws"
+    priors: dict | None = None
+    start_iterations: int = 1
+    _started: bool = field(default=False, init=False, repr=False)
 
     @property
     def num_links(self) -> int:
@@ -194,7 +205,8 @@ class BayesLocalStep:
         n = self.o.shape[0]
         has_links = self.num_links > 0
         if has_links and batch.indices.numel() == n and self.pair_batch_size == self.num_links:
-            return self._warm(self._joint(globals_, g, batch, generator), batch)
+            return self._warm(self._joint(globals_, g, batch, generator), batch, globals_,
+                              generator)
         o = batch.data
         local, _, _ = self._vmp(o, g, None, generator)
         objective = batch.scale * local_terms(self.observation, o, local, g, generator).sum()
@@ -214,12 +226,48 @@ class BayesLocalStep:
             stats.update(self._worker_stats(globals_, pair_local.probs, links))
             scale = self._worker_scale(n, size)
             scales = {"alpha": scale, "beta": scale}
-        return self._warm(LocalStep(stats=stats, scales=scales, objective=objective), batch)
+        return self._warm(LocalStep(stats=stats, scales=scales, objective=objective), batch,
+                          globals_, generator)
 
-    def _warm(self, result: LocalStep, batch: Minibatch) -> LocalStep:
+    def _warm(self, result: LocalStep, batch: Minibatch, globals_: dict,
+              generator: torch.Generator) -> LocalStep:
         if batch.epoch < self.warmup_epochs:  # the globals stay; the networks still learn
             return LocalStep(stats={}, scales={}, objective=result.objective)
+        if self.global_init == "data" and not self._started:
+            self._started = True
+            start = self.data_start(globals_, generator)
+            return dataclasses.replace(start, objective=result.objective)
         return result
+
+    def data_start(self, globals_: dict, generator: torch.Generator) -> LocalStep:
+        """The globals restarted from the data (:func:`~.bayes_start.cavi_start`) on the
+        current recognition potentials of every item, held fixed: k-means++ means, then
+        ``start_iterations`` full-data CAVI sweeps, the last returned at step size 1."""
+        if self.priors is None:
+            raise ValueError("global_init='data' needs the priors")
+        with torch.no_grad():
+            h_r, lam_r = self.observation.potential(self.o)
+            h_r, lam_r = h_r.detach(), lam_r.detach()
+        links = (LinkBatch(self.i_idx, self.j_idx, self.worker_idx, self.link)
+                 if self.num_links > 0 else None)
+
+        def sweep(factors: dict) -> dict:
+            with torch.no_grad():
+                local = run_vmp(h_r, lam_r, global_means(factors), links,
+                                num_sweeps=self.num_sweeps, schedule=self.schedule,
+                                z_init="responsibilities")
+                return self._full_stats(factors, local, links)
+
+        return cavi_start(globals_, self.priors, h_r / lam_r, sweep, self.start_iterations,
+                          generator)
+
+    def _full_stats(self, globals_: dict, local: LocalPosterior, links: LinkBatch | None) -> dict:
+        """Every global's statistics from full-data local factors (weight 1)."""
+        stats = {"weights": globals_["weights"].observation_stats(local.probs.sum(0)),
+                 "components": _component_stats(globals_["components"], local.probs, local.x)}
+        if links is not None:
+            stats.update(self._worker_stats(globals_, local.probs, links))
+        return stats
 
     def _joint(self, globals_, g, batch: Minibatch, generator) -> LocalStep:
         """Every item and every link in one message passing (weight 1 for every statistic)."""
@@ -230,8 +278,6 @@ class BayesLocalStep:
         local, _, _ = self._vmp(o, g, links, generator)
         objective = (local_terms(self.observation, o, local, g, generator).sum()
                      + annotation_term(local.probs, links, g).sum())
-        stats = {"weights": globals_["weights"].observation_stats(local.probs.sum(0)),
-                 "components": _component_stats(globals_["components"], local.probs, local.x),
-                 **self._worker_stats(globals_, local.probs, links)}
+        stats = self._full_stats(globals_, local, links)
         scales = {k: 1.0 for k in stats}
         return LocalStep(stats=stats, scales=scales, objective=objective)
