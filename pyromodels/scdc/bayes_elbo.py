@@ -241,8 +241,10 @@ class BayesLocalStep:
 
     def data_start(self, globals_: dict, generator: torch.Generator) -> LocalStep:
         """The globals restarted from the data (:func:`~.bayes_start.cavi_start`) on the
-        current recognition potentials of every item, held fixed: k-means++ means, then
-        ``start_iterations`` full-data CAVI sweeps, the last returned at step size 1."""
+        current recognition potentials of every item, held fixed: k-means++ means on the
+        encoded items (their :math:`E[x_i]` by message passing at the current globals, without
+        links), then ``start_iterations`` full-data CAVI sweeps, the last returned at step
+        size 1."""
         if self.priors is None:
             raise ValueError("global_init='data' needs the priors")
         with torch.no_grad():
@@ -258,8 +260,10 @@ class BayesLocalStep:
                                 z_init="responsibilities")
                 return self._full_stats(factors, local, links)
 
-        return cavi_start(globals_, self.priors, h_r / lam_r, sweep, self.start_iterations,
-                          generator)
+        with torch.no_grad():  # the encoded items: E[x_i] at the current globals
+            points = run_vmp(h_r, lam_r, global_means(globals_), None, num_sweeps=self.num_sweeps,
+                             schedule=self.schedule, z_init="responsibilities").x.mean()
+        return cavi_start(globals_, self.priors, points, sweep, self.start_iterations, generator)
 
     def _full_stats(self, globals_: dict, local: LocalPosterior, links: LinkBatch | None) -> dict:
         """Every global's statistics from full-data local factors (weight 1)."""

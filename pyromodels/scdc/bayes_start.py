@@ -8,7 +8,10 @@ Dirichlet later merges those few. Starting the globals from the data instead, on
 networks have learnt (at the end of the warm-up), removes that dependence:
 
 1. the recognition network's potentials :math:`(h^r_i, \lambda^r_i)` of every item are
-   computed and held fixed; the *encoded points* are their means :math:`h^r_i / \lambda^r_i`;
+   computed and held fixed; the *encoded items* are the means :math:`E[x_i]` of the local
+   factors found by message passing at the current globals (not the potentials' own means
+   :math:`h^r_i / \lambda^r_i`, which are arbitrary, and can be far out, along directions
+   where the network gives almost no precision);
 2. ``K`` centres are chosen among the encoded points by k-means++ seeding (the first
    uniformly, each next one with probability proportional to the squared distance to the
    nearest centre chosen), and the components' NIW means are put there (the other NIW
