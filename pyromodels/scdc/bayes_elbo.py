@@ -32,7 +32,10 @@ the first global steps see every item at the same place (an untrained recognitio
 potentials are weak against the components' precision), put all the weight on one component,
 and the sparse Dirichlet prior then keeps it there. The released code has no warm-up but
 moves the globals by a tiny step (about 1.7e-4 of the natural gradient with momentum), which
-holds them near their start for the paper's short Pinwheel run.
+holds them near their start for the paper's short Pinwheel run. With ``global_init="data"``
+the first step after the warm-up restarts the globals from the data instead of moving them
+(:meth:`BayesLocalStep.data_start`, :mod:`.bayes_start`): a full-data CAVI step of size 1
+(``LocalStep.step_sizes``) from k-means++ means on the encoded items.
 
 With the full data and every link in one batch (``|B| = N`` and ``|S| = N_a``) the step is
 *joint*: one message passing over all items with every link gives every statistic at weight 1,

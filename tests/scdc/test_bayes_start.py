@@ -125,3 +125,27 @@ def test_prior_draws_is_the_paper_start_and_the_engine_run_of_before():
 def test_bad_start_settings_are_named(bad, match):
     with pytest.raises(ValueError, match=match):
         BayesSCDC(3, 2, hidden=(4,)).fit(_tiny(), None, num_epochs=1, progress=False, **bad)
+
+
+def test_the_pinwheel_arms_are_recovered_with_links_from_the_data_start():
+    """The reproduction's Pinwheel data and links for seed 10 (the first seed kept out of the
+    design of the data start), fitted with the reproduction's settings. Over the twelve seeds
+    measured this way (0-5 and 10-15) the data start gave ACC 0.78-0.97 (mean 0.90, sd 0.07)
+    and NMI 0.83-0.95 with 4-8 learned clusters; the bounds sit below every one of them (ACC
+    about two sd under the mean), so they catch a start that merges arms (ACC about 0.6 with
+    three or four clusters, as the literal start gave on seeds 3 and 13) without hanging on
+    rounding."""
+    from pyromodels.data.simulate_pairs import simulate_block_pairs
+    from pyromodels.experiments.scdc.bayes_entry import bayes_settings, standardised
+    from pyromodels.experiments.scdc.protocols import _seed, scores
+
+    x, truth = simulate_pinwheel(seed=_seed(10, "pinwheel", "data"))
+    z = truth["z"].numpy()
+    pairs, _ = simulate_block_pairs(z, 20, 50, alpha=0.9, beta=0.9, annotated=100,
+                                    seed=_seed(10, "pinwheel", "links"))
+    post = BayesSCDC(15, 2, hidden=(40, 40)).fit(
+        torch.as_tensor(standardised(x.numpy())), pairs, batch_size=50, lr=0.01,
+        seed=_seed(10, "bayes"), progress=False, num_threads=1, **bayes_settings(60))
+    got = scores(z, post.params["cluster_probs"].argmax(-1).numpy())
+    assert got["acc"] > 0.75 and got["nmi"] > 0.75, got
+    assert 4 <= got["clusters"] <= 9, got
