@@ -447,7 +447,10 @@ def _restore(saved: dict, engine: _Engine, generator, init: dict):
         template = f.natural_params()
         tensors = [t.to(fields_of(template)[i].device) for i, t in enumerate(saved["etas"][k])]
         engine.etas[k] = like(template, tensors)
-        engine.factors[k] = type(f).from_natural(engine.etas[k])
+        unchanged = all(torch.equal(a, b) for a, b in zip(tensors, fields_of(template), strict=True))
+        # a global still at its start (held, or never given statistics) keeps the very factor
+        # the uninterrupted run reads, not its round trip through natural parameters
+        engine.factors[k] = f if unchanged else type(f).from_natural(engine.etas[k])
     check_shapes({str(i): t for i, t in enumerate(saved["network"])},
                  {str(i): p for i, p in enumerate(engine.params)}, "network parameter")
     with torch.no_grad():

@@ -236,7 +236,8 @@ class BayesLocalStep:
               generator: torch.Generator) -> LocalStep:
         if batch.epoch < self.warmup_epochs:  # the globals stay; the networks still learn
             return LocalStep(stats={}, scales={}, objective=result.objective)
-        if self.global_init == "data" and not self._started:
+        if self.global_init == "data" and batch.epoch == self.warmup_epochs and not self._started:
+            # once, at the first step after the warm-up (a run resumed later does not restart)
             self._started = True
             start = self.data_start(globals_, generator)
             return dataclasses.replace(start, objective=result.objective)

@@ -74,7 +74,8 @@ def test_correction_changes_the_step(small):
     fits = {c: BayesSCDC(4, 2, hidden=(8,)).fit(o, pairs, num_epochs=1, batch_size=60,
                                                  pair_batch_size=pairs.num_pairs, seed=0,
                                                  correction=c, step_size=0.5,
-                                                 z_init="responsibilities", progress=False)
+                                                 z_init="responsibilities", progress=False,
+                                                 global_init="prior-draws")
             for c in (False, True)}
     norms = fits[True].diagnostics["correction_norms"][0]
     assert set(norms) == {"weights", "components", "alpha", "beta"}
@@ -187,12 +188,16 @@ def test_corrected_step_is_the_finite_difference_gradient_in_mean_parameters(sma
     assert float((moved - got).abs().max()) > 1e-3
 
 
-def test_a_resumed_fit_equals_the_uninterrupted_one(small, tmp_path):
+@pytest.mark.parametrize("stop", [1, 2])
+def test_a_resumed_fit_equals_the_uninterrupted_one(small, tmp_path, stop):
+    """Stopped at the end of the warm-up (the data start then happens after the resume) or
+    after it (the resumed run must not restart the globals again)."""
     o, pairs = small
-    settings = {"num_epochs": 3, "batch_size": 20, "seed": 4, "progress": False}
+    settings = {"num_epochs": 3, "warmup_epochs": 1, "batch_size": 20, "seed": 4,
+                "progress": False}
     whole = BayesSCDC(4, 2, hidden=(8,)).fit(o, pairs, **settings)
     path = tmp_path / "bayes.ckpt"
-    BayesSCDC(4, 2, hidden=(8,)).fit(o, pairs, **{**settings, "num_epochs": 2}, checkpoint=path)
+    BayesSCDC(4, 2, hidden=(8,)).fit(o, pairs, **{**settings, "num_epochs": stop}, checkpoint=path)
     resumed = BayesSCDC(4, 2, hidden=(8,)).fit(o, pairs, **settings, resume=path)
     for name in ("weights", "components", "alpha"):
         for a, b in zip(whole.params["factors"][name].natural_params(),
