@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 import statistics
+import subprocess
+import sys
 import types
 
 import numpy as np
@@ -168,6 +170,7 @@ def test_discovery_and_duplicate_labels(bench):
     h = bench.harness
     mods = h.discover()
     assert [m.__name__ for m in mods] == [
+        "benchmarks.bench_bayes_scdc",
         "benchmarks.bench_bhmc",
         "benchmarks.bench_bnp_dp",
         "benchmarks.bench_bnp_fit",
@@ -184,3 +187,47 @@ def test_discovery_and_duplicate_labels(bench):
     dup = types.SimpleNamespace(__name__="dup", cases=lambda quick: [case, case])
     with pytest.raises(ValueError, match=r"case labels must be unique, found duplicates \['demo\[n=1\]'\]"):
         h.collect_cases([dup], quick=True, device=h.bench_device("cpu"))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="VmHWM and clear_refs are Linux's")
+def test_a_fresh_process_reports_its_own_peak_memory_not_its_parents(import_benchmarks):
+    # a process started by subprocess inherits its parent's peak as a floor of ru_maxrss
+    (fresh,) = import_benchmarks("fresh_process")
+    held = np.ones(2**25)  # 256 MiB resident in this process
+    code = fresh.PEAK_RSS_SOURCE + "\nprint(peak_rss_mib())\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert held.nbytes == 2**28 and fresh.peak_rss_mib() >= 256
+    assert 1 < float(done.stdout) < 128  # an interpreter that imported nothing large
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="VmHWM and clear_refs are Linux's")
+def test_memory_figures_separate_the_fit_from_what_came_before(import_benchmarks, fresh_python):
+    (fresh,) = import_benchmarks("fresh_process")
+    code = fresh.PEAK_RSS_SOURCE + (
+        "\nimport json\nimport numpy as np\n"
+        "start = np.ones(2**25); del start\n"  # 256 MiB before the fit, then freed
+        "before, reset = peak_rss_mib(), reset_peak_rss()\n"
+        "fit = np.ones(2**23); del fit\n"  # 64 MiB during the fit
+        "print(json.dumps(memory_figures(before, reset)))\n")
+    figures = json.loads(fresh_python(code))
+    assert set(figures) == set(fresh.MEMORY_KEYS)
+    assert figures["peak_rss_before_fit_mib"] >= 256
+    assert 64 <= figures["fit_peak_rss_mib"] < 200  # the fit's 64 MiB on the resident base
+    assert figures["peak_rss_mib"] == figures["peak_rss_before_fit_mib"]
+
+
+def test_fresh_record_takes_the_memory_figures_out_of_the_phases(import_benchmarks):
+    (fresh,) = import_benchmarks("fresh_process")
+    runs = [({"fit_s": 1.0, "peak_rss_mib": 10.0, "peak_rss_before_fit_mib": 5.0,
+              "fit_peak_rss_mib": 10.0}, [1, 2]),
+            ({"fit_s": 3.0, "peak_rss_mib": 12.0, "peak_rss_before_fit_mib": 6.0,
+              "fit_peak_rss_mib": None}, [1, 2])]
+    rec = fresh.fresh_record(runs, [1, 3], "ref")
+    assert rec["phases"] == {"fit_s": 2.0}
+    assert (rec["peak_rss_mib"], rec["peak_rss_before_fit_mib"]) == (12.0, 6.0)
+    assert rec["fit_peak_rss_mib"] is None
+    assert rec["passed"] is False and rec["max_abs_diff"] == 1.0
+    with pytest.raises(ValueError, match=r"must print .* missing \['fit_peak_rss_mib'\]"):
+        fresh.fresh_record([({"fit_s": 1.0, "peak_rss_mib": 1.0,
+                              "peak_rss_before_fit_mib": 1.0}, [1])], [1], "ref")

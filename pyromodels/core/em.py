@@ -35,6 +35,15 @@ def _iterates(model, data, params):
             yield params, model.em_objective(data, params)
 
 
+def _working_eps(params: dict) -> float:
+    """The machine epsilon of the fit's working precision: the coarsest floating dtype among
+    the start's tensors (a float32 fit rounds its objective at float32's epsilon whatever
+    torch's default dtype), else torch's default."""
+    eps = [torch.finfo(v.dtype).eps for v in params.values()
+           if isinstance(v, torch.Tensor) and v.is_floating_point()]
+    return max(eps, default=torch.finfo(torch.get_default_dtype()).eps)
+
+
 def _check_rule(verdict) -> bool:
     if not isinstance(verdict, bool):
         raise TypeError(f"em_converged must return a bool, got {type(verdict).__name__}")
@@ -155,7 +164,7 @@ def run_em(
                 max_iter=max_iter + 1,
                 monotone=getattr(model, "em_monotone", True),
                 # rounding of the objective in the working precision is not a decrease
-                monotone_slack=max(1e-9, 16 * torch.finfo(torch.get_default_dtype()).eps),
+                monotone_slack=max(1e-9, 16 * _working_eps(params)),
                 name="EM objective",
                 rule=None if rule is None else f"{type(model).__name__}.em_converged",
             )

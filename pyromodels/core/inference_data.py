@@ -164,6 +164,20 @@ def observed_arrays(model, data) -> dict[str, np.ndarray] | None:
     return {name: to_numpy(v, f"observed_data[{name!r}]") for name, v in values.items()}
 
 
+def model_coords(model, data) -> dict:
+    """The model's ``site_coords(data)`` (``{dim_name: values}``, the labels of the axes its
+    ``site_dims`` name, such as the users' worker ids), or ``{}`` without that hook."""
+    fn = _model_hook(model, data, "site_coords")
+    if fn is None:
+        return {}
+    values = fn(data)
+    if not isinstance(values, dict):
+        raise TypeError(
+            f"model.site_coords must return a dict {{dim_name: values}}, got {type(values).__name__}"
+        )
+    return {name: np.asarray(v) for name, v in values.items()}
+
+
 def group_dims(dims: dict, arrays: dict, sample_axes: int) -> dict:
     """The dimension names of each array of one group, cut to the axes the array has.
 

@@ -19,6 +19,7 @@ from .inference_data import (
     from_groups,
     inference_attrs,
     log_likelihood_arrays,
+    model_coords,
     observed_arrays,
     sample_stats_arrays,
 )
@@ -189,6 +190,13 @@ class Posterior:
         if self.model is None or not hasattr(self.model, "predict"):
             raise NotImplementedError("this posterior's model does not define predict()")
         return self.model.predict(self, new_data, **kwargs)
+
+    def predict_proba(self, new_data, **kwargs):
+        """The model's predicted probabilities for ``new_data`` (its ``predict_proba``, where
+        it has one: the cluster probabilities of the semi-crowdsourced models, say)."""
+        if self.model is None or not hasattr(self.model, "predict_proba"):
+            raise NotImplementedError("this posterior's model does not define predict_proba()")
+        return self.model.predict_proba(self, new_data, **kwargs)
 
     def save(self, path) -> str:
         """Write this fit to the NetCDF file ``path``, readable by :meth:`load` and by
@@ -380,7 +388,9 @@ def to_inference_data(
     predictive groups by default.
 
     Axes are named by the model's ``site_dims`` (for example the mixture's ``locs`` is
-    ``(chain, draw, component, feature)``), with ``dims`` taking precedence.
+    ``(chain, draw, component, feature)``), with ``dims`` taking precedence; their labels come
+    from the model's ``site_coords(data)`` hook where it has one (the users' worker ids of a
+    pairwise fit, say), with ``coords`` taking precedence.
 
     The root ``attrs`` and those of the ``posterior`` and ``sample_stats`` groups hold
     ``posterior.attrs`` (the seed among them) with ``inference_library="pyromodels"`` and
@@ -430,8 +440,11 @@ def to_inference_data(
                          shape[0] * shape[1], num_prior_draws):
         groups.update(_predictive_groups(posterior, shape, num_prior_draws, seed))
     attrs = inference_attrs(posterior.attrs, posterior.method)
-    return from_groups(groups, attrs, coords=coords, dims={**plate_dims, **_default_dims(model, dims)},
-                       point_estimate=point)
+    if coords is not None and not isinstance(coords, dict):
+        raise TypeError(f"coords must be a dict {{dim_name: values}}, got {type(coords).__name__}")
+    coords = {**model_coords(model, data), **(coords or {})}
+    return from_groups(groups, attrs, coords=coords or None,
+                       dims={**plate_dims, **_default_dims(model, dims)}, point_estimate=point)
 
 
 def summary(posterior, var_names=None, **kwargs):

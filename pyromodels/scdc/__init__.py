@@ -20,7 +20,8 @@ cluster) and a specificity ``beta`` (says "different" when they do not).
   the clusters' names.
 * :class:`PairwiseDawidSkene` (:mod:`.pairwise_model`): the pairwise worker model on its own,
   items clustered from links alone, fitted by mean-field coordinate ascent
-  (:mod:`.pairwise_cavi`, over the sparse pair graph of :mod:`.pair_graph`);
+  (:mod:`.pairwise_cavi`, over the sparse pair graph of :mod:`.pair_graph`) from starts
+  read off the links' spectrum (:mod:`.pairwise_start`);
   :class:`PairwiseDawidSkeneEstimator` (:mod:`.pairwise_estimator`) is its DataFrame facade;
   :mod:`.exact` enumerates tiny problems.
 

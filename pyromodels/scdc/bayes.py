@@ -59,6 +59,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+import warnings
 from collections.abc import Sequence
 
 import pandas as pd
@@ -68,14 +69,15 @@ from ..checks import as_float_tensor, check_bool, check_in, check_int, check_pos
 from ..conjugate.beta_bernoulli import BetaBernoulli
 from ..conjugate.dirichlet_categorical import DirichletCategorical
 from ..conjugate.niw import niw_to_normal_wishart
-from ..core.conjugate_factors import RobbinsMonro
+from ..core.conjugate_factors import RobbinsMonro, like
+from ..core.errors import ConvergenceWarning
 from ..core.posterior import Posterior
 from ..core.seeding import derive_seed, make_generator, resolve_seed
 from ..nn.amortized import GaussianPotentialEncoder, ObservationDecoder
 from ..nn.mlp import check_dims
 from .bayes_elbo import WORKER_SCALINGS, BayesLocalStep, NetworkObservation
 from .bayes_start import GLOBAL_INITS
-from .data import SCDCData, prepare_scdc
+from .data import SCDCData, id_coords, prepare_scdc
 from .links import worker_weights
 from .vmp import SCHEDULES, Z_INITS, global_means, run_vmp
 
@@ -163,6 +165,14 @@ class BayesSCDC:
 
     #: the one fitting method (natural-gradient SVI), named as the registry names engines
     engines = ("natgrad",)
+    #: names of each site's axes in ArviZ groups (the draws of the fitted global factors)
+    site_dims = {
+        "weights": ("cluster",),
+        "locs": ("cluster", "latent"),
+        "precisions": ("cluster", "latent", "latent_col"),
+        "alpha": ("worker",),
+        "beta": ("worker",),
+    }
 
     def __init__(self, n_clusters: int, latent_dim: int, hidden: Sequence[int] = (40, 40),
                  decoder_hidden: Sequence[int] | None = None, likelihood: str = "auto",
@@ -222,7 +232,8 @@ class BayesSCDC:
             progress: bool = True, callbacks=None, device=None,
             dtype: torch.dtype | None = None, checkpoint=None,
             checkpoint_every: int | None = None, resume=None,
-            num_threads: int | None = None) -> Posterior:
+            num_threads: int | None = None, num_samples: int = 1000,
+            tol: float = 0.0) -> Posterior:
         """Fit by natural-gradient SVI on the globals and optimiser steps on the networks.
 
         Args:
@@ -257,14 +268,29 @@ class BayesSCDC:
                 as for :func:`~pyromodels.core.run_natgrad` (a resumed fit rebuilds the same
                 networks from ``seed`` and continues from the checkpoint's state).
             dtype: of the observations, networks and factors (default float64).
+            tol: stop when the epoch mean of the ELBO estimate moves by less than ``tol``
+                times its magnitude (:func:`~pyromodels.core.run_natgrad`); a fit that runs
+                all ``num_epochs`` without meeting it warns with a
+                :class:`~pyromodels.core.ConvergenceWarning`. ``0`` (default) runs every
+                epoch and never warns.
+            num_samples: draws of the fitted global factors stored as the posterior's one
+                chain (drawn after the fit from their own seed: the fit does not depend on
+                them; ``0``: none, and then no ArviZ conversion, summary or ``save``).
 
         Returns:
-            A :class:`~pyromodels.core.Posterior` (``method="natgrad"``): ``params`` holds
-            ``factors`` (the fitted Dirichlet, Normal-Wisharts and Betas), ``network`` (the
-            networks' state), ``cluster_probs`` ``(N, K)`` (q*(z) of the training items
-            without links), ``expected_weights`` ``(K,)`` :math:`E[\\pi_k]`;
-            ``diagnostics`` adds ``occupied_clusters`` (distinct argmax clusters of the
-            training items), ``steps_per_epoch`` and ``time_per_epoch`` (seconds).
+            A :class:`~pyromodels.core.Posterior` (``method="natgrad"``, ``model`` this
+            model): ``samples`` the draws of the fitted factors, ``weights`` ``(K,)``,
+            ``locs`` ``(K, d)``, ``precisions`` ``(K, d, d)``, ``alpha`` and ``beta``
+            ``(M,)`` (with links); ``losses`` the negative ELBO estimate of every step;
+            ``params`` holds ``factors`` (the fitted Dirichlet, Normal-Wisharts and Betas),
+            their natural parameters ``eta.*``, the networks' weights ``network.*``,
+            ``cluster_probs`` ``(N, K)`` (q*(z) of the training items without links),
+            ``expected_weights`` ``(K,)`` :math:`E[\\pi_k]` and ``elbo``, the ELBO estimate of
+            the last epoch (the mean over its steps); ``diagnostics`` adds
+            ``occupied_clusters`` (distinct argmax clusters of the training items),
+            ``steps_per_epoch`` and ``time_per_epoch`` (seconds); ``attrs`` adds
+            ``likelihood`` and ``num_features`` (what ``predict`` needs after
+            ``Posterior.load``).
         """
         num_epochs = check_int(num_epochs, "num_epochs", minimum=1)
         correction = check_bool(correction, "correction")
@@ -277,6 +303,7 @@ class BayesSCDC:
         warmup_epochs = check_int(warmup_epochs, "warmup_epochs", minimum=0)
         global_init = check_in(global_init, "global_init", GLOBAL_INITS)
         start_iterations = check_int(start_iterations, "start_iterations", minimum=1)
+        num_samples = check_int(num_samples, "num_samples", minimum=0)
         data = prepare_scdc(o, pairs, likelihood=self.likelihood, batch_size=batch_size,
                             pair_batch_size=pair_batch_size,
                             dtype=torch.float64 if dtype is None else dtype, device=device)
@@ -300,21 +327,31 @@ class BayesSCDC:
         post = run_natgrad(step, data.o, priors=priors, init=init, num_epochs=num_epochs,
                            batch_size=None if data.batch_size >= data.num_items else data.batch_size,
                            step_size=RobbinsMonro(1.0, 0.7) if step_size is None else step_size,
-                           correction=correction, optimizer=opt, num_samples=0, seed=seed,
+                           correction=correction, optimizer=opt, num_samples=num_samples, seed=seed,
                            progress=progress, callbacks=callbacks, device=device,
                            checkpoint=checkpoint, checkpoint_every=checkpoint_every,
-                           resume=resume, num_threads=num_threads)
+                           resume=resume, num_threads=num_threads, tol=tol)
         elapsed = time.perf_counter() - start
+        per_epoch = math.ceil(data.num_items / data.batch_size)
+        if tol > 0 and not post.diagnostics["converged"] and (
+                post.diagnostics["num_steps"] >= num_epochs * per_epoch):  # not a callback's stop
+            history = post.diagnostics["epoch_objectives"]
+            change = abs(history[-1] - history[-2]) if len(history) > 1 else float("nan")
+            warnings.warn(f"BayesSCDC did not converge in {num_epochs} epochs (tol={tol:g}); last "
+                          f"change of the epoch mean of the ELBO: {change:.3g}. Increase "
+                          "num_epochs or loosen tol.", ConvergenceWarning, stacklevel=2)
         factors = post.params["factors"]
         probs = self._probabilities(factors, observation, data.o)
-        per_epoch = math.ceil(data.num_items / data.batch_size)
-        params = {**post.params, "network": {k: v.detach().clone()
-                                             for k, v in observation.state_dict().items()},
-                  "cluster_probs": probs, "expected_weights": factors["weights"].mean()}
+        params = {**post.params, **{f"network.{k}": v.detach().clone()
+                                    for k, v in observation.state_dict().items()},
+                  "cluster_probs": probs, "expected_weights": factors["weights"].mean(),
+                  "elbo": _final_elbo(post, per_epoch)}
         diagnostics = {**post.diagnostics, "steps_per_epoch": per_epoch,
                        "time_per_epoch": elapsed / max(1, post.diagnostics["num_steps"] / per_epoch),
                        "occupied_clusters": int(probs.argmax(-1).unique().numel())}
-        return dataclasses.replace(post, params=params, diagnostics=diagnostics, data=data)
+        attrs = {**post.attrs, "likelihood": data.likelihood, "num_features": int(data.o.shape[1])}
+        return dataclasses.replace(post, samples=_site_names(post.samples), params=params,
+                                   diagnostics=diagnostics, attrs=attrs, model=self, data=data)
 
     # --------------------------------------------------------------- results
     def _probabilities(self, factors: dict, observation, o: torch.Tensor) -> torch.Tensor:
@@ -323,38 +360,104 @@ class BayesSCDC:
             return run_vmp(h, lam, global_means(factors), None).probs
 
     def _observation(self, posterior: Posterior) -> NetworkObservation:
-        data = posterior.data
-        if not isinstance(data, SCDCData) or "network" not in posterior.params:
-            raise ValueError("posterior must come from BayesSCDC.fit")
-        opts = {"dtype": data.o.dtype, "device": data.o.device}
-        observation = self.networks(data.o.shape[1], data.likelihood, None, **opts)
-        observation.load_state_dict(posterior.params["network"])
+        if not isinstance(posterior, Posterior):
+            raise TypeError(f"posterior must be a Posterior from BayesSCDC.fit, got "
+                            f"{type(posterior).__name__}")
+        state = {k[len("network."):]: v for k, v in posterior.params.items()
+                 if k.startswith("network.")}
+        width, likelihood = posterior.attrs.get("num_features"), posterior.attrs.get("likelihood")
+        if not state or width is None or likelihood is None:
+            raise ValueError("posterior must come from BayesSCDC.fit: its params hold no "
+                             "network weights ('network.*') or its attrs no 'num_features' "
+                             "and 'likelihood'")
+        weight = next(iter(state.values()))
+        observation = self.networks(int(width), likelihood, None, dtype=weight.dtype,
+                                    device=weight.device)
+        observation.load_state_dict(state)
         return observation
+
+    def _factors(self, posterior: Posterior) -> dict:
+        """The fitted factors: ``params["factors"]``, or, for a fit read back by
+        ``Posterior.load``, rebuilt from their natural parameters ``eta.*``."""
+        if "factors" in posterior.params:
+            return posterior.params["factors"]
+        params = posterior.params
+        alpha = params.get("eta.alpha")
+        num_workers = int(alpha.shape[0]) if isinstance(alpha, torch.Tensor) else 0
+        first = params.get("eta.weights")
+        if not isinstance(first, torch.Tensor):
+            raise ValueError("posterior must come from BayesSCDC.fit: its params hold neither "
+                             "'factors' nor the natural parameters 'eta.*'")
+        factors = {}
+        for name, prior in self.priors(num_workers, dtype=first.dtype, device=first.device).items():
+            template = prior.natural_params()
+            if isinstance(template, torch.Tensor):
+                tensors = [params[f"eta.{name}"]]
+            else:
+                tensors = [params[f"eta.{name}.{field}"] for field in type(template)._fields]
+            factors[name] = type(prior).from_natural(like(template, tensors))
+        return factors
 
     def cluster_probabilities(self, posterior: Posterior, o) -> torch.Tensor:
         """``(N, K)`` :math:`q^*(z)` for observations ``o``: message passing on the fitted
         recognition network's potentials at the fitted globals, without links (as the paper
-        predicts)."""
+        predicts). ``posterior`` is a fit of this model, also one read back by
+        ``Posterior.load``."""
         observation = self._observation(posterior)
-        data = posterior.data
-        o = as_float_tensor(o, "o", ndim=2, dtype=data.o.dtype, device=data.o.device)
-        if o.shape[1] != data.o.shape[1]:
-            raise ValueError(f"o must have {data.o.shape[1]} columns, as the fitted data, got "
-                             f"{o.shape[1]}")
-        return self._probabilities(posterior.params["factors"], observation, o)
+        width = int(posterior.attrs["num_features"])
+        weight = next(observation.parameters())
+        o = as_float_tensor(o, "o", ndim=2, dtype=weight.dtype, device=weight.device)
+        if o.shape[1] != width:
+            raise ValueError(f"o must have {width} columns, as the fitted data, got {o.shape[1]}")
+        return self._probabilities(self._factors(posterior), observation, o)
+
+    def predict_proba(self, posterior: Posterior, o) -> torch.Tensor:
+        """``(N, K)`` cluster probabilities of observations ``o`` (:meth:`cluster_probabilities`)."""
+        return self.cluster_probabilities(posterior, o)
 
     def predict(self, posterior: Posterior, o) -> torch.Tensor:
         """``(N,)`` long: each observation's most probable cluster."""
         return self.cluster_probabilities(posterior, o).argmax(-1)
 
+    def site_coords(self, data) -> dict:
+        """Labels of the ``worker`` axis of ``alpha`` and ``beta`` in ArviZ groups: the users'
+        worker ids (:attr:`SCDCData.workers <pyromodels.scdc.data.SCDCData>`)."""
+        return id_coords(workers=data.workers) if isinstance(data, SCDCData) else {}
+
     def worker_table(self, posterior: Posterior) -> pd.DataFrame:
         """Per worker: the posterior means ``alpha`` and ``beta`` and ``weight`` = logit alpha +
         logit beta at those means (Fig. 3c), indexed by worker id."""
-        factors = posterior.params.get("factors", {})
+        factors = self._factors(posterior)
         if "alpha" not in factors:
             raise ValueError("this fit had no links, so it has no worker parameters")
         alpha = factors["alpha"].mean().detach().cpu()
         beta = factors["beta"].mean().detach().cpu()
         return pd.DataFrame({"alpha": alpha.numpy(), "beta": beta.numpy(),
                              "weight": worker_weights(alpha, beta).numpy()},
-                            index=posterior.data.workers)
+                            index=_workers(posterior, len(alpha)))
+
+
+#: the posterior's site of each draw of the fitted factors (the observed sub-model's names)
+SITE_NAMES = {"weights": "weights", "components.mean": "locs", "components.precision": "precisions",
+              "alpha": "alpha", "beta": "beta"}
+
+
+def _site_names(samples: dict) -> dict:
+    """The engine's draws under the model's site names (:data:`SITE_NAMES`)."""
+    return {SITE_NAMES.get(k, k): v for k, v in samples.items()}
+
+
+def _workers(posterior: Posterior, num_workers: int) -> pd.Index:
+    """The fit's worker ids (``0 .. M - 1`` for a fit read back without its data)."""
+    data = posterior.data
+    return data.workers if isinstance(data, SCDCData) else pd.RangeIndex(num_workers)
+
+
+def _final_elbo(post: Posterior, per_epoch: int) -> torch.Tensor:
+    """The ELBO estimate of the fit's last epoch: the mean of its steps' objectives (those of
+    a last epoch a callback cut short, if it did)."""
+    history = post.diagnostics["epoch_objectives"]
+    partial = post.diagnostics["num_steps"] - len(history) * per_epoch
+    if partial > 0 or not history:
+        return -post.losses[-max(partial, 1):].mean()
+    return torch.tensor(history[-1], dtype=torch.float64)

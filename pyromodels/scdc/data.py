@@ -23,7 +23,7 @@ from ..data.pairwise import PairwiseAnnotations
 from ..nn.amortized import LIKELIHOODS
 
 __all__ = ["SCDCData", "prepare_scdc", "balanced_pair_batch", "resolve_likelihood",
-           "steps_per_epoch"]
+           "steps_per_epoch", "id_coords"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -177,3 +177,11 @@ def prepare_scdc(o, pairs=None, *, likelihood: str = "auto", batch_size: int = 1
 def steps_per_epoch(data: SCDCData) -> int:
     """Optimisation steps in one pass over the data: ``ceil(N / |B|)``."""
     return math.ceil(data.num_items / data.batch_size)
+
+
+def id_coords(workers: pd.Index | None = None, items: pd.Index | None = None) -> dict:
+    """ArviZ coordinates of the family's ``worker`` and ``item`` axes: the users' ids, in the
+    order of the codes ``0 .. M - 1`` and ``0 .. N - 1`` (an axis given as ``None`` is left
+    to ArviZ's default ``0, 1, ...``)."""
+    named = {"worker": workers, "item": items}
+    return {dim: ids.to_numpy() for dim, ids in named.items() if ids is not None}

@@ -69,7 +69,7 @@ from ..nn.amortized import (
 )
 from ..nn.mlp import check_dims
 from ..nn.param_network import ParamNetwork
-from .data import SCDCData, prepare_scdc, steps_per_epoch
+from .data import SCDCData, id_coords, prepare_scdc, steps_per_epoch
 from .elbo import RelationalELBO
 from .links import co_cluster_probability, link_log_prob, logit_worker_logs, worker_weights
 
@@ -363,9 +363,18 @@ class SCDC(Model):
         skeleton = self._encoder_z(1).skeleton
         return next(name for name, p in skeleton.named_parameters() if p.dim() == 2)
 
+    def predict_proba(self, posterior: Posterior, o) -> torch.Tensor:
+        """``(N, K)`` cluster probabilities of observations ``o`` (:meth:`cluster_probabilities`)."""
+        return self.cluster_probabilities(posterior, o)
+
     def predict(self, posterior: Posterior, o) -> torch.Tensor:
         """``(N,)`` long: each observation's most probable cluster, argmax :math:`q(z \\mid o)`."""
         return self.cluster_probabilities(posterior, o).argmax(-1)
+
+    def site_coords(self, data) -> dict:
+        """Labels of the ``worker`` axis of ``alpha`` and ``beta`` in ArviZ groups: the users'
+        worker ids (:attr:`SCDCData.workers <pyromodels.scdc.data.SCDCData>`)."""
+        return id_coords(workers=self.prepare(data).workers)
 
     def worker_table(self, posterior: Posterior) -> pd.DataFrame:
         """The fitted coins per worker, indexed by worker id: ``alpha`` (sensitivity),

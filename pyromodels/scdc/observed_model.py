@@ -56,13 +56,14 @@ import pyro.distributions as dist
 import torch
 from pyro.ops.indexing import Vindex
 
-from ..checks import check_bool, check_in, check_int
+from ..checks import as_float_tensor, check_bool, check_in, check_int
 from ..conjugate import data_units
 from ..conjugate.random import sample_wishart
 from ..core.diagnostic_warnings import warn_sampling_problems
 from ..core.model import Model
 from ..core.posterior import Posterior, check_posterior, summary
 from . import observed_gibbs
+from .data import id_coords
 from .links import observe_links, worker_weights
 from .observed_data import ObservedData, prepare_observed_data
 
@@ -136,7 +137,7 @@ class ObservedBayesSCDC(Model):
         "worker_weights": ("worker",),
         "z": ("item",),
         "x": ("item", "feature"),
-        "links": ("judgement",),
+        "links": ("link",),
     }
 
     def __init__(self, num_clusters: int, weight_concentration: float | None = None,
@@ -242,6 +243,43 @@ class ObservedBayesSCDC(Model):
         post = super().fit(data, method=method, diagnostic_warnings=False, **settings)
         post.attrs["label_invariant_sites"] = ["alpha", "beta"]
         return warn_sampling_problems(post, diagnostic_warnings)
+
+    # -------------------------------------------------------------- results
+    def site_coords(self, data) -> dict:
+        """Labels of the ``worker`` and ``item`` axes in ArviZ groups: the users' ids of the
+        judgements (their ``workers``; their ``items``, one per row of ``x``)."""
+        pairs = self.prepare(data).pairs
+        return id_coords(workers=pairs.workers, items=pairs.items)
+
+    def predict_proba(self, posterior, x) -> torch.Tensor:
+        r"""``(n, K)`` cluster probabilities of points ``x`` from their features alone,
+        :math:`p(z = k \mid x) \propto \pi_k N(x; \mu_k, \Lambda_k^{-1})` at each draw,
+        averaged over the draws.
+
+        Links are not used: for the fitted items themselves, the draws of ``z`` (which do use
+        them) give :func:`coclustering_probabilities`. As for any mixture, averaging over draws
+        is meaningful only when the draws share one labelling of the clusters (one chain that
+        did not switch labels, or draws relabelled by :func:`pyromodels.diagnostics.relabel`).
+        """
+        s = check_posterior(posterior).samples
+        missing = [k for k in ("weights", "locs", "precisions") if k not in s]
+        if missing:
+            raise ValueError(f"posterior must be a fit of ObservedBayesSCDC; it lacks the "
+                             f"sites {missing}")
+        locs = s["locs"]
+        x = as_float_tensor(x, "x", ndim=2, dtype=locs.dtype, device=locs.device)
+        if x.shape[1] != locs.shape[-1]:
+            raise ValueError(f"x must have {locs.shape[-1]} columns, as the fitted features, "
+                             f"got {x.shape[1]}")
+        with torch.no_grad():
+            comps = dist.MultivariateNormal(locs, precision_matrix=s["precisions"])
+            log_dens = comps.log_prob(x.reshape(x.shape[0], 1, 1, 1, -1))  # (n, chain, draw, K)
+            logits = log_dens + s["weights"].log()
+            return torch.softmax(logits, -1).mean(dim=(1, 2))
+
+    def predict(self, posterior, x) -> torch.Tensor:
+        """``(n,)`` long: each point's most probable cluster under :meth:`predict_proba`."""
+        return self.predict_proba(posterior, x).argmax(-1)
 
 
 def initial_assignments(x: torch.Tensor, num_clusters: int, generator: torch.Generator) -> torch.Tensor:

@@ -73,6 +73,7 @@ __all__ = [
     "link_term",
     "cavi_step",
     "init_params",
+    "settle_start",
     "posterior_means",
 ]
 
@@ -273,26 +274,42 @@ def cavi_step(data: PairwiseData, params: dict) -> tuple[dict, torch.Tensor, flo
 
 def init_params(data: PairwiseData, generator: torch.Generator | None = None,
                 sweeps: int = INIT_SWEEPS) -> dict:
-    r"""A random start, settled on the links by annealing.
+    r"""A random start, settled on the links by annealing (the model's ``start="random"``).
 
-    Each item's ``q_n`` is a draw from ``Dir(1_K)``; then ``sweeps`` damped cluster updates
-    run with every worker's coins held at :data:`WORKER_START` (trusted workers) and the links'
-    log-likelihood tempered by a factor rising linearly from :data:`INIT_TEMPER` to 1
-    (deterministic annealing: at a low factor the clusters follow the links' broad structure
-    and no item locks into its neighbours' random clusters); the globals are then their
-    conjugate updates given those clusters. Without the settling, the first global update would
-    see random clusters, judge every worker to be at chance (all message weights near zero) and
-    the fit would stay at the uniform clustering; without the annealing, a million links took
-    two to three times as many steps to converge.
+    Each item's ``q_n`` is a draw from ``Dir(1_K)``; then :func:`settle_start` runs ``sweeps``
+    damped cluster updates with every worker trusted and the links' log-likelihood tempered by
+    a factor rising linearly from :data:`INIT_TEMPER` to 1 (deterministic annealing: at a low
+    factor the clusters follow the links' broad structure and no item locks into its
+    neighbours' random clusters). Without the annealing, a million random links took two to
+    three times as many steps to converge. The annealing can also fail: where the uniform
+    clustering is stable at the low factors (stratified designs with half of the links must
+    links), the clusters melt to nearly uniform before the factor is high enough to split
+    them, the first global update judges every worker to be at chance and the fit stays
+    there (:mod:`.pairwise_start` has the start from the links' spectrum that avoids it).
     """
-    N, K, M = data.num_items, data.num_clusters, data.num_workers
+    N, K = data.num_items, data.num_clusters
     ones = torch.ones(N, K, dtype=data.dtype, device=data.device)
     q = sample_dirichlet(ones, generator).clamp_min(torch.finfo(data.dtype).tiny)
-    q = q / q.sum(-1, keepdim=True)
+    return settle_start(data, q / q.sum(-1, keepdim=True), sweeps, INIT_TEMPER)
+
+
+def settle_start(data: PairwiseData, q: torch.Tensor, sweeps: int = INIT_SWEEPS,
+                 temper: float = 1.0) -> dict:
+    r"""Settle the start ``q`` ``(N, K)`` on the links, then give the globals their updates.
+
+    ``sweeps`` damped cluster updates run with every worker's coins held at
+    :data:`WORKER_START` (trusted workers) and the links' log-likelihood tempered by a factor
+    rising linearly from ``temper`` to 1 (``temper = 1``: no annealing); the globals are then
+    their conjugate updates given those clusters. Without the settling, the first global
+    update would see clusters that do not follow the links yet, judge every worker to be near
+    chance (message weights near zero, which is a fixed point: with zero weights the cluster
+    update ignores the links) and the fit would stay at the uniform clustering.
+    """
+    M = data.num_workers
     start = torch.tensor(WORKER_START, dtype=data.dtype, device=data.device).expand(M, 2)
     _, weights = _coin_weights(data, start, start)
     e_log_pi = expected_log_weights(data.pi_prior)
     for s in range(sweeps):
-        temper = INIT_TEMPER + (1 - INIT_TEMPER) * s / max(1, sweeps - 1)
-        q, _, _ = _damped_cluster_move(data, q, e_log_pi, data.graph.operator(temper * weights))
+        factor = temper + (1 - temper) * s / max(1, sweeps - 1)
+        q, _, _ = _damped_cluster_move(data, q, e_log_pi, data.graph.operator(factor * weights))
     return global_update(data, q, data.graph.pair_co_cluster(q))

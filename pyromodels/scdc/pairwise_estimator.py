@@ -40,7 +40,10 @@ class PairwiseDawidSkeneEstimator(BaseEstimator):
         pi_concentration, alpha_prior, beta_prior: the model's priors (see
             :class:`~pyromodels.scdc.PairwiseDawidSkene`: a flat Dirichlet and ``Beta(1, 1)``
             coins by default).
-        n_init: random starts; the one with the highest evidence lower bound is kept.
+        n_init: starts; the one with the highest evidence lower bound is kept.
+        start: how each start begins: ``"links"`` (default; the links' spectrum clustered by
+            k-means) or ``"random"`` (random clusters settled by annealing, the earlier
+            default), see :class:`~pyromodels.scdc.PairwiseDawidSkene`.
         n_iter: coordinate-ascent steps per start at most.
         tol: relative tolerance on the bound (see :class:`~pyromodels.core.ConvergenceMonitor`).
         seed: the fit's seed (every start derives its own from it).
@@ -75,6 +78,7 @@ class PairwiseDawidSkeneEstimator(BaseEstimator):
 
     def __init__(self, n_clusters: int, *, pi_concentration: float = 1.0,
                  alpha_prior=(1.0, 1.0), beta_prior=(1.0, 1.0), n_init: int = 5,
+                 start: str = "links",
                  n_iter: int = 500, tol: float = 1e-8, seed: int | None = 0,
                  random_state=None, item_a: str = "item_a", item_b: str = "item_b",
                  worker: str = "worker", link: str = "link", duplicates: str = "raise",
@@ -84,6 +88,7 @@ class PairwiseDawidSkeneEstimator(BaseEstimator):
         self.alpha_prior = alpha_prior
         self.beta_prior = beta_prior
         self.n_init = n_init
+        self.start = start
         self.n_iter = n_iter
         self.tol = tol
         self.seed = seed
@@ -146,7 +151,7 @@ class PairwiseDawidSkeneEstimator(BaseEstimator):
                                                    self.worker, self.link, items=items,
                                                    duplicates=self.duplicates)
         model = PairwiseDawidSkene(int(self.n_clusters), self.pi_concentration,
-                                   self.alpha_prior, self.beta_prior)
+                                   self.alpha_prior, self.beta_prior, start=self.start)
         seed = self.seed if self.random_state is None else seed_from_random_state(self.random_state)
         post = model.fit(pairs, seed=seed, n_init=self.n_init, max_iter=self.n_iter,
                          tol=self.tol, progress=self.progress, device=self.device)
@@ -176,3 +181,7 @@ class PairwiseDawidSkeneEstimator(BaseEstimator):
     def fit_predict(self, pairs_df, y=None, *, items=None) -> pd.Series:
         """Fit, then return ``labels_`` (Series indexed by item id)."""
         return self.fit(pairs_df, items=items).labels_
+
+    def fit_predict_proba(self, pairs_df, y=None, *, items=None) -> pd.DataFrame:
+        """Fit, then return ``probas_`` (DataFrame items x clusters)."""
+        return self.fit(pairs_df, items=items).probas_

@@ -30,7 +30,9 @@ item by item (exact enumeration is ``K^N``; :mod:`.exact` does it for tiny probl
 engine is mean-field variational Bayes by coordinate ascent (:mod:`.pairwise_cavi`), run by
 :func:`~pyromodels.core.run_em` (``method="em"``) with the evidence lower bound as the
 objective: restarts (``n_init``) from one seed, a convergence monitor, a warning if the bound
-ever decreases.
+ever decreases. Each restart starts from the links' spectrum (:mod:`.pairwise_start`; the
+uniform clustering with every worker at chance is a fixed point that random starts can fall
+into), and the restart with the highest bound is kept.
 
 **Defaults.** ``Beta(1, 1)`` on both coins (the paper's, App. B). The Dirichlet defaults to
 ``alpha0 = 1``, flat on the simplex, and not to the paper's sparse ``0.05 / K``: that prior
@@ -64,15 +66,20 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pyro
 import pyro.distributions as dist
 import torch
 
 from ..checks import check_positive
 from ..core.model import Model
+from ..data.idmaps import encode_ids
+from ..data.pairwise import PairwiseAnnotations
 from . import pairwise_cavi as cavi
+from .data import id_coords
 from .links import observe_links, worker_weights
 from .pairwise_data import PairwiseData, check_beta_prior, check_num_clusters, prepare_pairwise
+from .pairwise_start import START_KINDS, make_start
 
 __all__ = ["PairwiseDawidSkene"]
 
@@ -86,6 +93,13 @@ class PairwiseDawidSkene(Model):
             (default 1, flat; see the module docstring).
         alpha_prior, beta_prior: ``(a, b)`` of the Beta priors on every worker's
             sensitivity and specificity (default ``(1, 1)``, uniform).
+        start: how each restart begins: ``"links"`` (default) clusters the leading
+            eigenvectors of the signed must-link minus cannot-link matrix
+            (:func:`.pairwise_start.spectral_start`); ``"random"`` draws random cluster
+            probabilities and settles them by annealing (:func:`.pairwise_cavi.init_params`,
+            the earlier default; in float32 on stratified links it can stop at the
+            uniform clustering with every worker weight 0). Either way the restart with the
+            highest bound is kept.
 
     The data are :class:`~pyromodels.data.pairwise.PairwiseAnnotations` or a DataFrame that
     its ``from_dataframe`` reads with the default column names.
@@ -106,7 +120,10 @@ class PairwiseDawidSkene(Model):
                  "z": ("item",), "links": ("link",)}
 
     def __init__(self, num_clusters: int, pi_concentration: float = 1.0,
-                 alpha_prior=(1.0, 1.0), beta_prior=(1.0, 1.0)):
+                 alpha_prior=(1.0, 1.0), beta_prior=(1.0, 1.0), start: str = "links"):
+        if not isinstance(start, str) or start not in START_KINDS:
+            raise ValueError(f"start must be one of {START_KINDS}, got {start!r}")
+        self.start = start
         self.num_clusters = check_num_clusters(num_clusters)
         self.pi_concentration = check_positive(pi_concentration, "pi_concentration")
         self.alpha_prior = check_beta_prior(alpha_prior, "alpha_prior")
@@ -156,8 +173,9 @@ class PairwiseDawidSkene(Model):
 
     # ------------------------------------------------------------------ engine
     def em_init(self, data: PairwiseData, generator) -> dict:
-        """A random start settled on the links (:func:`.pairwise_cavi.init_params`)."""
-        return cavi.init_params(data, generator)
+        """A start settled on the links, as ``start`` says
+        (:func:`.pairwise_start.make_start`)."""
+        return make_start(self.start, data, generator)
 
     def em_step(self, data: PairwiseData, params) -> dict:
         """One coordinate-ascent step (:func:`.pairwise_cavi.cavi_step`)."""
@@ -179,3 +197,42 @@ class PairwiseDawidSkene(Model):
         return {"probas": q, "labels": q.argmax(-1),
                 "weights": worker_weights(params["alpha"], params["beta"]),
                 "elbo": torch.as_tensor(self.em_objective(data, params), dtype=torch.float64)}
+
+    # -------------------------------------------------------------- results
+    def site_coords(self, data) -> dict:
+        """Labels of the ``worker`` and ``item`` axes in ArviZ groups: the users' ids of the
+        judgements (:class:`~pyromodels.data.pairwise.PairwiseAnnotations`' ``workers`` and
+        ``items``)."""
+        pairs = self._prepared(data).pairs
+        return id_coords(workers=pairs.workers, items=pairs.items)
+
+    def predict_proba(self, posterior, new_data=None) -> torch.Tensor:
+        """``(n, K)`` mean-field cluster probabilities ``q(z)`` of fitted items.
+
+        The model clusters the items it was fitted to (their clusters come from the links
+        between them, so an item outside the fit has none): ``new_data`` lists item ids of
+        the fit (``None``: every item, in the order of the fit's ``items``).
+
+        Raises:
+            ValueError: ``posterior`` holds no cluster probabilities (not a fit of this model)
+                or an id is not an item of the fit.
+        """
+        probas = posterior.params.get("probas")
+        if not isinstance(probas, torch.Tensor):
+            raise ValueError("posterior must be a fit of PairwiseDawidSkene: its params hold no "
+                             "'probas'")
+        if new_data is None:
+            return probas
+        if not isinstance(posterior.data, PairwiseData):
+            raise ValueError("posterior.data must be the fit's prepared data to look up item ids "
+                             "(pass data=posterior.data to Posterior.load)")
+        if isinstance(new_data, (PairwiseAnnotations, pd.DataFrame)):
+            raise TypeError("new_data must be None or a list of item ids of the fit, got "
+                            f"{type(new_data).__name__}: the model clusters the items of its "
+                            "fit only (fit again with the new judgements)")
+        rows = encode_ids(posterior.data.pairs.items, new_data, "new_data", "the fitted items")
+        return probas[torch.from_numpy(rows).to(probas.device)]
+
+    def predict(self, posterior, new_data=None) -> torch.Tensor:
+        """``(n,)`` long: the most probable cluster of each item of :meth:`predict_proba`."""
+        return self.predict_proba(posterior, new_data).argmax(-1)

@@ -85,6 +85,18 @@ def test_errors(make_pairs):
         PairwiseDawidSkeneEstimator(2).fit(df)  # default columns absent: named by our arguments
     with pytest.raises(NotFittedError, match="fit"):
         _ = _estimator().labels_
+    with pytest.raises(ValueError, match="start must be one of"):
+        _estimator(start="kmeans").fit(df)
+
+
+def test_both_starts_find_the_clusters(make_pairs):
+    """Three workers of 80-95% on 60 items: the spectral start (default) and the annealed
+    random start both recover the three clusters."""
+    df, z = _frame(make_pairs)
+    for start in ("links", "random"):
+        est = _estimator(start=start).fit(df)
+        assert est.model_.start == start
+        assert clustering_accuracy(z[est.labels_.index].to_numpy(), est.labels_.to_numpy()) > 0.95
 
 
 def test_a_failed_fit_forgets_the_last_one(make_pairs):

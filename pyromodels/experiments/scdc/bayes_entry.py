@@ -25,7 +25,7 @@ from ...registry import register
 from ..catalogue import BAYES_SCDC
 from .fit_entries import DEFAULT_CLUSTERS, _with_workers, _worker_frame, loader
 
-__all__ = ["bayes_factory", "standardised", "bayes_settings", "fit_bayes", "point_estimates",
+__all__ = ["bayes_factory", "standardised", "bayes_settings", "fit_bayes",
            "describe_bayes",
            "ENTRY", "DEFAULT_EPOCHS", "WARMUP_FRACTION", "STEP_SIZE", "LR"]
 
@@ -71,19 +71,8 @@ def fit_bayes(model, data, *, method: str, seed: int, progress: bool,
     """``pyromodels fit bayes-scdc``: ``options`` holds what the command line gave
     (``batch_size``, ``device`` and the checkpointing, whose ``checkpoint_every`` counts
     epochs); ``method`` is ``"natgrad"``, the only one."""
-    post = model.fit(standardised(data.x), data.pairs, seed=seed, progress=progress, lr=lr,
+    return model.fit(standardised(data.x), data.pairs, seed=seed, progress=progress, lr=lr,
                      **bayes_settings(num_epochs), **options)
-    return replace(post, model=model, samples=point_estimates(post))
-
-
-def point_estimates(posterior) -> dict:
-    """The fit's posterior means as one draw of one chain, as the report reads a point
-    estimate: ``weights`` ``E[pi]`` and, with links, the workers' ``alpha`` and ``beta``."""
-    factors = posterior.params["factors"]
-    means = {"weights": posterior.params["expected_weights"]}
-    if "alpha" in factors:
-        means.update(alpha=factors["alpha"].mean(), beta=factors["beta"].mean())
-    return {k: v.detach().cpu()[None, None] for k, v in means.items()}
 
 
 def describe_bayes(posterior, data, *, name: str):

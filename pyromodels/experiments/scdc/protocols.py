@@ -33,8 +33,9 @@ from ...metrics import ami, clustering_accuracy, nmi
 from .peers import PEERS
 
 __all__ = ["MODEL_SLOTS", "NEEDS_LINKS", "FEATURES_ONLY", "protocol_models", "scores",
-           "learned_clusters", "fit_scdc_labels", "fit_observed_labels",
-           "fit_bayes_labels", "fit_pairwise_labels", "pinwheel_unit",
+           "learned_clusters", "fit_scdc_labels", "fit_observed", "fit_observed_labels",
+           "fit_bayes", "fit_bayes_labels", "fit_pairwise_labels", "pinwheel_data",
+           "method_seed", "pinwheel_unit",
            "face_unit", "table1_unit", "OCCUPIED_FRACTION", "TRUE_WEIGHTS", "FACE_ACCURACIES"]
 
 #: a cluster counts as learned when it holds at least this fraction of the points
@@ -88,21 +89,48 @@ def fit_scdc_labels(x, pairs, *, num_clusters: int, settings: dict, seed: int):
     return labels, extra
 
 
-def fit_observed_labels(x, pairs, *, num_clusters: int, settings: dict, seed: int):
-    """The observed-feature sub-model by Gibbs sampling: the clusters of the draw of highest
-    log joint, and the posterior mean worker weights."""
-    from ...scdc import ObservedBayesSCDC, label_invariant_draws
-    from .fit_entries import best_draw_labels
+def fit_observed(x, pairs, *, num_clusters: int, settings: dict, seed: int):
+    """The observed-feature sub-model fitted by one Gibbs chain (its posterior).
 
-    post = ObservedBayesSCDC(num_clusters).fit(
+    ``settings``: ``samples`` and ``warmup`` (sweeps kept and discarded).
+    """
+    from ...scdc import ObservedBayesSCDC
+
+    return ObservedBayesSCDC(num_clusters).fit(
         torch.as_tensor(x, dtype=torch.float64), pairs, num_chains=1,
         num_samples=settings["samples"], num_warmup=settings["warmup"], seed=seed,
         progress=False, diagnostic_warnings=False)
+
+
+def fit_observed_labels(x, pairs, *, num_clusters: int, settings: dict, seed: int):
+    """The observed-feature sub-model by Gibbs sampling: the clusters of the draw of highest
+    log joint, and the posterior mean worker weights."""
+    from ...scdc import label_invariant_draws
+    from .fit_entries import best_draw_labels
+
+    post = fit_observed(x, pairs, num_clusters=num_clusters, settings=settings, seed=seed)
     extra = {}
     if pairs is not None:
         weights = label_invariant_draws(post)["worker_weights"]
         extra["worker_weights"] = weights.reshape(-1, weights.shape[-1]).mean(0).tolist()
     return best_draw_labels(post), extra
+
+
+def fit_bayes(x, pairs, *, num_clusters: int, settings: dict, seed: int, callbacks=None):
+    """BayesSCDC fitted by natural-gradient SVI on ``x`` standardised (unless 0/1), the
+    globals held for the first two thirds of the epochs: ``(model, posterior)``.
+
+    ``settings``: ``latent_dim``, ``hidden``, ``epochs``, ``batch_size``, ``lr``;
+    ``callbacks``: as for :meth:`~pyromodels.scdc.BayesSCDC.fit` (called after each step).
+    """
+    from ...scdc import BayesSCDC
+    from .bayes_entry import bayes_settings, standardised
+
+    model = BayesSCDC(num_clusters, settings["latent_dim"], hidden=tuple(settings["hidden"]))
+    post = model.fit(standardised(x), pairs, batch_size=settings["batch_size"],
+                     lr=settings["lr"], seed=seed, progress=False, callbacks=callbacks,
+                     **bayes_settings(settings["epochs"]))
+    return model, post
 
 
 def fit_bayes_labels(x, pairs, *, num_clusters: int, settings: dict, seed: int):
@@ -113,13 +141,7 @@ def fit_bayes_labels(x, pairs, *, num_clusters: int, settings: dict, seed: int):
 
     ``settings``: ``latent_dim``, ``hidden``, ``epochs``, ``batch_size``, ``lr``.
     """
-    from ...scdc import BayesSCDC
-    from .bayes_entry import bayes_settings, standardised
-
-    model = BayesSCDC(num_clusters, settings["latent_dim"], hidden=tuple(settings["hidden"]))
-    post = model.fit(standardised(x), pairs, batch_size=settings["batch_size"],
-                     lr=settings["lr"], seed=seed, progress=False,
-                     **bayes_settings(settings["epochs"]))
+    model, post = fit_bayes(x, pairs, num_clusters=num_clusters, settings=settings, seed=seed)
     extra = {"seconds_per_epoch": post.diagnostics["time_per_epoch"]}
     if pairs is not None:
         extra["worker_weights"] = model.worker_table(post)["weight"].tolist()
@@ -184,8 +206,10 @@ def _fitter(method: str) -> Callable:
 
 
 # -------------------------------------------------------------------------- units
-def pinwheel_unit(method: str, annotated: bool, settings: dict, seed: int) -> dict:
-    """One pinwheel fit: scores against the arms, the worker weights when annotated."""
+def pinwheel_data(annotated: bool, seed: int):
+    """The pinwheel of seed ``seed``: ``(x, z, pairs)``, 500 points ``(500, 2)``, their arms
+    and, when ``annotated``, 20 workers' 49 links each along blocks of 50 of 100 annotated
+    points at ``alpha = beta = 0.9`` (else ``None``)."""
     from ...data.simulate import simulate_pinwheel
     from ...data.simulate_pairs import simulate_block_pairs
 
@@ -195,9 +219,20 @@ def pinwheel_unit(method: str, annotated: bool, settings: dict, seed: int) -> di
     if annotated:
         pairs, _ = simulate_block_pairs(z, 20, 50, alpha=0.9, beta=0.9, annotated=100,
                                         seed=_seed(seed, "pinwheel", "links"))
+    return x, z, pairs
+
+
+def method_seed(seed: int, method: str) -> int:
+    """The seed of ``method``'s fit in a unit of seed ``seed``."""
+    return _seed(seed, method)
+
+
+def pinwheel_unit(method: str, annotated: bool, settings: dict, seed: int) -> dict:
+    """One pinwheel fit: scores against the arms, the worker weights when annotated."""
+    x, z, pairs = pinwheel_data(annotated, seed)
     labels, extra = _fitter(method)(x, pairs, num_clusters=settings["clusters"],
                                     settings=settings.get(method, {}),
-                                    seed=_seed(seed, method))
+                                    seed=method_seed(seed, method))
     return {**scores(z, labels), **extra}
 
 
@@ -230,7 +265,7 @@ def face_unit(data: tuple, method: str, per_worker: int, subset: int | None, set
     fit_settings = settings["peers"] if method in PEERS else settings.get(method, {})
     start = time.perf_counter()
     labels, extra = _fitter(method)(x, pairs, num_clusters=k, settings=fit_settings,
-                                    seed=_seed(seed, method))
+                                    seed=method_seed(seed, method))
     return {**scores(truth, labels), **extra, "pairs_per_kind": per_kind,
             "seconds": time.perf_counter() - start}
 
@@ -251,5 +286,5 @@ def table1_unit(data: tuple, method: str, annotated: bool, settings: dict, seed:
                                            seed=_seed(seed, "hits"))
     labels, extra = _fitter(method)(x, pairs, num_clusters=settings["clusters"],
                                     settings=settings.get(method, {}),
-                                    seed=_seed(seed, method))
+                                    seed=method_seed(seed, method))
     return {**scores(truth, labels), **extra}

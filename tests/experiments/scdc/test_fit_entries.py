@@ -136,6 +136,13 @@ def test_bayes_fit_writes_labels_and_worker_table(files, capsys):
     assert np.allclose(workers["weight"], np.log(a / (1 - a)) + np.log(b / (1 - b)))
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["bayes-scdc-natgrad"]["natgrad"]["num_steps"] == 9  # 3 epochs of 3 steps
+    # the written InferenceData holds the fit's draws of the globals, labelled by worker id
+    import arviz as az
+
+    posterior = az.from_netcdf(str(out / "bayes-scdc-natgrad" / "natgrad.nc")).posterior
+    assert {"weights", "locs", "precisions", "alpha", "beta"} <= set(posterior.data_vars)
+    assert posterior.sizes["draw"] > 1
+    assert sorted(posterior["alpha"].coords["worker"].values.tolist()) == ["w1", "w2"]
 
 
 def test_bayes_fit_standardises_all_but_binary_features():

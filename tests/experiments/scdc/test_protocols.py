@@ -203,3 +203,46 @@ def test_the_peers_leave_numpys_error_handling_alone(monkeypatch):
                                 seed=0)
         assert labels is None or len(labels) == 40
         assert np.geterr() == before, name
+
+
+def test_table1_runs_each_set_as_its_own_units(monkeypatch, tmp_path):
+    """Table 1 on two sets: each set's images are read at its own size, its units are stored
+    apart (a set's settings do not name the other set), and the table has a row per set."""
+    monkeypatch.setenv("PYROMODELS_CACHE", str(tmp_path))
+    settings = reproduction.SCALE_SETTINGS["smoke"]
+    table = {**settings["table1"], "models": ("pairwise-dawid-skene",),
+             "sets": {"mnist": 150, "fashion": 120}}
+    blocks = reproduction.table1_blocks(table)
+    assert [(b["set"], b["items"], b["annotated"]) for b in blocks] == [
+        ("mnist", 150, min(150, 36 * table["hits"])), ("fashion", 120, min(120, 36 * table["hits"]))]
+    assert all("sets" not in b for b in blocks)
+    read = []
+    real = reproduction.table1_data
+    monkeypatch.setattr(reproduction, "table1_data",
+                        lambda name, items: read.append((name, items)) or real(name, items))
+    every = {**settings, "table1": table,
+             "pinwheel": {**settings["pinwheel"], "models": ("pairwise-dawid-skene",)},
+             "face": {**settings["face"], "models": ("pairwise-dawid-skene",), "peers_run": ()}}
+    out = reproduction.run(every, "scdc-smoke", progress=False, seed=0)
+    assert read == [("mnist", 150), ("fashion", 120)]
+    ours = out.tables["table1"]
+    ours = ours[~ours["method"].str.startswith("paper")]
+    assert sorted(ours["set"]) == ["fashion", "mnist"]
+    assert set(out.metrics["table1"]) == {"mnist pairwise-dawid-skene with links",
+                                          "fashion pairwise-dawid-skene with links"}
+    # pinwheel 1 + face 2 + a unit per set on Table 1
+    assert len(list((tmp_path / "scdc-reproduction").glob("*.json"))) == 1 + 2 + 2
+
+
+@pytest.mark.parametrize("name,classes", [("mnist", 10), ("fashion", 10)])
+def test_table1_data_is_binarised_images(name, classes):
+    x, y = reproduction.table1_data(name, 300)
+    assert x.shape == (300, 784) and x.dtype == np.float32
+    assert set(np.unique(x)) == {0.0, 1.0}
+    assert len(np.unique(y)) == classes and y.dtype == np.int64
+    again, _ = reproduction.table1_data(name, 300)
+    assert np.array_equal(x, again)
+    with pytest.raises(ValueError, match="items"):
+        reproduction.table1_data(name, 0)
+    with pytest.raises(ValueError, match="name"):
+        reproduction.table1_data("cifar", 10)
