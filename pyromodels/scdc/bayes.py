@@ -49,10 +49,11 @@ start is ``global_init="prior-draws"``. On twelve of the reproduction's Pinwheel
 out of the design (10-21) mean ACC rose from 0.78 to 0.90 with links (lowest 0.20 before,
 0.78 after) and from 0.63 to 0.67 without, NMI from 0.79 to 0.90 with links (0.70 without,
 unchanged), the learned clusters from 4.3 and 3.8 to 6.5 and 6.3 (the paper's 6 and 8);
-results without links still vary much with the seed. After the restart every component holds some weight, and at step
-0.01 the sparse Dirichlet prunes only slowly. More CAVI steps in the restart
-(``start_iterations``) let the sparse prior merge components before the networks adapt, and
-did worse. With ``warmup_epochs=0`` the restart is the first step, on the untrained network.
+results without links still vary much with the seed. After the restart every component
+holds some weight, and at step 0.01 the sparse Dirichlet prunes only slowly. More CAVI steps
+in the restart (``start_iterations``) let the sparse prior merge components before the
+networks adapt, and did worse. With ``warmup_epochs=0`` the restart is the first step, on
+the untrained network.
 """
 
 from __future__ import annotations
