@@ -159,7 +159,7 @@ class BayesLocalStep:
             the globals keep their initial factors while the networks learn (0: none).
         global_init: ``"prior-draws"``: the globals start from their initial factors (the
             paper's); ``"data"``: at the first step after the warm-up they are restarted from
-            the data (:mod:`.bayes_start`).
+            the data (:mod:`.bayes_start`), once per step object (build one per run).
         priors: the prior factors (needed by ``global_init="data"``).
         start_iterations: CAVI sweeps of the data start.
     """
