@@ -132,8 +132,10 @@ weights.loc[[name for name in weights.index if name.startswith(("worker_weights"
 # BayesSCDC puts the mixture in a latent space and learns a network from points to it; the
 # links pull the latent clusters together. It starts with 15 components and lets its sparse
 # Dirichlet prior prune the ones it does not need. On the pinwheel it needs standardised
-# features, the networks trained alone for two thirds of the run (`warmup_epochs`), and small
-# steps. SCDC is the non-Bayesian version, fitted by amortised SVI; starting the workers as
+# features, the networks trained alone for two thirds of the run (`warmup_epochs`), after
+# which the mixture restarts from the encoded points (`global_init="data"`, the default:
+# k-means++ means and one coordinate-ascent step), and small steps (so the pruning after the
+# restart is slow: count the clusters the points occupy, not the components with weight). SCDC is the non-Bayesian version, fitted by amortised SVI; starting the workers as
 # reliable (`coin_init=0.9`) lets the links lead.
 #
 # A single fit of either depends a lot on its seed (its start), so each is run from a few

@@ -115,11 +115,16 @@ class LocalStep:
             ELBO for the whole data set (everything but ``-KL(q(theta) || p(theta))``, which
             the engine adds), differentiable in the network parameters (and, with
             ``correction=True``, in the globals' mean parameters).
+        step_sizes: global name -> a step size in ``(0, 1]`` that replaces the schedule's
+            ``rho_t`` for that global at this step (default: the schedule's). With ``1`` and
+            full-data statistics the update is the global's coordinate-ascent (CAVI) update,
+            which a local step can use to restart a global from the data.
     """
 
     stats: Mapping[str, Any]
     scales: Mapping[str, float] = field(default_factory=dict)
     objective: torch.Tensor | None = None
+    step_sizes: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,14 @@ def _check_result(result, globals_: dict, step: int) -> LocalStep:
     if unknown:
         raise ValueError(f"local_step returned statistics or scales for {unknown}, which are not "
                          f"globals (those are {sorted(globals_)})")
+    unknown = sorted(set(result.step_sizes) - set(globals_))
+    if unknown:
+        raise ValueError(f"LocalStep.step_sizes names {unknown}, which are not globals (those "
+                         f"are {sorted(globals_)})")
+    for name, rho in result.step_sizes.items():
+        if not 0 < float(rho) <= 1:
+            raise ValueError(f"LocalStep.step_sizes[{name!r}] must be in (0, 1], got {rho} at "
+                             f"step {step}")
     obj = result.objective
     if obj is not None and (not isinstance(obj, torch.Tensor) or obj.numel() != 1):
         raise TypeError(f"LocalStep.objective must be a scalar tensor or None, got "
@@ -172,17 +180,18 @@ class _Engine:
                                      f"shape {tuple(s.shape)}, its natural parameters "
                                      f"{tuple(e.shape)}")
             target = [e0 + scale * s for e0, s in zip(eta0, stats, strict=True)]
-            if name in grads:  # eq. 17: the local optimum's dependence on the global
+            if name in grads and name not in result.step_sizes:  # eq. 17 (not on a restart)
                 extra = [g - scale * s for g, s in zip(grads[name], stats, strict=True)]
                 norms[name] = float(sum(e.square().sum() for e in extra).sqrt())
                 target = [a + b for a, b in zip(target, extra, strict=True)]
+            r = float(result.step_sizes.get(name, rho))
             new = like(self.etas[name],
-                       ((1 - rho) * e + rho * tg for e, tg in zip(eta, target, strict=True)))
+                       ((1 - r) * e + r * tg for e, tg in zip(eta, target, strict=True)))
             try:
                 self.factors[name] = type(old).from_natural(new)
                 self.etas[name] = new
             except ValueError as exc:
-                raise ValueError(f"natural-gradient step {t} (step size {rho:g}) took global "
+                raise ValueError(f"natural-gradient step {t} (step size {r:g}) took global "
                                  f"{name!r} outside its family's parameter space ({exc}); use a "
                                  "smaller step_size") from exc
         return {"objective": objective, "step_size": rho, "correction_norm": norms}
@@ -253,7 +262,9 @@ def run_natgrad(
     ``expected_stats()``) and returns their expected statistics; it may also return an
     ``objective`` (the local part of the ELBO for the data set), which is recorded with
     ``-KL(q || p)`` of the globals added, and whose negative per item (``-objective / N``)
-    ``optimizer`` minimises for network parameters.
+    ``optimizer`` minimises for network parameters. Its ``step_sizes`` may replace ``rho_t``
+    for some globals at that step (``1`` with full-data statistics: a CAVI update, a restart
+    from the data); such a global takes no eq. 17 correction at that step.
 
     **The eq. 17 correction** (``correction=True``). When the local factors are the optimum of
     a surrogate objective (a recognition network's conjugate potential in place of a
@@ -436,7 +447,10 @@ def _restore(saved: dict, engine: _Engine, generator, init: dict):
         template = f.natural_params()
         tensors = [t.to(fields_of(template)[i].device) for i, t in enumerate(saved["etas"][k])]
         engine.etas[k] = like(template, tensors)
-        engine.factors[k] = type(f).from_natural(engine.etas[k])
+        unchanged = all(torch.equal(a, b) for a, b in zip(tensors, fields_of(template), strict=True))
+        # a global still at its start (held, or never given statistics) keeps the very factor
+        # the uninterrupted run reads, not its round trip through natural parameters
+        engine.factors[k] = f if unchanged else type(f).from_natural(engine.etas[k])
     check_shapes({str(i): t for i, t in enumerate(saved["network"])},
                  {str(i): p for i, p in enumerate(engine.params)}, "network parameter")
     with torch.no_grad():

@@ -32,7 +32,10 @@ the first global steps see every item at the same place (an untrained recognitio
 potentials are weak against the components' precision), put all the weight on one component,
 and the sparse Dirichlet prior then keeps it there. The released code has no warm-up but
 moves the globals by a tiny step (about 1.7e-4 of the natural gradient with momentum), which
-holds them near their start for the paper's short Pinwheel run.
+holds them near their start for the paper's short Pinwheel run. With ``global_init="data"``
+the first step after the warm-up restarts the globals from the data instead of moving them
+(:meth:`BayesLocalStep.data_start`, :mod:`.bayes_start`): a full-data CAVI step of size 1
+(``LocalStep.step_sizes``) from k-means++ means on the encoded items.
 
 With the full data and every link in one batch (``|B| = N`` and ``|S| = N_a``) the step is
 *joint*: one message passing over all items with every link gives every statistic at weight 1,
@@ -45,8 +48,9 @@ Gaussian noise of known precision).
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
@@ -55,6 +59,7 @@ from torch import nn
 from ..conjugate.gaussian import GaussianNatural
 from ..core.conjugate_factors import LocalStep, Minibatch
 from ..nn.amortized import observation_distribution
+from .bayes_start import cavi_start
 from .links import co_cluster_probability, worker_counts
 from .vmp import (
     LinkBatch,
@@ -152,6 +157,11 @@ class BayesLocalStep:
         worker_scaling: ``"paper"`` or ``"code"`` (module docstring).
         warmup_epochs: epochs at the start during which the step returns no statistics, so
             the globals keep their initial factors while the networks learn (0: none).
+        global_init: ``"prior-draws"``: the globals start from their initial factors (the
+            paper's); ``"data"``: at the first step after the warm-up they are restarted from
+            the data (:mod:`.bayes_start`), once per step object (build one per run).
+        priors: the prior factors (needed by ``global_init="data"``).
+        start_iterations: CAVI sweeps of the data start.
     """
 
     observation: object
@@ -167,6 +177,10 @@ class BayesLocalStep:
     z_init: str = "responsibilities"
     worker_scaling: str = "paper"
     warmup_epochs: int = 0
+    global_init: str = "prior-draws"
+    priors: dict | None = None
+    start_iterations: int = 1
+    _started: bool = field(default=False, init=False, repr=False)
 
     @property
     def num_links(self) -> int:
@@ -194,7 +208,8 @@ class BayesLocalStep:
         n = self.o.shape[0]
         has_links = self.num_links > 0
         if has_links and batch.indices.numel() == n and self.pair_batch_size == self.num_links:
-            return self._warm(self._joint(globals_, g, batch, generator), batch)
+            return self._warm(self._joint(globals_, g, batch, generator), batch, globals_,
+                              generator)
         o = batch.data
         local, _, _ = self._vmp(o, g, None, generator)
         objective = batch.scale * local_terms(self.observation, o, local, g, generator).sum()
@@ -214,12 +229,53 @@ class BayesLocalStep:
             stats.update(self._worker_stats(globals_, pair_local.probs, links))
             scale = self._worker_scale(n, size)
             scales = {"alpha": scale, "beta": scale}
-        return self._warm(LocalStep(stats=stats, scales=scales, objective=objective), batch)
+        return self._warm(LocalStep(stats=stats, scales=scales, objective=objective), batch,
+                          globals_, generator)
 
-    def _warm(self, result: LocalStep, batch: Minibatch) -> LocalStep:
+    def _warm(self, result: LocalStep, batch: Minibatch, globals_: dict,
+              generator: torch.Generator) -> LocalStep:
         if batch.epoch < self.warmup_epochs:  # the globals stay; the networks still learn
             return LocalStep(stats={}, scales={}, objective=result.objective)
+        if self.global_init == "data" and batch.epoch == self.warmup_epochs and not self._started:
+            # once, at the first step after the warm-up (a run resumed later does not restart)
+            self._started = True
+            start = self.data_start(globals_, generator)
+            return dataclasses.replace(start, objective=result.objective)
         return result
+
+    def data_start(self, globals_: dict, generator: torch.Generator) -> LocalStep:
+        """The globals restarted from the data (:func:`~.bayes_start.cavi_start`) on the
+        current recognition potentials of every item, held fixed: k-means++ means on the
+        encoded items (their :math:`E[x_i]` by message passing at the current globals, without
+        links), then ``start_iterations`` full-data CAVI sweeps, the last returned at step
+        size 1."""
+        if self.priors is None:
+            raise ValueError("global_init='data' needs the priors")
+        with torch.no_grad():
+            h_r, lam_r = self.observation.potential(self.o)
+            h_r, lam_r = h_r.detach(), lam_r.detach()
+        links = (LinkBatch(self.i_idx, self.j_idx, self.worker_idx, self.link)
+                 if self.num_links > 0 else None)
+
+        def sweep(factors: dict) -> dict:
+            with torch.no_grad():
+                local = run_vmp(h_r, lam_r, global_means(factors), links,
+                                num_sweeps=self.num_sweeps, schedule=self.schedule,
+                                z_init="responsibilities")
+                return self._full_stats(factors, local, links)
+
+        with torch.no_grad():  # the encoded items: E[x_i] at the current globals
+            points = run_vmp(h_r, lam_r, global_means(globals_), None, num_sweeps=self.num_sweeps,
+                             schedule=self.schedule, z_init="responsibilities").x.mean()
+        return cavi_start(globals_, self.priors, points, sweep, self.start_iterations, generator)
+
+    def _full_stats(self, globals_: dict, local: LocalPosterior, links: LinkBatch | None) -> dict:
+        """Every global's statistics from full-data local factors (weight 1)."""
+        stats = {"weights": globals_["weights"].observation_stats(local.probs.sum(0)),
+                 "components": _component_stats(globals_["components"], local.probs, local.x)}
+        if links is not None:
+            stats.update(self._worker_stats(globals_, local.probs, links))
+        return stats
 
     def _joint(self, globals_, g, batch: Minibatch, generator) -> LocalStep:
         """Every item and every link in one message passing (weight 1 for every statistic)."""
@@ -230,8 +286,6 @@ class BayesLocalStep:
         local, _, _ = self._vmp(o, g, links, generator)
         objective = (local_terms(self.observation, o, local, g, generator).sum()
                      + annotation_term(local.probs, links, g).sum())
-        stats = {"weights": globals_["weights"].observation_stats(local.probs.sum(0)),
-                 "components": _component_stats(globals_["components"], local.probs, local.x),
-                 **self._worker_stats(globals_, local.probs, links)}
+        stats = self._full_stats(globals_, local, links)
         scales = {k: 1.0 for k in stats}
         return LocalStep(stats=stats, scales=scales, objective=objective)

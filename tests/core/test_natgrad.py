@@ -401,3 +401,37 @@ def test_correction_and_a_network_step_share_one_backward_pass():
     torch.testing.assert_close((flat(post.params["factors"]) - flat(init)) / 0.25, expected,
                                rtol=1e-7, atol=1e-8)
     assert abs(float(dj_dw)) > 1e-3
+
+
+def test_a_step_size_from_the_local_step_replaces_the_schedule_for_its_global():
+    """Two coins stepped by 0.1; at step 2 the local step asks for step size 1 on ``"p"``
+    only: ``"p"`` then holds exactly its prior plus that step's statistics (a CAVI restart),
+    ``"q"`` takes the schedule's step, and a step size outside (0, 1] is refused."""
+    x = torch.tensor([1.0, 0.0, 1.0, 1.0], dtype=torch.float64)
+
+    def coins(globals_, batch, generator):
+        heads = batch.data.sum()
+        stats = torch.stack([heads, len(batch.data) - heads])
+        return LocalStep({"p": stats, "q": stats}, step_sizes={"p": 1.0} if batch.step == 2 else {})
+
+    prior = BetaBernoulli(torch.tensor(1.0, dtype=torch.float64), 1.0)
+    post = run_natgrad(coins, x, priors={"p": prior, "q": prior}, init={"p": prior, "q": prior},
+                       num_epochs=2, step_size=0.1, num_samples=0, seed=0, progress=False)
+    got = post.params["factors"]
+    torch.testing.assert_close(got["p"].alpha, torch.tensor(4.0, dtype=torch.float64))
+    # q: 1 -> 0.9 + 0.1 * 4 = 1.3 -> 0.9 * 1.3 + 0.1 * 4 = 1.57
+    torch.testing.assert_close(got["q"].alpha, torch.tensor(1.57, dtype=torch.float64))
+
+    def bad(globals_, batch, generator):
+        return LocalStep({"p": torch.ones(2, dtype=torch.float64)}, step_sizes={"p": 1.5})
+
+    with pytest.raises(ValueError, match="step_sizes"):
+        run_natgrad(bad, x, priors={"p": prior}, init={"p": prior}, num_epochs=1,
+                    num_samples=0, seed=0, progress=False)
+
+    def unknown(globals_, batch, generator):
+        return LocalStep({"p": torch.ones(2, dtype=torch.float64)}, step_sizes={"r": 1.0})
+
+    with pytest.raises(ValueError, match=r"step_sizes names \['r'\]"):
+        run_natgrad(unknown, x, priors={"p": prior}, init={"p": prior}, num_epochs=1,
+                    num_samples=0, seed=0, progress=False)

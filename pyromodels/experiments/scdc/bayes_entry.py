@@ -9,8 +9,10 @@ probability) and, with links, ``workers.csv`` (each worker's posterior mean ``al
 The fit follows the settings under which BayesSCDC separates the pinwheel (see
 :mod:`pyromodels.scdc.bayes`): features that are not all 0/1 are standardised first (each
 column centred, all divided by one overall standard deviation), the globals are held for the
-first two thirds of the epochs while the networks learn (``warmup_epochs``), then move by
-natural-gradient steps of size 0.01; the networks' Adam steps default to ``lr = 0.01``.
+first two thirds of the epochs while the networks learn (``warmup_epochs``), restart from
+the data (the fit's default ``global_init="data"``: k-means++ means on the encoded items and
+one full-data CAVI step), then move by natural-gradient steps of size 0.01; the networks'
+Adam steps default to ``lr = 0.01``.
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ def describe_bayes(posterior, data, *, name: str):
     output = cluster_report(posterior, data.x, probabilities.argmax(-1).cpu().numpy(),
                             name=name, probabilities=probabilities.max(-1).values.cpu().numpy())
     summary = (" The features were standardised before the fit and the globals held for its "
-               "first two thirds.")
+               "first two thirds, then restarted from the encoded points.")
     output = replace(output, result=replace(output.result,
                                             summary=output.result.summary + summary))
     if data.pairs is None:
