@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from ..core.kmeanspp import kmeanspp_indices
 from .scale import standardize
 
 __all__ = ["kmeans_init"]
@@ -21,18 +22,8 @@ def kmeans_init(x: torch.Tensor, K: int, generator: torch.Generator, lloyd_steps
     if K > N:
         raise ValueError(f"num_components ({K}) must not exceed the number of points ({N})")
     x = standardize(x)
-    first = int(torch.randint(N, (1,), generator=generator, device=x.device))
-    centers = [x[first]]
-    d2 = (x - centers[0]).pow(2).sum(-1)
-    seeds = [first]
-    for _ in range(1, K):
-        probs = d2 / d2.sum() if float(d2.sum()) > 0 else torch.full_like(d2, 1.0 / N)
-        idx = int(torch.multinomial(probs, 1, generator=generator))
-        seeds.append(idx)
-        centers.append(x[idx])
-        d2 = torch.minimum(d2, (x - x[idx]).pow(2).sum(-1))
-    c = torch.stack(centers)
-    seeds = torch.tensor(seeds, device=x.device)
+    seeds = kmeanspp_indices(x, K, generator)
+    c = x[seeds]
     for _ in range(lloyd_steps):
         z = torch.cdist(x, c).argmin(-1)
         z[seeds] = torch.arange(K, device=x.device)

@@ -33,6 +33,7 @@ import torch
 
 from ..conjugate.niw import niw_to_normal_wishart
 from ..core.conjugate_factors import LocalStep, fields_of, like
+from ..core.kmeanspp import kmeanspp_indices
 
 __all__ = ["kmeanspp_centres", "seeded_components", "cavi_start", "GLOBAL_INITS"]
 
@@ -44,18 +45,7 @@ def kmeanspp_centres(points: torch.Tensor, num_centres: int,
                      generator: torch.Generator) -> torch.Tensor:
     """``(K, d)`` centres chosen among ``points`` ``(N, d)`` by k-means++ seeding (D^2
     sampling). With fewer distinct points than centres, the remaining centres repeat points."""
-    n = points.shape[0]
-    gen_device = generator.device
-    first = int(torch.randint(n, (1,), generator=generator, device=gen_device))
-    chosen = [first]
-    d2 = (points - points[first]).square().sum(-1)
-    for _ in range(1, num_centres):
-        total = float(d2.sum())
-        weights = d2 / total if total > 0 else torch.full_like(d2, 1.0 / n)
-        idx = int(torch.multinomial(weights.to(gen_device), 1, generator=generator))
-        chosen.append(idx)
-        d2 = torch.minimum(d2, (points - points[idx]).square().sum(-1))
-    return points[torch.tensor(chosen, device=points.device)]
+    return points[kmeanspp_indices(points, num_centres, generator)]
 
 
 def seeded_components(components, centres: torch.Tensor):
