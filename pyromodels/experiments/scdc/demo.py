@@ -83,7 +83,7 @@ PINWHEEL_CLUSTERS = 15
 class PruningRecord:
     """A callback of :meth:`~pyromodels.scdc.BayesSCDC.fit` that keeps, for each epoch, the
     number of components whose expected weight ``E[pi_k]`` (the Dirichlet factor's mean after
-    the epoch's last step) is at least ``fraction``.
+    the epoch's last step) is at least ``fraction``, and that expected weight vector itself.
 
     Example:
         >>> record = PruningRecord()
@@ -94,15 +94,22 @@ class PruningRecord:
     def __init__(self, fraction: float = protocols.OCCUPIED_FRACTION):
         self.fraction = fraction
         self._counts: dict[int, int] = {}
+        self._weights: dict[int, np.ndarray] = {}
 
     def __call__(self, step: int, info: dict) -> None:
         weights = info["globals"]["weights"].mean()
         self._counts[int(info["epoch"])] = int((weights >= self.fraction).sum())
+        self._weights[int(info["epoch"])] = weights.detach().cpu().double().numpy()
 
     @property
     def per_epoch(self) -> list[int]:
         """The counts in epoch order."""
         return [self._counts[e] for e in sorted(self._counts)]
+
+    @property
+    def weights_per_epoch(self) -> np.ndarray:
+        """``(epochs, K)``: ``E[pi]`` after each epoch's last step, in epoch order."""
+        return np.stack([self._weights[e] for e in sorted(self._weights)])
 
 
 def _pinwheel(plan: DemoPlan, seed: int, report) -> dict:
@@ -118,7 +125,7 @@ def _pinwheel(plan: DemoPlan, seed: int, report) -> dict:
         labels = post.params["cluster_probs"].argmax(-1).cpu().numpy()
         out["fits"][setting] = {
             "labels": labels, "scores": protocols.scores(z, labels),
-            "pruning": record.per_epoch,
+            "pruning": record.per_epoch, "trajectory": record.weights_per_epoch,
             "expected_weights": np.sort(post.params["expected_weights"].cpu().numpy())[::-1],
             "seconds": time.perf_counter() - start}
         out["x"], out["z"] = x, z

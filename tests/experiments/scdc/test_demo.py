@@ -121,6 +121,10 @@ def test_pruning_record_keeps_the_last_step_of_each_epoch():
     record(2, info(0, [10.0, 10.0, 1.0, 0.5]))     # 0.465, 0.465, 0.047, 0.023: two
     record(3, info(1, [10.0, 5.0, 4.0, 1.0]))      # 0.5, 0.25, 0.2, 0.05: three
     assert record.per_epoch == [2, 3]
+    # the weight vectors kept are those of each epoch's last step, and the counts theirs
+    assert np.allclose(record.weights_per_epoch, [[10 / 21.5, 10 / 21.5, 1 / 21.5, 0.5 / 21.5],
+                                                  [0.5, 0.25, 0.2, 0.05]])
+    assert record.per_epoch == (record.weights_per_epoch >= 0.1).sum(1).tolist()
 
 
 def test_demo_arguments_are_checked():
