@@ -20,8 +20,9 @@ Protocols (:mod:`.protocols`; the paper's numbers in :mod:`.paper_numbers`):
 
 Every unit (one fit) is stored as JSON under ``$PYROMODELS_CACHE/scdc-reproduction/`` (else
 ``~/.cache/pyromodels/...``), keyed by its settings; an interrupted reproduction run again
-skips the units it finished. The ``small`` scale is a quick look (about a minute on two
-idle cores: 300 digits for the Face protocol, 600 MNIST digits and 3 epochs for Table 1,
+skips the units it finished. The ``small`` scale is a quick look (a few minutes on two
+idle cores: 300 digits and 300 Fashion-MNIST images for the Face protocol, 600 MNIST digits
+and 3 epochs for Table 1,
 whose clusters are then near chance; BayesSCDC with 15 epochs on the pinwheel instead of 60,
 3 on the Face protocol and none on Table 1); ``medium`` and ``paper`` follow the paper's
 sizes more closely (:data:`SCALE_SETTINGS`). Each runs SCDC, the observed-feature sub-model,
@@ -130,7 +131,7 @@ SCALE_SETTINGS = {
                     face_points=150, face_epochs=1, peers=("pckmeans", "itml-kmeans"),
                     peer_iterations=3, mnist_items=200, mnist_epochs=1, mnist_hidden=(32,),
                     hits=2, models=("scdc",), bayes_epochs=(1, 1)),
-    "small": _scale(seeds=2, pin_epochs=20, face_sets=("digits",), face_sizes=(200, 1000),
+    "small": _scale(seeds=2, pin_epochs=20, face_sets=("digits", "fashion"), face_sizes=(200, 1000),
                     face_points=300, face_epochs=10, peers=("pckmeans", "itml-kmeans"),
                     peer_iterations=10, mnist_items=600, mnist_epochs=3,
                     mnist_hidden=(128,), hits=16, mnist_seeds=1, face_lr=1e-2,
