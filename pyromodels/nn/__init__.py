@@ -8,20 +8,22 @@ These parts know no model: families build their networks from them.
   greedy layer-wise denoising pretraining plus fine-tuning, cached on disk.
 - :class:`WeightCache`: the file-locked, atomically written cache of trained weights.
 - :func:`mlp`: the seeded MLP builder the others use.
-- :class:`CategoricalEncoder`, :class:`ConditionalGaussianEncoder`,
+- :class:`CategoricalEncoder`, :class:`GaussianEncoder`, :class:`ConditionalGaussianEncoder`,
   :class:`ObservationDecoder` (with :func:`observation_distribution`) and
   :class:`GaussianPotentialEncoder`: amortised encoders and decoders for latent-variable models
   with a discrete cluster (``q(z | o)``, ``q(x | z, o)``, ``p(o | x)``, a recognition network's
-  Gaussian potential).
+  Gaussian potential); :func:`resolve_likelihood` picks the decoder's likelihood for data.
 - :class:`ParamNetwork`: a network whose weights live in Pyro's param store, run functionally.
 """
 
 from .amortized import (
     CategoricalEncoder,
     ConditionalGaussianEncoder,
+    GaussianEncoder,
     GaussianPotentialEncoder,
     ObservationDecoder,
     observation_distribution,
+    resolve_likelihood,
 )
 from .autoencoder import PretrainingRecord, StackedAutoencoder
 from .cache import CacheWarning, WeightCache, cache_key, data_fingerprint, resolve_cache_dir
@@ -36,6 +38,7 @@ __all__ = [
     "CacheWarning",
     "CategoricalEncoder",
     "ConditionalGaussianEncoder",
+    "GaussianEncoder",
     "GaussianPotentialEncoder",
     "NICE",
     "ObservationDecoder",
@@ -51,4 +54,5 @@ __all__ = [
     "observation_distribution",
     "pretrain_autoencoder",
     "resolve_cache_dir",
+    "resolve_likelihood",
 ]

@@ -6,6 +6,8 @@ MNIST-sized images). With ``o`` an observation, ``z`` one of ``K`` clusters and 
 continuous latent of dimension ``d``:
 
 * :class:`CategoricalEncoder`: :math:`q(z \mid o)`, an MLP to ``K`` logits.
+* :class:`GaussianEncoder`: :math:`q(x \mid o)`, an MLP to a mean and a log scale (a diagonal
+  Gaussian), the encoder of a VAE.
 * :class:`ConditionalGaussianEncoder`: :math:`q(x \mid z, o)`, an MLP on the concatenation of
   ``o`` and the one-hot ``z`` to a mean and a log scale (a diagonal Gaussian).
 * :class:`ObservationDecoder`: :math:`p(o \mid x)`, an MLP to Bernoulli logits (binary
@@ -37,9 +39,11 @@ from .mlp import mlp
 __all__ = [
     "CategoricalEncoder",
     "ConditionalGaussianEncoder",
+    "GaussianEncoder",
     "ObservationDecoder",
     "GaussianPotentialEncoder",
     "observation_distribution",
+    "resolve_likelihood",
     "LIKELIHOODS",
 ]
 
@@ -72,6 +76,41 @@ class CategoricalEncoder(nn.Module):
     def forward(self, o: torch.Tensor) -> torch.Tensor:
         """``(..., K)`` logits of :math:`q(z \\mid o)` for ``o`` of shape ``(..., D)``."""
         return self.net(o)
+
+
+class GaussianEncoder(nn.Module):
+    """:math:`q(x \\mid o) = N(\\mu(o), \\mathrm{diag}\\,\\sigma^2(o))`: an MLP from
+    ``in_features`` to a mean and a log scale.
+
+    Args:
+        in_features: width ``D`` of an observation.
+        latent_dim: dimension ``d`` of ``x``.
+        hidden: hidden widths (empty: the mean and the log scale are affine in ``o``).
+        activation, generator, dtype, device: as for :func:`~pyromodels.nn.mlp.mlp`.
+
+    Attributes:
+        net: the MLP ``(..., D) -> (..., 2d)``; its first ``d`` outputs are the mean, the last
+            ``d`` the log scale.
+
+    Example:
+        >>> enc = GaussianEncoder(5, 2, (8,), generator=torch.Generator().manual_seed(0))
+        >>> loc, log_scale = enc(torch.zeros(4, 5))
+        >>> loc.shape, log_scale.shape
+        (torch.Size([4, 2]), torch.Size([4, 2]))
+    """
+
+    def __init__(self, in_features: int, latent_dim: int, hidden: Sequence[int] = (40, 40),
+                 activation: str = "relu", generator: torch.Generator | None = None,
+                 dtype: torch.dtype | None = None, device=None):
+        super().__init__()
+        self.latent_dim = latent_dim
+        self.net = mlp(in_features, hidden, 2 * latent_dim, activation, generator, dtype=dtype,
+                       device=device)
+
+    def forward(self, o: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean and log scale, each ``(..., d)``, for ``o`` of shape ``(..., D)``."""
+        loc, log_scale = self.net(o).split(self.latent_dim, dim=-1)
+        return loc, log_scale
 
 
 class ConditionalGaussianEncoder(nn.Module):
@@ -158,6 +197,27 @@ def observation_distribution(likelihood: str, outputs: tuple[torch.Tensor, ...])
         return dist.Bernoulli(logits=outputs[0]).to_event(1)
     loc, log_var = outputs
     return dist.Normal(loc, torch.exp(0.5 * log_var)).to_event(1)
+
+
+def resolve_likelihood(likelihood: str, o: torch.Tensor, name: str = "o") -> str:
+    """The likelihood of :class:`ObservationDecoder` for observations ``o``.
+
+    ``"auto"`` resolves to ``"bernoulli"`` when every value of ``o`` is 0 or 1, else
+    ``"normal"``; ``"bernoulli"`` on other values is a ``ValueError`` (``name`` names the
+    observations in it).
+
+    Example:
+        >>> resolve_likelihood("auto", torch.tensor([[0.0, 1.0]]))
+        'bernoulli'
+    """
+    check_in(likelihood, "likelihood", ("auto",) + LIKELIHOODS)
+    binary = bool(((o == 0) | (o == 1)).all())
+    if likelihood == "auto":
+        return "bernoulli" if binary else "normal"
+    if likelihood == "bernoulli" and not binary:
+        raise ValueError(f"likelihood='bernoulli' needs binary observations (0 or 1); {name} "
+                         f"holds other values (use likelihood='normal')")
+    return likelihood
 
 
 class GaussianPotentialEncoder(nn.Module):

@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..checks import as_float_tensor, check_in, check_int, check_probability
+from ..checks import as_float_tensor, check_int, check_probability
 from ..data.pairwise import PairwiseAnnotations
-from ..nn.amortized import LIKELIHOODS
+from ..nn.amortized import resolve_likelihood
 
 __all__ = ["SCDCData", "prepare_scdc", "balanced_pair_batch", "resolve_likelihood",
            "steps_per_epoch", "id_coords"]
@@ -78,19 +78,6 @@ class SCDCData:
         """A copy with the tensors on ``device``."""
         fields = ("o", "i_idx", "j_idx", "worker_idx", "link")
         return dataclasses.replace(self, **{f: getattr(self, f).to(device) for f in fields})
-
-
-def resolve_likelihood(likelihood: str, o: torch.Tensor) -> str:
-    """``"auto"`` resolves to ``"bernoulli"`` when every value of ``o`` is 0 or 1, else
-    ``"normal"``; ``"bernoulli"`` on other values is a ``ValueError``."""
-    check_in(likelihood, "likelihood", ("auto",) + LIKELIHOODS)
-    binary = bool(((o == 0) | (o == 1)).all())
-    if likelihood == "auto":
-        return "bernoulli" if binary else "normal"
-    if likelihood == "bernoulli" and not binary:
-        raise ValueError("likelihood='bernoulli' needs binary observations (0 or 1); o holds "
-                         "other values (use likelihood='normal')")
-    return likelihood
 
 
 def balanced_pair_batch(num_links: int, num_items: int, batch_size: int) -> int:

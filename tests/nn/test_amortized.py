@@ -8,11 +8,13 @@ import torch.distributions as D
 from pyromodels.nn import (
     CategoricalEncoder,
     ConditionalGaussianEncoder,
+    GaussianEncoder,
     GaussianPotentialEncoder,
     ObservationDecoder,
     ParamNetwork,
     mlp,
     observation_distribution,
+    resolve_likelihood,
 )
 
 
@@ -31,6 +33,24 @@ def test_encoder_shapes_and_the_enumerated_broadcast():
         joint = torch.cat([o, torch.eye(3)[k].expand(4, 3)], -1)
         torch.testing.assert_close(loc[k], enc.net(joint)[:, :2])
         torch.testing.assert_close(log_scale[k], enc.net(joint)[:, 2:])
+
+
+def test_gaussian_encoder_splits_one_mlp_into_a_mean_and_a_log_scale():
+    o = torch.randn(4, 5, generator=_gen())
+    enc = GaussianEncoder(5, 2, (8,), generator=_gen())
+    loc, log_scale = enc(o)
+    assert loc.shape == log_scale.shape == (4, 2)
+    torch.testing.assert_close(torch.cat([loc, log_scale], -1), enc.net(o))
+    # no hidden layer: both outputs are affine in o
+    affine = GaussianEncoder(5, 2, (), generator=_gen())
+    torch.testing.assert_close(affine(2 * o)[0] - affine(o)[0], affine(o)[0] - affine(0 * o)[0])
+
+
+def test_resolve_likelihood_reads_binary_data_and_refuses_bernoulli_on_real_data():
+    assert resolve_likelihood("auto", torch.tensor([[0.0, 1.0]])) == "bernoulli"
+    assert resolve_likelihood("auto", torch.tensor([[0.5, 1.0]])) == "normal"
+    with pytest.raises(ValueError, match="x holds other values"):
+        resolve_likelihood("bernoulli", torch.tensor([[0.5]]), "x")
 
 
 def test_decoder_likelihoods_and_their_distributions():
