@@ -6,7 +6,8 @@ import importlib
 import pytest
 
 LAZY = ("pyromodels", "pyromodels.core", "pyromodels.crowd", "pyromodels.crowd.ds",
-        "pyromodels.crowd.estimators", "pyromodels.data", "pyromodels.scdc")
+        "pyromodels.crowd.estimators", "pyromodels.data", "pyromodels.ltvae",
+        "pyromodels.scdc")
 
 
 @pytest.mark.parametrize("package", LAZY)
