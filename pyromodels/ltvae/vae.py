@@ -48,8 +48,10 @@ from ..checks import as_float_tensor, check_in, check_int
 from ..core.model import Model
 from ..core.posterior import Posterior
 from ..nn.amortized import GaussianEncoder, ObservationDecoder, observation_distribution, resolve_likelihood
+from ..nn.autoencoder import StackedAutoencoder
 from ..nn.mlp import check_dims
 from ..nn.param_network import ParamNetwork
+from ..nn.warm_start import init_from_autoencoder
 from .bounds import ImportanceEstimate, IWAEBound, importance_log_likelihood
 
 __all__ = ["VAE", "VAEData", "vae_model", "vae_guide", "latent_site", "check_prior", "OBJECTIVES"]
@@ -119,11 +121,14 @@ class VAEData:
         x: ``(N, D)`` finite floating observations (0 or 1 each with a Bernoulli decoder).
         likelihood: ``"bernoulli"`` or ``"normal"``.
         batch_size: ``B``, the rows of one step (``N``: the full data).
+        autoencoder: a pretrained :class:`~pyromodels.nn.StackedAutoencoder` whose weights
+            start the networks (:func:`~pyromodels.nn.init_from_autoencoder`), or ``None``.
     """
 
     x: torch.Tensor
     likelihood: str
     batch_size: int
+    autoencoder: StackedAutoencoder | None = None
 
     @property
     def num_items(self) -> int:
@@ -188,49 +193,78 @@ class VAE(Model):
 
     # ------------------------------------------------------------------ data
     def prepare(self, data, device=None, *, batch_size: int | None = None,
-                dtype: torch.dtype | None = None) -> VAEData:
+                dtype: torch.dtype | None = None, autoencoder: StackedAutoencoder | None = None
+                ) -> VAEData:
         """``data`` as :class:`VAEData`: a ``VAEData`` is moved to ``device``; an array-like
         ``(N, D)`` is checked (finite, binary for a Bernoulli decoder) and takes
-        ``batch_size`` rows per step (``None``: all ``N``)."""
+        ``batch_size`` rows per step (``None``: all ``N``), the networks starting from
+        ``autoencoder``'s weights when given."""
         if isinstance(data, VAEData):
             return data if device is None or data.x.device == torch.device(device) else data.to(device)
         x = as_float_tensor(data, "x", ndim=2, dtype=dtype, device=device)
         n = x.shape[0]
         size = n if batch_size is None else min(check_int(batch_size, "batch_size", minimum=1), n)
-        return VAEData(x, resolve_likelihood(self.likelihood, x, "x"), size)
+        if autoencoder is not None:
+            self._check_autoencoder(autoencoder, x.shape[1])
+        return VAEData(x, resolve_likelihood(self.likelihood, x, "x"), size, autoencoder)
+
+    def _check_autoencoder(self, autoencoder, width: int) -> None:
+        if not isinstance(autoencoder, StackedAutoencoder):
+            raise TypeError(f"autoencoder must be a StackedAutoencoder, got "
+                            f"{type(autoencoder).__name__}")
+        wanted = (width, *self.hidden, self.latent_dim)
+        if tuple(autoencoder.dims) != wanted or self.decoder_hidden != tuple(reversed(self.hidden)):
+            raise ValueError(f"autoencoder must have the widths {wanted} of this VAE's encoder "
+                             f"(and a mirrored decoder), got {tuple(autoencoder.dims)}")
+        if self.activation != "relu":
+            raise ValueError(f"an autoencoder start needs activation='relu' (the autoencoder's), "
+                             f"got {self.activation!r}")
 
     # -------------------------------------------------------------- networks
-    def networks(self, width: int, likelihood: str) -> dict[str, ParamNetwork]:
+    def networks(self, width: int, likelihood: str,
+                 autoencoder: StackedAutoencoder | None = None) -> dict[str, ParamNetwork]:
         """The encoder and the decoder for data of ``width`` columns and ``likelihood``, their
-        weights in the param store (:class:`~pyromodels.nn.param_network.ParamNetwork`)."""
-        key = (int(width), likelihood)
+        weights in the param store (:class:`~pyromodels.nn.param_network.ParamNetwork`);
+        weights missing there start from ``autoencoder``'s when given, the rest (the
+        encoder's log-scale head, a Gaussian decoder's log-variance head) drawn fresh."""
+        key = (int(width), likelihood, None if autoencoder is None else id(autoencoder))
         if key not in self._networks:
             J, act = self.latent_dim, self.activation
-            self._networks[key] = {
-                "encoder": ParamNetwork("encoder", lambda g, dt, dev: GaussianEncoder(
-                    width, J, self.hidden, act, g, dt, dev)),
-                "decoder": ParamNetwork("decoder", lambda g, dt, dev: ObservationDecoder(
-                    J, width, likelihood, self.decoder_hidden, act, g, dt, dev)),
-            }
+
+            def encoder(g, dt, dev):
+                net = GaussianEncoder(width, J, self.hidden, act, g, dt, dev)
+                if autoencoder is not None:
+                    init_from_autoencoder(autoencoder, encoder=net)
+                return net
+
+            def decoder(g, dt, dev):
+                net = ObservationDecoder(J, width, likelihood, self.decoder_hidden, act, g, dt, dev)
+                if autoencoder is not None:
+                    init_from_autoencoder(autoencoder, decoder=net)
+                return net
+
+            self._networks[key] = {"encoder": ParamNetwork("encoder", encoder),
+                                   "decoder": ParamNetwork("decoder", decoder)}
         return self._networks[key]
 
     # -------------------------------------------------------------- program
     def model(self, data):
         """The program over a minibatch of rows (module docstring)."""
         data = self.prepare(data)
-        decoder = self.networks(data.x.shape[1], data.likelihood)["decoder"]
+        decoder = self.networks(data.x.shape[1], data.likelihood, data.autoencoder)["decoder"]
         vae_model(data.x, decoder, data.likelihood, self.prior, self.latent_dim, data.batch_size)
 
     def guide(self, data):
         """The amortised guide over the same minibatch."""
         data = self.prepare(data)
-        vae_guide(data.x, self.networks(data.x.shape[1], data.likelihood)["encoder"],
+        vae_guide(data.x, self.networks(data.x.shape[1], data.likelihood, data.autoencoder)["encoder"],
                   data.batch_size)
 
     # ------------------------------------------------------------------ fit
     def fit(self, x, *, method: str = "svi", objective: str = "elbo", num_particles: int = 1,
             num_epochs: int = 20, batch_size: int = 128, lr: float = 1e-3, optim=None,
-            seed: int | None = None, progress: bool = True, callbacks=None, device=None,
+            autoencoder: StackedAutoencoder | None = None, seed: int | None = None,
+            progress: bool = True, callbacks=None, device=None,
             dtype: torch.dtype | None = None, num_threads: int | None = None) -> Posterior:
         """Fit the networks by SVI (:func:`~pyromodels.core.run_svi`) on minibatches.
 
@@ -246,6 +280,11 @@ class VAE(Model):
             batch_size: rows per step (paper: 128).
             lr: Adam's learning rate (paper: 1e-3), unless ``optim`` is given.
             optim: a ``pyro.optim`` optimiser instead of ``Adam({"lr": lr})``.
+            autoencoder: a pretrained :class:`~pyromodels.nn.StackedAutoencoder` of widths
+                ``(D, *hidden, latent_dim)`` (ReLU, decoder mirrored) whose weights start the
+                encoder's mean head and hidden layers and the decoder's (the paper initialises
+                every network so, from DEC-style pretraining,
+                :func:`~pyromodels.nn.pretrain_autoencoder`); ``None``: random weights.
             seed, progress, callbacks, device, num_threads: as for
                 :func:`~pyromodels.core.run_svi`.
             dtype: of the data and the networks (default: ``x``'s floating dtype).
@@ -259,7 +298,7 @@ class VAE(Model):
         check_in(objective, "objective", OBJECTIVES)
         num_particles = check_int(num_particles, "num_particles", minimum=1)
         num_epochs = check_int(num_epochs, "num_epochs", minimum=1)
-        data = self.prepare(x, device, batch_size=batch_size, dtype=dtype)
+        data = self.prepare(x, device, batch_size=batch_size, dtype=dtype, autoencoder=autoencoder)
         elbo = (IWAEBound(num_particles, max_plate_nesting=1) if objective == "iwae"
                 else Trace_ELBO(num_particles=num_particles, max_plate_nesting=1,
                                 vectorize_particles=num_particles > 1))

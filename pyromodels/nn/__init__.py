@@ -13,6 +13,8 @@ These parts know no model: families build their networks from them.
   :class:`GaussianPotentialEncoder`: amortised encoders and decoders for latent-variable models
   with a discrete cluster (``q(z | o)``, ``q(x | z, o)``, ``p(o | x)``, a recognition network's
   Gaussian potential); :func:`resolve_likelihood` picks the decoder's likelihood for data.
+- :func:`init_from_autoencoder`: a VAE's encoder and decoder started from a pretrained
+  :class:`StackedAutoencoder`.
 - :class:`ParamNetwork`: a network whose weights live in Pyro's param store, run functionally.
 """
 
@@ -32,6 +34,7 @@ from .mlp import mlp
 from .nice import NICE
 from .param_network import ParamNetwork
 from .pretrain import pretrain_autoencoder
+from .warm_start import init_from_autoencoder
 
 __all__ = [
     "AdditiveCoupling",
@@ -50,6 +53,7 @@ __all__ = [
     "WeightCache",
     "cache_key",
     "data_fingerprint",
+    "init_from_autoencoder",
     "mlp",
     "observation_distribution",
     "pretrain_autoencoder",

@@ -161,3 +161,24 @@ def test_fits_are_reproducible_from_the_seed():
     torch.testing.assert_close(a.losses, b.losses)
     np.testing.assert_allclose(a.params["encoder.net.0.weight"].numpy(),
                                b.params["encoder.net.0.weight"].numpy())
+
+
+def test_a_fit_can_start_from_a_pretrained_autoencoder():
+    from pyromodels.nn import StackedAutoencoder
+
+    x = _real()
+    ae = StackedAutoencoder((4, 6, 2), seed=5)
+    vae = VAE(2, hidden=(6,), likelihood="normal")
+    # one step at a negligible learning rate leaves the autoencoder's weights in place
+    post = vae.fit(x, autoencoder=ae, num_epochs=1, batch_size=30, optim=pyro.optim.SGD({"lr": 1e-12}),
+                   seed=0, progress=False)
+    torch.testing.assert_close(vae.encode(post, x)[0], ae.encode(x))
+    fresh = vae.fit(x, num_epochs=1, batch_size=30, optim=pyro.optim.SGD({"lr": 1e-12}), seed=0,
+                    progress=False)
+    assert not torch.allclose(vae.encode(fresh, x)[0], ae.encode(x))
+    with pytest.raises(ValueError, match=r"autoencoder must have the widths \(4, 6, 2\)"):
+        vae.fit(x, autoencoder=StackedAutoencoder((4, 5, 2)), progress=False)
+    with pytest.raises(TypeError, match="autoencoder must be a StackedAutoencoder"):
+        vae.fit(x, autoencoder="ae", progress=False)
+    with pytest.raises(ValueError, match="activation='relu'"):
+        VAE(2, hidden=(6,), activation="tanh").fit(x, autoencoder=ae, progress=False)
