@@ -43,7 +43,8 @@ from pyro import poutine
 from pyro.infer import ELBO
 from pyro.poutine.util import site_is_subsample
 
-from ..checks import check_int
+from ..checks import check_finite, check_int
+from ..core.device import cuda_devices
 from ..core.seeding import resolve_seed, seeded
 
 __all__ = ["IWAEBound", "ImportanceEstimate", "importance_log_likelihood", "importance_log_weights"]
@@ -209,7 +210,8 @@ def importance_log_likelihood(model: Callable, guide: Callable, x: torch.Tensor,
     Args:
         model, guide: Pyro callables ``f(x_rows)`` of a batch of rows, with every sample site
             inside one plate over the rows (not subsampled).
-        x: ``(N, ...)`` the data, already checked by the caller.
+        x: ``(N, ...)`` the data, a tensor (finite when floating), in the form the program
+            reads (a model class checks its data before; this checks only the rows).
         k: draws per row (the paper's Table 1: 5000).
         batch_size: draws per pass.
         row_batch_size: rows per pass (``None``: all).
@@ -222,11 +224,15 @@ def importance_log_likelihood(model: Callable, guide: Callable, x: torch.Tensor,
     k = check_int(k, "k", minimum=1)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     seed = resolve_seed(seed)
+    if not isinstance(x, torch.Tensor) or x.dim() < 1 or x.shape[0] < 1:
+        raise TypeError(f"x must be a tensor with at least one row, got "
+                        f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
+    check_finite(x, "x")
     rows = x.shape[0]
     row_batch_size = rows if row_batch_size is None else check_int(row_batch_size, "row_batch_size",
                                                                    minimum=1)
     per_point, mc_se = [], []
-    with torch.no_grad(), seeded(seed):
+    with torch.no_grad(), seeded(seed, devices=cuda_devices(x.device)):
         for start in range(0, rows, row_batch_size):
             chunk = x[start:start + row_batch_size]
             lse, lse2 = [], []

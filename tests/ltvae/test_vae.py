@@ -182,3 +182,22 @@ def test_a_fit_can_start_from_a_pretrained_autoencoder():
         vae.fit(x, autoencoder="ae", progress=False)
     with pytest.raises(ValueError, match="activation='relu'"):
         VAE(2, hidden=(6,), activation="tanh").fit(x, autoencoder=ae, progress=False)
+
+
+def test_the_generic_estimator_checks_its_rows():
+    from pyromodels.ltvae import importance_log_likelihood
+
+    def model(x):
+        with pyro.plate("data", len(x)):
+            pyro.sample("x", dist.Normal(0.0, 1.0), obs=x)
+
+    def guide(x):
+        pass
+
+    with pytest.raises(TypeError, match="x must be a tensor with at least one row"):
+        importance_log_likelihood(model, guide, [1.0, 2.0], k=2)
+    with pytest.raises(ValueError, match="x"):
+        importance_log_likelihood(model, guide, torch.tensor([1.0, float("nan")]), k=2)
+    # no latent site: every weight is p(x), for every k
+    est = importance_log_likelihood(model, guide, torch.tensor([0.0, 1.0]), k=3)
+    torch.testing.assert_close(est.per_point, dist.Normal(0.0, 1.0).log_prob(torch.tensor([0.0, 1.0])))
