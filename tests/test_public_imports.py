@@ -14,6 +14,7 @@ PUBLIC = {
     "pyromodels.crowd.mrf": ["NetworkedDawidSkene", "icm", "networked_em", "sample_labels"],
     "pyromodels.mixture": ["BayesianGaussianMixture", "GaussianMixtureModel"],
     "pyromodels.scdc": ["PairwiseDawidSkene", "PairwiseDawidSkeneEstimator"],
+    "pyromodels.ltvae": ["VAE", "IWAEBound", "importance_log_likelihood", "ae_gmm", "vae_gmm"],
     "pyromodels.data": ["AnnotationTable", "Sequences", "Graph", "load_crowd", "load_planetoid",
                         "simulate_annotations", "simulate_gaussian_mixture"],
     "pyromodels.diagnostics": ["to_inference_data", "relabel", "summary"],

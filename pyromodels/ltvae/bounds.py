@@ -49,6 +49,9 @@ from ..core.seeding import resolve_seed, seeded
 
 __all__ = ["IWAEBound", "ImportanceEstimate", "importance_log_likelihood", "importance_log_weights"]
 
+#: draws times rows of one pass of :func:`importance_log_likelihood` by default
+ROW_BUDGET = 50_000
+
 #: the name of the plate over importance draws (dimension left of the program's plates)
 SAMPLE_PLATE = "importance_samples"
 
@@ -205,7 +208,7 @@ def importance_log_likelihood(model: Callable, guide: Callable, x: torch.Tensor,
 
     The ``k`` draws per row are taken ``batch_size`` at a time (and the rows
     ``row_batch_size`` at a time), so memory grows with ``batch_size * row_batch_size``, not
-    with ``k``; the batches' log weights are combined by log-sum-exp.
+    with ``k`` or ``N``; the batches' log weights are combined by log-sum-exp.
 
     Args:
         model, guide: Pyro callables ``f(x_rows)`` of a batch of rows, with every sample site
@@ -214,7 +217,8 @@ def importance_log_likelihood(model: Callable, guide: Callable, x: torch.Tensor,
             reads (a model class checks its data before; this checks only the rows).
         k: draws per row (the paper's Table 1: 5000).
         batch_size: draws per pass.
-        row_batch_size: rows per pass (``None``: all).
+        row_batch_size: rows per pass (``None``: ``max(1, 50_000 // batch_size)``, so that a
+            pass evaluates the decoder at most about 50,000 times).
         seed: the seed of the draws (the global generators are restored afterwards).
         max_plate_nesting: the plates the program nests.
 
@@ -229,8 +233,8 @@ def importance_log_likelihood(model: Callable, guide: Callable, x: torch.Tensor,
                         f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
     check_finite(x, "x")
     rows = x.shape[0]
-    row_batch_size = rows if row_batch_size is None else check_int(row_batch_size, "row_batch_size",
-                                                                   minimum=1)
+    row_batch_size = (max(1, ROW_BUDGET // batch_size) if row_batch_size is None
+                      else check_int(row_batch_size, "row_batch_size", minimum=1))
     per_point, mc_se = [], []
     with torch.no_grad(), seeded(seed, devices=cuda_devices(x.device)):
         for start in range(0, rows, row_batch_size):

@@ -53,8 +53,8 @@ def test_with_the_exact_posterior_as_guide_every_weight_is_the_marginal_likeliho
     # checks the program's and the guide's log densities, signs and constants together
     vae, params, x, exact, elbo = _ppca(exact_guide=True)
     torch.testing.assert_close(elbo, exact)
-    for k in (1, 7):
-        est = vae.importance_log_likelihood(params, x, k=k, batch_size=3, seed=k)
+    for k, rows in ((1, None), (7, None), (7, 13)):
+        est = vae.importance_log_likelihood(params, x, k=k, batch_size=3, row_batch_size=rows, seed=k)
         torch.testing.assert_close(est.per_point, exact)
         assert float(est.mc_standard_error.max()) < 1e-6
 
