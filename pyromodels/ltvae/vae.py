@@ -333,8 +333,9 @@ class VAE(Model):
         last = list(self.networks(1, "normal")["decoder"].skeleton.state_dict())[-1]
         outputs = params.get(f"decoder.{last}")
         if not isinstance(outputs, torch.Tensor):
-            raise ValueError(f"posterior must come from VAE.fit: its params hold no decoder "
-                             f"weights ('decoder.{last}')")
+            raise ValueError(f"posterior's weights do not fit this VAE (hidden={self.hidden}, "
+                             f"decoder_hidden={self.decoder_hidden}): its params hold no "
+                             f"'decoder.{last}'")
         # a Bernoulli decoder has D outputs, a Normal one a mean and a log variance (2D)
         likelihood = "bernoulli" if int(outputs.shape[0]) == width else "normal"
         if likelihood == "bernoulli":
@@ -344,7 +345,17 @@ class VAE(Model):
     def _bound_networks(self, params: dict, width: int, likelihood: str):
         nets = self.networks(width, likelihood)
         enc, dec = nets["encoder"], nets["decoder"]
-        enc_params, dec_params = enc.stored(params), dec.stored(params)
+        try:
+            enc_params, dec_params = enc.stored(params), dec.stored(params)
+        except KeyError as err:
+            raise ValueError(f"posterior's weights do not fit this VAE: {err.args[0]}") from None
+        for net, stored in ((enc, enc_params), (dec, dec_params)):
+            for key, p in net.skeleton.named_parameters():
+                if tuple(stored[key].shape) != tuple(p.shape):
+                    raise ValueError(f"posterior's weights do not fit this VAE (latent_dim="
+                                     f"{self.latent_dim}, hidden={self.hidden}): "
+                                     f"'{net.name}.{key}' has shape {tuple(stored[key].shape)}, "
+                                     f"the network's is {tuple(p.shape)}")
         return (lambda o: enc(o, params=enc_params)), (lambda z: dec(z, params=dec_params))
 
     def encode(self, posterior, x) -> tuple[torch.Tensor, torch.Tensor]:

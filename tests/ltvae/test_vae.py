@@ -125,6 +125,10 @@ def test_bad_input_is_reported():
         vae.encode("fit", x)
     with pytest.raises(ValueError, match="no encoder weights"):
         vae.encode({}, x)
+    with pytest.raises(ValueError, match=r"do not fit this VAE \(latent_dim=3"):
+        VAE(3, hidden=(4,), likelihood="normal").encode(post, x)
+    with pytest.raises(ValueError, match="do not fit this VAE"):
+        VAE(2, hidden=(4, 4), likelihood="normal").encode(post, x)
     with pytest.raises(TypeError, match="prior must be None, a torch Distribution or a callable"):
         VAE(2, prior="normal")
     with pytest.raises(ValueError, match=r"event shape \(2,\)"):
