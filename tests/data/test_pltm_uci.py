@@ -210,7 +210,7 @@ def test_loaded_set_passes_the_check_unchanged(use_shared_data):
     "table, error, match",
     [
         (pd.DataFrame({"a": [1.0, 2.0], "label": ["p", "q"]}), TypeError,
-         r"data must hold only integer or floating columns; not numeric: 'label' \(str|object\)"),
+         r"data must hold only integer or floating columns; not numeric: 'label' \((str|object)\)"),
         (pd.DataFrame({"a": [1.0, 2.0], "c": pd.Categorical(["p", "q"])}), TypeError,
          r"not numeric: 'c' \(category\)"),
         (pd.DataFrame({"a": [1.0, 2.0], "flag": [True, False]}), TypeError,
