@@ -130,6 +130,9 @@ class TreeParams:
             if x.device != device:
                 raise ValueError(f"{name} is on {x.device}, the parameters are on {device}")
         if stochastic:
+            if isinstance(x, torch.Tensor) and x.requires_grad:  # check the values, keep the graph
+                check_stochastic(x.detach(), name, shape=shape, dtype=dtype, device=device)
+                return x
             return check_stochastic(x, name, shape=shape, dtype=dtype, device=device)
         t = as_float_tensor(x, name, dtype=dtype, device=device)
         if tuple(t.shape) != tuple(shape):
