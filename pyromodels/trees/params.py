@@ -91,17 +91,17 @@ class TreeParams:
         self.root_probs = self._tensor(root_probs, "root_probs", dtype, device, stochastic=True,
                                        shape=(cards[tree.root],))
         cpt_list = _per_node(cpts, tree, "cpts")
-        self.cpts: tuple[torch.Tensor | None, ...] = tuple(
-            None if p is None else self._tensor(
-                cpt_list[j], f"cpts[{tree.names[j]!r}]", dtype, device, stochastic=True,
-                shape=(cards[p], cards[j]))
-            for j, p in enumerate(tree.parents))
         for j, p in enumerate(tree.parents):
             if p is None and cpt_list[j] is not None:
                 raise ValueError(f"cpts[{tree.names[j]!r}] must be None: {tree.names[j]!r} is "
                                  f"the root (its law is root_probs)")
             if p is not None and cpt_list[j] is None:
                 raise ValueError(f"cpts lacks the CPT of latent node {tree.names[j]!r}")
+        self.cpts: tuple[torch.Tensor | None, ...] = tuple(
+            None if p is None else self._tensor(
+                cpt_list[j], f"cpts[{tree.names[j]!r}]", dtype, device, stochastic=True,
+                shape=(cards[p], cards[j]))
+            for j, p in enumerate(tree.parents))
         mean_list = _per_pouch(means, tree, "means")
         tril_list = _per_pouch(scale_trils, tree, "scale_trils")
         self.means = tuple(
