@@ -33,6 +33,7 @@ __all__ = [
     "empty_guide",
     "pyro_log_likelihood",
     "brute_force",
+    "BruteForce",
 ]
 
 __getattr__, __dir__ = lazy_attributes(__name__, {
@@ -49,4 +50,5 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "empty_guide": ".pyro_model",
     "pyro_log_likelihood": ".pyro_model",
     "brute_force": ".exact",
+    "BruteForce": ".exact",
 })

@@ -49,6 +49,14 @@ def brute_force(params: TreeParams, z) -> BruteForce:
 
     Raises:
         ValueError: more than 100,000 joint states.
+
+    Example:
+        >>> import torch
+        >>> from pyromodels.trees import LatentTree, TreeParams, tree_log_likelihood
+        >>> params = TreeParams.random(LatentTree([2, 3], [None, 0], [[0], [1]], [0, 1]))
+        >>> z = torch.zeros(2, 2, dtype=torch.float64)
+        >>> torch.allclose(brute_force(params, z).log_likelihood, tree_log_likelihood(params, z))
+        True
     """
     z = prepare_points(params, z)
     tree = params.tree

@@ -75,6 +75,14 @@ def pyro_log_likelihood(params: TreeParams, z) -> torch.Tensor:
 
     Returns:
         A scalar tensor, differentiable in ``z`` and the parameters.
+
+    Example:
+        >>> import torch
+        >>> from pyromodels.trees import LatentTree, TreeParams, tree_log_likelihood
+        >>> params = TreeParams.random(LatentTree([2, 3], [None, 0], [[0], [1, 2]], [0, 1]))
+        >>> z = torch.ones(4, 3, dtype=torch.float64)
+        >>> bool(abs(pyro_log_likelihood(params, z) - tree_log_likelihood(params, z).sum()) < 1e-10)
+        True
     """
     z = prepare_points(params, z)
     elbo = TraceEnum_ELBO(max_plate_nesting=1)
