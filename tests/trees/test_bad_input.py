@@ -140,3 +140,12 @@ def test_parameters_move_between_dtypes():
     assert all(t.dtype == torch.float32 for t in low.tensors()) and low.tree == TREE
     with pytest.raises(TypeError, match="dtype must be a floating torch.dtype"):
         params.to(dtype=torch.int64)
+
+
+def test_random_parameters_depend_only_on_the_generator():
+    a = TreeParams.random(TREE, torch.Generator().manual_seed(5))
+    torch.manual_seed(123)
+    b = TreeParams.random(TREE, torch.Generator().manual_seed(5))
+    c = TreeParams.random(TREE, torch.Generator().manual_seed(6))
+    assert all(torch.equal(x, y) for x, y in zip(a.tensors(), b.tensors()))
+    assert not torch.equal(a.means[0], c.means[0])

@@ -1,6 +1,7 @@
 """Gradients of log p(z) by autograd against finite differences and the paper's Eq. 6, and
 the Pyro program's enumerated log-likelihood against message passing."""
 
+import pyro
 import pytest
 import torch
 
@@ -90,3 +91,26 @@ def test_pyro_log_likelihood_is_differentiable_like_message_passing():
     pyro_log_likelihood(params, a).backward()
     tree_log_likelihood(params, b).sum().backward()
     assert torch.allclose(a.grad, b.grad, atol=1e-10, rtol=0)
+
+
+def test_pyro_marginals_and_map_equal_message_passing():
+    """Pyro's enumeration marginals (``compute_marginals``) and ``infer_discrete`` at
+    temperature 0 give the node marginals and the MAP joint state of the passes."""
+    from pyro.infer import TraceEnum_ELBO, infer_discrete
+
+    from pyromodels.trees import empty_guide, tree_map, tree_model
+
+    params, z = random_case("three_level", 8, num_points=5)
+    tree = params.tree
+    post = tree_posterior(params, z)
+    marginals = TraceEnum_ELBO(max_plate_nesting=1).compute_marginals(
+        tree_model, empty_guide, params, z)
+    for j, name in enumerate(tree.names):
+        probs = marginals[f"y_{name}"].log_prob(
+            torch.arange(tree.cardinalities[j]).unsqueeze(-1)).exp().T  # (N, K_j)
+        assert torch.allclose(probs, post.node_marginals[j], atol=1e-10, rtol=0)
+    decoded = infer_discrete(tree_model, first_available_dim=-2, temperature=0)
+    trace = pyro.poutine.trace(decoded).get_trace(params, z)
+    states, _ = tree_map(params, z)
+    for j, name in enumerate(tree.names):
+        assert torch.equal(trace.nodes[f"y_{name}"]["value"].long(), states[:, j])
