@@ -13,10 +13,10 @@ SHAPES = {
     # a star: a root with three latent children, one pouch each, one on the root
     "star": lambda: LatentTree([3, 2, 2, 3], [None, 0, 0, 0], [[2], [0, 1], [3], [4, 5, 6]],
                                [0, 1, 2, 3]),
-    # three levels, a root with no pouch of its own, a latent leaf node without pouches
+    # three levels, a root with no pouch of its own, a latent node F without pouches
     "three_level": lambda: LatentTree.from_edges(
-        {"R": 2, "A": 3, "B": 2, "C": 2, "D": 3, "E": 2},
-        [("R", "A"), ("R", "B"), ("A", "C"), ("A", "D"), ("B", "E")],
+        {"R": 2, "A": 3, "B": 2, "C": 2, "D": 3, "E": 2, "F": 2},
+        [("R", "A"), ("R", "B"), ("A", "C"), ("A", "D"), ("B", "E"), ("B", "F")],
         [("C", [0, 3]), ("D", [1]), ("D", [2]), ("E", [4, 5, 6]), ("A", [7]), ("B", [8])]),
 }
 

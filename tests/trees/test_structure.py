@@ -14,13 +14,14 @@ from .conftest import SHAPES
 
 def test_views_of_a_three_level_tree():
     tree = SHAPES["three_level"]()
-    assert tree.names == ("R", "A", "B", "C", "D", "E")
+    assert tree.names == ("R", "A", "B", "C", "D", "E", "F")
     assert tree.root == 0 and tree.order[0] == 0
-    assert tree.parents == (None, 0, 0, 1, 1, 2)
+    assert tree.parents == (None, 0, 0, 1, 1, 2, 2)
     assert tree.children[1] == (3, 4)
     assert tree.leaves[3] == (0,) and tree.pouches[0] == (0, 3)
-    assert tree.num_coordinates == 9 and tree.num_latents == 6
-    assert set(tree.edges) == {(0, 1), (0, 2), (1, 3), (1, 4), (2, 5)}
+    assert tree.num_coordinates == 9 and tree.num_latents == 7
+    assert tree.leaves[6] == () and tree.children[6] == ()
+    assert set(tree.edges) == {(0, 1), (0, 2), (1, 3), (1, 4), (2, 5), (2, 6)}
     assert tree.index("D") == 4 and tree.index(4) == 4
     position = {j: i for i, j in enumerate(tree.order)}
     assert all(position[p] < position[c] for p, c in tree.edges)
