@@ -98,3 +98,22 @@ def test_far_points_stay_finite():
     assert torch.allclose(post.log_likelihood, exact.log_likelihood, rtol=1e-12, atol=0)
     for a, b in zip(post.node_marginals, exact.node_marginals):
         assert torch.allclose(a, b, atol=1e-8)
+
+
+def test_zero_probabilities_are_exact_not_nan():
+    """Structural zeros in the root prior and a CPT give -inf log terms, not NaN."""
+    params, z = random_case("chain", 6)
+    root = torch.tensor([1.0, 0.0], dtype=torch.float64)
+    cpt = params.cpts[1].clone()
+    cpt[0] = torch.tensor([0.0, 0.3, 0.7], dtype=torch.float64)
+    zeroed = TreeParams(params.tree, root, [None, cpt, params.cpts[2]], params.means,
+                        params.scale_trils)
+    post = tree_posterior(zeroed, z)
+    exact = brute_force(zeroed, z)
+    assert torch.allclose(post.log_likelihood, exact.log_likelihood, atol=TOL, rtol=0)
+    for a, b in zip(post.node_marginals, exact.node_marginals):
+        assert not a.isnan().any() and torch.allclose(a, b, atol=TOL, rtol=0)
+    assert (post.node_marginals[0][:, 1] == 0).all() and (post.node_marginals[1][:, 0] == 0).all()
+    states, log_joint = tree_map(zeroed, z)
+    assert (states[:, 0] == 0).all() and (states[:, 1] != 0).all()
+    assert torch.allclose(log_joint, exact.map_log_joint, atol=TOL, rtol=0)
