@@ -117,3 +117,13 @@ def test_zero_probabilities_are_exact_not_nan():
     states, log_joint = tree_map(zeroed, z)
     assert (states[:, 0] == 0).all() and (states[:, 1] != 0).all()
     assert torch.allclose(log_joint, exact.map_log_joint, atol=TOL, rtol=0)
+
+
+def test_pouch_responsibilities_are_the_parents_marginals():
+    params, z = random_case("three_level", 9)
+    post = tree_posterior(params, z)
+    exact = brute_force(params, z)
+    resp = post.pouch_responsibilities(params)
+    assert len(resp) == len(params.tree.pouches)
+    for b, p in enumerate(params.tree.pouch_parents):
+        assert torch.allclose(resp[b], exact.node_marginals[p], atol=TOL, rtol=0)
