@@ -190,6 +190,7 @@ class TreeParams:
         gdev = gen.device
 
         def simplex(*shape):
+            # Dirichlet rows as normalised Gamma draws; torch's public Gamma takes no generator
             g = torch._standard_gamma(torch.full(shape, concentration, dtype=torch.float64,
                                                  device=gdev), generator=gen)
             g = g.clamp_min(1e-12)

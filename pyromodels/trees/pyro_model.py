@@ -18,6 +18,7 @@ import torch
 from pyro.infer import TraceEnum_ELBO
 from pyro.ops.indexing import Vindex
 
+from ..checks import check_int
 from .message_passing import prepare_points
 from .params import TreeParams
 
@@ -37,7 +38,12 @@ def tree_model(params: TreeParams, z: torch.Tensor | None = None, num_points: in
         The points ``(N, J)``: ``z`` itself, or the drawn ones.
     """
     tree = params.tree
-    n = z.shape[0] if z is not None else num_points
+    if z is None:
+        n = check_int(num_points, "num_points", minimum=1)
+    elif num_points is not None and num_points != z.shape[0]:
+        raise ValueError(f"num_points ({num_points}) contradicts z's {z.shape[0]} rows")
+    else:
+        n = z.shape[0]
     states: list[torch.Tensor | None] = [None] * tree.num_latents
     pieces: list[torch.Tensor | None] = [None] * len(tree.pouches)
     with pyro.plate("points", n, dim=-1):

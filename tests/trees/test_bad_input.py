@@ -149,3 +149,15 @@ def test_random_parameters_depend_only_on_the_generator():
     c = TreeParams.random(TREE, torch.Generator().manual_seed(6))
     assert all(torch.equal(x, y) for x, y in zip(a.tensors(), b.tensors()))
     assert not torch.equal(a.means[0], c.means[0])
+
+
+def test_the_pyro_program_needs_a_number_of_points_to_draw():
+    from pyromodels.trees import tree_model
+
+    params = TreeParams.random(TREE)
+    with pytest.raises(TypeError, match="num_points must be an integer"):
+        tree_model(params)
+    with pytest.raises(ValueError, match="num_points must be an integer >= 1"):
+        tree_model(params, None, 0)
+    with pytest.raises(ValueError, match="num_points \\(3\\) contradicts z's 2 rows"):
+        tree_model(params, torch.zeros(2, 3, dtype=torch.float64), 3)
