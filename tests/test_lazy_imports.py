@@ -6,7 +6,7 @@ import importlib
 import pytest
 
 LAZY = ("pyromodels", "pyromodels.core", "pyromodels.crowd", "pyromodels.crowd.ds",
-        "pyromodels.crowd.estimators", "pyromodels.data", "pyromodels.scdc")
+        "pyromodels.crowd.estimators", "pyromodels.data", "pyromodels.scdc", "pyromodels.trees")
 
 
 @pytest.mark.parametrize("package", LAZY)
