@@ -15,7 +15,7 @@ MODULES = sorted(m.name for m in pkgutil.walk_packages(pyromodels.__path__, "pyr
 PACKAGES = {m.name for m in pkgutil.walk_packages(pyromodels.__path__, "pyromodels.") if m.ispkg}
 
 #: where every module must show at least one example (packages' __init__ aside)
-EXAMPLES_REQUIRED_IN = ("pyromodels.bnp.", "pyromodels.nn.", "pyromodels.ddpm.",
+EXAMPLES_REQUIRED_IN = ("pyromodels.bnp.", "pyromodels.nn.", "pyromodels.trees.", "pyromodels.ddpm.",
                         "pyromodels.bhmc.", "pyromodels.experiments.bhmc.",
                         "pyromodels.metrics.hierarchy", "pyromodels.experiments.ddpm.paper_numbers")
 #: modules there without examples, and why

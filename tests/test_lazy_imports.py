@@ -7,7 +7,7 @@ import pytest
 
 LAZY = ("pyromodels", "pyromodels.core", "pyromodels.crowd", "pyromodels.crowd.ds",
         "pyromodels.crowd.estimators", "pyromodels.data", "pyromodels.ltvae",
-        "pyromodels.scdc")
+        "pyromodels.scdc", "pyromodels.trees")
 
 
 @pytest.mark.parametrize("package", LAZY)

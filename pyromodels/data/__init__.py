@@ -5,7 +5,8 @@ Contracts hold integer codes in torch tensors and the user's ids in pandas index
 sequences), :class:`Graph` (edge list with sparse views) and :class:`PairwiseAnnotations`
 (must-link / cannot-link judgements). Simulators return a contract and the truth: crowd labels
 (:mod:`.simulate_crowd`), pairwise judgements of two-coin workers (:mod:`.simulate_pairs`) and
-feature data (:mod:`.simulate`: Gaussian mixtures, the pinwheel). Loaders
+feature data (:mod:`.simulate`: Gaussian mixtures, the pinwheel). :func:`check_numeric_table`
+checks a table of continuous features (:mod:`.tables`). Loaders
 read real data sets without downloading anything. Every name loads its module on first use
 (:mod:`pyromodels.lazy`); :mod:`.columns` codes DataFrame columns without torch.
 """
@@ -21,6 +22,9 @@ LOADERS = (
     "load_ducks_species",
     "load_animals",
     "load_sklearn",
+    "load_pltm_uci",
+    "PLTMData",
+    "PLTM_UCI_SETS",
     "load_mnist_5k",
     "load_fashion_mnist",
     "read_idx",
@@ -59,6 +63,7 @@ _ORIGINS = {
     "simulate_sequential_annotations": ".simulate_crowd",
     "sbm_graph": ".simulate_crowd",
     "simulate_networked_annotations": ".simulate_crowd",
+    "check_numeric_table": ".tables",
     **{name: ".loaders" for name in LOADERS},
 }
 

