@@ -205,3 +205,26 @@ def test_the_generic_estimator_checks_its_rows():
     # no latent site: every weight is p(x), for every k
     est = importance_log_likelihood(model, guide, torch.tensor([0.0, 1.0]), k=3)
     torch.testing.assert_close(est.per_point, dist.Normal(0.0, 1.0).log_prob(torch.tensor([0.0, 1.0])))
+
+
+def test_a_latent_tree_prior_plugs_in_as_a_callable_log_density():
+    # a one-node tree over one pouch is a Gaussian mixture: the tree's log p_S(z) by message
+    # passing and the same mixture as a torch distribution give the same bound
+    from pyromodels.trees import LatentTree, TreeParams, tree_log_likelihood
+
+    params = TreeParams.random(LatentTree.single(3, 2, pouch=True),
+                               torch.Generator().manual_seed(1))
+
+    def log_p_tree(z):
+        return tree_log_likelihood(params, z.reshape(-1, 2)).reshape(z.shape[:-1])
+
+    mixture = dist.MixtureSameFamily(dist.Categorical(params.root_probs),
+                                     dist.MultivariateNormal(params.means[0],
+                                                             scale_tril=params.scale_trils[0]))
+    x = _real()
+    tree_vae = VAE(2, hidden=(6,), likelihood="normal", prior=log_p_tree)
+    post = tree_vae.fit(x, num_epochs=2, batch_size=15, seed=2, progress=False)
+    by_tree = tree_vae.importance_log_likelihood(post, x, k=40, seed=0)
+    by_mixture = VAE(2, hidden=(6,), likelihood="normal", prior=mixture).importance_log_likelihood(
+        post, x, k=40, seed=0)
+    torch.testing.assert_close(by_tree.per_point, by_mixture.per_point)
