@@ -13,8 +13,10 @@ A **round** runs one phase once: propose, screen, refine, then take the best ref
 by the phase's ``rank`` and accept it when its score beats the current one by more than
 ``tol`` and the phase's own ``accept`` rule holds. The **schedule** runs the phases in the
 order given; a phase with ``repeat=True`` runs rounds while they accept moves (PLTM-EAST's
-expand, adjust and simplify phases each do), and with ``cycle=True`` the whole list runs
-again until one pass of it accepts nothing (the inner loop of LTVAE's Algorithm 1).
+expand, adjust and simplify phases each do), and with ``cycle=True`` the list runs again and
+again until every phase in turn has found nothing to accept from the current state (the inner
+loop of LTVAE's Algorithm 1, without running again a phase that has already failed from the
+same state).
 
 Randomness comes only from ``seed``: round ``r``'s proposals draw from a ``torch.Generator``
 seeded with ``derive_seed(seed, "propose", r)``, and candidate ``i`` of that round is screened
@@ -56,7 +58,7 @@ class _Cursor:
     start_score: float
     history: list
     phase: int = 0  # the phase of the next round
-    improved: bool = False  # whether the pass of the schedule under way accepted a move
+    rejections: int = 0  # rounds in a row that accepted nothing
     round: int = 0  # rounds run
     n_screened: int = 0
     n_scored: int = 0
@@ -172,18 +174,23 @@ def _round(cur: _Cursor, phase: Phase, screen, score, refine_top: int, tol: floa
 
 
 def _advance(cur: _Cursor, phases: tuple[Phase, ...], accepted: bool, cycle: bool) -> None:
-    """Move the schedule on after a round; set ``cur.stopped`` when it is done."""
-    phase = phases[cur.phase]
-    cur.improved = cur.improved or accepted
-    if accepted and phase.repeat:
+    """Move the schedule on after a round; set ``cur.stopped`` when it is done.
+
+    The search has converged once every phase in turn has found nothing to accept from the
+    current state (as many rejected rounds in a row as there are phases).
+    """
+    cur.rejections = 0 if accepted else cur.rejections + 1
+    if accepted and phases[cur.phase].repeat:
         return
-    cur.phase += 1
-    if cur.phase < len(phases):
-        return
-    if not (cycle and cur.improved):
+    if cur.rejections >= len(phases):
         cur.stopped = "converged"
         return
-    cur.phase, cur.improved = 0, False
+    cur.phase += 1
+    if cur.phase == len(phases):
+        if not cycle:
+            cur.stopped = "schedule"
+            return
+        cur.phase = 0
 
 
 def _snapshot(cur: _Cursor) -> dict:
@@ -231,8 +238,8 @@ def run_search(
             PLTM-EAST uses ``1e-2`` on the BIC).
         max_steps: the most moves to accept (>= 0); the search stops there with a
             ``ConvergenceWarning``.
-        cycle: run the list of phases again while a pass of it accepts a move (``True``),
-            or pass through it once (``False``).
+        cycle: run the list of phases again and again until every phase in turn has found
+            nothing to accept (``True``), or pass through it once (``False``).
         start_score: the score of ``start`` if already known (a warm start from a fitted
             state); ``None`` scores it first.
         seed: the search's seed; ``None`` draws one (recorded in the result).

@@ -114,9 +114,10 @@ class SearchResult:
         score: its score.
         start_score: the score of the start.
         history: the accepted moves, in order.
-        stopped: why the search ended: ``"converged"`` (a whole schedule of phases accepted
-            nothing), ``"max_steps"`` (the budget of accepted moves was spent) or
-            ``"callback"`` (a callback asked to stop).
+        stopped: why the search ended: ``"converged"`` (every phase in turn found nothing
+            to accept from the final state), ``"schedule"`` (the one pass of a search with
+            ``cycle=False`` ended before that), ``"max_steps"`` (the budget of accepted moves
+            was spent) or ``"callback"`` (a callback asked to stop).
         n_rounds: rounds run (each proposes, screens, refines and accepts or not).
         n_screened: calls of ``screen``.
         n_scored: calls of ``score`` (the start's included).
@@ -137,7 +138,8 @@ class SearchResult:
 
     @property
     def converged(self) -> bool:
-        """Whether the search ended because no phase could improve the score."""
+        """Whether the search ended because no phase could improve the score (a local
+        optimum of the phases' moves)."""
         return self.stopped == "converged"
 
     @property
