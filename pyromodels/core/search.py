@@ -194,8 +194,9 @@ def _advance(cur: _Cursor, phases: tuple[Phase, ...], accepted: bool, cycle: boo
 
 
 def _snapshot(cur: _Cursor) -> dict:
-    """The checkpoint's record of ``cur`` (copied when written)."""
-    return {**dataclasses.asdict(cur), "current": cur.current, "history": tuple(cur.history)}
+    """The checkpoint's record of ``cur``: references, copied only when written."""
+    record = {f.name: getattr(cur, f.name) for f in dataclasses.fields(cur)}
+    return {**record, "history": tuple(cur.history)}
 
 
 def _restore(saved: dict) -> _Cursor:
@@ -232,7 +233,8 @@ def run_search(
         score: ``score(state, generator) -> (score, fitted_state)``, higher is better (a
             BIC after a full EM); ``generator`` is a ``torch.Generator`` on ``device``.
         screen: ``screen(state, generator) -> (cheap_score, state)`` (a short local EM), or
-            ``None``: every candidate is then scored.
+            ``None``: every candidate is then scored. ``score`` refines the states that
+            ``screen`` returned (a full EM warm-started from the local one).
         refine_top: how many of the best screened candidates ``score`` refines (>= 1).
         tol: the least gain of score that a move must exceed to be accepted (>= 0;
             PLTM-EAST uses ``1e-2`` on the BIC).
@@ -331,7 +333,8 @@ def run_search(
             cur.round += 1
             _advance(cur, phases, best is not None, cycle)
             cur.seconds = elapsed + time.perf_counter() - began
-            ckpt.commit(cur.round, _snapshot(cur))
+            if ckpt.enabled:
+                ckpt.commit(cur.round, _snapshot(cur))
             bar.update()
             if best is None:
                 continue
@@ -349,8 +352,9 @@ def run_search(
     resumable = cur.stopped == "callback"
     if resumable:  # the checkpoint continues the search, which a callback only paused
         cur.stopped = None
-    ckpt.commit(cur.round, _snapshot(cur))
-    ckpt.write()
+    if ckpt.enabled:
+        ckpt.commit(cur.round, _snapshot(cur))
+        ckpt.write()
     stopped = "callback" if resumable else cur.stopped
     if stopped == "max_steps" and warn_not_converged:
         warnings.warn(f"the search accepted max_steps={max_steps} moves and stopped before a "

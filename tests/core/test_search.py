@@ -376,3 +376,20 @@ def test_bad_arguments_are_refused_by_name(kwargs, error, match):
 def test_bad_phases_are_refused_by_name(phase, error, match):
     with pytest.raises(error, match=match):
         run_search((0, 0, 0), [phase()], _convex, progress=False, seed=0)
+
+
+def test_score_refines_the_states_that_screen_returned():
+    def propose(state, gen):
+        return [("+1", ("proposed", state[1] + 1))] if state[1] < 3 else []
+
+    def screen(state, gen):
+        assert state[0] == "proposed"
+        return float(state[1]), ("screened", state[1])
+
+    def score(state, gen):
+        assert state[0] in ("start", "screened")
+        return float(state[1]), ("fitted", state[1])
+
+    res = run_search(("start", 0), [Phase("up", propose)], score, screen=screen, seed=0,
+                     progress=False)
+    assert res.state == ("fitted", 3) and res.moves == ["+1"] * 3
