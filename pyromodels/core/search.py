@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -343,7 +344,7 @@ def run_search(
             logger.info(line)
             if not bar.disable:
                 bar.set_postfix(score=f"{best.score:.6g}", refresh=False)
-                bar.write(line)
+                bar.write(line, file=sys.stderr)  # beside the bar, not in the output
             info = {"phase": phase.name, "move": best.move, "score": best.score,
                     "gain": step.gain, "round": step.round, "state": best.state}
             if callbacks and run_callbacks(callbacks, step.step, info) and cur.stopped is None:

@@ -3,8 +3,10 @@ the screening budget, records every accepted move, and a stopped or interrupted 
 from its checkpoint ends exactly where the uninterrupted one does."""
 
 import dataclasses
+import io
 import logging
 import math
+import sys
 
 import pytest
 import torch
@@ -330,6 +332,19 @@ def test_a_progress_line_per_accepted_move(caplog):
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("search step")]
     assert len(lines) == len(res.history) == 5
     assert lines[0] == "search step 1 [line] '+1': score -16 (+9)"
+
+
+def test_a_drawn_bar_prints_each_accepted_move_beside_it(monkeypatch):
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    run_search((0,), [Phase("line", _line)], _parabola, seed=0, progress=True)
+    lines = [t for t in terminal.getvalue().replace("\r", "\n").splitlines()
+             if t.startswith("search step")]
+    assert lines[-1] == "search step 5 [line] '+1': score -0 (+1)" and len(lines) == 5
 
 
 def _phase():
