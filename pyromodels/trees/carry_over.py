@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from .operators import (
+from .moves import (
     Move,
     NodeDeletion,
     NodeIntroduction,
