@@ -41,7 +41,14 @@ __all__ = ["extend_params", "latent_marginals", "latent_conditional"]
 
 
 def latent_marginals(params: TreeParams) -> list[torch.Tensor]:
-    """The prior marginal :math:`P(Y_j)` of each latent node, ``(K_j,)``."""
+    """The prior marginal :math:`P(Y_j)` of each latent node, ``(K_j,)``.
+
+    Example:
+        >>> from pyromodels.trees import LatentTree
+        >>> params = TreeParams.random(LatentTree([2, 3], [None, 0], [[0], [1]], [0, 1]))
+        >>> [tuple(m.shape) for m in latent_marginals(params)]
+        [(2,), (3,)]
+    """
     tree = params.tree
     out: list = [None] * tree.num_latents
     for j in tree.order:
@@ -245,6 +252,16 @@ def extend_params(move: Move, params: TreeParams, generator: torch.Generator | N
     Raises:
         TypeError: ``move`` is not a move or ``params`` not ``TreeParams``.
         ValueError: the move does not apply to ``params.tree``; ``noise`` outside ``[0, 1)``.
+
+    Example:
+        >>> from pyromodels.trees import LatentTree, Pouching, tree_log_likelihood
+        >>> params = TreeParams.random(LatentTree.single(2, 2))
+        >>> joined = extend_params(Pouching((0,), (1,)), params)
+        >>> joined.tree.pouches
+        ((0, 1),)
+        >>> z = torch.zeros(1, 2, dtype=torch.float64)
+        >>> bool(torch.allclose(tree_log_likelihood(joined, z), tree_log_likelihood(params, z)))
+        True
     """
     if not isinstance(params, TreeParams):
         raise TypeError(f"params must be TreeParams, got {type(params).__name__}")

@@ -127,7 +127,13 @@ class Move:
 
 @dataclass(frozen=True)
 class StateIntroduction(Move):
-    """``SI``: one more state for latent node ``node``."""
+    """``SI``: one more state for latent node ``node``.
+
+    Example:
+        >>> from pyromodels.trees import LatentTree
+        >>> StateIntroduction("Y").apply(LatentTree.single(2, 3)).cardinalities
+        (3,)
+    """
 
     node: str
     operator = "SI"
@@ -319,7 +325,14 @@ class Pouching(Move):
 
 @dataclass(frozen=True)
 class Unpouching(Move):
-    """``UP``: split ``coordinate`` out of ``pouch`` into its own pouch, same parent."""
+    """``UP``: split ``coordinate`` out of ``pouch`` into its own pouch, same parent.
+
+    Example:
+        >>> from pyromodels.trees import LatentTree
+        >>> move = Unpouching((0, 1, 2), 1)
+        >>> move.describe(), move.apply(LatentTree.single(2, 3, pouch=True)).pouches
+        ('UP: split z[1] out of z[0, 1, 2]', ((0, 2), (1,)))
+    """
 
     pouch: tuple[int, ...]
     coordinate: int

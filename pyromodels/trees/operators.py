@@ -177,6 +177,14 @@ def candidate_moves(tree: LatentTree, operators=("SI", "SD", "NI", "ND", "NR", "
 
     Raises:
         ValueError: an unknown operator code.
+
+    Example:
+        >>> from pyromodels.trees import LatentTree
+        >>> tree = LatentTree.single(3, 4)
+        >>> node_introductions(tree)[0].describe()
+        'NI: new node Y1 from Y over {z[0], z[1]}'
+        >>> len(candidate_moves(tree, PHASES["expand"]))  # SI 1 + NI 6 + PO 6
+        13
     """
     if isinstance(operators, str):
         operators = (operators,)
