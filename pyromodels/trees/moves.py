@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..checks import check_int
 from .structure import LatentTree
 
 __all__ = [
@@ -62,6 +63,46 @@ class TreeDraft:
                           [list(b) for b, _ in self.pouches],
                           [index[p] for _, p in self.pouches],
                           names=self.names, num_coordinates=self.width)
+
+
+def _as_name(value, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a latent node's name (a string), got "
+                        f"{type(value).__name__} {value!r}")
+    return value
+
+
+def _as_coords(value, what: str) -> tuple[int, ...]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)):
+        raise TypeError(f"{what} must be a pouch's coordinates (a tuple of ints), got "
+                        f"{type(value).__name__} {value!r}")
+    return tuple(check_int(c, f"{what} entries", minimum=0) for c in value)
+
+
+def _as_index(value, what: str) -> int:
+    return check_int(value, what, minimum=0)
+
+
+def _as_state(value, what: str) -> int | None:
+    return None if value is None else check_int(value, what, minimum=0)
+
+
+def _as_ref(value, what: str) -> Ref:
+    return value if isinstance(value, str) else _as_coords(value, what)
+
+
+def _as_pair(value, what: str) -> tuple[Ref, Ref]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise TypeError(f"{what} must be a pair of neighbours (names or pouch coordinates), "
+                        f"got {value!r}")
+    return (_as_ref(value[0], what), _as_ref(value[1], what))
+
+
+def _normalise(record, **fields) -> None:
+    """Store each field of a frozen record as returned by its checker."""
+    for field, check in fields.items():
+        object.__setattr__(record, field, check(getattr(record, field),
+                                                f"{type(record).__name__}.{field}"))
 
 
 def _node(tree: LatentTree, name, what: str) -> str:
@@ -138,6 +179,9 @@ class StateIntroduction(Move):
     node: str
     operator = "SI"
 
+    def __post_init__(self):
+        _normalise(self, node=_as_name)
+
     def apply(self, tree: LatentTree) -> LatentTree:
         draft = TreeDraft(tree)
         draft.cards[_node(tree, self.node, "StateIntroduction.node")] += 1
@@ -159,6 +203,9 @@ class StateDeletion(Move):
     state: int | None = None
     operator = "SD"
 
+    def __post_init__(self):
+        _normalise(self, node=_as_name, state=_as_state)
+
     def apply(self, tree: LatentTree) -> LatentTree:
         draft = TreeDraft(tree)
         name = _node(tree, self.node, "StateDeletion.node")
@@ -166,7 +213,7 @@ class StateDeletion(Move):
         if k <= 2:
             raise ValueError(f"StateDeletion: latent node {name!r} has {k} states; a latent "
                              f"node keeps at least 2")
-        if self.state is not None and not (isinstance(self.state, int) and 0 <= self.state < k):
+        if self.state is not None and self.state >= k:
             raise ValueError(f"StateDeletion.state must be a state of {name!r} (0..{k - 1}), "
                              f"got {self.state!r}")
         draft.cards[name] = k - 1
@@ -187,6 +234,9 @@ class NodeIntroduction(Move):
     name: str
     operator = "NI"
 
+    def __post_init__(self):
+        _normalise(self, node=_as_name, name=_as_name, pair=_as_pair)
+
     def apply(self, tree: LatentTree) -> LatentTree:
         node = _node(tree, self.node, "NodeIntroduction.node")
         j = tree.index(node)
@@ -196,7 +246,7 @@ class NodeIntroduction(Move):
                              f"more than 3")
         if self.name in tree.names:
             raise ValueError(f"NodeIntroduction.name {self.name!r} is already a latent node")
-        if len(self.pair) != 2 or self.pair[0] == self.pair[1]:
+        if self.pair[0] == self.pair[1]:
             raise ValueError(f"NodeIntroduction.pair must be two different neighbours of "
                              f"{node!r}, got {self.pair!r}")
         parent = tree.parents[j]
@@ -234,6 +284,9 @@ class NodeDeletion(Move):
     dock: str
     operator = "ND"
 
+    def __post_init__(self):
+        _normalise(self, node=_as_name, dock=_as_name)
+
     def apply(self, tree: LatentTree) -> LatentTree:
         node = _node(tree, self.node, "NodeDeletion.node")
         draft = TreeDraft(tree)
@@ -262,6 +315,9 @@ class NodeRelocation(Move):
     node: Ref
     new_parent: str
     operator = "NR"
+
+    def __post_init__(self):
+        _normalise(self, node=_as_ref, new_parent=_as_name)
 
     def apply(self, tree: LatentTree) -> LatentTree:
         target = _node(tree, self.new_parent, "NodeRelocation.new_parent")
@@ -303,6 +359,9 @@ class Pouching(Move):
     second: tuple[int, ...]
     operator = "PO"
 
+    def __post_init__(self):
+        _normalise(self, first=_as_coords, second=_as_coords)
+
     def apply(self, tree: LatentTree) -> LatentTree:
         a = _pouch(tree, self.first, "Pouching.first")
         b = _pouch(tree, self.second, "Pouching.second")
@@ -337,6 +396,9 @@ class Unpouching(Move):
     pouch: tuple[int, ...]
     coordinate: int
     operator = "UP"
+
+    def __post_init__(self):
+        _normalise(self, pouch=_as_coords, coordinate=_as_index)
 
     def apply(self, tree: LatentTree) -> LatentTree:
         b = _pouch(tree, self.pouch, "Unpouching.pouch")

@@ -347,6 +347,26 @@ def test_moves_that_do_not_apply_are_refused_by_name(move, message):
         extend_params(move, params)
 
 
+def test_records_normalise_their_fields_and_refuse_wrong_types():
+    tree = SHAPES["three_level"]()
+    move = NodeRelocation([0, 3], "R")
+    assert move == NodeRelocation((0, 3), "R") and hash(move) == hash(NodeRelocation((0, 3), "R"))
+    assert move.apply(tree) == NodeRelocation((0, 3), "R").apply(tree) != tree
+    ni = NodeIntroduction("A", [[7], "C"], "N")
+    assert ni.pair == ((7,), "C") and ni.apply(tree) == NodeIntroduction("A", ((7,), "C"), "N").apply(tree)
+    assert Pouching([1], [2]).apply(tree).pouches == Pouching((1,), (2,)).apply(tree).pouches
+    for make, message in [
+            (lambda: StateIntroduction(0), "StateIntroduction.node must be a latent node's name"),
+            (lambda: StateDeletion("A", state=1.0), "StateDeletion.state must be an integer"),
+            (lambda: NodeIntroduction("A", ("C",), "N"), "NodeIntroduction.pair must be a pair"),
+            (lambda: NodeDeletion("A", dock=None), "NodeDeletion.dock must be a latent"),
+            (lambda: NodeRelocation(3, "A"), "NodeRelocation.node must be a pouch's coordinates"),
+            (lambda: Pouching("12", (3,)), "Pouching.first must be a pouch's coordinates"),
+            (lambda: Unpouching((1, 2), True), "Unpouching.coordinate must be an integer")]:
+        with pytest.raises(TypeError, match=message):
+            make()
+
+
 def test_bad_arguments():
     tree = SHAPES["chain"]()
     params = TreeParams.random(tree)
