@@ -17,7 +17,8 @@ These parts know no model: a family builds its story from them.
 - :mod:`.exact`: brute-force enumeration over every joint state (the tests' oracle).
 - :mod:`.operators`: the seven structure-search operators of PLTM-EAST (SI, SD, NI, ND, NR,
   PO, UP) as immutable move records with ``apply`` and ``describe``, their enumeration
-  (:func:`candidate_moves`, :data:`OPERATORS`, :data:`PHASES`).
+  (:func:`candidate_moves`, :data:`OPERATORS`, :data:`PHASES`) and the restricted moves
+  tried after an accepted one (:func:`follow_up_moves`).
 - :func:`extend_params` (:mod:`.carry_over`): parameters for a move's tree, started from the
   current ones.
 """
@@ -57,6 +58,7 @@ __all__ = [
     "OPERATORS",
     "PHASES",
     "candidate_moves",
+    "follow_up_moves",
     "extend_params",
     "latent_marginals",
     "latent_conditional",
@@ -95,6 +97,7 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "OPERATORS": ".operators",
     "PHASES": ".operators",
     "candidate_moves": ".operators",
+    "follow_up_moves": ".operators",
     "extend_params": ".carry_over",
     "latent_marginals": ".carry_over",
     "latent_conditional": ".carry_over",

@@ -62,7 +62,7 @@ __all__ = [
     "Move", "StateIntroduction", "StateDeletion", "NodeIntroduction", "NodeDeletion",
     "NodeRelocation", "Pouching", "Unpouching", "state_introductions", "state_deletions",
     "node_introductions", "node_deletions", "node_relocations", "pouchings", "unpouchings",
-    "OPERATORS", "PHASES", "candidate_moves",
+    "OPERATORS", "PHASES", "candidate_moves", "follow_up_moves",
 ]
 
 # -- enumeration ---------------------------------------------------------------------------
@@ -192,3 +192,47 @@ def candidate_moves(tree: LatentTree, operators=("SI", "SD", "NI", "ND", "NR", "
     if unknown:
         raise ValueError(f"operators must be codes among {sorted(OPERATORS)}, got {unknown}")
     return [move for op in operators for move in OPERATORS[op](tree)]
+
+
+def follow_up_moves(tree: LatentTree, accepted: Move) -> list[Move]:
+    """The restricted moves PLTM-EAST tries after accepting ``accepted``, on the tree it made.
+
+    After a node introduction ``NI(node, pair, name)``: relocating each remaining child of
+    ``node`` (latent or pouch) under the new node ``name``. After a pouching: pouching the
+    merged pouch with each of its sibling pouches. After any other move: none.
+
+    Args:
+        tree: the tree after the move (``accepted.apply(previous tree)``).
+        accepted: the move that was accepted.
+
+    Raises:
+        TypeError: ``accepted`` is not a move.
+        ValueError: ``tree`` does not hold the node or pouch ``accepted`` made.
+
+    Example:
+        >>> from pyromodels.trees import LatentTree, Pouching
+        >>> move = Pouching((0,), (1,))
+        >>> [m.describe() for m in follow_up_moves(move.apply(LatentTree.single(2, 3)), move)]
+        ['PO: pouch z[0, 1] with z[2]']
+    """
+    tree = _check_tree(tree)
+    if not isinstance(accepted, Move):
+        raise TypeError(f"accepted must be a move, got {type(accepted).__name__}")
+    if isinstance(accepted, NodeIntroduction):
+        for name in (accepted.node, accepted.name):
+            if name not in tree.names:
+                raise ValueError(f"tree lacks latent node {name!r}: pass the tree the node "
+                                 f"introduction made")
+        j, new = tree.index(accepted.node), accepted.name
+        refs: list[Ref] = [tree.names[c] for c in tree.children[j] if tree.names[c] != new]
+        refs += [tree.pouches[b] for b in tree.leaves[j]]
+        return [NodeRelocation(ref, new) for ref in refs]
+    if isinstance(accepted, Pouching):
+        merged = accepted.first + accepted.second
+        if merged not in tree.pouches:
+            raise ValueError(f"tree lacks the pouch z{list(merged)}: pass the tree the pouching "
+                             f"made")
+        b = tree.pouches.index(merged)
+        return [Pouching(merged, tree.pouches[s]) for s in tree.leaves[tree.pouch_parents[b]]
+                if s != b]
+    return []

@@ -23,6 +23,7 @@ from pyromodels.trees import (
     brute_force,
     candidate_moves,
     extend_params,
+    follow_up_moves,
     latent_conditional,
     latent_marginals,
     node_introductions,
@@ -190,6 +191,29 @@ def test_relocation_prunes_a_parent_left_without_children():
     tree = SHAPES["three_level"]()
     new = NodeRelocation((0, 3), "R").apply(tree)
     assert "C" not in new.names and new.num_latents == tree.num_latents - 1
+
+
+def test_follow_up_moves_after_node_introduction_and_pouching():
+    tree = LatentTree.single(3, 5)
+    ni = NodeIntroduction("Y", ((0,), (1,)), "N")
+    grown = ni.apply(tree)
+    assert follow_up_moves(grown, ni) == [NodeRelocation((c,), "N") for c in (2, 3, 4)]
+    three = SHAPES["three_level"]()
+    parent_variant = NodeIntroduction("A", ("R", (7,)), "N")
+    assert follow_up_moves(parent_variant.apply(three), parent_variant) == \
+        [NodeRelocation("C", "N"), NodeRelocation("D", "N")]
+    po = Pouching((0,), (1,))
+    merged = po.apply(LatentTree.single(2, 4))
+    assert follow_up_moves(merged, po) == [Pouching((0, 1), (2,)), Pouching((0, 1), (3,))]
+    for move in follow_up_moves(merged, po) + follow_up_moves(grown, ni):
+        check_result(merged if move.operator == "PO" else grown, move)
+    assert follow_up_moves(grown, StateIntroduction("Y")) == []
+    with pytest.raises(ValueError, match="tree lacks latent node 'N'"):
+        follow_up_moves(tree, ni)
+    with pytest.raises(ValueError, match=r"tree lacks the pouch z\[0, 1\]"):
+        follow_up_moves(LatentTree.single(2, 4), po)
+    with pytest.raises(TypeError, match="accepted must be a move"):
+        follow_up_moves(tree, "NI")
 
 
 @st.composite
