@@ -232,11 +232,17 @@ def random_trees(draw):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_trees(), st.integers(0, 2**31 - 1))
 def test_random_trees_every_candidate_and_its_parameters_are_valid(tree, seed):
-    params = TreeParams.random(tree, torch.Generator().manual_seed(seed))
+    gen = torch.Generator().manual_seed(seed)
+    params = TreeParams.random(tree, gen)
+    z = 2.0 * torch.randn(4, tree.num_coordinates, generator=gen, dtype=torch.float64)
+    before = tree_log_likelihood(params, z)
     for move in candidate_moves(tree):
         new = check_result(tree, move)
         carried = extend_params(move, params, torch.Generator().manual_seed(seed))
         assert carried.tree == new
+        if move.operator in ("SI", "NI", "PO"):  # exact re-parameterisations without noise
+            exact = extend_params(move, params, noise=0.0)
+            assert (tree_log_likelihood(exact, z) - before).abs().max() < 1e-10, move.describe()
 
 
 # -- parameters carried over -----------------------------------------------------------------
