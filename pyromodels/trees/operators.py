@@ -32,7 +32,9 @@ Choices where the description leaves room: SD has one candidate per node (the st
 exchangeable for the structure; which state goes only matters to the parameters); ND's
 neighbours are re-oriented away from the root, so the rest of the tree keeps its root; NR may
 move a node to any latent node, not only to a nearby one; NI names the new node ``Y<n>`` with
-the smallest free ``n`` not below the number of latent nodes.
+the smallest free ``n`` not below the number of latent nodes; NR prunes only nodes the move
+itself empties (a latent node that had no children before stays). After an accepted NI or PO,
+:func:`follow_up_moves` lists PLTM-EAST's restricted relocations and pouchings.
 
 Pouches are referred to by their coordinates (a tuple of ints), latent nodes by name. The
 move records live in :mod:`.moves` and are re-exported here.
