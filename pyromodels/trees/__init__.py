@@ -15,6 +15,12 @@ These parts know no model: a family builds its story from them.
 - :mod:`.pyro_model`: the same model as a Pyro program with enumerated latent sites
   (:func:`tree_model`) and its :func:`pyro_log_likelihood` by ``TraceEnum_ELBO``.
 - :mod:`.exact`: brute-force enumeration over every joint state (the tests' oracle).
+- :mod:`.operators`: the seven structure-search operators of PLTM-EAST (SI, SD, NI, ND, NR,
+  PO, UP) as immutable move records with ``apply`` and ``describe``, their enumeration
+  (:func:`candidate_moves`, :data:`OPERATORS`, :data:`PHASES`) and the restricted moves
+  tried after an accepted one (:func:`follow_up_moves`).
+- :func:`extend_params` (:mod:`.carry_over`): parameters for a move's tree, started from the
+  current ones.
 """
 
 from ..lazy import lazy_attributes
@@ -34,6 +40,28 @@ __all__ = [
     "pyro_log_likelihood",
     "brute_force",
     "BruteForce",
+    "Move",
+    "StateIntroduction",
+    "StateDeletion",
+    "NodeIntroduction",
+    "NodeDeletion",
+    "NodeRelocation",
+    "Pouching",
+    "Unpouching",
+    "state_introductions",
+    "state_deletions",
+    "node_introductions",
+    "node_deletions",
+    "node_relocations",
+    "pouchings",
+    "unpouchings",
+    "OPERATORS",
+    "PHASES",
+    "candidate_moves",
+    "follow_up_moves",
+    "extend_params",
+    "latent_marginals",
+    "latent_conditional",
 ]
 
 __getattr__, __dir__ = lazy_attributes(__name__, {
@@ -51,4 +79,26 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "pyro_log_likelihood": ".pyro_model",
     "brute_force": ".exact",
     "BruteForce": ".exact",
+    "Move": ".moves",
+    "StateIntroduction": ".moves",
+    "StateDeletion": ".moves",
+    "NodeIntroduction": ".moves",
+    "NodeDeletion": ".moves",
+    "NodeRelocation": ".moves",
+    "Pouching": ".moves",
+    "Unpouching": ".moves",
+    "state_introductions": ".operators",
+    "state_deletions": ".operators",
+    "node_introductions": ".operators",
+    "node_deletions": ".operators",
+    "node_relocations": ".operators",
+    "pouchings": ".operators",
+    "unpouchings": ".operators",
+    "OPERATORS": ".operators",
+    "PHASES": ".operators",
+    "candidate_moves": ".operators",
+    "follow_up_moves": ".operators",
+    "extend_params": ".carry_over",
+    "latent_marginals": ".carry_over",
+    "latent_conditional": ".carry_over",
 })
