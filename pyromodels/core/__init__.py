@@ -42,6 +42,7 @@ _ORIGINS = {
     "run_gibbs": ".gibbs",
     "run_natgrad": ".natgrad",
     "run_nuts": ".nuts",
+    "run_stepwise_em": ".stepwise_em",
     "run_svi": ".svi",
     "SamplingWarning": ".diagnostic_warnings",
     "sampling_findings": ".diagnostic_warnings",

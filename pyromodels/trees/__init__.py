@@ -14,6 +14,10 @@ These parts know no model: a family builds its story from them.
   latent states.
 - :mod:`.pyro_model`: the same model as a Pyro program with enumerated latent sites
   (:func:`tree_model`) and its :func:`pyro_log_likelihood` by ``TraceEnum_ELBO``.
+- :class:`LatentTreeModel` (:mod:`.model`): fitting the parameters of a fixed structure by
+  batch EM (:func:`~pyromodels.core.run_em`) or stepwise EM
+  (:func:`~pyromodels.core.run_stepwise_em`); the statistics and M-step are in :mod:`.em`.
+- :func:`tree_bic` and :func:`free_parameters` (:mod:`.bic`): the BIC score.
 - :mod:`.exact`: brute-force enumeration over every joint state (the tests' oracle).
 """
 
@@ -34,6 +38,9 @@ __all__ = [
     "pyro_log_likelihood",
     "brute_force",
     "BruteForce",
+    "LatentTreeModel",
+    "free_parameters",
+    "tree_bic",
 ]
 
 __getattr__, __dir__ = lazy_attributes(__name__, {
@@ -51,4 +58,7 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "pyro_log_likelihood": ".pyro_model",
     "brute_force": ".exact",
     "BruteForce": ".exact",
+    "LatentTreeModel": ".model",
+    "free_parameters": ".bic",
+    "tree_bic": ".bic",
 })
