@@ -14,7 +14,10 @@ towards them and the M-step maps them to parameters:
 (Cappé and Moulines 2009; Liang and Klein 2009; LTVAE spec ``ltvae.md`` §3.4, Eq. 8), or a
 constant :math:`\eta`. ``running="rebuilt"`` instead mixes each batch with the statistics the
 *current parameters* imply per point (:math:`s \leftarrow (1 - \eta)\, s(\theta_t) + \eta\,
-\bar s_t`), the form of the LTVAE release.
+\bar s_t`), the form of the LTVAE release. When the M-step maps the statistics to parameters
+that imply exactly those statistics (an exponential family whose M-step is the inverse of its
+moment map), :math:`s(\theta_t) = s` and the two forms agree; they differ where the M-step
+constrains the parameters (an eigenvalue floor, fixed covariances, a state left without data).
 
 The model supplies:
 

@@ -22,7 +22,10 @@ times the total) keeps its previous parameters, since the data say nothing about
 
 :func:`model_stats` gives the statistics the parameters themselves imply per point (the
 clique marginals with no evidence): the M-step maps them back to the parameters, and the
-released code's stepwise EM mixes each minibatch with them (spec §3.4).
+released code's stepwise EM mixes each minibatch with them (spec §3.4). Since
+``m_step(model_stats(params))`` returns ``params`` whenever no constraint acts, that form
+equals the textbook running average except where the eigenvalue floor raises a covariance
+(or a state keeps its previous parameters).
 """
 
 from __future__ import annotations
