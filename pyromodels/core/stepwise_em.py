@@ -17,7 +17,7 @@ constant :math:`\eta`. ``running="rebuilt"`` instead mixes each batch with the s
 \bar s_t`), the form of the LTVAE release. When the M-step maps the statistics to parameters
 that imply exactly those statistics (an exponential family whose M-step is the inverse of its
 moment map), :math:`s(\theta_t) = s` and the two forms agree; they differ where the M-step
-constrains the parameters (an eigenvalue floor, fixed covariances, a state left without data).
+constrains the parameters (an eigenvalue floor, a state left without data).
 
 The model supplies:
 
