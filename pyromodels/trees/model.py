@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 
 from ..checks import as_float_tensor
+from ..core.kmeanspp import kmeanspp_indices
 from ..core.model import Model
 from . import em as kernels
 from .bic import free_parameters
@@ -33,9 +34,10 @@ class LatentTreeModel(Model):
         alpha: the fixed covariances' scale (also their start in ``"fixed"`` mode).
         floor: the least eigenvalue of a learned covariance (spec: 0.01; ``0`` disables it).
 
-    Starting points (``em_init``): root prior and CPT rows from a flat Dirichlet, the means of
-    each pouch at distinct data points drawn at random, the covariances at the data's
-    covariance of the pouch (floored), or ``alpha * I``.
+    Starting points (``em_init``): root prior and CPT rows from a flat Dirichlet; for each
+    latent node, ``K_j`` data points chosen by k-means++ seeding on the columns of its pouches
+    put the means of state ``k`` of every one of its pouches at point ``k``; the covariances
+    start at the data's covariance of the pouch (floored), or at ``alpha * I``.
 
     Example:
         >>> import torch
@@ -100,18 +102,18 @@ class LatentTreeModel(Model):
     # ------------------------------------------------------------- batch EM
     def em_init(self, data, generator) -> dict:
         """A random start from the data (see the class docstring)."""
-        z = data
-        tree, n = self.tree, z.shape[0]
-        gen_device = generator.device
+        z, tree = data, self.tree
         start = TreeParams.random(tree, generator, dtype=z.dtype, device=z.device)
+        rows: list[torch.Tensor | None] = [None] * tree.num_latents
+        for j, blocks in enumerate(tree.leaves):
+            if blocks:  # one set of rows per node, shared by its pouches
+                cols = [c for b in blocks for c in tree.pouches[b]]
+                rows[j] = kmeanspp_indices(z[:, cols], tree.cardinalities[j], generator)
         means, trils = [], []
         for block, p in zip(tree.pouches, tree.pouch_parents):
             k, d = tree.cardinalities[p], len(block)
             x = z[:, list(block)]
-            rows = torch.randperm(n, generator=generator, device=gen_device)[:k].to(z.device)
-            if n < k:
-                rows = rows[torch.arange(k, device=z.device) % n]
-            means.append(x[rows].clone())
+            means.append(x[rows[p]].clone())
             if self.covariance == "fixed":
                 cov = self.alpha * torch.eye(d, dtype=z.dtype, device=z.device)
             else:

@@ -205,3 +205,19 @@ def test_params_round_trip_through_the_engine_dict(shape):
     for a, b in zip(params.tensors(), back.tensors()):
         assert torch.equal(a, b)
 
+
+
+@pytest.mark.parametrize("name", ["single", "three_level"])  # nodes with several pouches
+def test_start_puts_each_state_of_a_node_at_one_data_point_across_its_pouches(name):
+    params, _ = random_case(name, 0)
+    z, _ = sample_tree(params, 50, torch.Generator().manual_seed(1))
+    model = LatentTreeModel(params.tree)
+    start = model.tree_params(model.em_init(z, torch.Generator().manual_seed(2)))
+    tree = params.tree
+    for j, blocks in enumerate(tree.leaves):
+        if not blocks:
+            continue
+        cols = [c for b in blocks for c in tree.pouches[b]]
+        centres = torch.cat([start.means[b] for b in blocks], dim=1)  # (K_j, sum d_b)
+        for centre in centres:  # each state's means are one row of z, in every pouch
+            assert bool((z[:, cols] == centre).all(-1).any()), tree.names[j]
