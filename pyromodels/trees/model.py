@@ -9,6 +9,8 @@ The engines carry the parameters as a flat dict of tensors (:func:`.em.params_to
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ..checks import as_float_tensor
@@ -144,8 +146,7 @@ class LatentTreeModel(Model):
         post = tree_posterior(current, data)
         loglik = post.log_likelihood.sum()
         dim = free_parameters(self.tree, self.covariance)
-        bic = loglik - 0.5 * dim * torch.log(torch.tensor(float(data.shape[0]),
-                                                         dtype=loglik.dtype))
+        bic = loglik - 0.5 * dim * math.log(data.shape[0])
         out = {f"responsibilities.{name}": m
                for name, m in zip(self.tree.names, post.node_marginals)}
         return {**out, "log_likelihood": loglik, "bic": bic}
