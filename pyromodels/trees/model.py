@@ -68,6 +68,13 @@ class LatentTreeModel(Model):
         return (f"LatentTreeModel({self.tree!r}, covariance={self.covariance!r}, "
                 f"alpha={self.alpha}, floor={self.floor})")
 
+    def fit(self, *args, method: str | None = None, model_kwargs=None, **kwargs):
+        """Fit by batch EM (:func:`~pyromodels.core.run_em`; ``method`` defaults to
+        ``"em"``, the only engine); stepwise EM is
+        :func:`~pyromodels.core.run_stepwise_em` ``(model, z, ...)``."""
+        return super().fit(*args, method="em" if method is None else method,
+                           model_kwargs=model_kwargs, **kwargs)
+
     # ----------------------------------------------------------------- data
     def prepare(self, data, device=None) -> torch.Tensor:
         """Check points ``(N, J)``: finite, the tree's width, at least two rows, floating

@@ -221,3 +221,14 @@ def test_start_puts_each_state_of_a_node_at_one_data_point_across_its_pouches(na
         centres = torch.cat([start.means[b] for b in blocks], dim=1)  # (K_j, sum d_b)
         for centre in centres:  # each state's means are one row of z, in every pouch
             assert bool((z[:, cols] == centre).all(-1).any()), tree.names[j]
+
+
+def test_fit_defaults_to_em():
+    tree, truth = _truth()
+    z, _ = sample_tree(truth, 300, torch.Generator().manual_seed(6))
+    model = LatentTreeModel(tree)
+    fit = model.fit(z, seed=3, progress=False)
+    same = run_em(model, z, seed=3, progress=False)
+    assert fit.method == "em"
+    for key in params_to_dict(model.tree_params(fit)):
+        assert torch.equal(fit.params[key], same.params[key])
