@@ -44,6 +44,7 @@ _ORIGINS = {
     "run_natgrad": ".natgrad",
     "run_nuts": ".nuts",
     "run_search": ".search",
+    "run_stepwise_em": ".stepwise_em",
     "run_svi": ".svi",
     "SamplingWarning": ".diagnostic_warnings",
     "SearchCandidate": ".search_types",

@@ -14,6 +14,10 @@ These parts know no model: a family builds its story from them.
   latent states.
 - :mod:`.pyro_model`: the same model as a Pyro program with enumerated latent sites
   (:func:`tree_model`) and its :func:`pyro_log_likelihood` by ``TraceEnum_ELBO``.
+- :class:`LatentTreeModel` (:mod:`.model`): fitting the parameters of a fixed structure by
+  batch EM (:func:`~pyromodels.core.run_em`) or stepwise EM
+  (:func:`~pyromodels.core.run_stepwise_em`); the statistics and M-step are in :mod:`.em`.
+- :func:`tree_bic` and :func:`free_parameters` (:mod:`.bic`): the BIC score.
 - :mod:`.exact`: brute-force enumeration over every joint state (the tests' oracle).
 - :mod:`.operators`: the seven structure-search operators of PLTM-EAST (SI, SD, NI, ND, NR,
   PO, UP) as immutable move records with ``apply`` and ``describe``, their enumeration
@@ -62,6 +66,9 @@ __all__ = [
     "extend_params",
     "latent_marginals",
     "latent_conditional",
+    "LatentTreeModel",
+    "free_parameters",
+    "tree_bic",
 ]
 
 __getattr__, __dir__ = lazy_attributes(__name__, {
@@ -101,4 +108,7 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "extend_params": ".carry_over",
     "latent_marginals": ".carry_over",
     "latent_conditional": ".carry_over",
+    "LatentTreeModel": ".model",
+    "free_parameters": ".bic",
+    "tree_bic": ".bic",
 })

@@ -36,3 +36,28 @@ def test_sampling_on_cuda():
                        condition={1: 0})
     assert z.device.type == "cuda" and y.device.type == "cuda"
     assert (y[:, 1] == 0).all()
+
+
+def test_em_and_stepwise_em_on_cuda_equal_the_cpu():
+    from pyromodels.core import run_em, run_stepwise_em
+    from pyromodels.trees import LatentTreeModel
+
+    params, _ = random_case("chain", 2)
+    z, _ = sample_tree(params, 400, torch.Generator().manual_seed(3))
+    model = LatentTreeModel(params.tree)
+    start = model.em_init(z, torch.Generator().manual_seed(4))
+    on_gpu = {k: v.cuda() for k, v in start.items()}
+    settings = {"max_iter": 20, "tol": 0.0, "progress": False, "warn_not_converged": False}
+    cpu = run_em(model, z, init=start, seed=0, **settings)
+    gpu = run_em(model, z.cuda(), init=on_gpu, seed=0, **settings)
+    online = {"batch_size": 50, "step_size": 0.3, "shuffle": False, "progress": False}
+    cpu_online = run_stepwise_em(model, z, init=start, seed=0, **online)
+    gpu_online = run_stepwise_em(model, z.cuda(), init=on_gpu, seed=0, **online)
+    for key in start:
+        assert gpu.params[key].device.type == "cuda"
+        assert torch.allclose(gpu.params[key].cpu(), cpu.params[key], rtol=1e-8, atol=1e-8)
+        assert torch.allclose(gpu_online.params[key].cpu(), cpu_online.params[key],
+                              rtol=1e-8, atol=1e-8)
+    # a start drawn on the device runs too
+    fit = run_em(model, z.cuda(), n_init=2, seed=1, **settings)
+    assert fit.params["bic"].device.type == "cuda"
