@@ -115,11 +115,11 @@ def simulate_pinwheel(num_clusters: int = 5, points_per_cluster: int = 100, *,
     return x[order], {"z": z[order]}
 
 
-def _two_facet_tree(num_states: int) -> dict:
+def _two_facet_tree() -> dict:
     """The generating latent tree in :meth:`~pyromodels.trees.LatentTree.to_dict` form."""
     return {
-        "latents": [{"name": "Y1", "cardinality": num_states, "parent": None},
-                    {"name": "Y2", "cardinality": num_states, "parent": "Y1"}],
+        "latents": [{"name": "Y1", "cardinality": 2, "parent": None},
+                    {"name": "Y2", "cardinality": 2, "parent": "Y1"}],
         "pouches": [{"parent": "Y1", "coordinates": [0, 1]},
                     {"parent": "Y2", "coordinates": [2, 3]}],
         "num_coordinates": 4,
@@ -215,5 +215,5 @@ def simulate_two_facets(num_points: int = 5000, *, separation: float = 2.0,
                    "means": [means[0].clone(), means[1].clone()],
                    "scale_trils": [tril, tril.clone()]}
     return x, {"facets": facets, "z": z, "means": means, "within_std": sigma,
-               "facet_weights": w, "W": W, "U": U, "tree": _two_facet_tree(2),
+               "facet_weights": w, "W": W, "U": U, "tree": _two_facet_tree(),
                "tree_params": tree_params}
