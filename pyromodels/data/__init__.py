@@ -5,7 +5,8 @@ Contracts hold integer codes in torch tensors and the user's ids in pandas index
 sequences), :class:`Graph` (edge list with sparse views) and :class:`PairwiseAnnotations`
 (must-link / cannot-link judgements). Simulators return a contract and the truth: crowd labels
 (:mod:`.simulate_crowd`), pairwise judgements of two-coin workers (:mod:`.simulate_pairs`) and
-feature data (:mod:`.simulate`: Gaussian mixtures, the pinwheel). :func:`check_numeric_table`
+feature data (:mod:`.simulate`: Gaussian mixtures, the pinwheel, the LTVAE paper's two-facet
+data). :func:`check_numeric_table`
 checks a table of continuous features (:mod:`.tables`). Loaders
 read real data sets without downloading anything. Every name loads its module on first use
 (:mod:`pyromodels.lazy`); :mod:`.columns` codes DataFrame columns without torch.
@@ -49,6 +50,7 @@ _ORIGINS = {
     "PairwiseAnnotations": ".pairwise",
     "simulate_gaussian_mixture": ".simulate",
     "simulate_pinwheel": ".simulate",
+    "simulate_two_facets": ".simulate",
     "simulate_random_pairs": ".simulate_pairs",
     "simulate_block_pairs": ".simulate_pairs",
     "simulate_stratified_pairs": ".simulate_pairs",

@@ -14,7 +14,7 @@ import torch
 from ..checks import as_float_tensor, check_int, check_positive, check_stochastic
 from ..core.seeding import make_generator
 
-__all__ = ["simulate_gaussian_mixture", "simulate_pinwheel", "DTYPE"]
+__all__ = ["simulate_gaussian_mixture", "simulate_pinwheel", "simulate_two_facets", "DTYPE"]
 
 DTYPE = torch.float64
 
@@ -113,3 +113,107 @@ def simulate_pinwheel(num_clusters: int = 5, points_per_cluster: int = 100, *,
     x = 10.0 * torch.stack([cos * f[:, 0] + sin * f[:, 1], -sin * f[:, 0] + cos * f[:, 1]], 1)
     order = torch.randperm(k * per, generator=gen)
     return x[order], {"z": z[order]}
+
+
+def _two_facet_tree() -> dict:
+    """The generating latent tree in :meth:`~pyromodels.trees.LatentTree.to_dict` form."""
+    return {
+        "latents": [{"name": "Y1", "cardinality": 2, "parent": None},
+                    {"name": "Y2", "cardinality": 2, "parent": "Y1"}],
+        "pouches": [{"parent": "Y1", "coordinates": [0, 1]},
+                    {"parent": "Y2", "coordinates": [2, 3]}],
+        "num_coordinates": 4,
+    }
+
+
+def simulate_two_facets(num_points: int = 5000, *, separation: float = 2.0,
+                        within_std: float = 1.0, facet_weights=((0.5, 0.5), (0.5, 0.5)),
+                        hidden: int = 10, width: int = 100, noise_std: float = 0.0,
+                        seed: int):
+    r"""The LTVAE paper's synthetic two-facet data (Li et al., 2019, Sec. 4.1, Fig. 4a).
+
+    Two independent facets :math:`Y_1, Y_2` with two clusters each; :math:`Y_1` moves
+    :math:`(z_1, z_2)` and :math:`Y_2` moves :math:`(z_3, z_4)`; a fixed random two-layer
+    sigmoid network maps :math:`z \in \mathbb R^4` to :math:`x \in \mathbb R^{100}`:
+
+    .. math::
+        Y_{f} \sim \mathrm{Categorical}(w_f) \ \text{independently}, \qquad
+        (z_{2f-1}, z_{2f}) \mid Y_f = k \sim \mathcal N\big(s\,(2k - 1)\,(1, 1),\
+            \sigma^2 I_2\big), \\
+        x = \operatorname{sigmoid}\big(U \operatorname{sigmoid}(W z)\big) + \tau\,\epsilon,
+        \qquad W_{ij}, U_{ij}, \epsilon_j \sim \mathcal N(0, 1) \ \text{i.i.d.}
+
+    with :math:`k \in \{0, 1\}`, :math:`W` of shape ``(hidden, 4)`` and :math:`U` of shape
+    ``(width, hidden)``. The paper fixes the network (``hidden = 10``, ``width = 100``, standard
+    normal weights), the two 2-cluster facets and ``num_points = 5000``. It leaves open the
+    facet priors, whether the facets depend on each other, the clusters' means and spread in
+    ``z`` and any noise on ``x``; the choices here, all arguments, are: uniform facet priors,
+    independent facets, means :math:`\pm s (1, 1)` with ``separation`` :math:`s = 2` and
+    isotropic spread ``within_std`` :math:`\sigma = 1` (the clusters' centres lie
+    :math:`2 s \sqrt 2 / \sigma \approx 5.7` standard deviations apart), and no noise
+    (:math:`\tau = 0`, the paper's formula as written, so ``x`` lies in ``(0, 1)``).
+
+    The true latent tree is ``Y1 -> Y2`` with the pouches ``{z1, z2}`` under ``Y1`` and
+    ``{z3, z4}`` under ``Y2`` (coordinates ``[0, 1]`` and ``[2, 3]``): as the facets are
+    independent, the edge's table :math:`P(Y_2 \mid Y_1)` has every row equal to :math:`w_2`,
+    so the edge carries no information (a latent tree needs one root, and this is the tree
+    the paper's Fig. 4b reports recovering).
+
+    The network's weights are drawn first, so the same ``seed`` gives the same network for any
+    ``num_points``; then the facets, ``z`` and the noise.
+
+    Args:
+        num_points: number of points ``N``.
+        separation: :math:`s > 0`, each cluster mean's distance from 0 in each of its facet's
+            coordinates.
+        within_std: :math:`\sigma > 0`, the clusters' standard deviation per coordinate.
+        facet_weights: ``(2, 2)``; row ``f`` is facet ``f``'s prior over its two clusters.
+        hidden: rows of :math:`W` (hidden units).
+        width: rows of :math:`U`, the data's width ``d``.
+        noise_std: :math:`\tau \ge 0`, the standard deviation of Gaussian noise on ``x``.
+        seed: integer seed.
+
+    Returns:
+        ``(x, truth)``: ``x`` float64 ``(N, width)`` and ``truth`` a dict with ``"facets"``
+        (long ``(N, 2)``: column ``f`` is facet ``f``'s cluster, 0 or 1), ``"z"`` (float64
+        ``(N, 4)``), ``"means"`` (float64 ``(2, 2, 2)``: facet, cluster, coordinate of its
+        pouch), ``"within_std"``, ``"facet_weights"`` (float64 ``(2, 2)``), ``"W"``,
+        ``"U"`` and ``"tree"``: the generating structure as a
+        :meth:`pyromodels.trees.LatentTree.to_dict` description (plain lists; build the tree
+        with ``LatentTree.from_dict(truth["tree"])``; the data package sits below the trees
+        package, so it hands over the description rather than the object) and
+        ``"tree_params"``, the generating prior on ``z`` as that tree's parameters
+        (``root_probs``, ``cpts``, ``means``, ``scale_trils``, plain tensors):
+        ``TreeParams(tree, **truth["tree_params"])`` builds it.
+
+    Example:
+        >>> x, truth = simulate_two_facets(200, seed=0)
+        >>> tuple(x.shape), tuple(truth["z"].shape), tuple(truth["facets"].shape)
+        ((200, 100), (200, 4), (200, 2))
+    """
+    n = check_int(num_points, "num_points", minimum=1)
+    s = check_positive(separation, "separation")
+    sigma = check_positive(within_std, "within_std")
+    w = check_stochastic(facet_weights, "facet_weights", shape=(2, 2), dtype=DTYPE)
+    h = check_int(hidden, "hidden", minimum=1)
+    d = check_int(width, "width", minimum=1)
+    tau = check_positive(noise_std, "noise_std", strict=False)
+    gen = make_generator(check_int(seed, "seed", minimum=0))
+    W = torch.randn(h, 4, generator=gen, dtype=DTYPE)
+    U = torch.randn(d, h, generator=gen, dtype=DTYPE)
+    facets = torch.stack([torch.multinomial(w[f], n, replacement=True, generator=gen)
+                          for f in range(2)], 1)
+    signs = torch.tensor([-1.0, 1.0], dtype=DTYPE)
+    means = s * signs[None, :, None].expand(2, 2, 2).clone()
+    centre = torch.cat([means[0, facets[:, 0]], means[1, facets[:, 1]]], 1)
+    z = centre + sigma * torch.randn(n, 4, generator=gen, dtype=DTYPE)
+    x = torch.sigmoid(torch.sigmoid(z @ W.T) @ U.T)
+    if tau > 0:
+        x = x + tau * torch.randn(n, d, generator=gen, dtype=DTYPE)
+    tril = sigma * torch.eye(2, dtype=DTYPE).expand(2, 2, 2).clone()
+    tree_params = {"root_probs": w[0].clone(), "cpts": [None, w[1].expand(2, 2).clone()],
+                   "means": [means[0].clone(), means[1].clone()],
+                   "scale_trils": [tril, tril.clone()]}
+    return x, {"facets": facets, "z": z, "means": means, "within_std": sigma,
+               "facet_weights": w, "W": W, "U": U, "tree": _two_facet_tree(),
+               "tree_params": tree_params}
