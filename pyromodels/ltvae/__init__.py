@@ -1,5 +1,9 @@
 """The latent tree VAE family (Li et al. 2019, LTVAE) and its baselines.
 
+* :class:`LTVAE` (:mod:`.model`): the latent tree VAE, a VAE whose prior on ``z`` is a latent
+  tree model (:class:`TreePrior`, :mod:`.tree_prior`), fitted by alternating Adam steps of the
+  networks, stepwise EM of the tree's parameters and an optional structure search; its
+  facets are the clusterings of the tree's latent nodes.
 * :class:`VAE` (:mod:`.vae`): a variational autoencoder with a pluggable prior on ``z``
   (``N(0, I)``, any distribution, or a callable log density such as a latent tree's), fitted by
   SVI on the ELBO (the VAE baseline) or the IWAE bound (the IWAE baseline).
@@ -15,6 +19,8 @@ Names load on first use (:mod:`pyromodels.lazy`).
 from ..lazy import lazy_attributes
 
 __all__ = [
+    "LTVAE",
+    "TreePrior",
     "VAE",
     "VAEData",
     "IWAEBound",
@@ -28,6 +34,8 @@ __all__ = [
 ]
 
 __getattr__, __dir__ = lazy_attributes(__name__, {
+    "LTVAE": ".model",
+    "TreePrior": ".tree_prior",
     "VAE": ".vae",
     "VAEData": ".vae",
     "IWAEBound": ".bounds",

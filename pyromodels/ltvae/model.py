@@ -42,7 +42,6 @@ from ..core.progress import check_callbacks, progress_bar, run_callbacks
 from ..core.seeding import derive_seed, make_generator, resolve_seed, seeded
 from ..core.stepwise_em import step_sizes
 from ..nn.autoencoder import StackedAutoencoder
-from ..nn.mlp import check_dims
 from ..trees.em import check_covariance_settings, params_from_dict, params_to_dict
 from ..trees.message_passing import tree_posterior
 from ..trees.model import LatentTreeModel

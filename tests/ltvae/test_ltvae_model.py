@@ -1,0 +1,200 @@
+"""The LTVAE: its tree prior, the per-batch EM update, the alternation, the search hook,
+the facet readout and the checks of its input."""
+
+import math
+
+import numpy as np
+import pyro
+import pyro.distributions as dist
+import pytest
+import torch
+from pyro.infer import Trace_ELBO
+
+from pyromodels.core import run_stepwise_em
+from pyromodels.ltvae import LTVAE, TreePrior
+from pyromodels.metrics import clustering_accuracy
+from pyromodels.trees import LatentTree, LatentTreeModel, TreeParams
+from pyromodels.trees.em import params_to_dict
+
+
+def _blobs(n=30, sep=6.0, seed=0):
+    """Two Gaussian blobs at (-sep, -sep) and (sep, sep) with unit variance, and their labels."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.cat([torch.randn(n, 2, generator=g, dtype=torch.float64) - sep,
+                   torch.randn(n, 2, generator=g, dtype=torch.float64) + sep])
+    return x, np.repeat([0, 1], n)
+
+
+def _gmm_params():
+    tree = LatentTree.single(3, 2)
+    means = torch.tensor([[-1.0, 0.5], [0.0, 2.0], [1.5, -1.0]], dtype=torch.float64)
+    scales = torch.tensor([[0.5, 1.2], [0.8, 0.7], [1.1, 0.4]], dtype=torch.float64)
+    rho = torch.tensor([0.2, 0.5, 0.3], dtype=torch.float64)
+    params = TreeParams(tree, rho, [None], [means[:, :1], means[:, 1:]],
+                        [scales[:, :1, None], scales[:, 1:, None]])
+    mixture = dist.MixtureSameFamily(dist.Categorical(probs=rho),
+                                     dist.Normal(means, scales).to_event(1))
+    return params, mixture
+
+
+def test_the_single_node_tree_prior_is_the_gmm_density_and_gives_the_same_elbo():
+    params, mixture = _gmm_params()
+    z = torch.randn(4, 5, 2, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    torch.testing.assert_close(TreePrior(params)(z), mixture.log_prob(z), rtol=0, atol=1e-12)
+    x, _ = _blobs(10)
+    model = LTVAE(latent_dim=2, hidden=(5,), tree=params.tree)
+    losses = []
+    pyro.clear_param_store()
+    model.vae(mixture).guide(model.vae(mixture).prepare(x))   # the networks' weights, shared
+    for prior in (TreePrior(params), mixture):
+        vae = model.vae(prior)
+        data = vae.prepare(x)
+        pyro.set_rng_seed(3)  # the same draws of z from the guide
+        losses.append(Trace_ELBO(max_plate_nesting=1).loss(vae.model, vae.guide, data))
+    pyro.clear_param_store()
+    assert math.isfinite(losses[0])
+    assert losses[0] == pytest.approx(losses[1], abs=1e-9)
+
+
+@pytest.mark.parametrize("covariance,running", [("fixed", "rebuilt"), ("full", "average")])
+def test_the_per_batch_update_is_one_stepwise_em_step_on_the_batch_codes(covariance, running):
+    x, _ = _blobs(20)
+    tree = LatentTree.single(2, 2, pouch=covariance == "full")
+    start = TreeParams.random(tree, torch.Generator().manual_seed(0), dtype=torch.float64)
+    if covariance == "fixed":
+        start = TreeParams(tree, start.root_probs, [None], list(start.means),
+                           [torch.eye(1, dtype=torch.float64).expand(2, 1, 1)] * 2)
+    seen = []
+    model = LTVAE(latent_dim=2, hidden=(6,), tree=tree, covariance=covariance)
+    post = model.fit(x, num_epochs=1, batch_size=40, step_size=0.3, running=running,
+                     tree_params=start, seed=2, progress=False,
+                     callbacks=[lambda step, info: seen.append(info)])
+    assert len(seen) == 1
+    z = seen[0]["z"]
+    direct = run_stepwise_em(LatentTreeModel(tree, covariance), z, batch_size=40, num_epochs=1,
+                             step_size=0.3, running=running, shuffle=False,
+                             init=params_to_dict(start), seed=0, progress=False)
+    fitted = model.tree_params(post)
+    for key, value in params_to_dict(fitted).items():
+        torch.testing.assert_close(value, direct.params[key], rtol=0, atol=1e-12)
+        torch.testing.assert_close(value, params_to_dict(seen[0]["tree_params"])[key])
+    assert not torch.allclose(fitted.means[0], start.means[0])
+
+
+def test_em_uses_the_elbo_draws_or_the_encoder_means():
+    x, _ = _blobs(10)
+    runs = {}
+    for points in ("sample", "mean"):
+        LTVAE(latent_dim=2, hidden=(6,), cardinality=2).fit(
+            x, num_epochs=1, batch_size=20, em_points=points, seed=4, progress=False,
+            callbacks=[lambda step, info, key=points: runs.update({key: info["z"]})])
+    # the same seed: the same weights and batch, so the draws are the means plus the guide's
+    # zero-mean noise (its mean within 4 standard errors of 0)
+    noise = (runs["sample"] - runs["mean"]).flatten()
+    assert float(noise.abs().min()) > 0
+    assert abs(float(noise.mean())) < 4 * float(noise.std()) / math.sqrt(noise.numel())
+
+
+def test_gradients_reach_the_networks_and_not_the_tree_parameters():
+    params, _ = _gmm_params()
+    x, _ = _blobs(10)
+    model = LTVAE(latent_dim=2, hidden=(5,), tree=params.tree)
+    grads = []
+    for shift in (0.0, 3.0):
+        pyro.clear_param_store()
+        moved = TreeParams(params.tree, params.root_probs, [None],
+                           [m + shift for m in params.means], list(params.scale_trils))
+        vae = model.vae(TreePrior(moved))
+        data = vae.prepare(x)
+        pyro.set_rng_seed(0)
+        Trace_ELBO(max_plate_nesting=1).differentiable_loss(vae.model, vae.guide, data).backward()
+        store = pyro.get_param_store()
+        assert all(k.startswith(("encoder.", "decoder.")) for k in store.keys())
+        weight = store.get_param("encoder.net.0.weight")
+        grads.append(weight.grad.clone())
+        assert all(t.grad is None and not t.requires_grad for t in moved.tensors())
+    pyro.clear_param_store()
+    assert grads[0].abs().sum() > 0
+    assert not torch.allclose(grads[0], grads[1])     # the tree prior's gradient reaches them
+    # in a fit the optimiser moves the networks' weights while Θ changes only by EM
+    weights = []
+    fit = LTVAE(latent_dim=2, hidden=(5,), tree=params.tree).fit(
+        x, num_epochs=2, batch_size=20, tree_params=params, seed=0, progress=False,
+        callbacks=[lambda step, info: weights.append(
+            pyro.get_param_store().get_param("encoder.net.0.weight").detach().clone())])
+    assert len(weights) == 2 and not torch.allclose(weights[0], weights[1])
+    assert all(not v.requires_grad for k, v in fit.params.items() if k.startswith("tree."))
+
+
+def test_a_tiny_fit_separates_two_blobs():
+    # Bayes error of the two blobs (unit variance, centres 12 * sqrt(2) apart) is about
+    # Phi(-8.5) ~ 1e-17: a fit that keeps the blobs apart misassigns nothing; 0.95 leaves
+    # room for 3 of the 60 points on a network of 16 units trained for 5 short epochs.
+    x, labels = _blobs(30)
+    model = LTVAE(latent_dim=2, hidden=(16,), cardinality=2)
+    post = model.fit(x, num_epochs=5, batch_size=16, step_size=0.1, seed=0, progress=False)
+    frame = model.facets(post, x)
+    assert list(frame.columns) == ["Y"] and len(frame) == 60
+    assert clustering_accuracy(labels, frame["Y"].to_numpy()) >= 0.95
+    np.testing.assert_array_equal(model.predict(post, x), frame["Y"].to_numpy())
+    est = model.importance_log_likelihood(post, x[:6], k=16, batch_size=8)
+    assert est.per_point.shape == (6,) and bool(torch.isfinite(est.per_point).all())
+    assert len(post.losses) == 5 * 4 and len(post.diagnostics["tree_log_likelihood"]) == 20
+
+
+def test_the_search_hook_runs_every_few_epochs_and_its_result_is_used():
+    x, _ = _blobs(10)
+    two = LatentTree.from_edges({"A": 2, "B": 3}, [("A", "B")], [("A", [0]), ("B", [1])])
+    calls, trees_seen = [], []
+
+    def search(z, tree, params):
+        calls.append((tuple(z.shape), tree, params.tree))
+        found = TreeParams.random(two, torch.Generator().manual_seed(len(calls)),
+                                  dtype=torch.float64)
+        return two, found
+
+    model = LTVAE(latent_dim=2, hidden=(6,), cardinality=2)
+    post = model.fit(x, num_epochs=5, batch_size=10, search=search, search_every=2, seed=1,
+                     progress=False,
+                     callbacks=[lambda step, info: trees_seen.append(info["tree_params"].tree)])
+    assert [c[0] for c in calls] == [(20, 2), (20, 2)]
+    assert calls[0][1] == model.tree and calls[1][1] == two      # the returned tree is kept
+    assert [s["epoch"] for s in post.diagnostics["searches"]] == [2, 4]
+    per_epoch = post.diagnostics["steps_per_epoch"]
+    assert all(t == model.tree for t in trees_seen[:2 * per_epoch])
+    assert all(t == two for t in trees_seen[2 * per_epoch:])
+    fitted = model.tree_params(post)
+    assert fitted.tree == two
+    for tril in fitted.scale_trils:    # covariance="fixed": reset to alpha * I after a search
+        torch.testing.assert_close(tril, torch.eye(1, dtype=tril.dtype).expand_as(tril))
+    assert list(model.facets(post, x).columns) == ["A", "B"]
+    assert set(model.predict(post, x, facet="B")) <= {0, 1, 2}
+
+
+def test_bad_input_is_rejected_with_clear_errors():
+    x, _ = _blobs(10)
+    with pytest.raises(ValueError, match="latent_dim=3"):
+        LTVAE(latent_dim=3, tree=LatentTree.single(2, 2))
+    with pytest.raises(TypeError, match="tree must be a LatentTree"):
+        LTVAE(latent_dim=2, tree="Y")
+    model = LTVAE(latent_dim=2, hidden=(4,), cardinality=2)
+    bad = x.clone()
+    bad[3, 1] = float("nan")
+    with pytest.raises(ValueError, match="x"):
+        model.fit(bad, num_epochs=1, progress=False)
+    with pytest.raises(ValueError, match="em_points"):
+        model.fit(x, num_epochs=1, em_points="mode", progress=False)
+    with pytest.raises(TypeError, match="search"):
+        model.fit(x, num_epochs=1, search="bic", progress=False)
+    other = TreeParams.random(LatentTree.single(3, 2), dtype=torch.float64)
+    with pytest.raises(ValueError, match="tree_params"):
+        model.fit(x, num_epochs=1, tree_params=other, progress=False)
+    with pytest.raises(TypeError, match=r"\(tree, params\)"):
+        model.fit(x, num_epochs=2, search_every=1, search=lambda z, t, p: t, progress=False)
+    post = model.fit(x, num_epochs=1, batch_size=20, seed=0, progress=False)
+    with pytest.raises(ValueError, match="2 columns"):
+        model.facets(post, torch.zeros(4, 3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="x"):
+        model.facets(post, torch.full((4, 2), float("inf"), dtype=torch.float64))
+    with pytest.raises(TypeError, match="LTVAE.fit"):
+        model.facets(post.params, x)
