@@ -198,3 +198,44 @@ def test_bad_input_is_rejected_with_clear_errors():
         model.facets(post, torch.full((4, 2), float("inf"), dtype=torch.float64))
     with pytest.raises(TypeError, match="LTVAE.fit"):
         model.facets(post.params, x)
+
+
+def test_the_start_is_kmeans_on_the_codes_of_a_pretrained_autoencoder():
+    from pyromodels.core.seeding import derive_seed
+    from pyromodels.ltvae.tree_prior import kmeans_start
+    from pyromodels.nn import StackedAutoencoder
+
+    x, _ = _blobs(15)
+    x = torch.cat([x, x.flip(1)], 1)                       # 4 columns
+    ae = StackedAutoencoder((4, 6, 2), seed=5, dtype=torch.float64)
+    model = LTVAE(latent_dim=2, hidden=(6,), likelihood="normal", cardinality=2)
+    # negligible steps of the networks and of Θ: the fit ends where it starts
+    post = model.fit(x, autoencoder=ae, num_epochs=1, batch_size=30, step_size=1e-12,
+                     optim=pyro.optim.SGD({"lr": 1e-12}), seed=7, progress=False)
+    codes = ae.encode(x)
+    torch.testing.assert_close(model.encode(post, x)[0], codes)
+    start = kmeans_start(model.tree, codes, 1.0, derive_seed(7, "kmeans"))
+    for key, value in params_to_dict(model.tree_params(post)).items():
+        torch.testing.assert_close(value, params_to_dict(start)[key])
+
+
+def test_kmeans_start_gives_cluster_means_proportions_and_smoothed_cross_tables():
+    from pyromodels.ltvae.tree_prior import kmeans_start
+
+    x, _ = _blobs(20)
+    z = torch.cat([x[:, :1], torch.cat([x[:30, 1:] * 0 - 5, x[30:, 1:] * 0 + 5])], 1)
+    z[:30, 1] += torch.linspace(-0.1, 0.1, 30, dtype=torch.float64)
+    tree = LatentTree.from_edges({"A": 2, "B": 2}, [("A", "B")], [("A", [0]), ("B", [1])])
+    start = kmeans_start(tree, z, 0.5, seed=0)
+    a = start.means[0][:, 0].sort().values
+    torch.testing.assert_close(a, torch.stack([z[:20, 0].mean(), z[20:, 0].mean()]))
+    torch.testing.assert_close(start.root_probs, torch.tensor([0.5, 0.5], dtype=torch.float64))
+    # A splits the points 20/20, B 30/10: the cross table, plus one in every cell, by row
+    table = start.cpts[1].sort(-1).values
+    expected = torch.tensor([[1.0, 21.0], [11.0, 11.0]], dtype=torch.float64)
+    expected = (expected / expected.sum(1, keepdim=True)).sort(-1).values
+    torch.testing.assert_close(table.sort(0).values, expected.sort(0).values)
+    for tril in start.scale_trils:
+        torch.testing.assert_close(tril, 0.5 ** 0.5 * torch.ones_like(tril))
+    with pytest.raises(ValueError, match="at least 2 rows"):
+        kmeans_start(tree, z[:1], 1.0, seed=0)
