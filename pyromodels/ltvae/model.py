@@ -35,6 +35,14 @@ from pyro import poutine
 from pyro.infer import SVI, Trace_ELBO
 
 from ..checks import check_in, check_int, check_positive
+from ..core.checkpoint import (
+    Checkpointer,
+    check_shapes,
+    clone_tree,
+    read_checkpoint,
+    rng_states,
+    set_rng_states,
+)
 from ..core.conjugate_factors import RobbinsMonro
 from ..core.device import cuda_devices, resolve_device
 from ..core.posterior import Posterior, make_attrs
@@ -134,7 +142,8 @@ class LTVAE:
             tree_params: TreeParams | None = None,
             search: Callable | None = None, search_every: int = 5, seed: int | None = None,
             progress: bool = True, callbacks=None, device=None,
-            dtype: torch.dtype | None = None) -> Posterior:
+            dtype: torch.dtype | None = None, checkpoint=None, checkpoint_every: int | None = None,
+            resume=None) -> Posterior:
         r"""Fit the networks and :math:`\Theta` by the alternation of Algorithm 1.
 
         Args:
@@ -171,6 +180,15 @@ class LTVAE:
                 ``info["tree_params"]`` (:math:`\Theta` after the step); ``True`` stops.
             device: ``"cpu"``, ``"cuda"`` or ``None`` (the data's device).
             dtype: of the data, the networks and :math:`\Theta` (default: ``x``'s).
+            checkpoint: a file to write the run's state to at the end of an epoch (the
+                networks' weights, the optimiser's state, the tree and :math:`\Theta`, the
+                running statistics, the history and the random number generators; see
+                :mod:`pyromodels.core.checkpoint`), every ``checkpoint_every`` epochs, at the
+                end and on ``KeyboardInterrupt``.
+            checkpoint_every: epochs between writes (``None``: only the end).
+            resume: a checkpoint of a fit of the same model, seed, settings and data to
+                continue from its last complete epoch; ``num_epochs`` may be larger than the
+                checkpoint's. The result equals the uninterrupted run's bit for bit.
 
         Returns:
             A :class:`~pyromodels.core.Posterior` (``method="svi"``, no draws): ``params``
@@ -193,14 +211,31 @@ class LTVAE:
         data = self._vae.prepare(x, device, batch_size=batch_size, dtype=dtype,
                                  autoencoder=autoencoder)
         etas = step_sizes(num_epochs * data.steps_per_epoch, step_size)
+        config = {"num_epochs": num_epochs, "batch_size": data.batch_size, "lr": lr,
+                  "step_size": repr(step_size), "running": running, "em_points": em_points,
+                  "optim": None if optim is None else type(optim).__name__,
+                  "search": None if search is None else
+                  getattr(search, "__qualname__", type(search).__qualname__),
+                  "search_every": search_every, "tree": self.tree.to_dict(),
+                  "covariance": (self.covariance, self.alpha, self.floor),
+                  "tree_params": tree_params is not None}
+        saved = None
+        if resume is not None:
+            seed, saved = read_checkpoint(resume, engine="ltvae", model=self, seed=seed,
+                                          config=config, data=data, extendable=("num_epochs",))
         seed = resolve_seed(seed)
+        ckpt = Checkpointer(checkpoint, checkpoint_every, engine="ltvae", model=self, seed=seed,
+                            config=config, data=data, build=lambda snapshot: snapshot)
         start = time.perf_counter()
         store = pyro.get_param_store()
         with store.scope() as scope, seeded(seed, devices=cuda_devices(device)):
             vae = self.vae(None)  # its prior is set once Θ0 exists
             encoder = vae.networks(data.x.shape[1], data.likelihood, autoencoder)["encoder"]
             tree = self.tree
-            if tree_params is None:
+            if saved is not None:
+                tree = LatentTree.from_dict(saved["tree"])
+                params = params_from_dict(tree, saved["tree_params"])
+            elif tree_params is None:
                 params = kmeans_start(tree, self._means(encoder, data.x), self.alpha,
                                       derive_seed(seed, "kmeans"))
             else:
@@ -214,8 +249,15 @@ class LTVAE:
                       loss=Trace_ELBO(max_plate_nesting=1))
             order_gen = make_generator(derive_seed(seed, "batches"), "cpu")
             losses, tree_ll, searches, stats, stopped = [], [], [], None, False
-            with progress_bar(len(etas), "ltvae", progress) as bar:
-                for epoch in range(num_epochs):
+            first = 0
+            if saved is not None:
+                _restore(saved, svi, data, store, order_gen)
+                first, stats = saved["epoch"], saved["stats"]
+                losses, tree_ll = list(saved["losses"]), list(saved["tree_ll"])
+                searches = list(saved["searches"])
+            with ckpt.guard(), progress_bar(len(etas), "ltvae", progress) as bar:
+                bar.update(len(losses))
+                for epoch in range(first, num_epochs):
                     if search is not None and epoch > 0 and epoch % search_every == 0:
                         tree, params = self._search(search, self._means(encoder, data.x),
                                                     tree, params, data.x)
@@ -241,6 +283,17 @@ class LTVAE:
                             break
                     if stopped:
                         break
+                    if ckpt.enabled:
+                        ckpt.commit(epoch + 1, {
+                            "epoch": epoch + 1, "tree": tree.to_dict(),
+                            "tree_params": clone_tree(params_to_dict(params)),
+                            "stats": clone_tree(stats), "losses": list(losses),
+                            "tree_ll": list(tree_ll), "searches": clone_tree(searches),
+                            "params": {k: v.detach().clone()
+                                       for k, v in store.named_parameters()},
+                            "optim": clone_tree(svi.optim.get_state()),
+                            "rng": rng_states(order_gen)})
+            ckpt.write()
             weights = {k: v.detach().clone() for k, v in store.items()}
         weights.update({_PREFIX + k: v.detach().clone()
                         for k, v in params_to_dict(params).items()})
@@ -319,6 +372,19 @@ class LTVAE:
         prior = TreePrior(self.tree_params(posterior))
         return self.vae(prior).importance_log_likelihood(
             posterior, x, k=k, batch_size=batch_size, row_batch_size=row_batch_size, seed=seed)
+
+
+def _restore(saved: dict, svi: SVI, data: VAEData, store, order_gen) -> None:
+    """Build the networks' weights (one loss evaluation), then put back the saved weights,
+    optimiser state and random number generators."""
+    with poutine.block():
+        svi.evaluate_loss(VAEData(data.x[:1], data.likelihood, 1, data.autoencoder))
+    current = dict(store.named_parameters())
+    check_shapes(saved["params"], current, "network weight")
+    params = {k: v.to(current[k].device).requires_grad_(True) for k, v in saved["params"].items()}
+    store.set_state({"params": params, "constraints": store.get_state()["constraints"]})
+    svi.optim.set_state(saved["optim"])
+    set_rng_states(saved["rng"], order_gen)
 
 
 def _scaled(model: Callable) -> Callable:

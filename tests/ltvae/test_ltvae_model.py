@@ -239,3 +239,30 @@ def test_kmeans_start_gives_cluster_means_proportions_and_smoothed_cross_tables(
         torch.testing.assert_close(tril, 0.5 ** 0.5 * torch.ones_like(tril))
     with pytest.raises(ValueError, match="at least 2 rows"):
         kmeans_start(tree, z[:1], 1.0, seed=0)
+
+
+def test_a_resumed_fit_equals_the_uninterrupted_one(tmp_path):
+    x, _ = _blobs(12)
+    two = LatentTree.from_edges({"A": 2, "B": 2}, [("A", "B")], [("A", [0]), ("B", [1])])
+
+    def search(z, tree, params):
+        return two, TreeParams.random(two, torch.Generator().manual_seed(0), dtype=torch.float64)
+
+    settings = dict(batch_size=10, search=search, search_every=2, seed=3, progress=False)
+    model = LTVAE(latent_dim=2, hidden=(6,), cardinality=2)
+    whole = model.fit(x, num_epochs=4, **settings)
+    path = tmp_path / "ltvae.ckpt"
+    model.fit(x, num_epochs=3, checkpoint=path, **settings)
+    steps = []
+    resumed = model.fit(x, num_epochs=4, resume=path,
+                        callbacks=[lambda step, info: steps.append((step, info["epoch"]))],
+                        **settings)
+    per_epoch = whole.diagnostics["steps_per_epoch"]
+    assert steps == [(3 * per_epoch + i, 3) for i in range(1, per_epoch + 1)]   # only epoch 4
+    assert torch.equal(resumed.losses, whole.losses)
+    assert resumed.diagnostics["searches"] == whole.diagnostics["searches"]
+    assert resumed.attrs["tree"] == whole.attrs["tree"]
+    for key, value in whole.params.items():
+        assert torch.equal(resumed.params[key], value), key
+    with pytest.raises(ValueError, match="resume"):
+        model.fit(x, num_epochs=4, resume=path, **{**settings, "search_every": 3})
