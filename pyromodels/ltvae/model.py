@@ -49,6 +49,7 @@ from ..core.posterior import Posterior, make_attrs
 from ..core.progress import check_callbacks, progress_bar, run_callbacks
 from ..core.seeding import derive_seed, make_generator, resolve_seed, seeded
 from ..core.stepwise_em import step_sizes
+from ..core.threads import with_fit_threads
 from ..nn.autoencoder import StackedAutoencoder
 from ..trees.em import check_covariance_settings, params_from_dict, params_to_dict
 from ..trees.message_passing import tree_posterior
@@ -136,6 +137,7 @@ class LTVAE:
                    self.activation)
 
     # ------------------------------------------------------------------ fit
+    @with_fit_threads(data="x")
     def fit(self, x, *, num_epochs: int = 20, batch_size: int = 128, lr: float = 1e-3,
             optim=None, step_size: float | RobbinsMonro = 0.01, running: str = "rebuilt",
             em_points: str = "sample", autoencoder: StackedAutoencoder | None = None,
@@ -143,7 +145,7 @@ class LTVAE:
             search: Callable | None = None, search_every: int = 5, seed: int | None = None,
             progress: bool = True, callbacks=None, device=None,
             dtype: torch.dtype | None = None, checkpoint=None, checkpoint_every: int | None = None,
-            resume=None) -> Posterior:
+            resume=None, num_threads: int | None = None) -> Posterior:
         r"""Fit the networks and :math:`\Theta` by the alternation of Algorithm 1.
 
         Args:
@@ -189,6 +191,7 @@ class LTVAE:
             resume: a checkpoint of a fit of the same model, seed, settings and data to
                 continue from its last complete epoch; ``num_epochs`` may be larger than the
                 checkpoint's. The result equals the uninterrupted run's bit for bit.
+            num_threads: CPU threads of the fit (as :func:`~pyromodels.core.run_svi`).
 
         Returns:
             A :class:`~pyromodels.core.Posterior` (``method="svi"``, no draws): ``params``
