@@ -56,6 +56,18 @@ def test_the_single_node_tree_prior_is_the_gmm_density_and_gives_the_same_elbo()
     assert losses[0] == pytest.approx(losses[1], abs=1e-9)
 
 
+def test_the_prior_gradient_in_z_is_eq_6():
+    params, mixture = _gmm_params()
+    z = torch.randn(7, 2, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    z.requires_grad_(True)
+    TreePrior(params)(z).sum().backward()
+    comp = mixture.component_distribution
+    weights = (mixture.mixture_distribution.logits + comp.log_prob(z.detach()[:, None])).softmax(-1)
+    means, variances = comp.base_dist.loc, comp.base_dist.scale ** 2
+    eq6 = (weights[..., None] * (means - z.detach()[:, None]) / variances).sum(1)
+    torch.testing.assert_close(z.grad, eq6, rtol=0, atol=1e-12)
+
+
 @pytest.mark.parametrize("covariance,running", [("fixed", "rebuilt"), ("full", "average")])
 def test_the_per_batch_update_is_one_stepwise_em_step_on_the_batch_codes(covariance, running):
     x, _ = _blobs(20)
