@@ -182,6 +182,7 @@ def test_discovery_and_duplicate_labels(bench):
         "benchmarks.bench_reference_mixture",
         "benchmarks.bench_scdc",
         "benchmarks.bench_scdc_pairwise",
+        "benchmarks.bench_trees",
     ]
     case = h.Case("demo", {"n": 1}, ours=print)
     dup = types.SimpleNamespace(__name__="dup", cases=lambda quick: [case, case])
@@ -231,3 +232,58 @@ def test_fresh_record_takes_the_memory_figures_out_of_the_phases(import_benchmar
     with pytest.raises(ValueError, match=r"must print .* missing \['fit_peak_rss_mib'\]"):
         fresh.fresh_record([({"fit_s": 1.0, "peak_rss_mib": 1.0,
                               "peak_rss_before_fit_mib": 1.0}, [1])], [1], "ref")
+
+
+TREES_LABEL = ("trees.message_passing[N=2000,latent_nodes=10,J=20,pouches=11,dtype=float64,"
+               "pyro_outputs=log_likelihood,start=warm]")
+
+
+def test_quick_run_times_the_tree_message_passing_against_pyro(run_quick_benchmarks):
+    proc, out = run_quick_benchmarks("trees.", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    (rec,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert REQUIRED <= set(rec)
+    assert rec["label"] == TREES_LABEL and rec["device"] == "cpu"
+    assert set(rec["peers"]) == {"pyro.TraceEnum_ELBO"}
+    assert set(rec["agreement"]) == {"log_likelihood", "node_marginals", "edge_marginals"}
+    assert all(check["passed"] for check in rec["agreement"].values()), rec["agreement"]
+    # the relative tolerance of the summed log-likelihood is 10 N eps
+    assert rec["agreement"]["log_likelihood"]["tolerance"] == 10 * 2_000 * np.finfo(float).eps
+    assert all(len(t["times_s"]) == 2 for t in rec["timing"].values())
+
+
+def test_the_tree_benchmarks_structure_is_three_levels_of_ten_nodes(import_benchmarks):
+    (bench,) = import_benchmarks("bench_trees")
+    tree = bench.bench_tree()
+    assert tree.num_latents == 10 and tree.num_coordinates == 20
+    assert set(tree.cardinalities) == {2, 3, 4}
+    assert {len(block) for block in tree.pouches} == {1, 2, 3}
+    depth = [0] * tree.num_latents
+    for j in tree.order[1:]:
+        depth[j] = depth[tree.parents[j]] + 1
+    assert max(depth) == 2
+    # every latent node without latent children carries a pouch (none is left dangling)
+    assert all(tree.leaves[j] for j in range(tree.num_latents) if not tree.children[j])
+
+
+def test_the_tree_log_likelihood_check_catches_a_disagreement(import_benchmarks, monkeypatch):
+    (bench,) = import_benchmarks("bench_trees")
+    assert bench._check(500, "cpu")()["log_likelihood"]["passed"] is True
+    true_pyro = bench._pyro
+    monkeypatch.setattr(bench, "_pyro", lambda n: true_pyro(n) * (1 + 1e-9))
+    rec = bench._check(500, "cpu")()["log_likelihood"]
+    assert rec["passed"] is False and rec["max_abs_diff"] > rec["tolerance"]
+
+
+def test_a_fresh_tree_process_gives_the_in_process_pass(import_benchmarks, monkeypatch):
+    bench, fresh = import_benchmarks("bench_trees", "fresh_process")
+    monkeypatch.setattr(bench, "COLD_PHASE_RUNS", 1)
+    rec = bench._cold_check(500, "cpu")()["cold_posterior"]
+    assert rec["passed"] is True
+    assert set(rec["phases"]) == {"import_s", "read_s", "build_s", "pass_s",
+                                  "read_to_posterior_s"}
+    assert set(fresh.MEMORY_KEYS) <= set(rec)
+    assert rec["peak_rss_before_fit_mib"] > 50  # it imported torch
+    cold = [c for c in bench.cases(False) if c.params["start"] == "cold"]
+    assert [c.name for c in cold] == ["trees.message_passing"]
+    assert all(c.params["start"] == "warm" for c in bench.cases(True))
