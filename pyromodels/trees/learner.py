@@ -18,7 +18,9 @@ structure). Each candidate starts from the current parameters through
 
 * **screened**: ``screen_steps`` batch EM steps from that start, over *all* parameters and
   all the data (EAST's local EM updates only the changed part; this is the simpler, costlier
-  choice, and the ranking it gives is at least as informed), scored by BIC;
+  choice, and the ranking it gives is at least as informed), scored by BIC; a node
+  introduction is screened from two starts, the carried one and :func:`fresh_node_start`,
+  as two candidates of the same move;
 * **refined** (the ``refine_top`` best by the phase's rank): batch EM to convergence
   (``em_steps``, ``em_tol``) warm-started from the screened parameters, scored by BIC.
 
@@ -35,6 +37,7 @@ import torch
 
 from ..checks import check_in, check_int, check_positive
 from ..core.em import run_em
+from ..core.kmeanspp import kmeanspp_indices
 from ..core.search import run_search
 from ..core.search_types import Phase, SearchCandidate, SearchResult, SearchStep
 from ..data.tables import check_numeric_table
@@ -43,11 +46,13 @@ from .carry_over import extend_params
 from .em import COVARIANCE_MODES, params_to_dict
 from .message_passing import tree_log_likelihood
 from .model import LatentTreeModel
+from .moves import NodeIntroduction
 from .operators import PHASES, candidate_moves
 from .params import TreeParams
 from .structure import LatentTree
 
-__all__ = ["StructureResult", "learn_structure", "check_points"]
+__all__ = ["StructureResult", "learn_structure", "fit_structure", "fresh_node_start",
+           "check_points"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,10 +122,52 @@ class _Fitter:
         return self._em(state.tree, params_to_dict(state), generator, self.screen_steps)
 
 
-def _proposer(operators: tuple[str, ...]):
+def _flat_dirichlet(rows: int, cols: int, generator, like: torch.Tensor) -> torch.Tensor:
+    g = -torch.log(torch.rand(rows, cols, generator=generator, dtype=torch.float64))
+    return (g / g.sum(1, keepdim=True)).to(dtype=like.dtype, device=like.device)
+
+
+def fresh_node_start(params: TreeParams, node: str, z: torch.Tensor, generator) -> TreeParams:
+    """``params`` with latent node ``node`` started afresh, the rest kept: its CPT and its
+    latent children's CPTs from a flat Dirichlet, the means of its pouches at data points
+    chosen by k-means++ seeding on their columns (the covariances are kept).
+
+    A node introduction's carried-over start makes the new node a near copy of the old one,
+    which a few EM steps seldom pull apart when the new node should capture another facet of
+    the data; this start lets the screening see that facet (EAST's local EM re-estimates the
+    new node from random starts for the same reason).
+    """
+    tree = params.tree
+    j = tree.index(node)
+    cards = tree.cardinalities
+    root = params.root_probs
+    if tree.parents[j] is None:
+        root = _flat_dirichlet(1, cards[j], generator, root)[0]
+    cpts = list(params.cpts)
+    for c in [j, *tree.children[j]]:
+        if tree.parents[c] is not None:
+            cpts[c] = _flat_dirichlet(cards[tree.parents[c]], cards[c], generator, root)
+    means = list(params.means)
+    blocks = tree.leaves[j]
+    if blocks:
+        cols = [c for b in blocks for c in tree.pouches[b]]
+        rows = kmeanspp_indices(z[:, cols], cards[j], generator)
+        for b in blocks:
+            means[b] = z[rows][:, list(tree.pouches[b])].to(means[b])
+    return TreeParams(tree, root, cpts, means, list(params.scale_trils))
+
+
+def _proposer(operators: tuple[str, ...], z: torch.Tensor):
+    """Every move of ``operators`` with its carried-over start; a node introduction also
+    with a fresh start of the new node (two candidates for the same move)."""
     def propose(state: TreeParams, generator):
-        return [(move, extend_params(move, state, generator))
-                for move in candidate_moves(state.tree, operators)]
+        out = []
+        for move in candidate_moves(state.tree, operators):
+            carried = extend_params(move, state, generator)
+            out.append((move, carried))
+            if isinstance(move, NodeIntroduction):
+                out.append((move, fresh_node_start(carried, move.name, z, generator)))
+        return out
     return propose
 
 
@@ -137,7 +184,7 @@ class _UnitImprovement:
         return gain / added if added > 0 else gain
 
 
-def _phases(operators, covariance: str) -> list[Phase]:
+def _phases(operators, covariance: str, z: torch.Tensor) -> list[Phase]:
     if operators is None:
         operators = PHASES
     if not isinstance(operators, dict) or not operators:
@@ -148,9 +195,9 @@ def _phases(operators, covariance: str) -> list[Phase]:
         codes = (codes,) if isinstance(codes, str) else tuple(codes)
         candidate_moves(LatentTree.single(2, 1), codes)  # a clear error for an unknown code
         if name == "expand":
-            phases.append(Phase(name, _proposer(codes), rank=_UnitImprovement(covariance)))
+            phases.append(Phase(name, _proposer(codes, z), rank=_UnitImprovement(covariance)))
         else:
-            phases.append(Phase(name, _proposer(codes)))
+            phases.append(Phase(name, _proposer(codes, z)))
     return phases
 
 
@@ -233,7 +280,7 @@ def fit_structure(z: torch.Tensor, *, start, covariance, operators, screen_steps
         raise ValueError(f"start covers {width} coordinates but z has {z.shape[1]} columns")
     if isinstance(start, TreeParams):
         start = start.to(dtype=z.dtype)
-    phases = _phases(operators, covariance)
+    phases = _phases(operators, covariance, z)
     search = run_search(start, phases, fitter, screen=fitter.screen, refine_top=refine_top,
                         tol=tol, max_steps=max_steps, seed=seed, progress=progress,
                         callbacks=callbacks, checkpoint=checkpoint,
