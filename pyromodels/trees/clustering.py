@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..checks import check_bool
+from ..checks import as_float_tensor, check_bool
 from .learner import StructureResult, check_points, fit_structure
 from .message_passing import tree_posterior
 
@@ -112,10 +112,30 @@ class LatentTreeClustering:
                                f"{what}")
 
     def predict(self, table) -> pd.DataFrame:
-        """The most probable state of every latent node for each row of ``table`` (same
-        columns as the fitted table, standardised with the fitted statistics)."""
+        """The most probable state of every latent node for each row of ``table``,
+        standardised with the fitted statistics.
+
+        ``table`` needs the fitted table's columns (by name for a DataFrame, by number for an
+        array) and finite numbers; unlike :meth:`fit` it may have a single row or a constant
+        column.
+
+        Raises:
+            TypeError: a non-numeric column.
+            ValueError: other columns than the fitted ones, NaN or infinite values.
+        """
         self._check_fitted("predict")
-        z, index = self._points(table, "table")
+        index = None
+        if isinstance(table, pd.DataFrame):
+            names = list(map(str, table.columns))
+            if names != self.feature_names_:
+                raise ValueError(f"table must have the fitted columns {self.feature_names_}, "
+                                 f"got {names}")
+            for column in table.columns:
+                dtype = table[column].dtype
+                if pd.api.types.is_bool_dtype(dtype) or not pd.api.types.is_numeric_dtype(dtype):
+                    raise TypeError(f"table column {column!r} must be numeric, got {dtype}")
+            index, table = table.index, table.to_numpy(dtype=np.float64)
+        z = as_float_tensor(table, "table", ndim=2, dtype=torch.float64)
         self.tree_.check_width(z.shape[1], "table")
         return self._labels((z - self.mean_) / self.scale_, index)
 

@@ -125,7 +125,20 @@ def test_facade_labels_match_the_facets():
         truth = states[:, 0] if coords == {0, 1} else states[:, 1]
         assert clustering_accuracy(truth.numpy(), model.labels_[name].to_numpy()) > 0.98
     assert model.predict(table).equals(model.labels_)
+    one = model.predict(table.iloc[[7]])  # a single row is fine for predict
+    assert one.equals(model.labels_.iloc[[7]])
+    assert model.predict(table.to_numpy()[:3]).to_numpy().tolist() == \
+        model.labels_.to_numpy()[:3].tolist()
+    with pytest.raises(ValueError, match="fitted columns"):
+        model.predict(table[["b", "a", "c", "d"]])
+    with pytest.raises(ValueError, match="table must have 4 columns"):
+        model.predict(table.to_numpy()[:, :3])
+    with pytest.raises(TypeError, match="'d' must be numeric"):
+        model.predict(table.assign(d="x"))
     assert math.isfinite(model.bic_) and model.log_likelihood_ > model.bic_
+    import matplotlib.pyplot as plt
+    assert model.draw() is not None
+    plt.close("all")
 
 
 def test_facade_draws_and_refuses_before_fit():
