@@ -29,7 +29,7 @@ class LatentTreeClustering:
             (also applied by :meth:`predict`); ``False`` uses the values as they are.
         **settings: the search's settings, passed to
             :func:`~pyromodels.trees.learn_structure` (``start``, ``covariance``,
-            ``operators``, ``screen_steps``, ``refine_top``, ``em_steps``, ``em_tol``,
+            ``alpha``, ``floor``, ``operators``, ``screen_steps``, ``refine_top``, ``em_steps``, ``em_tol``,
             ``em_restarts``, ``tol``, ``max_steps``, ``seed``, ``progress``, ``callbacks``,
             ``checkpoint``, ``checkpoint_every``, ``resume``).
 
@@ -51,9 +51,9 @@ class LatentTreeClustering:
         ['Y', 'Y1']
     """
 
-    _settings = ("start", "covariance", "operators", "screen_steps", "refine_top", "em_steps",
-                 "em_tol", "em_restarts", "tol", "max_steps", "seed", "progress", "callbacks",
-                 "checkpoint", "checkpoint_every", "resume")
+    _settings = ("start", "covariance", "alpha", "floor", "operators", "screen_steps",
+                 "refine_top", "em_steps", "em_tol", "em_restarts", "tol", "max_steps", "seed",
+                 "progress", "callbacks", "checkpoint", "checkpoint_every", "resume")
 
     def __init__(self, *, standardize: bool = True, **settings):
         unknown = sorted(set(settings) - set(self._settings))
@@ -61,7 +61,8 @@ class LatentTreeClustering:
             raise TypeError(f"LatentTreeClustering got unknown settings {unknown}; known: "
                             f"{list(self._settings)}")
         self.standardize = check_bool(standardize, "standardize")
-        defaults = {"start": None, "covariance": "full", "operators": None,
+        defaults = {"start": None, "covariance": "full", "alpha": 1.0, "floor": 0.01,
+                    "operators": None,
                     "screen_steps": 10, "refine_top": 3, "em_steps": 200, "em_tol": 1e-6,
                     "em_restarts": 5, "tol": 1e-2, "max_steps": 50, "seed": None,
                     "progress": True, "callbacks": None, "checkpoint": None,

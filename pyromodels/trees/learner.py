@@ -35,7 +35,7 @@ import dataclasses
 
 import torch
 
-from ..checks import check_in, check_int, check_positive
+from ..checks import check_int, check_positive
 from ..core.em import run_em
 from ..core.kmeanspp import kmeanspp_indices
 from ..core.search import run_search
@@ -43,7 +43,7 @@ from ..core.search_types import Phase, SearchCandidate, SearchResult, SearchStep
 from ..data.tables import check_numeric_table
 from .bic import free_parameters
 from .carry_over import extend_params
-from .em import COVARIANCE_MODES, params_to_dict
+from .em import check_covariance_settings, params_to_dict
 from .message_passing import tree_log_likelihood
 from .model import LatentTreeModel
 from .moves import NodeIntroduction
@@ -99,27 +99,40 @@ class _Fitter:
     :class:`TreeParams` it runs EM to convergence from them.
     """
 
-    def __init__(self, z: torch.Tensor, covariance: str, screen_steps: int, em_steps: int,
+    def __init__(self, z: torch.Tensor, covariance: tuple, screen_steps: int, em_steps: int,
                  em_tol: float, restarts: int):
-        self.z, self.covariance = z, covariance
+        self.z, self.covariance = z, covariance  # (mode, alpha, floor)
         self.screen_steps, self.em_steps = screen_steps, em_steps
         self.em_tol, self.restarts = em_tol, restarts
 
     def _em(self, tree: LatentTree, init, generator, max_iter: int) -> tuple[float, TreeParams]:
-        model = LatentTreeModel(tree, covariance=self.covariance)
+        mode, alpha, floor = self.covariance
+        model = LatentTreeModel(tree, covariance=mode, alpha=alpha, floor=floor)
         seed = int(torch.randint(0, 2**62, (1,), generator=generator))
         fit = run_em(model, self.z, max_iter=max_iter, tol=self.em_tol,
                      n_init=self.restarts if init is None else 1, init=init, seed=seed,
                      progress=False, warn_not_converged=False)
         return float(fit.params["bic"]), model.tree_params(fit)
 
+    def _start(self, params: TreeParams) -> dict:
+        """``params`` as EM's start; with fixed covariances, those set to ``alpha * I`` (a
+        carried-over start may hold moment-matched ones, which the first M-step would reset
+        while lowering the likelihood)."""
+        mode, alpha, _ = self.covariance
+        if mode == "fixed":
+            trils = [torch.eye(t.shape[-1], dtype=t.dtype, device=t.device).expand_as(t)
+                     * alpha ** 0.5 for t in params.scale_trils]
+            params = TreeParams(params.tree, params.root_probs, list(params.cpts),
+                                list(params.means), trils)
+        return params_to_dict(params)
+
     def __call__(self, state, generator) -> tuple[float, TreeParams]:
         if isinstance(state, LatentTree):
             return self._em(state, None, generator, self.em_steps)
-        return self._em(state.tree, params_to_dict(state), generator, self.em_steps)
+        return self._em(state.tree, self._start(state), generator, self.em_steps)
 
     def screen(self, state: TreeParams, generator) -> tuple[float, TreeParams]:
-        return self._em(state.tree, params_to_dict(state), generator, self.screen_steps)
+        return self._em(state.tree, self._start(state), generator, self.screen_steps)
 
 
 def _flat_dirichlet(rows: int, cols: int, generator, like: torch.Tensor) -> torch.Tensor:
@@ -201,7 +214,8 @@ def _phases(operators, covariance: str, z: torch.Tensor) -> list[Phase]:
     return phases
 
 
-def learn_structure(z, *, start=None, covariance: str = "full", operators=None,
+def learn_structure(z, *, start=None, covariance: str = "full", alpha: float = 1.0,
+                    floor: float = 0.01, operators=None,
                     screen_steps: int = 10, refine_top: int = 3, em_steps: int = 200,
                     em_tol: float = 1e-6, em_restarts: int = 5, tol: float = 1e-2,
                     max_steps: int = 50, seed: int | None = None, progress: bool = True,
@@ -217,7 +231,9 @@ def learn_structure(z, *, start=None, covariance: str = "full", operators=None,
             ``em_restarts`` random starts) or fitted :class:`TreeParams` (a warm start,
             refined by EM); ``None``: ``LatentTree.single(2, J)``.
         covariance: ``"full"`` (pouch covariances learned; BIC counts them) or ``"fixed"``
-            (held at the identity; means only).
+            (held at ``alpha * I``; means only).
+        alpha: the fixed covariances' scale (see :class:`~pyromodels.trees.LatentTreeModel`).
+        floor: the least eigenvalue of a learned covariance.
         operators: ``{phase name: operator codes}`` run in this order; ``None``:
             :data:`~pyromodels.trees.PHASES` (expand, adjust, simplify). A phase named
             ``"expand"`` ranks by unit improvement, the others by BIC.
@@ -253,7 +269,8 @@ def learn_structure(z, *, start=None, covariance: str = "full", operators=None,
         >>> result.tree.num_latents
         2
     """
-    return fit_structure(check_points(z), start=start, covariance=covariance,
+    return fit_structure(check_points(z), start=start, covariance=covariance, alpha=alpha,
+                         floor=floor,
                          operators=operators, screen_steps=screen_steps, refine_top=refine_top,
                          em_steps=em_steps, em_tol=em_tol, em_restarts=em_restarts, tol=tol,
                          max_steps=max_steps, seed=seed, progress=progress,
@@ -261,12 +278,13 @@ def learn_structure(z, *, start=None, covariance: str = "full", operators=None,
                          checkpoint_every=checkpoint_every, resume=resume)
 
 
-def fit_structure(z: torch.Tensor, *, start, covariance, operators, screen_steps, refine_top,
-                  em_steps, em_tol, em_restarts, tol, max_steps, seed, progress, callbacks,
+def fit_structure(z: torch.Tensor, *, start, covariance, alpha, floor, operators, screen_steps,
+                  refine_top, em_steps, em_tol, em_restarts, tol, max_steps, seed, progress, callbacks,
                   checkpoint, checkpoint_every, resume) -> StructureResult:
     """:func:`learn_structure` on points already checked (a float64 tensor ``(N, J)``)."""
-    covariance = check_in(covariance, "covariance", COVARIANCE_MODES)
-    fitter = _Fitter(z, covariance, check_int(screen_steps, "screen_steps", minimum=1),
+    settings = check_covariance_settings(covariance, alpha, floor)
+    covariance = settings[0]
+    fitter = _Fitter(z, settings, check_int(screen_steps, "screen_steps", minimum=1),
                      check_int(em_steps, "em_steps", minimum=1),
                      check_positive(em_tol, "em_tol", strict=False),
                      check_int(em_restarts, "em_restarts", minimum=1))

@@ -1,6 +1,7 @@
 """Structure learning (PLTM-EAST's hill-climbing) and the clustering facade on planted trees."""
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -69,6 +70,18 @@ def test_recovers_the_facets_of_the_two_facet_data(seed):
     # only a fresh start of the introduced node lets the screening see the second facet
     _, truth = simulate_two_facets(1000, seed=seed)
     result = learn_structure(truth["z"], seed=seed, **FAST)
+    assert facets(result.tree) == TRUTH
+
+
+def test_fixed_covariances_stay_fixed_and_are_not_counted():
+    z, _ = planted(300, 100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no start above alpha * I that EM's first step lowers
+        result = learn_structure(z, seed=0, covariance="fixed", alpha=1.0, **FAST)
+    eye = torch.eye(1, dtype=torch.float64)
+    for tril in result.params.scale_trils:
+        assert torch.allclose(tril @ tril.mT, eye.expand_as(tril))
+    assert math.isclose(result.bic, tree_bic(result.params, z, "fixed"), rel_tol=1e-9)
     assert facets(result.tree) == TRUTH
 
 
@@ -173,6 +186,8 @@ def test_bad_settings_are_named():
     z, _ = planted(20, 0)
     with pytest.raises(ValueError, match="covariance"):
         learn_structure(z, covariance="diag", **FAST)
+    with pytest.raises(ValueError, match="alpha"):
+        learn_structure(z, covariance="fixed", alpha=0.0, **FAST)
     with pytest.raises(ValueError, match="start covers 3 coordinates but z has 4"):
         learn_structure(z, start=LatentTree.single(2, 3), **FAST)
     with pytest.raises(ValueError, match="operators"):
