@@ -25,6 +25,10 @@ These parts know no model: a family builds its story from them.
   tried after an accepted one (:func:`follow_up_moves`).
 - :func:`extend_params` (:mod:`.carry_over`): parameters for a move's tree, started from the
   current ones.
+- :func:`learn_structure` (:mod:`.learner`): PLTM-EAST's BIC hill-climbing over the operators
+  through :func:`~pyromodels.core.run_search`, giving a :class:`StructureResult`.
+- :class:`LatentTreeClustering` (:mod:`.clustering`): learn a tree on a table and cluster its
+  rows along every latent variable (facet).
 """
 
 from ..lazy import lazy_attributes
@@ -69,6 +73,9 @@ __all__ = [
     "LatentTreeModel",
     "free_parameters",
     "tree_bic",
+    "learn_structure",
+    "StructureResult",
+    "LatentTreeClustering",
 ]
 
 __getattr__, __dir__ = lazy_attributes(__name__, {
@@ -111,4 +118,7 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "LatentTreeModel": ".model",
     "free_parameters": ".bic",
     "tree_bic": ".bic",
+    "learn_structure": ".learner",
+    "StructureResult": ".learner",
+    "LatentTreeClustering": ".clustering",
 })
