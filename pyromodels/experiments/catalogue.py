@@ -321,9 +321,13 @@ PAIRWISE_DAWID_SKENE = ModelInfo(
     ),
 )
 
-#: the fixed one-node latent tree fitted by EM; left out: ``covariance``, ``alpha`` and
-#: ``floor`` (each column is its own leaf, so a learned variance floored at 0.01; the Python
-#: API, :class:`~pyromodels.trees.LatentTreeModel`, takes them and any tree)
+#: a learned variance floor of the leaves, in the units of their coordinates
+_FLOOR = Argument("floor", "nonnegative", "least variance of a leaf Gaussian, >= 0 (default "
+                  "0.01; 0: no floor)")
+
+#: the fixed one-node latent tree fitted by EM; left out: ``covariance`` and ``alpha`` (each
+#: column is its own leaf with a learned variance; the Python API,
+#: :class:`~pyromodels.trees.LatentTreeModel`, takes them and any tree)
 LATENT_TREE = ModelInfo(
     name="latent-tree",
     title="Latent tree model with Gaussian leaves: one latent node over every standardised "
@@ -338,13 +342,14 @@ LATENT_TREE = ModelInfo(
     arguments=(
         Argument("cardinality", "components", "number of states K >= 2 of the latent node "
                  "(default 3)", metavar="K"),
+        _FLOOR,
     ),
 )
 
 #: LTVAE's constructor arguments offered as options; ``hidden`` as ``hidden_width`` and
 #: ``hidden_layers``; left out: ``likelihood`` (read from the data: Bernoulli for 0/1
 #: features, else Normal), ``tree`` (a structure), ``covariance`` and ``activation`` (choices
-#: among names), ``alpha`` and ``floor`` (the Python API takes them)
+#: among names; the Python API takes them)
 LTVAE_INFO = ModelInfo(
     name="ltvae",
     title="LTVAE: a VAE whose prior on the latent features is a latent tree, one clustering "
@@ -366,6 +371,9 @@ LTVAE_INFO = ModelInfo(
         Argument("hidden_width", "count", "units of each hidden layer of the encoder and the "
                  "decoder (default 64)"),
         Argument("hidden_layers", "count", "hidden layers of each network (default 2)"),
+        Argument("alpha", "positive", "scale > 0 of the tree's leaf covariances, held at alpha "
+                 "times the identity while the networks train (default 1)"),
+        _FLOOR,
     ),
 )
 

@@ -46,13 +46,15 @@ def loader(path: str | None) -> np.ndarray:
 
 
 def ltvae_factory(cardinality: int = 4, latent_dim: int = 4, hidden_width: int = 64,
-                  hidden_layers: int = 2):
+                  hidden_layers: int = 2, **tree_settings):
     """The registered :class:`~pyromodels.ltvae.LTVAE`: ``cardinality`` states of the default
     tree's node, ``latent_dim`` coordinates of ``z``, encoder and decoder of ``hidden_layers``
-    layers of ``hidden_width`` units."""
+    layers of ``hidden_width`` units; ``tree_settings`` may set ``alpha`` (the scale of the
+    tree's fixed covariances) and ``floor``."""
     from ...ltvae import LTVAE
 
-    return LTVAE(latent_dim, hidden=(hidden_width,) * hidden_layers, cardinality=cardinality)
+    return LTVAE(latent_dim, hidden=(hidden_width,) * hidden_layers, cardinality=cardinality,
+                 **tree_settings)
 
 
 def fit_ltvae(model, data: np.ndarray, *, method: str, seed: int, progress: bool,

@@ -2,7 +2,7 @@
 
 The tree is :meth:`LatentTree.single <pyromodels.trees.LatentTree.single>`: one latent node
 ``Y`` of ``cardinality`` states over every column of the data, each column its own Gaussian
-leaf whose variance EM learns (``covariance="full"``, floored at 0.01), that is a Gaussian
+leaf whose variance EM learns (``covariance="full"``, floored at ``floor``, default 0.01), that is a Gaussian
 mixture with diagonal covariances written as a latent tree
 (:class:`~pyromodels.trees.LatentTreeModel`, batch EM by :func:`~pyromodels.core.run_em`).
 The columns are standardised first (each centred and divided by its standard deviation), so
@@ -51,24 +51,30 @@ class _SingleNodeTree:
     """What the factory returns: the number of states, the tree built once the data's width
     is known (the loader runs after the factory)."""
 
-    def __init__(self, cardinality: int):
+    engines = ("em",)
+
+    def __init__(self, cardinality: int, floor: float):
         from ...checks import check_int
+        from ...trees.em import check_covariance_settings
 
         self.cardinality = check_int(cardinality, "cardinality", minimum=2)
+        self.floor = check_covariance_settings("full", 1.0, floor)[2]
 
     def __repr__(self) -> str:
-        return f"latent-tree(cardinality={self.cardinality})"
+        return f"latent-tree(cardinality={self.cardinality}, floor={self.floor})"
 
     def model(self, num_columns: int):
         """The :class:`~pyromodels.trees.LatentTreeModel` over ``num_columns`` leaves."""
         from ...trees import LatentTree, LatentTreeModel
 
-        return LatentTreeModel(LatentTree.single(self.cardinality, num_columns), covariance="full")
+        return LatentTreeModel(LatentTree.single(self.cardinality, num_columns),
+                               covariance="full", floor=self.floor)
 
 
-def tree_factory(cardinality: int = DEFAULT_STATES) -> _SingleNodeTree:
-    """The registered model: one latent node of ``cardinality`` states over every column."""
-    return _SingleNodeTree(cardinality)
+def tree_factory(cardinality: int = DEFAULT_STATES, floor: float = 0.01) -> _SingleNodeTree:
+    """The registered model: one latent node of ``cardinality`` states over every column, each
+    leaf's variance floored at ``floor`` (in units of the standardised column)."""
+    return _SingleNodeTree(cardinality, floor)
 
 
 def fit_tree(model: _SingleNodeTree, data: np.ndarray, *, method: str, seed: int,
