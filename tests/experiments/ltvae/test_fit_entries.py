@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from pyromodels.cli import main
+from pyromodels.data import load_pltm_uci
 from pyromodels.experiments.ltvae.tables import read_points
 from pyromodels.experiments.ltvae.tree_entry import loader as tree_loader
 
@@ -75,6 +76,11 @@ def test_latent_tree_default_data_is_iris(tmp_path, capsys):
     _fit(["latent-tree", "--out", str(out)], capsys)
     labels = pd.read_csv(out / "labels.csv")
     assert labels.shape == (150, 2) and labels["Y"].between(0, 2).all()
+    # the setosa flowers, far from the others in the petal columns, form a cluster of their own
+    species = load_pltm_uci("iris").classes.to_numpy()
+    setosa = labels["Y"].to_numpy()[species == "Iris-setosa"]
+    assert len(set(setosa)) == 1
+    assert (labels["Y"].to_numpy() == setosa[0]).sum() == 50
 
 
 def test_ltvae_writes_one_column_per_facet_and_the_tree(tmp_path, capsys):
