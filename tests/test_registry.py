@@ -231,6 +231,7 @@ NOT_OFFERED = {
     "covariance_scale": "a matrix", "alpha_prior": "a pair of Beta concentrations",
     "beta_prior": "a pair of Beta concentrations",
     "tree": "a latent tree structure",
+    "start": "how each restart begins: a choice among names",
 }
 
 
