@@ -5,7 +5,7 @@ The model is :class:`~pyromodels.ltvae.LTVAE` with its default tree (one latent 
 decoder when every value of the data is 0 or 1, else a Normal one. Its networks have
 ``hidden_layers`` layers of ``hidden_width`` units; the defaults are small (two of 64,
 ``latent_dim = 4``, 60 epochs at Adam step 0.01) so that a fit on the default data takes
-about 20 seconds on a laptop CPU; the paper's networks (``500-500-2000``, ``latent_dim =
+well under a minute on a laptop CPU; the paper's networks (``500-500-2000``, ``latent_dim =
 10``) are a matter of the arguments.
 
 Without ``--data`` it fits 500 points of :func:`~pyromodels.data.simulate_two_facets` (100
