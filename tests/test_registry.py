@@ -230,6 +230,8 @@ NOT_OFFERED = {
     "likelihood": "taken from the data", "covariance": "a choice among names",
     "covariance_scale": "a matrix", "alpha_prior": "a pair of Beta concentrations",
     "beta_prior": "a pair of Beta concentrations",
+    "tree": "a latent tree structure",
+    "start": "how each restart begins: a choice among names",
 }
 
 

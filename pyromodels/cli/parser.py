@@ -147,7 +147,7 @@ FIT_OPTIONS: dict[str, tuple[str, object, str]] = {
               "item_a, item_b (row numbers 0..N-1 of the data), worker, link (1 = same "
               "cluster, 0 = not); default: none (a clustering of the features alone)"),
     "epochs": ("N", _count, "passes over the data (default 20; bayes-scdc: 60, the globals "
-               "held for the first two thirds); --checkpoint-every counts epochs"),
+               "held for the first two thirds; ltvae: 60); --checkpoint-every counts epochs"),
     "batch_size": ("N", _count, "items per SVI step (default 128; bayes-scdc: 50)"),
     "coin_init": ("P", _open_probability, "every worker's initial sensitivity and "
                   "specificity, in (0, 1) (default: drawn from Beta(1, 1), as the paper)"),
@@ -187,7 +187,7 @@ _ENGINE_HELP: dict[str, tuple[str, object, str]] = {
     "num_chains": ("N", _count, "number of chains"),
     "num_steps": ("N", _count, "SVI optimisation steps"),
     "lr": ("RATE", _positive_float, "learning rate (SVI's; Monte Carlo EM's Adam steps on the "
-           "flow; natgrad's Adam steps on the networks, default 0.01)"),
+           "flow; natgrad's Adam steps on the networks, default 0.01; ltvae's, default 0.01)"),
     "max_iter": ("N", _count, "EM iterations at most"),
     "n_init": ("N", _count, "restarts (the best one is kept)"),
     "rounds": ("N", _count, "Monte Carlo EM rounds"),

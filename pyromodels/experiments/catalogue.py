@@ -28,6 +28,8 @@ __all__ = [
     "BAYES_SCDC",
     "LINKS_FORMAT",
     "PAIRWISE_DAWID_SKENE",
+    "LATENT_TREE",
+    "LTVAE_INFO",
     "MODELS",
 ]
 
@@ -319,7 +321,63 @@ PAIRWISE_DAWID_SKENE = ModelInfo(
     ),
 )
 
+#: a learned variance floor of the leaves, in the units of their coordinates
+_FLOOR = Argument("floor", "nonnegative", "least variance of a leaf Gaussian, >= 0 (default "
+                  "0.01; 0: no floor)")
+
+#: the fixed one-node latent tree fitted by EM; left out: ``covariance`` and ``alpha`` (each
+#: column is its own leaf with a learned variance; the Python API,
+#: :class:`~pyromodels.trees.LatentTreeModel`, takes them and any tree)
+LATENT_TREE = ModelInfo(
+    name="latent-tree",
+    title="Latent tree model with Gaussian leaves: one latent node over every standardised "
+          "column (a diagonal Gaussian mixture), fitted by EM",
+    paper="Li, Chen, Poon, Zhang, Learning Latent Superstructures in Variational Autoencoders "
+          "for Deep Multidimensional Clustering (ICLR 2019), the latent tree prior",
+    engines=("em",),
+    module="pyromodels.experiments.ltvae.tree_entry",
+    data_format=(NUMBERS_FORMAT + ", no constant column; each column is standardised before "
+                 "the fit; default: the iris measurements (150 flowers, 4 columns)"),
+    engine_options=("max_iter", "n_init", "device"),
+    arguments=(
+        Argument("cardinality", "components", "number of states K >= 2 of the latent node "
+                 "(default 3)", metavar="K"),
+        _FLOOR,
+    ),
+)
+
+#: LTVAE's constructor arguments offered as options; ``hidden`` as ``hidden_width`` and
+#: ``hidden_layers``; left out: ``likelihood`` (read from the data: Bernoulli for 0/1
+#: features, else Normal), ``tree`` (a structure), ``covariance`` and ``activation`` (choices
+#: among names; the Python API takes them)
+LTVAE_INFO = ModelInfo(
+    name="ltvae",
+    title="LTVAE: a VAE whose prior on the latent features is a latent tree, one clustering "
+          "(facet) per latent node",
+    paper="Li, Chen, Poon, Zhang, Learning Latent Superstructures in Variational Autoencoders "
+          "for Deep Multidimensional Clustering (ICLR 2019)",
+    engines=("svi",),
+    module="pyromodels.experiments.ltvae.ltvae_entry",
+    data_format=(NUMBERS_FORMAT + ", no constant column (all 0/1: a Bernoulli decoder, else "
+                 "Normal); default: 500 points of the two-facet simulation (100 columns, seed "
+                 "0)"),
+    options=("epochs", "batch_size"),
+    engine_options=("lr", "device"),
+    arguments=(
+        Argument("cardinality", "components", "number of states K >= 2 of the tree's latent "
+                 "node (default 4)", metavar="K"),
+        Argument("latent_dim", "count", "dimension d >= 1 of the latent features z (default "
+                 "4; the paper: 10)", metavar="D"),
+        Argument("hidden_width", "count", "units of each hidden layer of the encoder and the "
+                 "decoder (default 64)"),
+        Argument("hidden_layers", "count", "hidden layers of each network (default 2)"),
+        Argument("alpha", "positive", "scale > 0 of the tree's leaf covariances, held at alpha "
+                 "times the identity while the networks train (default 1)"),
+        _FLOOR,
+    ),
+)
+
 #: every built-in model, in the order of this module
 MODELS = (DAWID_SKENE, SEQUENTIAL_DAWID_SKENE, NETWORKED_DAWID_SKENE, CROWD, GAUSSIAN_MIXTURE,
           DDPM, TRUNCATED_DP_MIXTURE, BHMC, SCDC, OBSERVED_BAYES_SCDC, BAYES_SCDC,
-          PAIRWISE_DAWID_SKENE)
+          PAIRWISE_DAWID_SKENE, LATENT_TREE, LTVAE_INFO)

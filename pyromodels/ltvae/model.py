@@ -96,6 +96,9 @@ class LTVAE:
         ['Y']
     """
 
+    #: how :meth:`fit` fits: SVI steps of the networks (with stepwise EM of the tree)
+    engines = ("svi",)
+
     def __init__(self, latent_dim: int = 10, hidden: Sequence[int] = (500, 500, 2000),
                  likelihood: str = "auto", tree: LatentTree | None = None,
                  cardinality: int = 10, covariance: str = "fixed", alpha: float = 1.0,
