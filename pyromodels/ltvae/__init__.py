@@ -4,6 +4,8 @@
   tree model (:class:`TreePrior`, :mod:`.tree_prior`), fitted by alternating Adam steps of the
   networks, stepwise EM of the tree's parameters and an optional structure search; its
   facets are the clusterings of the tree's latent nodes.
+* :func:`structure_search` (:mod:`.search`): the fit's structure search, PLTM-EAST's
+  hill-climbing (:func:`~pyromodels.trees.learn_structure`) continued from the current tree.
 * :class:`VAE` (:mod:`.vae`): a variational autoencoder with a pluggable prior on ``z``
   (``N(0, I)``, any distribution, or a callable log density such as a latent tree's), fitted by
   SVI on the ELBO (the VAE baseline) or the IWAE bound (the IWAE baseline).
@@ -31,6 +33,8 @@ __all__ = [
     "ae_gmm",
     "vae_gmm",
     "gmm_clusters",
+    "StructureSearch",
+    "structure_search",
 ]
 
 __getattr__, __dir__ = lazy_attributes(__name__, {
@@ -46,4 +50,6 @@ __getattr__, __dir__ = lazy_attributes(__name__, {
     "ae_gmm": ".baselines",
     "vae_gmm": ".baselines",
     "gmm_clusters": ".baselines",
+    "StructureSearch": ".search",
+    "structure_search": ".search",
 })

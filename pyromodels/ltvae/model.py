@@ -57,6 +57,7 @@ from ..trees.model import LatentTreeModel
 from ..trees.params import TreeParams
 from ..trees.structure import LatentTree
 from .bounds import ImportanceEstimate
+from .search import SEARCHES, StructureSearch
 from .tree_prior import RUNNING_MODES, TreePrior, default_tree, kmeans_start, stepwise_update
 from .vae import VAE, VAEData
 
@@ -169,7 +170,10 @@ class LTVAE:
                 weights start the networks (as :meth:`VAE.fit`; the paper's ``pretrain``).
             tree_params: :math:`\Theta^0` for the model's tree; ``None``: k-means on the
                 encoder means of ``x`` (spec §2.3, :func:`~pyromodels.ltvae.tree_prior.kmeans_start`).
-            search: ``None``, or a structure search ``search(z, tree, params) -> (tree,
+            search: ``None``; ``"east"``: PLTM-EAST's hill-climbing from the current tree
+                (:class:`~pyromodels.ltvae.search.StructureSearch` with its defaults, seeded
+                from ``seed``; :func:`~pyromodels.ltvae.structure_search` sets its
+                settings); or a structure search ``search(z, tree, params) -> (tree,
                 params)`` called with the encoder means ``z`` ``(N, J)`` of all of ``x``
                 (:math:`D_z = \mu_D`), the current :class:`~pyromodels.trees.LatentTree` and
                 :class:`~pyromodels.trees.TreeParams`, before epochs ``search_every``,
@@ -209,9 +213,11 @@ class LTVAE:
         lr = check_positive(lr, "lr")
         running = check_in(running, "running", RUNNING_MODES)
         em_points = check_in(em_points, "em_points", EM_POINTS)
-        if search is not None and not callable(search):
-            raise TypeError(f"search must be None or a callable search(z, tree, params), got "
-                            f"{type(search).__name__}")
+        if isinstance(search, str):
+            search = check_in(search, "search", SEARCHES)
+        elif search is not None and not callable(search):
+            raise TypeError(f"search must be None, one of {list(SEARCHES)} or a callable "
+                            f"search(z, tree, params), got {type(search).__name__}")
         callbacks = check_callbacks(callbacks)
         device = resolve_device(device, x)
         data = self._vae.prepare(x, device, batch_size=batch_size, dtype=dtype,
@@ -220,7 +226,7 @@ class LTVAE:
         config = {"num_epochs": num_epochs, "batch_size": data.batch_size, "lr": lr,
                   "step_size": repr(step_size), "running": running, "em_points": em_points,
                   "optim": None if optim is None else type(optim).__name__,
-                  "search": None if search is None else
+                  "search": search if search is None or isinstance(search, str) else
                   getattr(search, "__qualname__", type(search).__qualname__),
                   "search_every": search_every, "tree": self.tree.to_dict(),
                   "covariance": (self.covariance, self.alpha, self.floor),
@@ -230,6 +236,8 @@ class LTVAE:
             seed, saved = read_checkpoint(resume, engine="ltvae", model=self, seed=seed,
                                           config=config, data=data, extendable=("num_epochs",))
         seed = resolve_seed(seed)
+        if isinstance(search, str):  # "east"
+            search = StructureSearch(derive_seed(seed, "search"))
         ckpt = Checkpointer(checkpoint, checkpoint_every, engine="ltvae", model=self, seed=seed,
                             config=config, data=data, build=lambda snapshot: snapshot)
         start = time.perf_counter()

@@ -196,7 +196,7 @@ def test_bad_input_is_rejected_with_clear_errors():
         model.fit(bad, num_epochs=1, progress=False)
     with pytest.raises(ValueError, match="em_points"):
         model.fit(x, num_epochs=1, em_points="mode", progress=False)
-    with pytest.raises(TypeError, match="search"):
+    with pytest.raises(ValueError, match="search"):
         model.fit(x, num_epochs=1, search="bic", progress=False)
     other = TreeParams.random(LatentTree.single(3, 2), dtype=torch.float64)
     with pytest.raises(ValueError, match="tree_params"):
