@@ -235,14 +235,25 @@ class TreeParams:
                 *self.scale_trils]
 
     def to(self, dtype: torch.dtype | None = None, device=None) -> TreeParams:
-        """A copy with every tensor moved to ``dtype`` and/or ``device``."""
+        """A copy with every tensor moved to ``dtype`` and/or ``device``.
+
+        Moved to a finer dtype, the probabilities are renormalised: a float32 simplex may sum
+        to 1 only within float32's rounding, which the finer dtype's check would reject.
+        """
         if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
             raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
 
         def move(t):
             return None if t is None else t.to(dtype=dtype or t.dtype, device=device or t.device)
 
-        return TreeParams(self.tree, move(self.root_probs), [move(c) for c in self.cpts],
+        def move_probs(t):
+            moved = move(t)
+            if moved is None or torch.finfo(moved.dtype).eps >= torch.finfo(t.dtype).eps:
+                return moved
+            return moved / moved.sum(-1, keepdim=True)
+
+        return TreeParams(self.tree, move_probs(self.root_probs),
+                          [move_probs(c) for c in self.cpts],
                           [move(m) for m in self.means], [move(t) for t in self.scale_trils])
 
     def detach(self) -> TreeParams:

@@ -79,12 +79,14 @@ def test_inside_a_fit_the_posterior_holds_the_searched_tree(two_facets):
 def test_east_is_a_shorthand_seeded_by_the_fit(two_facets):
     x, _ = two_facets
     model = LTVAE(latent_dim=4, hidden=(8,), cardinality=2)
-    runs = [model.fit(x[:40], num_epochs=2, batch_size=20, search="east", search_every=1,
+    # float32 data: the search works in float64 from the fit's float32 parameters
+    runs = [model.fit(x[:40].float(), num_epochs=2, batch_size=20, search="east", search_every=1,
                       seed=3, progress=False) for _ in range(2)]
     assert len(runs[0].diagnostics["searches"]) == 1
     assert runs[0].attrs["tree"] == runs[0].diagnostics["searches"][0]["tree"]
     assert runs[0].attrs["tree"] == runs[1].attrs["tree"]
     torch.testing.assert_close(runs[0].losses, runs[1].losses, rtol=0, atol=0)
+    assert model.tree_params(runs[0]).dtype == torch.float32
 
 
 def test_bad_values_raise_clear_errors(two_facets):
@@ -114,3 +116,21 @@ def test_bad_values_raise_clear_errors(two_facets):
     params = kmeans_start(start, z, 1.0, 0)
     with pytest.raises(ValueError, match="z"):
         search(torch.full((10, 4), float("nan")), start, params)
+
+
+
+def test_a_fit_resumed_with_a_fresh_search_equals_the_uninterrupted_one(two_facets, tmp_path):
+    x, _ = two_facets
+    model = LTVAE(latent_dim=4, hidden=(6,), cardinality=2)
+    settings = dict(batch_size=20, search_every=1, seed=4, progress=False)
+    first = structure_search(seed=2, **_TINY)
+    whole = model.fit(x[:40], num_epochs=3, search=first, **settings)
+    path = tmp_path / "ltvae.ckpt"
+    model.fit(x[:40], num_epochs=2, checkpoint=path, search=structure_search(seed=2, **_TINY),
+              **settings)
+    fresh = structure_search(seed=2, **_TINY)   # it has run no search before the resumption
+    resumed = model.fit(x[:40], num_epochs=3, resume=path, search=fresh, **settings)
+    assert len(first.results) == 2 and len(fresh.results) == 1   # the search at epoch 2
+    assert fresh.results[0].search.seed == first.results[1].search.seed
+    assert resumed.diagnostics["searches"] == whole.diagnostics["searches"]
+    assert torch.equal(resumed.losses, whole.losses)

@@ -140,6 +140,16 @@ def test_parameters_move_between_dtypes():
     assert all(t.dtype == torch.float32 for t in low.tensors()) and low.tree == TREE
     with pytest.raises(TypeError, match="dtype must be a floating torch.dtype"):
         params.to(dtype=torch.int64)
+    # float32 probabilities summing to 1 only within float32's rounding move to float64
+    off = torch.tensor([0.4, 0.6000001], dtype=torch.float32)
+    assert abs(float(off.double().sum()) - 1) > 1e-8
+    single = {k: (v.float() if isinstance(v, torch.Tensor) else [None if t is None else
+                                                                 t.float() for t in v])
+              for k, v in with_(root_probs=off).items()}
+    high = TreeParams(TREE, **single).to(dtype=torch.float64)
+    assert high.root_probs.dtype == torch.float64
+    torch.testing.assert_close(high.root_probs.sum(), torch.tensor(1.0, dtype=torch.float64))
+    torch.testing.assert_close(high.root_probs, off.double(), rtol=1e-6, atol=0)
 
 
 def test_random_parameters_depend_only_on_the_generator():
