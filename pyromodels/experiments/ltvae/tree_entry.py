@@ -12,6 +12,8 @@ Without ``--data`` it fits Fisher's iris measurements (150 flowers, 4 columns; t
 UCI copy of :func:`~pyromodels.data.load_pltm_uci`). The report holds the generic one,
 ``labels.csv`` (each point's most probable state of ``Y`` given its row), the BIC and the
 log-likelihood among the metrics, the tree drawn and a scatter of the data by cluster.
+``pyromodels reproduce latent-tree`` runs the structure learner's protocols
+(:mod:`.reproduction`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import numpy as np
 from ...registry import register
 from ..catalogue import LATENT_TREE
 from .facet_report import facet_report
+from .reproduction import reproduce
 from .tables import read_points
 
 __all__ = ["DEFAULT_STATES", "loader", "standardise", "tree_factory", "fit_tree",
@@ -102,4 +105,4 @@ def describe_tree(posterior, data: np.ndarray, *, name: str):
 
 
 ENTRY = register(LATENT_TREE.entry(factory=tree_factory, loader=loader, fit=fit_tree,
-                                   describe=describe_tree))
+                                   describe=describe_tree, reproduce=reproduce))

@@ -32,9 +32,6 @@ there are links).
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,6 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...registry import register
+from .. import units
 from ..arguments import reproduction_arguments
 from ..catalogue import SCDC as SCDC_INFO
 from ..stages import stage_reporter
@@ -153,8 +151,7 @@ SCALE_SETTINGS = {
 def cache_folder() -> Path:
     """Where finished units are kept: ``$PYROMODELS_CACHE/scdc-reproduction`` if that
     variable is set, else ``~/.cache/pyromodels/scdc-reproduction``."""
-    root = os.environ.get("PYROMODELS_CACHE") or Path.home() / ".cache" / "pyromodels"
-    return Path(root) / "scdc-reproduction"
+    return units.cache_folder("scdc-reproduction")
 
 
 def _links_rows(unit: str, unit_settings: dict, seeds: int, seed: int, link_order: tuple,
@@ -178,16 +175,7 @@ def _links_rows(unit: str, unit_settings: dict, seeds: int, seed: int, link_orde
 
 def _cached(key: dict, compute):
     """``compute()``, or its stored result when a unit with the same ``key`` finished."""
-    text = json.dumps(key, sort_keys=True, default=list)
-    path = cache_folder() / (hashlib.sha256(text.encode()).hexdigest()[:24] + ".json")
-    if path.is_file():
-        return json.loads(path.read_text())["result"]
-    result = compute()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"key": json.loads(text), "result": result}))
-    os.replace(tmp, path)
-    return result
+    return units.cached_unit(cache_folder(), key, compute)
 
 
 def table1_data(name: str, items: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
