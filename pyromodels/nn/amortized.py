@@ -78,7 +78,20 @@ class CategoricalEncoder(nn.Module):
         return self.net(o)
 
 
-class GaussianEncoder(nn.Module):
+class _TwoHeads(nn.Module):
+    """An MLP from ``in_features`` to two ``latent_dim``-wide heads (``self.net``; the
+    subclasses split and transform its output)."""
+
+    def __init__(self, in_features: int, latent_dim: int, hidden: Sequence[int] = (40, 40),
+                 activation: str = "relu", generator: torch.Generator | None = None,
+                 dtype: torch.dtype | None = None, device=None):
+        super().__init__()
+        self.latent_dim = latent_dim
+        self.net = mlp(in_features, hidden, 2 * latent_dim, activation, generator, dtype=dtype,
+                       device=device)
+
+
+class GaussianEncoder(_TwoHeads):
     """:math:`q(x \\mid o) = N(\\mu(o), \\mathrm{diag}\\,\\sigma^2(o))`: an MLP from
     ``in_features`` to a mean and a log scale.
 
@@ -98,14 +111,6 @@ class GaussianEncoder(nn.Module):
         >>> loc.shape, log_scale.shape
         (torch.Size([4, 2]), torch.Size([4, 2]))
     """
-
-    def __init__(self, in_features: int, latent_dim: int, hidden: Sequence[int] = (40, 40),
-                 activation: str = "relu", generator: torch.Generator | None = None,
-                 dtype: torch.dtype | None = None, device=None):
-        super().__init__()
-        self.latent_dim = latent_dim
-        self.net = mlp(in_features, hidden, 2 * latent_dim, activation, generator, dtype=dtype,
-                       device=device)
 
     def forward(self, o: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean and log scale, each ``(..., d)``, for ``o`` of shape ``(..., D)``."""
@@ -220,7 +225,7 @@ def resolve_likelihood(likelihood: str, o: torch.Tensor, name: str = "o") -> str
     return likelihood
 
 
-class GaussianPotentialEncoder(nn.Module):
+class GaussianPotentialEncoder(_TwoHeads):
     """A recognition network :math:`r(o)`: the natural parameters of a diagonal Gaussian
     potential on ``x``.
 
@@ -236,14 +241,6 @@ class GaussianPotentialEncoder(nn.Module):
         >>> h.shape, bool((precision > 0).all())
         (torch.Size([4, 2]), True)
     """
-
-    def __init__(self, in_features: int, latent_dim: int, hidden: Sequence[int] = (40, 40),
-                 activation: str = "relu", generator: torch.Generator | None = None,
-                 dtype: torch.dtype | None = None, device=None):
-        super().__init__()
-        self.latent_dim = latent_dim
-        self.net = mlp(in_features, hidden, 2 * latent_dim, activation, generator, dtype=dtype,
-                       device=device)
 
     def forward(self, o: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``h`` and the diagonal precision ``softplus(.)``, each ``(..., d)``; the potential's
