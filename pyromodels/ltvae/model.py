@@ -57,7 +57,7 @@ from ..trees.model import LatentTreeModel
 from ..trees.params import TreeParams
 from ..trees.structure import LatentTree
 from .bounds import ImportanceEstimate
-from .search import SEARCHES, StructureSearch
+from .search import SEARCHES, StructureSearch, searched_quietly, warn_summaries
 from .tree_prior import RUNNING_MODES, TreePrior, default_tree, kmeans_start, stepwise_update
 from .vae import VAE, VAEData
 
@@ -179,7 +179,11 @@ class LTVAE:
                 :class:`~pyromodels.trees.TreeParams`, before epochs ``search_every``,
                 ``2 * search_every``, ... (never after the last epoch, so the networks
                 always train on the structure returned). With ``covariance="fixed"`` the
-                returned covariances are reset to ``alpha * I`` (the release).
+                returned covariances are reset to ``alpha * I`` (the release). The searches'
+                warnings are shown once each at the end of the fit, with how many searches
+                gave them; a ``max_steps`` given to
+                :func:`~pyromodels.ltvae.structure_search` is a deliberate budget, not
+                warned about.
             search_every: epochs between searches (paper: E = 5; the release: 10).
             seed: the fit's seed (networks, k-means, batches, draws); ``None`` draws one.
             progress: show a progress bar over the steps.
@@ -263,6 +267,7 @@ class LTVAE:
                       loss=Trace_ELBO(max_plate_nesting=1))
             order_gen = make_generator(derive_seed(seed, "batches"), "cpu")
             losses, tree_ll, searches, stats, stopped = [], [], [], None, False
+            search_warnings: list = []
             first = 0
             if saved is not None:
                 _restore(saved, svi, data, store, order_gen)
@@ -273,8 +278,10 @@ class LTVAE:
                 bar.update(len(losses))
                 for epoch in range(first, num_epochs):
                     if search is not None and epoch > 0 and epoch % search_every == 0:
-                        tree, params = self._search(search, self._means(encoder, data.x),
-                                                    tree, params, data.x)
+                        (tree, params), caught = searched_quietly(
+                            self._search, search, self._means(encoder, data.x), tree, params,
+                            data.x)
+                        search_warnings.append((epoch, caught))
                         em_model = LatentTreeModel(tree, self.covariance, self.alpha, self.floor)
                         prior.params, stats = params, None
                         searches.append({"epoch": epoch, "tree": tree.to_dict()})
@@ -308,6 +315,7 @@ class LTVAE:
                             "optim": clone_tree(svi.optim.get_state()),
                             "rng": rng_states(order_gen)})
             ckpt.write()
+            warn_summaries(search_warnings, stacklevel=3)  # from the caller of fit
             weights = {k: v.detach().clone() for k, v in store.items()}
         weights.update({_PREFIX + k: v.detach().clone()
                         for k, v in params_to_dict(params).items()})

@@ -6,21 +6,32 @@ current structure and parameters :math:`(S^{t-1}, \Theta^{t-1})` on the encoder 
 :math:`D_z = \mu_D` (the release warm-starts its search from the previous model). The search
 learns full covariances (BIC counts them, spec §3.5); with ``covariance="fixed"`` the LTVAE
 then resets them to :math:`\alpha I` (spec §2.3, the release's ``setCovariances(alpha)``).
+
+A fit searches every few epochs, and each search may warn alike (most often that it accepted
+``max_steps`` moves before converging): :func:`searched_quietly` runs one search and keeps its
+warnings, and :func:`warn_summaries` emits them once per message at the end of the fit, with
+how many searches gave each. A ``max_steps`` the user gave to :class:`StructureSearch` is
+taken as a deliberate budget: its searches do not warn on reaching it (``stopped`` in
+:attr:`StructureSearch.results` still says so).
 """
 
 from __future__ import annotations
 
 import hashlib
 import inspect
+import warnings
+from collections.abc import Callable
 
 import torch
 
+from ..core.errors import ConvergenceWarning
 from ..core.seeding import derive_seed, resolve_seed
 from ..trees.learner import StructureResult, check_points, learn_structure
 from ..trees.params import TreeParams
 from ..trees.structure import LatentTree
 
-__all__ = ["StructureSearch", "structure_search", "SEARCHES"]
+__all__ = ["StructureSearch", "structure_search", "SEARCHES", "searched_quietly",
+           "warn_summaries"]
 
 #: the names :meth:`~pyromodels.ltvae.LTVAE.fit` accepts for ``search`` (besides a callable)
 SEARCHES = ("east",)
@@ -31,6 +42,8 @@ _SETTINGS = tuple(name for name in inspect.signature(learn_structure).parameters
                   if name not in _RESERVED)
 # a file written by every call would be overwritten by the next one
 _PER_RUN = ("checkpoint", "checkpoint_every", "resume")
+# the start of the search driver's warning on reaching its budget of accepted moves
+_MAX_STEPS_WARNING = "the search accepted max_steps="
 
 
 class StructureSearch:
@@ -47,7 +60,8 @@ class StructureSearch:
         **settings: keyword arguments of :func:`~pyromodels.trees.learn_structure` other
             than ``z``, ``start``, ``seed``, ``checkpoint``, ``checkpoint_every`` and
             ``resume`` (``covariance`` defaults to ``"full"``, as the spec's search;
-            ``progress`` to ``False``, quiet inside a fit).
+            ``progress`` to ``False``, quiet inside a fit). A ``max_steps`` given here is
+            a deliberate budget: a search that reaches it does not warn.
 
     Attributes:
         results: the :class:`~pyromodels.trees.StructureResult` of every call, in order.
@@ -83,9 +97,14 @@ class StructureSearch:
                              f"of {params.tree!r}")
         points = check_points(z)
         digest = hashlib.sha256(points.numpy().tobytes()).hexdigest()
-        result = learn_structure(points, start=params.to(dtype=torch.float64, device="cpu"),
-                                 seed=derive_seed(self.seed, "structure-search", digest),
-                                 **self.settings)
+        with warnings.catch_warnings():
+            if "max_steps" in self.settings:  # a deliberate budget
+                warnings.filterwarnings("ignore", message=_MAX_STEPS_WARNING,
+                                        category=ConvergenceWarning)
+            result = learn_structure(points,
+                                     start=params.to(dtype=torch.float64, device="cpu"),
+                                     seed=derive_seed(self.seed, "structure-search", digest),
+                                     **self.settings)
         self.results.append(result)
         return result.tree, result.params
 
@@ -99,3 +118,33 @@ def structure_search(seed: int | None = None, **settings) -> StructureSearch:
         False
     """
     return StructureSearch(seed, **settings)
+
+
+def searched_quietly(search: Callable, *args) -> tuple[object, list[warnings.WarningMessage]]:
+    """``(search(*args), the warnings it emitted)``: the warnings are kept, not shown (every
+    one of them, whatever the filters say; :func:`warn_summaries` shows them later)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = search(*args)
+    return out, list(caught)
+
+
+def warn_summaries(caught: list[tuple[int, list[warnings.WarningMessage]]],
+                   stacklevel: int = 2) -> None:
+    """Emit each distinct warning of a fit's searches once, saying how many searches gave it.
+
+    Args:
+        caught: ``(epoch, warnings)`` of every search of the fit (from
+            :func:`searched_quietly`), in order.
+        stacklevel: as :func:`warnings.warn`'s, counted from the caller.
+    """
+    epochs: dict[tuple[type, str], list[int]] = {}
+    for epoch, found in caught:
+        for w in found:
+            seen = epochs.setdefault((w.category, str(w.message)), [])
+            if not seen or seen[-1] != epoch:
+                seen.append(epoch)
+    for (category, message), at in epochs.items():
+        warnings.warn(f"{message} [{len(at)} of the fit's {len(caught)} structure searches "
+                      f"warned this, before epochs {', '.join(map(str, at))}]", category,
+                      stacklevel=stacklevel + 1)

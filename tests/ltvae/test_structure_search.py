@@ -1,9 +1,13 @@
 """The LTVAE's ready-made structure search: PLTM-EAST continued from the current tree, its
 seeding, its use inside ``LTVAE.fit`` (also as ``search="east"``) and its checks."""
 
+import warnings
+
 import pytest
 import torch
 
+import pyromodels.ltvae.search as search_module
+from pyromodels.core.errors import ConvergenceWarning
 from pyromodels.data import simulate_two_facets
 from pyromodels.ltvae import LTVAE, StructureSearch, structure_search
 from pyromodels.ltvae.tree_prior import kmeans_start
@@ -134,3 +138,50 @@ def test_a_fit_resumed_with_a_fresh_search_equals_the_uninterrupted_one(two_face
     assert fresh.results[0].search.seed == first.results[1].search.seed
     assert resumed.diagnostics["searches"] == whole.diagnostics["searches"]
     assert torch.equal(resumed.losses, whole.losses)
+
+
+def _max_steps_warnings(caught) -> list:
+    return [w for w in caught if "max_steps" in str(w.message)]
+
+
+def test_a_fit_summarises_the_searches_max_steps_warnings_in_one(two_facets, monkeypatch):
+    """Every search of a fit that stops at its default budget of moves would warn: the fit
+    warns once, from the caller's line, saying how many searches stopped so."""
+    x, _ = two_facets
+    real = search_module.learn_structure
+    # a budget of no moves, as if it were the default: every search stops at it
+    monkeypatch.setattr(search_module, "learn_structure",
+                        lambda *args, **kw: real(*args, **{**kw, "max_steps": 0}))
+    search = structure_search(seed=1, **_TINY)
+    model = LTVAE(latent_dim=4, hidden=(8,), cardinality=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(x[:60], num_epochs=3, batch_size=30, search=search, search_every=1, seed=0,
+                  progress=False)
+    assert [r.search.stopped for r in search.results] == ["max_steps", "max_steps"]
+    found = _max_steps_warnings(caught)
+    assert len(found) == 1
+    assert issubclass(found[0].category, ConvergenceWarning)
+    assert "2 of the fit's 2 structure searches warned this, before epochs 1, 2" in str(
+        found[0].message)
+    assert found[0].filename == __file__
+
+
+def test_a_max_steps_given_to_the_search_is_deliberate_and_not_warned(two_facets):
+    x, _ = two_facets
+    search = structure_search(seed=1, max_steps=0, **_TINY)
+    model = LTVAE(latent_dim=4, hidden=(8,), cardinality=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(x[:60], num_epochs=3, batch_size=30, search=search, search_every=1, seed=0,
+                  progress=False)
+    assert [r.search.stopped for r in search.results] == ["max_steps", "max_steps"]
+    assert _max_steps_warnings(caught) == []
+    # called on its own too
+    z = x[:60, :4].double()
+    start = LatentTree.single(2, 4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        search(z, start, kmeans_start(start, z, 1.0, 0))
+    assert search.results[-1].search.stopped == "max_steps"
+    assert _max_steps_warnings(caught) == []
