@@ -83,10 +83,12 @@ LOADER_OPTIONS = ("dataset", "task_col", "worker_col", "label_col", "sequence_co
 #: options passed to an entry's ``describe`` hook: gold labels to score a fit against
 REPORT_OPTIONS = ("gold",)
 #: options passed to the model's ``fit``, under the names given here: RBHMC's regularisation
-#: constant and margin; SCDC's epochs, minibatch size and the workers' initial coins
+#: constant and margin; SCDC's epochs, minibatch size and the workers' initial coins; the
+#: LTVAE's structure search and the epochs between its searches
 FIT_ARGUMENTS = {"regularisation": "C", "margin": "eps0", "epochs": "num_epochs",
                  "batch_size": "batch_size", "coin_init": "coin_init",
-                 "kl_warmup_epochs": "kl_warmup_epochs"}
+                 "kl_warmup_epochs": "kl_warmup_epochs", "search": "search",
+                 "search_every": "search_every"}
 #: the values a declared constructor argument takes on the command line: ``positive`` a
 #: finite number > 0, ``nonnegative`` a finite number >= 0, ``real`` a finite number,
 #: ``count`` an integer >= 1, ``components`` an integer >= 2

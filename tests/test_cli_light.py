@@ -55,6 +55,8 @@ def _run(argv: list[str]) -> tuple[int, list[str]]:
     (["fit", "latent-tree", "--epochs", "3"], 2),
     (["fit", "ltvae", "--num-samples", "5"], 2),
     (["fit", "ltvae", "--cardinality", "1"], 2),
+    (["fit", "ltvae", "--search", "bic"], 2),
+    (["fit", "ltvae", "--search-every", "2"], 2),
     (["fit", "nope"], 2),
     (["fit", "dawid-skene", "--method", "bogus"], 2),
     (["fit", "ddpm", "--num-steps", "5"], 2),

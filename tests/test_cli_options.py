@@ -98,7 +98,8 @@ def _model_options(name: str, files) -> tuple[list[str], dict]:
     values = {"task_col": "task", "worker_col": "worker", "label_col": "label",
               "sequence_col": "sequence", "position_col": "position", "gold": files["gold"],
               "regularisation": "1.0", "margin": "1.0", "epochs": "2", "batch_size": "16",
-              "coin_init": "0.9", "kl_warmup_epochs": "1"}
+              "coin_init": "0.9", "kl_warmup_epochs": "1", "search": "east",
+              "search_every": "1"}
     argv, expected = [], {}
     for option in model.options:
         if option in values:

@@ -80,6 +80,9 @@ def _model_options(args: argparse.Namespace, model: registry.ModelInfo) -> dict:
             raise UsageError(f"{flag(key)} file not found: {given[key]}")
     if "margin" in given and "regularisation" not in given:
         raise UsageError("--margin sets RBHMC's margin: it needs --regularisation C")
+    if "search_every" in given and "search" not in given:
+        raise UsageError("--search-every sets how often the structure search runs: it needs "
+                         "--search NAME")
     return given
 
 

@@ -99,6 +99,18 @@ def _open_probability(text: str) -> float:
     return value
 
 
+#: the structure searches ``--search`` names (``pyromodels.ltvae.search.SEARCHES``, written
+#: here so that parsing imports no model family)
+SEARCHES = ("east",)
+
+
+def _search(text: str) -> str:
+    """argparse type: the name of a structure search, one of :data:`SEARCHES`."""
+    if text not in SEARCHES:
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(SEARCHES)}, got {text!r}")
+    return text
+
+
 def _seed(text: str) -> int:
     """argparse type: an integer >= 0."""
     try:
@@ -154,6 +166,12 @@ FIT_OPTIONS: dict[str, tuple[str, object, str]] = {
     "kl_warmup_epochs": ("N", _count, "epochs over which SCDC's local KL terms rise linearly "
                          "to full weight, fewer than --epochs (default 0: the paper's plain "
                          "ELBO; a long warm-up keeps the fit out of posterior collapse)"),
+    "search": ("NAME", _search, "learn the latent tree's structure during the fit: east "
+               "(PLTM-EAST's BIC hill-climbing from the current tree, on the encoder means of "
+               "all the data, every --search-every epochs; default: no search, the tree stays "
+               "one latent node)"),
+    "search_every": ("N", _count, "epochs between structure searches (default 5, the paper's; "
+                     "needs --search)"),
 }
 
 

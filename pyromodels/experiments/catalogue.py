@@ -361,7 +361,7 @@ LTVAE_INFO = ModelInfo(
     data_format=(NUMBERS_FORMAT + ", no constant column (all 0/1: a Bernoulli decoder, else "
                  "Normal); default: 500 points of the two-facet simulation (100 columns, seed "
                  "0)"),
-    options=("epochs", "batch_size"),
+    options=("epochs", "batch_size", "search", "search_every"),
     engine_options=("lr", "device"),
     arguments=(
         Argument("cardinality", "components", "number of states K >= 2 of the tree's latent "

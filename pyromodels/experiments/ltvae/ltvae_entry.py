@@ -8,6 +8,12 @@ decoder when every value of the data is 0 or 1, else a Normal one. Its networks 
 well under a minute on a laptop CPU; the paper's networks (``500-500-2000``, ``latent_dim =
 10``) are a matter of the arguments.
 
+The tree stays one node unless ``--search east`` learns its structure during the fit
+(``LTVAE.fit(search="east", search_every=...)``): PLTM-EAST's BIC hill-climbing from the
+current tree on the encoder means of all the data, every ``--search-every`` epochs (default
+5, the paper's E; never after the last epoch). A searched tree may have several latent
+nodes, each a clustering of its own (a facet).
+
 Without ``--data`` it fits 500 points of :func:`~pyromodels.data.simulate_two_facets` (100
 columns in [0, 1] made from two binary facets through a random network; seed 0). The report
 holds the generic one, ``labels.csv`` (one column per latent node: each point's most probable
@@ -60,8 +66,9 @@ def ltvae_factory(cardinality: int = 4, latent_dim: int = 4, hidden_width: int =
 def fit_ltvae(model, data: np.ndarray, *, method: str, seed: int, progress: bool,
               num_epochs: int = DEFAULT_EPOCHS, lr: float = LR, **options):
     """``pyromodels fit ltvae``: Algorithm 1's alternation of Adam steps and stepwise EM;
-    ``options`` holds what the command line gave (``batch_size``, ``device`` and the
-    checkpointing, whose ``checkpoint_every`` counts epochs); ``method`` is ``"svi"``."""
+    ``options`` holds what the command line gave (``batch_size``, ``search`` and
+    ``search_every``, ``device`` and the checkpointing, whose ``checkpoint_every`` counts
+    epochs); ``method`` is ``"svi"``."""
     posterior = model.fit(data, num_epochs=num_epochs, lr=lr, seed=seed, progress=progress, **options)
     return with_tree_draw(posterior)
 
@@ -87,6 +94,11 @@ def describe_ltvae(posterior, data: np.ndarray, *, name: str):
     tree = LatentTree.from_dict(posterior.attrs["tree"])
     note = (f"The decoder's likelihood is {posterior.data.likelihood} (Bernoulli for 0/1 "
             "data, else Normal).")
+    searches = posterior.diagnostics["searches"]
+    if searches:
+        epochs = ", ".join(str(s["epoch"]) for s in searches)
+        note += (f" The tree's structure was learned by {len(searches)} structure search(es), "
+                 f"before epoch(s) {epochs}.")
     return facet_report(posterior, data, model.facets(posterior, data), tree, name=name,
                         note=note)
 

@@ -108,6 +108,53 @@ def test_ltvae_default_data(tmp_path, capsys):
     assert "likelihood is normal" in (out / "index.html").read_text()
 
 
+def test_ltvae_search_east_learns_the_structure_between_epochs(tmp_path, capsys):
+    """``--search east --search-every 1`` searches before epochs 1 and 2 of 3; the report's
+    facets are the searched tree's nodes, and it says the searches ran."""
+    from pyromodels.data import simulate_two_facets
+
+    x, _ = simulate_two_facets(200, seed=0)
+    np.savetxt(tmp_path / "x.csv", x.numpy(), delimiter=",")
+    out = tmp_path / "report"
+    _fit(["ltvae", "--data", str(tmp_path / "x.csv"), "--epochs", "3", "--batch-size", "50",
+          "--latent-dim", "4", "--cardinality", "2", "--hidden-width", "16",
+          "--search", "east", "--search-every", "1", "--out", str(out)], capsys)
+    html = (out / "index.html").read_text()
+    assert "learned by 2 structure search(es), before epoch(s) 1, 2" in html
+    labels = pd.read_csv(out / "labels.csv")
+    assert labels.columns[0] == "point" and len(labels) == 200
+    assert _metrics(out, "ltvae", "svi")["num_facets"] == labels.shape[1] - 1
+
+
+def test_ltvae_without_search_runs_none(tmp_path, capsys):
+    out = tmp_path / "plain"
+    _fit(["ltvae", "--epochs", "1", "--hidden-width", "8", "--out", str(out)], capsys)
+    assert "structure search" not in (out / "index.html").read_text()
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--search", "bic"], "expected one of east, got 'bic'"),
+    (["--search-every", "2"], "--search-every sets how often the structure search runs: it "
+                              "needs --search NAME"),
+    (["--search", "east", "--search-every", "0"], "expected an integer >= 1"),
+])
+def test_ltvae_search_usage_errors(argv, message, capsys):
+    assert main(["fit", "ltvae", *argv, "--no-progress"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_the_command_lines_searches_are_the_models():
+    from pyromodels.cli.parser import SEARCHES as CLI_SEARCHES
+    from pyromodels.ltvae.search import SEARCHES
+
+    assert CLI_SEARCHES == SEARCHES
+
+
+def test_search_options_do_not_apply_to_other_models(capsys):
+    assert main(["fit", "latent-tree", "--search", "east", "--no-progress"]) == 2
+    assert "--search does not apply to model 'latent-tree'" in capsys.readouterr().err
+
+
 BAD_TABLES = {
     "text": ("a,b\n1,x\n2,3\n3,4\n", "'x' is not a number"),
     "nan": ("a,b\n1,nan\n2,3\n3,4\n", "'nan' is not finite"),
