@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-LABEL = ("ltvae.epoch[N=500,D=784,J=10,hidden=500-500-2000,batch_size=128,latent_nodes=3,"
+LABEL = ("ltvae.epoch[N=200,D=784,J=10,hidden=500-500-2000,batch_size=128,latent_nodes=3,"
          "cardinalities=10-5-4,pouches=5,gmm_vae_states=10,start=warm]")
 
 
@@ -33,7 +33,7 @@ def test_the_two_priors_share_the_networks_and_differ_in_the_tree(import_benchma
     assert sorted(c for block in tree.pouches for c in block) == list(range(10))
     assert gmm.num_latents == 1 and tuple(gmm.cardinalities) == (10,)
     x, digits = bench.mnist(True)
-    assert tuple(x.shape) == (500, 784) and set(x.unique().tolist()) <= {0.0, 1.0}
+    assert tuple(x.shape) == (200, 784) and set(x.unique().tolist()) <= {0.0, 1.0}
     for name in bench.TREES:
         theta = bench.start_params(True, name)
         assert theta.tree == bench.TREES[name]()
