@@ -269,3 +269,27 @@ def test_scdc_pinwheel_kl_warmup_reaches_the_fit(monkeypatch):
         with pytest.raises(RuntimeError, match="stop"):
             protocols.fit_scdc_labels(x, None, num_clusters=3, settings=settings, seed=0)
         assert seen.pop() == expected
+
+
+def test_table1_bayes_scdc_networks_take_the_papers_step(monkeypatch):
+    """Table 1's BayesSCDC trains its 2 x 500 networks at the paper's step 1e-3, as SCDC's
+    there (the pinwheel's 0.01 collapses the MNIST recognition network), and the protocol
+    passes that step to ``BayesSCDC.fit``; the pinwheel keeps 0.01."""
+    from pyromodels.scdc import BayesSCDC
+
+    seen = []
+
+    def fake_fit(self, o, pairs, **kwargs):
+        seen.append(kwargs["lr"])
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(BayesSCDC, "fit", fake_fit)
+    x = np.zeros((10, 4), dtype=np.float32)
+    for scale in ("medium", "paper"):
+        table = reproduction.SCALE_SETTINGS[scale]["table1"]
+        assert table["bayes-scdc"]["lr"] == table["scdc"]["lr"] == 1e-3
+        assert reproduction.SCALE_SETTINGS[scale]["pinwheel"]["bayes-scdc"]["lr"] == 1e-2
+        settings = {**table["bayes-scdc"], "hidden": (4,), "epochs": 1}
+        with pytest.raises(RuntimeError, match="stop"):
+            protocols.fit_bayes_labels(x, None, num_clusters=3, settings=settings, seed=0)
+        assert seen.pop() == 1e-3
