@@ -132,7 +132,9 @@ def assemble(name: str, settings: dict, rows: dict, seconds: float, seed: int):
         f"{ls['net']['epochs']} epochs, IWAE with {ls['iwae_particles']} particles.\n\n"
         f"Table 4: {fs['set']}, z of {fs['latent_dim']} dimensions, the soft NMI of App. D "
         f"on the held-out {facets['test']} rows; learned structure: {facets['structure']}. "
-        "Fig. 5 shows each facet's most probable held-out images per cluster.\n\n"
+        "A facet's soft NMI with itself (the diagonal) is below 1 unless its posteriors are "
+        "one-hot (the paper prints 1). Fig. 5 shows each facet's most probable held-out "
+        "images per cluster.\n\n"
         "The synthetic two-facet recovery rate is reported by `pyromodels reproduce "
         "latent-tree`.")
     metrics = {
