@@ -133,13 +133,15 @@ def _scores(y: np.ndarray, labels: np.ndarray) -> dict:
 
 def clustering_unit(name: str, method: str, settings: dict, seed: int) -> dict:
     """One row of Table 2: ``method`` in :data:`CLUSTERING_METHODS` on the data set ``name``
-    with the scale's ``settings`` (``points``, ``latent_dim``, ``net``, ``gmm_restarts``,
-    ``search``); the seconds count the fit after pretraining (shared by every method)."""
+    with the scale's ``settings`` (``points``, ``pixel_range``, ``latent_dim``, ``net``,
+    ``gmm_restarts``, ``search``), the pixels scaled to ``[0, pixel_range]``; the seconds
+    count the fit after pretraining (shared by every method)."""
     from ...ltvae import VAE, ae_gmm, vae_gmm
     from ...metrics import nmi
     from ...trees import LatentTree
 
     x, y = load_images(name, settings["points"], seed)
+    x = x * np.float32(settings["pixel_range"])
     net, latent = settings["net"], settings["latent_dim"]
     classes = int(len(np.unique(y)))
     ae = _autoencoder(x, net, latent, seed)
@@ -210,12 +212,14 @@ def likelihood_unit(model: str, settings: dict, seed: int) -> dict:
 
 def facets_unit(settings: dict, seed: int) -> dict:
     """Table 4 and Fig. 5: LTVAE with structure learning (``z`` of ``settings["latent_dim"]``
-    dimensions) on the training rows of ``settings["set"]``; on the held-out rows the soft
+    dimensions) on the training rows of ``settings["set"]`` (pixels in ``[0,
+    settings["pixel_range"]]``); on the held-out rows the soft
     NMI matrix among the classes and every facet, and per facet and cluster the data-set
     rows (in :func:`load_images`' order) of its ``settings["top"]`` most probable images."""
     from ...metrics import soft_nmi
 
     x, y = load_images(settings["set"], settings["points"], seed)
+    x = x * np.float32(settings["pixel_range"])
     train, test = split(len(x), settings["held_out"])
     net, latent = settings["net"], settings["latent_dim"]
     ae = _autoencoder(x[train], net, latent, seed)
