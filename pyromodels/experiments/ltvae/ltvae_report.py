@@ -119,7 +119,7 @@ def assemble(name: str, settings: dict, rows: dict, seconds: float, seed: int):
         f"they had finished), seed {seed}. Every setting is in the table 'settings'; none was "
         "tuned on the classes, which only score.\n\n"
         f"Table 2: {', '.join(cs['sets'])}, pixels scaled to [0, {cs['pixel_range']}] (the "
-        f"release's MNIST x 0.02), z of {cs['latent_dim']} dimensions, networks "
+        f"release: [0, 5.1]), z of {cs['latent_dim']} dimensions, networks "
         f"{'-'.join(map(str, cs['net']['hidden']))} (the paper: 500-500-2000), DEC-style "
         f"pretraining {cs['net']['pretrain'][0]} layer-wise and {cs['net']['pretrain'][1]} "
         f"fine-tuning epochs, {cs['net']['epochs']} training epochs; baselines and the fixed "
