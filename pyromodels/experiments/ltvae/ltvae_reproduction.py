@@ -65,7 +65,9 @@ def _search(every, max_steps, operators, fraction=0.2, em_restarts=1, screen_ste
 #: ([0, 5.1]), which spreads the pretrained codes wider than the tree's fixed unit covariances
 #: (on [0, 1] the digits' codes have a within-k-means-cluster variance near 0.13, so the
 #: unit-variance components tend to merge clusters); on the digits scaled so, the LTVAE fit
-#: currently diverges (non-finite encoder means, at Adam steps 1e-3 and 1e-4 alike)
+#: currently diverges at its first step (Adam steps 1e-3 and 1e-4 alike): the encoder's
+#: freshly drawn log-scale head, fed the pretrained layers' larger activations, draws codes
+#: in the hundreds, and the loss reaches 1e34
 PIXEL_RANGE = 1.0
 
 
