@@ -122,3 +122,15 @@ def test_images_split_and_binarise_are_fixed_by_the_seed():
     np.testing.assert_array_equal(b, ltvae_units.binarise(x2, 0))
     with pytest.raises(ValueError, match="name"):
         ltvae_units.load_images("cifar", 10, 0)
+
+
+@pytest.mark.parametrize("name, count", [("mnist-5k", 5000), ("fashion-10k", 10000)])
+def test_the_medium_scale_images_load_as_rows_in_the_unit_interval(name, count):
+    try:
+        x, y = ltvae_units.load_images(name, None, 0)
+    except FileNotFoundError as err:
+        pytest.skip(str(err))
+    side = ltvae_units.IMAGE_SETS[name]
+    assert x.shape == (count, side * side) and x.dtype == np.float32
+    assert 0 <= x.min() and x.max() <= 1
+    assert sorted(set(y.tolist())) == list(range(10))
