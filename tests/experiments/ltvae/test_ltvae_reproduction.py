@@ -8,9 +8,11 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
+from pyromodels.cli import main
 from pyromodels.experiments.ltvae import ltvae_entry, ltvae_reproduction, ltvae_units
 from pyromodels.experiments.ltvae.ltvae_report import TABLES
 from pyromodels.metrics import clustering_accuracy, majority_accuracy
+from pyromodels.report import read_metrics
 
 pytestmark = pytest.mark.filterwarnings("ignore::pyromodels.core.errors.ConvergenceWarning")
 
@@ -34,7 +36,8 @@ def _counting(monkeypatch):
 @pytest.fixture(scope="module")
 def smoke_runs(tmp_path_factory):
     monkeypatch = pytest.MonkeyPatch()
-    monkeypatch.setenv("PYROMODELS_CACHE", str(tmp_path_factory.mktemp("cache")))
+    cache = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("PYROMODELS_CACHE", str(cache))
     calls = _counting(monkeypatch)
     settings = ltvae_reproduction.SCALE_SETTINGS["smoke"]
     first = ltvae_reproduction.run(settings, "ltvae-smoke", progress=False, seed=0)
@@ -42,7 +45,7 @@ def smoke_runs(tmp_path_factory):
     again = ltvae_reproduction.run(settings, "ltvae-smoke", progress=False, seed=0)
     after = dict(calls)
     monkeypatch.undo()
-    return first, again, before, after
+    return first, again, before, after, cache
 
 
 def test_smoke_scale_produces_every_table_with_finite_figures(smoke_runs):
@@ -84,7 +87,7 @@ def test_the_metrics_are_finite(smoke_runs):
 
 
 def test_a_second_run_reads_every_unit_back_without_fitting(smoke_runs):
-    first, again, before, after = smoke_runs
+    first, again, before, after, _ = smoke_runs
     sets = len(ltvae_reproduction.SCALE_SETTINGS["smoke"]["clustering"]["sets"])
     assert before == {"clustering_unit": 4 * sets, "likelihood_unit": 3, "facets_unit": 1}
     assert after == before
@@ -105,9 +108,25 @@ def test_hungarian_and_majority_agree_on_a_one_to_one_clustering():
 
 def test_the_entry_registers_the_reproduction_and_checks_its_scale():
     assert ltvae_entry.ENTRY.reproduce is ltvae_reproduction.reproduce
-    assert set(ltvae_entry.ENTRY.scales) <= set(ltvae_reproduction.SCALE_SETTINGS)
+    assert ltvae_entry.ENTRY.scales == ("smoke", "small", "medium", "paper")
+    assert set(ltvae_entry.ENTRY.scales) == set(ltvae_reproduction.SCALE_SETTINGS)
     with pytest.raises(ValueError, match="scale"):
         ltvae_reproduction.reproduce(scale="huge", progress=False)
+
+
+def test_the_command_line_reproduces_at_smoke_scale_from_the_stored_units(
+        smoke_runs, monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("PYROMODELS_CACHE", str(smoke_runs[4]))
+    calls = _counting(monkeypatch)
+    out = tmp_path / "report"
+    assert main(["reproduce", "ltvae", "--scale", "smoke", "--no-progress",
+                 "--out", str(out)]) == 0
+    assert sum(calls.values()) == 0
+    _, metrics = read_metrics(out)
+    assert set(metrics["ltvae-smoke"]) == {"table1", "table2", "table3", "table4"}
+    # a reproduction without a smoke scale refuses it before running
+    assert main(["reproduce", "gaussian-mixture", "--scale", "smoke"]) == 2
+    assert "not 'smoke'" in capsys.readouterr().err
 
 
 def test_images_split_and_binarise_are_fixed_by_the_seed():
