@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SCALES",
+    "ALL_SCALES",
     "ARGUMENT_KINDS",
     "LOADER_OPTIONS",
     "REPORT_OPTIONS",
@@ -72,6 +73,9 @@ __all__ = [
 
 #: problem sizes a reproduction can run at
 SCALES = ("small", "medium", "paper")
+#: every scale a reproduction may declare: ``SCALES`` and ``"smoke"`` (seconds, a quick check
+#: that the whole pipeline runs; offered by the reproductions that declare it)
+ALL_SCALES = ("smoke", *SCALES)
 
 BUILTIN_INDEX = "pyromodels.models_index"
 
@@ -172,7 +176,8 @@ class ModelInfo:
             (default: the first of ``engines``).
         module: the module whose import registers the model's :class:`ModelEntry` (``None``:
             the entry is registered by other means).
-        scales: the scales ``reproduce`` accepts (a subset of ``SCALES``).
+        scales: the scales ``reproduce`` accepts (a subset of ``ALL_SCALES``; default
+            ``SCALES``).
         data_format: what the entry's ``loader`` reads, in a sentence or two (shown by
             ``fit --help``; empty for a model ``fit`` cannot load data for).
         options: the model-specific ``fit`` options the entry takes, as keyword names
@@ -238,8 +243,8 @@ class ModelInfo:
                             f"{self.engine_options!r}")
         if not isinstance(self.reads_data, bool):
             raise TypeError(f"reads_data must be a bool, got {self.reads_data!r}")
-        if not isinstance(self.scales, tuple) or not self.scales or not set(self.scales) <= set(SCALES):
-            raise ValueError(f"scales must be a non-empty tuple drawn from {SCALES}, got {self.scales!r}")
+        if not isinstance(self.scales, tuple) or not self.scales or not set(self.scales) <= set(ALL_SCALES):
+            raise ValueError(f"scales must be a non-empty tuple drawn from {ALL_SCALES}, got {self.scales!r}")
 
     def declaration(self) -> ModelInfo:
         """This declaration alone (of an entry: without its callables)."""

@@ -325,7 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("reproduce", help="reproduce a paper's experiments and write a report")
     rep.add_argument("model", help="a registered model name, or all")
     rep.add_argument(
-        "--scale", choices=SCALES, default="small", help="problem size (default small)"
+        "--scale", choices=registry.ALL_SCALES, default="small",
+        help="problem size (default small; smoke: seconds, where a reproduction offers it)"
     )
     _add_run_options(rep, "report directory (default reports/reproduce/MODEL-SCALE)")
 

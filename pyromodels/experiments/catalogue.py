@@ -358,6 +358,7 @@ LTVAE_INFO = ModelInfo(
           "for Deep Multidimensional Clustering (ICLR 2019)",
     engines=("svi",),
     module="pyromodels.experiments.ltvae.ltvae_entry",
+    scales=("smoke", "small", "medium", "paper"),
     data_format=(NUMBERS_FORMAT + ", no constant column (all 0/1: a Bernoulli decoder, else "
                  "Normal); default: 500 points of the two-facet simulation (100 columns, seed "
                  "0)"),

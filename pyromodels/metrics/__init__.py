@@ -5,7 +5,8 @@ returns plain Python floats (or numpy / pandas containers where stated).
 
 * Clustering against reference classes: :func:`clustering_accuracy` (one-to-one Hungarian
   matching, :func:`hungarian_mapping`), :func:`majority_accuracy` / :func:`purity`
-  (many-to-one), :func:`nmi`, :func:`ami`, :func:`ari`, :func:`v_measure`, :func:`pair_f1`,
+  (many-to-one), :func:`nmi` (:func:`soft_nmi` from cluster probabilities), :func:`ami`,
+  :func:`ari`, :func:`v_measure`, :func:`pair_f1`,
   :func:`f_measure` and :func:`f_measure_per_level`, :func:`contingency_matrix`.
 * Hierarchies over data points: :func:`aid` and :func:`aod` (average inner and outer squared
   distances of a tree's nodes), :func:`f_measure_by_level`, :func:`node_statistics`.
@@ -31,7 +32,7 @@ from .hierarchy import (
     f_measure_by_level,
     node_statistics,
 )
-from .information import ami, nmi, v_measure
+from .information import ami, nmi, soft_nmi, v_measure
 from .matching import (
     clustering_accuracy,
     hungarian_mapping,
@@ -63,5 +64,6 @@ __all__ = [
     "PairScores",
     "precision_recall_per_class",
     "purity",
+    "soft_nmi",
     "v_measure",
 ]

@@ -22,10 +22,10 @@ from sklearn.metrics import (
     normalized_mutual_info_score,
 )
 
-from ..checks import check_in, check_positive
+from ..checks import check_in, check_positive, check_stochastic
 from ._labels import encode_pair, same_partition
 
-__all__ = ["nmi", "ami", "v_measure"]
+__all__ = ["nmi", "ami", "v_measure", "soft_nmi"]
 
 AVERAGE_METHODS = ("arithmetic", "geometric", "min", "max")
 
@@ -133,3 +133,52 @@ def v_measure(y_true, y_pred, beta: float = 1.0) -> float:
     if denominator == 0.0:
         return 0.0
     return (1.0 + beta) * homogeneity * completeness / denominator
+
+
+def soft_nmi(p, q) -> float:
+    """Geometric NMI between two soft clusterings, from each sample's cluster probabilities.
+
+    The joint of the two clusterings is estimated as the average over the ``n`` samples of the
+    outer products of their probabilities, ``P(U = i, V = j) = (1/n) sum_s p[s, i] q[s, j]``;
+    the margins are that joint's, and ``NMI = I(U; V) / sqrt(H(U) H(V))`` with natural
+    logarithms. This is the NMI between facets and reference classes of the LTVAE paper (Li et
+    al. 2019, App. D); a reference labelling enters as one-hot rows. On one-hot rows it equals
+    :func:`nmi` with ``average_method="geometric"``.
+
+    Conventions: as :func:`nmi`, 1 when both entropies are 0 (a single block each), 0 when only
+    one is (``I`` is then 0).
+
+    Args:
+        p: ``(n, K1)`` probabilities, each row on the simplex.
+        q: ``(n, K2)`` probabilities, each row on the simplex.
+
+    Returns:
+        The soft NMI in ``[0, 1]``.
+
+    Raises:
+        ValueError: a row off the simplex, or ``p`` and ``q`` of different numbers of rows.
+
+    Example:
+        >>> round(soft_nmi([[1.0, 0.0], [0.0, 1.0]], [[0.0, 1.0], [1.0, 0.0]]), 6)
+        1.0
+    """
+    import torch
+
+    p = check_stochastic(p, "p", ndim=2, dtype=torch.float64)
+    q = check_stochastic(q, "q", ndim=2, dtype=torch.float64)
+    if p.shape[0] != q.shape[0]:
+        raise ValueError(f"p and q must have one row per sample each, got {p.shape[0]} and "
+                         f"{q.shape[0]} rows")
+    joint = (p.T @ q) / p.shape[0]
+    pu, pv = joint.sum(1), joint.sum(0)
+
+    def entropy(m: torch.Tensor) -> float:
+        m = m[m > 0]
+        return float(-(m * m.log()).sum())
+
+    hu, hv = entropy(pu), entropy(pv)
+    if hu == 0.0 or hv == 0.0:
+        return 1.0 if hu == hv else 0.0
+    mask = joint > 0
+    info = float((joint[mask] * (joint[mask] / torch.outer(pu, pv)[mask]).log()).sum())
+    return min(max(info / (hu * hv) ** 0.5, 0.0), 1.0)

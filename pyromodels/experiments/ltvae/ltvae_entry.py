@@ -18,6 +18,9 @@ Without ``--data`` it fits 500 points of :func:`~pyromodels.data.simulate_two_fa
 columns in [0, 1] made from two binary facets through a random network; seed 0). The report
 holds the generic one, ``labels.csv`` (one column per latent node: each point's most probable
 state given its encoder mean) and the fitted tree drawn.
+
+The entry's demo is :mod:`.demo` (``pyromodels demo``) and its reproduction of the paper's
+tables :mod:`.ltvae_reproduction` (``pyromodels reproduce ltvae``).
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ import numpy as np
 
 from ...registry import register
 from ..catalogue import LTVAE_INFO
+from .demo import demo
 from .facet_report import facet_report
+from .ltvae_reproduction import reproduce
 from .tables import read_points
 
 __all__ = ["DEFAULT_POINTS", "DEFAULT_EPOCHS", "LR", "loader", "ltvae_factory", "fit_ltvae",
@@ -104,4 +109,4 @@ def describe_ltvae(posterior, data: np.ndarray, *, name: str):
 
 
 ENTRY = register(LTVAE_INFO.entry(factory=ltvae_factory, loader=loader, fit=fit_ltvae,
-                                  describe=describe_ltvae))
+                                  describe=describe_ltvae, demo=demo, reproduce=reproduce))
