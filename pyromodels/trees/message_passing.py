@@ -25,9 +25,12 @@ import math
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 
 from ..checks import as_float_tensor
 from .params import TreeParams
+
+_LOG_2PI = math.log(2 * math.pi)
 
 __all__ = [
     "TreePosterior",
@@ -80,46 +83,151 @@ def prepare_points(params: TreeParams, z, name: str = "z") -> torch.Tensor:
     return z
 
 
-def _gaussian_log_density(x: torch.Tensor, mean: torch.Tensor, tril: torch.Tensor):
-    """``log N(x_n; mean_k, L_k L_k^T)`` for ``x`` ``(N, d)``, ``mean`` ``(K, d)``, ``tril``
-    ``(K, d, d)``; returns ``(N, K)``."""
-    d = x.shape[-1]
-    diff = (x.unsqueeze(-2) - mean).transpose(0, 1).unsqueeze(-1)  # (K, N, d, 1)
-    white = torch.linalg.solve_triangular(tril.unsqueeze(1), diff, upper=False).squeeze(-1)
-    half_logdet = tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)  # (K,)
-    quad = white.pow(2).sum(-1).transpose(0, 1)  # (N, K)
-    return -0.5 * quad - half_logdet - 0.5 * d * math.log(2 * math.pi)
+def _gaussian_groups(params: TreeParams, z: torch.Tensor, groups) -> list[torch.Tensor]:
+    r"""Summed Gaussian log densities of groups of pouches, two matrix products per group.
+
+    Every pouch of a group has the same latent parent (``K`` states); together they cover
+    ``D`` coordinates. With :math:`W_k` the block-diagonal :math:`L_{b,k}^{-1}` over the
+    group's pouches and :math:`c_k = W_k \mu_k`, the whitened point :math:`W_k z - c_k` of
+    every state comes from one ``addmm`` over ``(N, D) @ (D, K D)``, and a second ``addmm``
+    sums its squares per state and adds :math:`-\sum \log \operatorname{diag} L - \tfrac{D}{2}
+    \log 2\pi`. Returns one ``(N, K)`` tensor per group.
+    """
+    tree = params.tree
+    opts = {"dtype": z.dtype, "device": z.device}
+    out = []
+    for group in groups:
+        block = [c for b in group for c in tree.pouches[b]]
+        width, k = len(block), params.means[group[0]].shape[0]
+        if block == list(range(block[0], block[0] + width)):
+            coords = z[:, block[0]:block[0] + width]  # a view: no copy
+        else:
+            coords = z.index_select(1, torch.as_tensor(block, device=z.device))
+        rows, shifts, const, offset = [], [], z.new_zeros(k), 0
+        for b in group:
+            tril, d = params.scale_trils[b], len(tree.pouches[b])
+            rhs = torch.cat([torch.eye(d, **opts).expand(k, d, d),
+                             params.means[b].unsqueeze(-1)], dim=-1)
+            sol = torch.linalg.solve_triangular(tril, rhs, upper=False)  # (K, d, d + 1)
+            # rows[r, k, c] = (L^{-1})[k, c, r], placed at the pouch's columns c
+            rows.append(F.pad(sol[..., :d].permute(2, 0, 1), (offset, width - offset - d)))
+            shifts.append(sol[..., d])
+            const = const - tril.diagonal(dim1=-2, dim2=-1).log().sum(-1) - 0.5 * d * _LOG_2PI
+            offset += d
+        whiten = torch.cat(rows, dim=0).reshape(width, k * width)  # (D, K D)
+        shift = torch.cat(shifts, dim=1).reshape(k * width)
+        reduce = torch.eye(k, **opts).repeat_interleave(width, dim=0).mul_(-0.5)  # (K D, K)
+        white = torch.addmm(-shift, coords, whiten)
+        out.append(torch.addmm(const, white.square_(), reduce))
+    return out
 
 
 def leaf_log_densities(params: TreeParams, z: torch.Tensor) -> tuple[torch.Tensor, ...]:
     r"""Per pouch ``b``, :math:`\lambda_b(k) = \log N(z_b; \mu_{b,k}, \Sigma_{b,k})`,
     ``(N, K_{\pi(b)})``, for prepared points ``z`` (:func:`prepare_points`)."""
-    out = []
-    for block, mean, tril in zip(params.tree.pouches, params.means, params.scale_trils):
-        index = torch.as_tensor(block, device=z.device)
-        out.append(_gaussian_log_density(z.index_select(1, index), mean, tril))
-    return tuple(out)
+    return tuple(_gaussian_groups(params, z, [(b,) for b in range(len(params.tree.pouches))]))
 
 
-def _upward(params: TreeParams, z: torch.Tensor):
-    """Upward (collect) pass: ``beta`` per node ``(N, K_j)`` and ``msg`` per non-root node
-    (its message to its parent, ``(N, K_parent)``)."""
+def _node_leaf_terms(params: TreeParams, z: torch.Tensor) -> list[torch.Tensor | None]:
+    r"""Per latent node :math:`\sum_{b \to j} \lambda_b`, ``(N, K_j)`` (``None`` for a node
+    without pouches), one group of pouches per node."""
+    leaves = params.tree.leaves
+    nodes = [j for j, group in enumerate(leaves) if group]
+    terms: list[torch.Tensor | None] = [None] * len(leaves)
+    for j, term in zip(nodes, _gaussian_groups(params, z, [leaves[j] for j in nodes])):
+        terms[j] = term
+    return terms
+
+
+def _collect(params: TreeParams, leaf, like: torch.Tensor, send):
+    """The upward (collect) pass, children before parents.
+
+    ``beta[j]`` (``(N, K_j)``) is node ``j``'s leaf term plus its children's messages;
+    ``send(j, beta[j])`` returns ``(message to the parent, anything kept for later)``.
+    Returns ``(beta, messages, kept)``, lists indexed by node (``None`` at the root).
+    """
     tree = params.tree
-    leaf = leaf_log_densities(params, z)
-    n = z.shape[0]
+    n = like.shape[0]
     beta: list[torch.Tensor | None] = [None] * tree.num_latents
     msg: list[torch.Tensor | None] = [None] * tree.num_latents
+    kept: list = [None] * tree.num_latents
     for j in reversed(tree.order):
-        b_j = z.new_zeros(n, tree.cardinalities[j])
-        for b in tree.leaves[j]:
-            b_j = b_j + leaf[b]
+        b_j = leaf[j]
         for c in tree.children[j]:
-            b_j = b_j + msg[c]
+            b_j = msg[c] if b_j is None else b_j + msg[c]
+        if b_j is None:  # no pouches and no latent children
+            b_j = like.new_zeros(n, tree.cardinalities[j])
         beta[j] = b_j
         if tree.parents[j] is not None:
-            log_a = params.cpts[j].log()
-            msg[j] = torch.logsumexp(log_a.unsqueeze(0) + b_j.unsqueeze(1), dim=-1)
-    return beta, msg
+            msg[j], kept[j] = send(j, b_j)
+    return beta, msg, kept
+
+
+def _fast_collect(params: TreeParams, leaf, like: torch.Tensor):
+    r"""The upward pass by shifted exponentials and matrix products.
+
+    A message is :math:`m(k') = \log s(k') + \max_k \beta(k)` with :math:`v = e^{\beta -
+    \max \beta}` and :math:`s = v A^\top`. Every term of :math:`s` is a product of
+    non-negative numbers, so :math:`s` is exact up to rounding unless a term is too small to
+    be represented: terms below the dtype's ``tiny`` are lost, at most ``K tiny`` in all,
+    which is below rounding while :math:`s \ge` ``tiny / eps``. Points with a smaller
+    :math:`s` (possible only where :math:`A` has entries of zero or near zero, or where the
+    largest :math:`v` meets a near-zero CPT entry) are flagged in the returned ``(N,)`` mask
+    and must be recomputed in log space (:func:`_log_space`); their ``s`` is clamped so that
+    values and gradients stay finite.
+
+    Returns ``(beta, kept, flagged)``; ``kept[j] = (v_j, s_j)``.
+    """
+    info = torch.finfo(like.dtype)
+    floor = info.tiny / info.eps
+    lowest: list[torch.Tensor] = []
+
+    def send(j, beta_j):
+        top = beta_j.amax(-1, keepdim=True)
+        v = (beta_j - top).exp_()
+        s = v @ params.cpts[j].T
+        lowest.append(s.amin(-1))
+        s.clamp_min_(floor)
+        return s.log().add_(top), (v, s)
+
+    beta, _, kept = _collect(params, leaf, like, send)
+    flagged = (torch.stack(lowest).amin(0) < floor) if lowest else like.new_zeros(
+        like.shape[0], dtype=torch.bool)
+    return beta, kept, flagged
+
+
+def _log_space(params: TreeParams, leaf, like: torch.Tensor, marginals: bool):
+    """The straightforward log-space passes (``logsumexp`` over ``(N, K', K)`` terms): exact
+    for any parameters, slower; used for the points :func:`_fast_collect` flags.
+
+    Returns ``(log_p, nodes, edges)`` (``nodes`` and ``edges`` ``None`` unless
+    ``marginals``).
+    """
+    tree = params.tree
+    log_a = [None if a is None else a.log() for a in params.cpts]
+    beta, msg, _ = _collect(params, leaf, like, lambda j, b: (
+        torch.logsumexp(log_a[j] + b.unsqueeze(1), dim=-1), None))
+    root = tree.root
+    log_rho = params.root_probs.log()
+    log_p = torch.logsumexp(log_rho + beta[root], dim=-1)
+    if not marginals:
+        return log_p, None, None
+    alpha: list[torch.Tensor | None] = [None] * tree.num_latents
+    alpha[root] = log_rho.expand_as(beta[root])
+    edges: list[torch.Tensor | None] = [None] * tree.num_latents
+    for j in tree.order[1:]:
+        p = tree.parents[j]
+        outside = alpha[p] + beta[p] - msg[j]  # (N, K_p): all but j's subtree
+        through = outside.unsqueeze(-1) + log_a[j]  # (N, K_p, K_j)
+        alpha[j] = torch.logsumexp(through, dim=1)
+        edges[j] = (through + (beta[j] - log_p.unsqueeze(-1)).unsqueeze(1)).exp()
+    nodes = [(alpha[j] + beta[j] - log_p.unsqueeze(-1)).exp() for j in range(tree.num_latents)]
+    return log_p, nodes, edges
+
+
+def _patch(fast: torch.Tensor | None, rows: torch.Tensor, exact: torch.Tensor | None):
+    """``fast`` with the given rows replaced by ``exact`` (differentiably)."""
+    return None if fast is None else fast.index_put((rows,), exact)
 
 
 def tree_log_likelihood(params: TreeParams, z) -> torch.Tensor:
@@ -136,14 +244,25 @@ def tree_log_likelihood(params: TreeParams, z) -> torch.Tensor:
         (4,)
     """
     z = prepare_points(params, z)
-    beta, _ = _upward(params, z)
-    root = params.tree.root
-    return torch.logsumexp(params.root_probs.log() + beta[root], dim=-1)
+    leaf = _node_leaf_terms(params, z)
+    beta, _, flagged = _fast_collect(params, leaf, z)
+    log_p = torch.logsumexp(params.root_probs.log() + beta[params.tree.root], dim=-1)
+    if bool(flagged.any()):
+        rows = flagged.nonzero().squeeze(1)
+        exact, _, _ = _log_space(params, [None if t is None else t[rows] for t in leaf],
+                                 z[rows], marginals=False)
+        log_p = _patch(log_p, rows, exact)
+    return log_p
 
 
 def tree_posterior(params: TreeParams, z) -> TreePosterior:
     r"""Exact node and pairwise posterior marginals and :math:`\log p(z)` (collect then
     distribute).
+
+    The distribute pass runs on probabilities: with :math:`v_j, s_j` of the upward pass
+    (:func:`_fast_collect`), :math:`P(Y_j = k \mid Y_{\pi(j)} = k', z) = A_j[k', k] v_j(k) /
+    s_j(k')`, so with :math:`w = P(Y_{\pi(j)} \mid z) / s_j` the node marginal is
+    :math:`v_j \odot (w A_j)` and the pairwise marginal :math:`w(k') A_j[k', k] v_j(k)`.
 
     Args:
         params: the parameters.
@@ -154,21 +273,28 @@ def tree_posterior(params: TreeParams, z) -> TreePosterior:
     """
     z = prepare_points(params, z)
     tree = params.tree
-    beta, msg = _upward(params, z)
+    leaf = _node_leaf_terms(params, z)
+    beta, kept, flagged = _fast_collect(params, leaf, z)
     root = tree.root
-    log_p = torch.logsumexp(params.root_probs.log() + beta[root], dim=-1)
-    alpha: list[torch.Tensor | None] = [None] * tree.num_latents
-    alpha[root] = params.root_probs.log().expand_as(beta[root])
+    joint = params.root_probs.log() + beta[root]
+    log_p = torch.logsumexp(joint, dim=-1)
+    nodes: list[torch.Tensor | None] = [None] * tree.num_latents
+    nodes[root] = (joint - log_p.unsqueeze(-1)).exp()
     edges: list[torch.Tensor | None] = [None] * tree.num_latents
     for j in tree.order[1:]:
-        p = tree.parents[j]
-        outside = alpha[p] + beta[p] - msg[j]  # (N, K_p): all but j's subtree
-        through = outside.unsqueeze(-1) + params.cpts[j].log()  # (N, K_p, K_j)
-        alpha[j] = torch.logsumexp(through, dim=1)
-        edges[j] = (through + (beta[j] - log_p.unsqueeze(-1)).unsqueeze(1)).exp()
-    nodes = tuple((alpha[j] + beta[j] - log_p.unsqueeze(-1)).exp()
-                  for j in range(tree.num_latents))
-    return TreePosterior(log_p, nodes, tuple(edges))
+        v, s = kept[j]
+        a = params.cpts[j]
+        w = nodes[tree.parents[j]] / s
+        nodes[j] = (w @ a).mul_(v)
+        edges[j] = (w.unsqueeze(-1) * v.unsqueeze(-2)).mul_(a)
+    if bool(flagged.any()):
+        rows = flagged.nonzero().squeeze(1)
+        exact = _log_space(params, [None if t is None else t[rows] for t in leaf], z[rows],
+                           marginals=True)
+        log_p = _patch(log_p, rows, exact[0])
+        nodes = [_patch(f, rows, e) for f, e in zip(nodes, exact[1])]
+        edges = [_patch(f, rows, e) for f, e in zip(edges, exact[2])]
+    return TreePosterior(log_p, tuple(nodes), tuple(edges))
 
 
 def tree_map(params: TreeParams, z) -> tuple[torch.Tensor, torch.Tensor]:
@@ -184,24 +310,12 @@ def tree_map(params: TreeParams, z) -> tuple[torch.Tensor, torch.Tensor]:
     """
     z = prepare_points(params, z)
     tree = params.tree
-    leaf = leaf_log_densities(params, z)
-    n = z.shape[0]
-    best: list[torch.Tensor | None] = [None] * tree.num_latents
-    arg: list[torch.Tensor | None] = [None] * tree.num_latents
-    score: list[torch.Tensor | None] = [None] * tree.num_latents
-    for j in reversed(tree.order):
-        s = z.new_zeros(n, tree.cardinalities[j])
-        for b in tree.leaves[j]:
-            s = s + leaf[b]
-        for c in tree.children[j]:
-            s = s + best[c]
-        score[j] = s
-        if tree.parents[j] is not None:
-            cand = params.cpts[j].log().unsqueeze(0) + s.unsqueeze(1)  # (N, K_p, K_j)
-            best[j], arg[j] = cand.max(dim=-1)
+    log_a = [None if a is None else a.log() for a in params.cpts]
+    score, _, arg = _collect(params, _node_leaf_terms(params, z), z, lambda j, s: tuple(
+        (log_a[j] + s.unsqueeze(1)).max(dim=-1)))  # best over the child, and its argmax
     root = tree.root
     log_joint, top = (params.root_probs.log() + score[root]).max(dim=-1)
-    states = torch.empty(n, tree.num_latents, dtype=torch.long, device=z.device)
+    states = torch.empty(z.shape[0], tree.num_latents, dtype=torch.long, device=z.device)
     states[:, root] = top
     for j in tree.order[1:]:
         parent_state = states[:, tree.parents[j]]
