@@ -152,3 +152,21 @@ def test_numeric_tensor_keeps_dtype_and_values_and_rejects_text():
         as_numeric_tensor(["a", "b"], "x")
     with pytest.raises(TypeError, match="x must be numeric, got an array of dtype object"):
         as_numeric_tensor([{"a": 1}], "x")
+
+
+@pytest.mark.parametrize(
+    "values, bad",
+    [
+        ([1e308, 1e308, -1.0], 0),  # finite values whose sum overflows are accepted
+        ([np.inf, -np.inf, 1.0], 2),  # the sum is NaN
+        ([np.inf, 1e308, 1.0], 1),  # the sum is infinite
+        ([np.nan, 1.0], 1),
+    ],
+)
+def test_finiteness_is_decided_per_element_not_by_the_sum(values, bad):
+    x = np.array(values)
+    if bad == 0:
+        assert torch.equal(as_float_tensor(x, "x"), torch.as_tensor(x))
+    else:
+        with pytest.raises(ValueError, match=f"x must be finite: found {bad} NaN or infinite"):
+            as_float_tensor(x, "x")

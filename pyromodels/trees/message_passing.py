@@ -139,85 +139,93 @@ def _node_leaf_terms(params: TreeParams, z: torch.Tensor) -> list[torch.Tensor |
     return terms
 
 
-def _collect(params: TreeParams, leaf, like: torch.Tensor, send):
+def _collect(params: TreeParams, leaf: list, like: torch.Tensor, send):
     """The upward (collect) pass, children before parents.
 
-    ``beta[j]`` (``(N, K_j)``) is node ``j``'s leaf term plus its children's messages;
-    ``send(j, beta[j])`` returns ``(message to the parent, anything kept for later)``.
-    Returns ``(beta, messages, kept)``, lists indexed by node (``None`` at the root).
+    Node ``j``'s :math:`\\beta_j` (``(N, K_j)``) is its leaf term plus its children's
+    messages; ``send(j, beta_j)`` returns ``(message to the parent, what to keep of j)``.
+    Terms are dropped from ``leaf`` and messages once used, so that memory is released early.
+
+    Returns:
+        ``(beta_root, kept)``, ``kept`` a list by node (``None`` at the root).
     """
     tree = params.tree
-    n = like.shape[0]
-    beta: list[torch.Tensor | None] = [None] * tree.num_latents
     msg: list[torch.Tensor | None] = [None] * tree.num_latents
     kept: list = [None] * tree.num_latents
     for j in reversed(tree.order):
-        b_j = leaf[j]
+        beta, leaf[j] = leaf[j], None
         for c in tree.children[j]:
-            b_j = msg[c] if b_j is None else b_j + msg[c]
-        if b_j is None:  # no pouches and no latent children
-            b_j = like.new_zeros(n, tree.cardinalities[j])
-        beta[j] = b_j
-        if tree.parents[j] is not None:
-            msg[j], kept[j] = send(j, b_j)
-    return beta, msg, kept
+            beta = msg[c] if beta is None else beta + msg[c]
+            msg[c] = None
+        if beta is None:  # no pouches and no latent children
+            beta = like.new_zeros(like.shape[0], tree.cardinalities[j])
+        if tree.parents[j] is None:
+            return beta, kept
+        msg[j], kept[j] = send(j, beta)
+    raise AssertionError("the breadth-first order starts at the root")
 
 
-def _fast_collect(params: TreeParams, leaf, like: torch.Tensor):
+def _fast_collect(params: TreeParams, leaf: list, like: torch.Tensor):
     r"""The upward pass by shifted exponentials and matrix products.
 
     A message is :math:`m(k') = \log s(k') + \max_k \beta(k)` with :math:`v = e^{\beta -
     \max \beta}` and :math:`s = v A^\top`. Every term of :math:`s` is a product of
-    non-negative numbers, so :math:`s` is exact up to rounding unless a term is too small to
-    be represented: terms below the dtype's ``tiny`` are lost, at most ``K tiny`` in all,
-    which is below rounding while :math:`s \ge` ``tiny / eps``. Points with a smaller
-    :math:`s` (possible only where :math:`A` has entries of zero or near zero, or where the
-    largest :math:`v` meets a near-zero CPT entry) are flagged in the returned ``(N,)`` mask
-    and must be recomputed in log space (:func:`_log_space`); their ``s`` is clamped so that
-    values and gradients stay finite.
+    non-negative numbers, so :math:`s` is exact up to rounding unless terms are too small to
+    be represented: those below the dtype's ``tiny`` are lost, at most ``K tiny`` in all,
+    which is below rounding while :math:`s \ge` ``tiny / eps``. A smaller :math:`s` needs a
+    CPT entry of zero or near zero; the points where it occurs are flagged in the returned
+    ``(N,)`` mask, to be recomputed in log space (:func:`_log_space`), and their ``s`` is
+    clamped so that values and gradients stay finite.
 
-    Returns ``(beta, kept, flagged)``; ``kept[j] = (v_j, s_j)``.
+    Returns:
+        ``(beta_root, kept, flagged)``; ``kept[j] = (v_j, s_j)``.
     """
     info = torch.finfo(like.dtype)
     floor = info.tiny / info.eps
     lowest: list[torch.Tensor] = []
 
-    def send(j, beta_j):
-        top = beta_j.amax(-1, keepdim=True)
-        v = (beta_j - top).exp_()
+    def send(j, beta):
+        top = beta.amax(-1, keepdim=True)
+        v = (beta - top).exp_()
         s = v @ params.cpts[j].T
-        lowest.append(s.amin(-1))
-        s.clamp_min_(floor)
-        return s.log().add_(top), (v, s)
+        lowest.append(s.min())
+        return s.clamp_min_(floor).log().add_(top), (v, s)
 
-    beta, _, kept = _collect(params, leaf, like, send)
-    flagged = (torch.stack(lowest).amin(0) < floor) if lowest else like.new_zeros(
-        like.shape[0], dtype=torch.bool)
-    return beta, kept, flagged
+    beta_root, kept = _collect(params, leaf, like, send)
+    flagged = None
+    if lowest and bool(torch.stack(lowest).min() < floor):  # rare: no cost otherwise
+        flagged = torch.stack([(kept[j][1] <= floor).any(-1) for j in range(len(kept))
+                               if kept[j] is not None]).any(0)
+    return beta_root, kept, flagged
 
 
-def _log_space(params: TreeParams, leaf, like: torch.Tensor, marginals: bool):
-    """The straightforward log-space passes (``logsumexp`` over ``(N, K', K)`` terms): exact
-    for any parameters, slower; used for the points :func:`_fast_collect` flags.
+def _log_space(params: TreeParams, z: torch.Tensor, marginals: bool):
+    """The straightforward log-space passes (``logsumexp`` over ``(N, K', K)`` terms), exact
+    for any parameters but slower: for the points :func:`_fast_collect` flags.
 
-    Returns ``(log_p, nodes, edges)`` (``nodes`` and ``edges`` ``None`` unless
-    ``marginals``).
+    Returns:
+        ``(log_p, nodes, edges)`` (``nodes`` and ``edges`` ``None`` unless ``marginals``).
     """
     tree = params.tree
     log_a = [None if a is None else a.log() for a in params.cpts]
-    beta, msg, _ = _collect(params, leaf, like, lambda j, b: (
-        torch.logsumexp(log_a[j] + b.unsqueeze(1), dim=-1), None))
+
+    def send(j, beta):
+        msg = torch.logsumexp(log_a[j] + beta.unsqueeze(1), dim=-1)
+        return msg, (beta, msg)
+
+    beta_root, kept = _collect(params, _node_leaf_terms(params, z), z, send)
     root = tree.root
     log_rho = params.root_probs.log()
-    log_p = torch.logsumexp(log_rho + beta[root], dim=-1)
+    log_p = torch.logsumexp(log_rho + beta_root, dim=-1)
     if not marginals:
         return log_p, None, None
+    beta = [beta_root if j == root else kept[j][0] for j in range(tree.num_latents)]
     alpha: list[torch.Tensor | None] = [None] * tree.num_latents
-    alpha[root] = log_rho.expand_as(beta[root])
+    alpha[root] = log_rho.expand_as(beta_root)
     edges: list[torch.Tensor | None] = [None] * tree.num_latents
     for j in tree.order[1:]:
         p = tree.parents[j]
-        outside = alpha[p] + beta[p] - msg[j]  # (N, K_p): all but j's subtree
+        outside = alpha[p] + beta[p] - kept[j][1]  # (N, K_p): all but j's subtree
         through = outside.unsqueeze(-1) + log_a[j]  # (N, K_p, K_j)
         alpha[j] = torch.logsumexp(through, dim=1)
         edges[j] = (through + (beta[j] - log_p.unsqueeze(-1)).unsqueeze(1)).exp()
@@ -244,14 +252,11 @@ def tree_log_likelihood(params: TreeParams, z) -> torch.Tensor:
         (4,)
     """
     z = prepare_points(params, z)
-    leaf = _node_leaf_terms(params, z)
-    beta, _, flagged = _fast_collect(params, leaf, z)
-    log_p = torch.logsumexp(params.root_probs.log() + beta[params.tree.root], dim=-1)
-    if bool(flagged.any()):
+    beta_root, _, flagged = _fast_collect(params, _node_leaf_terms(params, z), z)
+    log_p = torch.logsumexp(params.root_probs.log() + beta_root, dim=-1)
+    if flagged is not None:
         rows = flagged.nonzero().squeeze(1)
-        exact, _, _ = _log_space(params, [None if t is None else t[rows] for t in leaf],
-                                 z[rows], marginals=False)
-        log_p = _patch(log_p, rows, exact)
+        log_p = _patch(log_p, rows, _log_space(params, z[rows], marginals=False)[0])
     return log_p
 
 
@@ -273,28 +278,35 @@ def tree_posterior(params: TreeParams, z) -> TreePosterior:
     """
     z = prepare_points(params, z)
     tree = params.tree
-    leaf = _node_leaf_terms(params, z)
-    beta, kept, flagged = _fast_collect(params, leaf, z)
-    root = tree.root
-    joint = params.root_probs.log() + beta[root]
+    beta_root, kept, flagged = _fast_collect(params, _node_leaf_terms(params, z), z)
+    joint = params.root_probs.log() + beta_root
     log_p = torch.logsumexp(joint, dim=-1)
     nodes: list[torch.Tensor | None] = [None] * tree.num_latents
-    nodes[root] = (joint - log_p.unsqueeze(-1)).exp()
+    nodes[tree.root] = (joint - log_p.unsqueeze(-1)).exp_()
     edges: list[torch.Tensor | None] = [None] * tree.num_latents
     for j in tree.order[1:]:
-        v, s = kept[j]
+        (v, s), kept[j] = kept[j], None
         a = params.cpts[j]
         w = nodes[tree.parents[j]] / s
         nodes[j] = (w @ a).mul_(v)
-        edges[j] = (w.unsqueeze(-1) * v.unsqueeze(-2)).mul_(a)
-    if bool(flagged.any()):
+        edges[j] = _pairwise(w, a, v)
+    if flagged is not None:
         rows = flagged.nonzero().squeeze(1)
-        exact = _log_space(params, [None if t is None else t[rows] for t in leaf], z[rows],
-                           marginals=True)
+        exact = _log_space(params, z[rows], marginals=True)
         log_p = _patch(log_p, rows, exact[0])
         nodes = [_patch(f, rows, e) for f, e in zip(nodes, exact[1])]
         edges = [_patch(f, rows, e) for f, e in zip(edges, exact[2])]
     return TreePosterior(log_p, tuple(nodes), tuple(edges))
+
+
+def _pairwise(w: torch.Tensor, a: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """``w[n, k'] a[k', k] v[n, k]``, shape ``(N, K', K)``: one matrix product whose every
+    sum has a single non-zero term (so it is exact), giving ``v[n, k] a[k', k]`` laid out
+    as ``(N, K' K)``, times ``w`` broadcast over the last dimension in place (on the CPU,
+    much faster than broadcasting two ``(N, K)`` factors over small trailing dimensions)."""
+    kp, kc = a.shape
+    spread = torch.eye(kc, dtype=a.dtype, device=a.device).repeat(1, kp) * a.reshape(1, -1)
+    return (v @ spread).view(-1, kp, kc).mul_(w.unsqueeze(-1))
 
 
 def tree_map(params: TreeParams, z) -> tuple[torch.Tensor, torch.Tensor]:
@@ -311,10 +323,14 @@ def tree_map(params: TreeParams, z) -> tuple[torch.Tensor, torch.Tensor]:
     z = prepare_points(params, z)
     tree = params.tree
     log_a = [None if a is None else a.log() for a in params.cpts]
-    score, _, arg = _collect(params, _node_leaf_terms(params, z), z, lambda j, s: tuple(
-        (log_a[j] + s.unsqueeze(1)).max(dim=-1)))  # best over the child, and its argmax
+
+    def send(j, score):  # the best over the child's states, and which state it is
+        best, arg = (log_a[j] + score.unsqueeze(1)).max(dim=-1)
+        return best, arg
+
+    score_root, arg = _collect(params, _node_leaf_terms(params, z), z, send)
     root = tree.root
-    log_joint, top = (params.root_probs.log() + score[root]).max(dim=-1)
+    log_joint, top = (params.root_probs.log() + score_root).max(dim=-1)
     states = torch.empty(z.shape[0], tree.num_latents, dtype=torch.long, device=z.device)
     states[:, root] = top
     for j in tree.order[1:]:
