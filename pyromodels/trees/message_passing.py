@@ -1,9 +1,9 @@
 r"""Exact inference in a latent tree model with Gaussian pouch leaves, batched over points.
 
-For points :math:`z` (``(N, J)``) everything is computed in log space, vectorised over the
-points with one loop over the tree's nodes, on the device and in the dtype of the parameters,
-and is differentiable (autograd gives :math:`\partial \log p(z) / \partial z`, the paper's
-Eq. 6, and the gradient with respect to :math:`\Theta`). Spec ``ltvae.md`` §3.2:
+For points :math:`z` (``(N, J)``) everything is vectorised over the points with one loop over
+the tree's nodes, on the device and in the dtype of the parameters, and is differentiable
+(autograd gives :math:`\partial \log p(z) / \partial z`, the paper's Eq. 6, and the gradient
+with respect to :math:`\Theta`). Spec ``ltvae.md`` §3.2:
 
 .. math::
 
@@ -17,6 +17,14 @@ Eq. 6, and the gradient with respect to :math:`\Theta`). Spec ``ltvae.md`` §3.2
 Node marginals are :math:`e^{\alpha_j + \beta_j - \log p(z)}` and the pairwise marginal of
 edge :math:`(j, c)` is :math:`e^{\alpha_j(k') + \beta_j(k') - m_{c\to j}(k') + \log A_c[k', k]
 + \beta_c(k) - \log p(z)}`: what an EM step for :math:`\Theta` needs.
+
+How it is computed: the leaf terms of each node come from two matrix products over its
+whitened coordinates (:func:`_gaussian_groups`); each message is
+:math:`\log(e^{\beta_c - \max \beta_c} A_c^\top) + \max \beta_c` (a product of non-negative
+terms, exact to rounding, :func:`_fast_collect`); the distribute pass runs on probabilities
+(:func:`tree_posterior`). Points where a CPT entry of zero or near zero could make a message
+underflow are flagged and recomputed by the straightforward ``logsumexp`` passes
+(:func:`_log_space`).
 """
 
 from __future__ import annotations
