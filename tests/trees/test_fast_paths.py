@@ -10,13 +10,14 @@ from pyromodels.trees import (
     LatentTree,
     TreeParams,
     brute_force,
+    leaf_log_densities,
     tree_log_likelihood,
     tree_map,
     tree_posterior,
 )
 from pyromodels.trees.message_passing import _fast_collect, _log_space, _node_leaf_terms
 
-from .conftest import SHAPES
+from .conftest import SHAPES, random_case
 
 TOL = 1e-10
 #: the benchmark's shape (10 latent nodes; 41,472 joint states, too slow for brute force)
@@ -119,3 +120,40 @@ def test_gradients_at_flagged_points_are_finite_and_exact():
     brute_force(params, ref).log_likelihood.sum().backward()
     assert mask.any() and torch.isfinite(ours.grad).all()
     assert torch.allclose(ours.grad, ref.grad, rtol=1e-9, atol=1e-9)
+
+
+def test_pouches_with_unordered_coordinates_equal_enumeration():
+    """Pouches listing their coordinates out of order, or one node's pouches interleaved
+    with another's, are gathered rather than sliced."""
+    tree = LatentTree([3, 2, 2], [None, 0, 0], [[4, 1], [0], [3, 2, 5], [6]], [1, 0, 2, 1])
+    params, z = extreme_case(tree, 5)
+    assert_equal_to_enumeration(params, z)
+    for b, block in enumerate(tree.pouches):
+        p = tree.pouch_parents[b]
+        gauss = torch.distributions.MultivariateNormal(params.means[b],
+                                                       scale_tril=params.scale_trils[b])
+        expected = gauss.log_prob(z[:, list(block)].unsqueeze(1))
+        assert torch.allclose(leaf_log_densities(params, z)[b], expected, atol=TOL,
+                              rtol=1e-13)
+        assert expected.shape == (z.shape[0], tree.cardinalities[p])
+
+
+def test_marginals_are_differentiable_in_the_points_and_the_parameters():
+    """The in-place steps of the fast passes keep autograd right: gradcheck of every output
+    of ``tree_posterior`` with respect to ``z``, a CPT (through logits) and a mean."""
+    params, z = random_case("three_level", 4, num_points=3)
+    tree = params.tree
+
+    def outputs(points, logits, mean):
+        cpts = list(params.cpts)
+        cpts[3] = logits.softmax(-1)
+        means = list(params.means)
+        means[0] = mean
+        theta = TreeParams(tree, params.root_probs, cpts, means, params.scale_trils)
+        post = tree_posterior(theta, points)
+        return torch.cat([post.log_likelihood, *(m.flatten() for m in post.node_marginals),
+                          *(e.flatten() for e in post.edge_marginals if e is not None)])
+
+    args = (z.clone().requires_grad_(), params.cpts[3].log().clone().requires_grad_(),
+            params.means[0].clone().requires_grad_())
+    assert torch.autograd.gradcheck(outputs, args)
