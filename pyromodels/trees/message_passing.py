@@ -39,6 +39,8 @@ from ..checks import as_float_tensor
 from .params import TreeParams
 
 _LOG_2PI = math.log(2 * math.pi)
+#: the most coordinates whose pouches one whitening product takes together
+_GROUP_WIDTH = 8
 
 __all__ = [
     "TreePosterior",
@@ -138,12 +140,28 @@ def leaf_log_densities(params: TreeParams, z: torch.Tensor) -> tuple[torch.Tenso
 
 def _node_leaf_terms(params: TreeParams, z: torch.Tensor) -> list[torch.Tensor | None]:
     r"""Per latent node :math:`\sum_{b \to j} \lambda_b`, ``(N, K_j)`` (``None`` for a node
-    without pouches), one group of pouches per node."""
-    leaves = params.tree.leaves
-    nodes = [j for j, group in enumerate(leaves) if group]
-    terms: list[torch.Tensor | None] = [None] * len(leaves)
-    for j, term in zip(nodes, _gaussian_groups(params, z, [leaves[j] for j in nodes])):
-        terms[j] = term
+    without pouches).
+
+    A node's pouches are taken together in groups of at most :data:`_GROUP_WIDTH`
+    coordinates (a wider pouch alone): the whitening product of a group costs its width
+    squared per state, so one group over many small pouches would waste most of its work
+    on the zeros between blocks.
+    """
+    tree = params.tree
+    groups, owners = [], []
+    for j, pouches in enumerate(tree.leaves):
+        width = _GROUP_WIDTH  # start a new group at the first pouch
+        for b in pouches:
+            d = len(tree.pouches[b])
+            if width + d > _GROUP_WIDTH:
+                groups.append([])
+                owners.append(j)
+                width = 0
+            groups[-1].append(b)
+            width += d
+    terms: list[torch.Tensor | None] = [None] * tree.num_latents
+    for j, term in zip(owners, _gaussian_groups(params, z, groups)):
+        terms[j] = term if terms[j] is None else terms[j].add_(term)
     return terms
 
 

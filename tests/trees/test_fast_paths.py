@@ -157,3 +157,15 @@ def test_marginals_are_differentiable_in_the_points_and_the_parameters():
     args = (z.clone().requires_grad_(), params.cpts[3].log().clone().requires_grad_(),
             params.means[0].clone().requires_grad_())
     assert torch.autograd.gradcheck(outputs, args)
+
+
+def test_a_node_over_many_pouches_is_split_into_groups():
+    """Twelve scalar pouches and a 3-coordinate one on one node (wider than one whitening
+    group) give the Gaussian mixture's density."""
+    tree = LatentTree([3], [None], [[j] for j in range(12)] + [[12, 13, 14]], [0] * 13)
+    params = TreeParams.random(tree, torch.Generator().manual_seed(6), scale=0.5)
+    z = 2 * torch.randn(9, 15, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    exact = brute_force(params, z)
+    post = tree_posterior(params, z)
+    assert torch.allclose(post.log_likelihood, exact.log_likelihood, atol=TOL, rtol=1e-13)
+    assert torch.allclose(post.node_marginals[0], exact.node_marginals[0], atol=TOL, rtol=0)
