@@ -198,10 +198,12 @@ def _fast_collect(params: TreeParams, leaf: list, like: torch.Tensor):
     \max \beta}` and :math:`s = v A^\top`. Every term of :math:`s` is a product of
     non-negative numbers, so :math:`s` is exact up to rounding unless terms are too small to
     be represented: those below the dtype's ``tiny`` are lost, at most ``K tiny`` in all,
-    which is below rounding while :math:`s \ge` ``tiny / eps``. A smaller :math:`s` needs a
-    CPT entry of zero or near zero; the points where it occurs are flagged in the returned
-    ``(N,)`` mask, to be recomputed in log space (:func:`_log_space`), and their ``s`` is
-    clamped so that values and gradients stay finite.
+    which is below rounding while :math:`s \ge` ``tiny / eps``. As the largest :math:`v` is
+    1, :math:`s(k') \ge A[k', \arg\max \beta]`: a smaller :math:`s` needs a CPT entry below
+    ``tiny / eps`` (about ``1e-292`` in float64), zero in practice. The points where it occurs
+    are flagged in the returned ``(N,)`` mask, to be recomputed in log space
+    (:func:`_log_space`), and their ``s`` is clamped so that values and gradients stay
+    finite.
 
     Returns:
         ``(beta_root, kept, flagged)``; ``kept[j] = (v_j, s_j)``.
