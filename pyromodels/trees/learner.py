@@ -35,7 +35,7 @@ import dataclasses
 
 import torch
 
-from ..checks import check_int, check_positive
+from ..checks import check_in, check_int, check_positive
 from ..core.em import run_em
 from ..core.kmeanspp import kmeanspp_indices
 from ..core.search import run_search
@@ -43,7 +43,8 @@ from ..core.search_types import Phase, SearchCandidate, SearchResult, SearchStep
 from ..data.tables import check_numeric_table
 from .bic import free_parameters
 from .carry_over import extend_params
-from .em import check_covariance_settings, params_to_dict
+from .em import ParameterPart, check_covariance_settings, params_to_dict
+from .local_em import LocalTreeModel, changed_part
 from .message_passing import tree_log_likelihood
 from .model import LatentTreeModel
 from .moves import NodeIntroduction
@@ -52,7 +53,7 @@ from .params import TreeParams
 from .structure import LatentTree
 
 __all__ = ["StructureResult", "learn_structure", "fit_structure", "fresh_node_start",
-           "check_points"]
+           "check_points", "SCREENS"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,22 +93,40 @@ def check_points(z, name: str = "z") -> torch.Tensor:
     return torch.from_numpy(values)
 
 
+SCREENS = ("local", "full")
+"""The screening modes of :func:`learn_structure` (see the module docstring)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Candidate:
+    """A proposal before screening: its carried-over parameters and the part the move
+    changed."""
+
+    params: TreeParams
+    part: ParameterPart
+
+
 class _Fitter:
     """The search's ``score`` and ``screen``: EM on the fixed data, BIC as the score.
 
     ``score`` on a :class:`LatentTree` (the start) fits it from ``restarts`` random starts; on
-    :class:`TreeParams` it runs EM to convergence from them.
+    :class:`TreeParams` it runs EM to convergence from them. ``screen`` runs ``screen_steps``
+    EM steps on a :class:`_Candidate`: local (its changed part only) or full.
     """
 
     def __init__(self, z: torch.Tensor, covariance: tuple, screen_steps: int, em_steps: int,
-                 em_tol: float, restarts: int):
+                 em_tol: float, restarts: int, screen: str = "local"):
         self.z, self.covariance = z, covariance  # (mode, alpha, floor)
         self.screen_steps, self.em_steps = screen_steps, em_steps
-        self.em_tol, self.restarts = em_tol, restarts
+        self.em_tol, self.restarts, self.mode = em_tol, restarts, screen
 
-    def _em(self, tree: LatentTree, init, generator, max_iter: int) -> tuple[float, TreeParams]:
+    def _em(self, tree: LatentTree, init, generator, max_iter: int,
+            part: ParameterPart | None = None) -> tuple[float, TreeParams]:
         mode, alpha, floor = self.covariance
-        model = LatentTreeModel(tree, covariance=mode, alpha=alpha, floor=floor)
+        if part is None:
+            model = LatentTreeModel(tree, covariance=mode, alpha=alpha, floor=floor)
+        else:
+            model = LocalTreeModel(tree, part, covariance=mode, alpha=alpha, floor=floor)
         seed = int(torch.randint(0, 2**62, (1,), generator=generator))
         fit = run_em(model, self.z, max_iter=max_iter, tol=self.em_tol,
                      n_init=self.restarts if init is None else 1, init=init, seed=seed,
@@ -131,8 +150,10 @@ class _Fitter:
             return self._em(state, None, generator, self.em_steps)
         return self._em(state.tree, self._start(state), generator, self.em_steps)
 
-    def screen(self, state: TreeParams, generator) -> tuple[float, TreeParams]:
-        return self._em(state.tree, self._start(state), generator, self.screen_steps)
+    def screen(self, state: _Candidate, generator) -> tuple[float, TreeParams]:
+        params = state.params
+        part = state.part if self.mode == "local" else None
+        return self._em(params.tree, self._start(params), generator, self.screen_steps, part)
 
 
 def _flat_dirichlet(rows: int, cols: int, generator, like: torch.Tensor) -> torch.Tensor:
@@ -177,9 +198,11 @@ def _proposer(operators: tuple[str, ...], z: torch.Tensor):
         out = []
         for move in candidate_moves(state.tree, operators):
             carried = extend_params(move, state, generator)
-            out.append((move, carried))
-            if isinstance(move, NodeIntroduction):
-                out.append((move, fresh_node_start(carried, move.name, z, generator)))
+            part = changed_part(state.tree, carried.tree)
+            out.append((move, _Candidate(carried, part)))
+            if isinstance(move, NodeIntroduction):  # the fresh start changes only the part
+                fresh = fresh_node_start(carried, move.name, z, generator)
+                out.append((move, _Candidate(fresh, part)))
         return out
     return propose
 
@@ -216,7 +239,7 @@ def _phases(operators, covariance: str, z: torch.Tensor) -> list[Phase]:
 
 def learn_structure(z, *, start=None, covariance: str = "full", alpha: float = 1.0,
                     floor: float = 0.01, operators=None,
-                    screen_steps: int = 10, refine_top: int = 3, em_steps: int = 200,
+                    screen: str = "local", screen_steps: int = 10, refine_top: int = 3, em_steps: int = 200,
                     em_tol: float = 1e-6, em_restarts: int = 5, tol: float = 1e-2,
                     max_steps: int = 50, seed: int | None = None, progress: bool = True,
                     callbacks=None, checkpoint=None, checkpoint_every: int | None = None,
@@ -237,7 +260,11 @@ def learn_structure(z, *, start=None, covariance: str = "full", alpha: float = 1
         operators: ``{phase name: operator codes}`` run in this order; ``None``:
             :data:`~pyromodels.trees.PHASES` (expand, adjust, simplify). A phase named
             ``"expand"`` ranks by unit improvement, the others by BIC.
-        screen_steps: EM steps of the screening of every candidate (>= 1).
+        screen: how a candidate is screened: ``"local"`` (EAST's local EM: only the
+            parameters the move changed are re-estimated) or ``"full"`` (every parameter);
+            see the module docstring.
+        screen_steps: the most EM steps of the screening of every candidate (>= 1; it
+            stops earlier once the log-likelihood moves by less than ``em_tol``).
         refine_top: how many of the best screened candidates are fitted to convergence.
         em_steps: the most EM steps of a full fit.
         em_tol: EM's relative tolerance on the log-likelihood.
@@ -271,23 +298,26 @@ def learn_structure(z, *, start=None, covariance: str = "full", alpha: float = 1
     """
     return fit_structure(check_points(z), start=start, covariance=covariance, alpha=alpha,
                          floor=floor,
-                         operators=operators, screen_steps=screen_steps, refine_top=refine_top,
+                         operators=operators, screen=screen, screen_steps=screen_steps,
+                         refine_top=refine_top,
                          em_steps=em_steps, em_tol=em_tol, em_restarts=em_restarts, tol=tol,
                          max_steps=max_steps, seed=seed, progress=progress,
                          callbacks=callbacks, checkpoint=checkpoint,
                          checkpoint_every=checkpoint_every, resume=resume)
 
 
-def fit_structure(z: torch.Tensor, *, start, covariance, alpha, floor, operators, screen_steps,
-                  refine_top, em_steps, em_tol, em_restarts, tol, max_steps, seed, progress, callbacks,
-                  checkpoint, checkpoint_every, resume) -> StructureResult:
+def fit_structure(z: torch.Tensor, *, start, covariance, alpha, floor, operators,
+                  screen="local", screen_steps, refine_top, em_steps, em_tol, em_restarts, tol,
+                  max_steps, seed, progress, callbacks, checkpoint, checkpoint_every,
+                  resume) -> StructureResult:
     """:func:`learn_structure` on points already checked (a float64 tensor ``(N, J)``)."""
     settings = check_covariance_settings(covariance, alpha, floor)
     covariance = settings[0]
     fitter = _Fitter(z, settings, check_int(screen_steps, "screen_steps", minimum=1),
                      check_int(em_steps, "em_steps", minimum=1),
                      check_positive(em_tol, "em_tol", strict=False),
-                     check_int(em_restarts, "em_restarts", minimum=1))
+                     check_int(em_restarts, "em_restarts", minimum=1),
+                     check_in(screen, "screen", SCREENS))
     if start is None:
         start = LatentTree.single(2, z.shape[1])
     if not isinstance(start, LatentTree | TreeParams):
