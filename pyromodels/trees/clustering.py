@@ -30,8 +30,8 @@ class LatentTreeClustering:
         **settings: the search's settings, passed to
             :func:`~pyromodels.trees.learn_structure` (``start``, ``covariance``,
             ``alpha``, ``floor``, ``operators``, ``screen``, ``screen_steps``, ``refine_top``,
-            ``em_steps``, ``em_tol``, ``em_restarts``, ``tol``, ``max_steps``, ``seed``, ``progress``, ``callbacks``,
-            ``checkpoint``, ``checkpoint_every``, ``resume``).
+            ``em_steps``, ``em_tol``, ``em_restarts``, ``tol``, ``max_steps``, ``seed``,
+            ``progress``, ``callbacks``, ``checkpoint``, ``checkpoint_every``, ``resume``).
 
     Attributes (after :meth:`fit`):
         result_: the :class:`~pyromodels.trees.learner.StructureResult`.

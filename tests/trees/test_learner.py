@@ -63,6 +63,13 @@ def test_recovers_the_two_facets(seed):
     assert result.search.converged
 
 
+def test_the_full_screen_recovers_the_two_facets_too():
+    z, _ = planted(300, 100)
+    result = learn_structure(z, seed=0, screen="full", **FAST)
+    assert facets(result.tree) == TRUTH
+    assert result.search.converged
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_recovers_the_facets_of_the_two_facet_data(seed):
     # z1, z2 and z3, z4 move together within each facet: a pouching of one pair is a good
