@@ -127,7 +127,8 @@ def batch_stats(params: TreeParams, z: torch.Tensor,
         w = post.node_marginals[p]  # (N, K)
         x = z[:, list(block)]
         stats[f"first.{b}"] = w.T @ x
-        stats[f"second.{b}"] = torch.einsum("nk,ni,nj->kij", w, x, x)
+        outer = (x.unsqueeze(-1) * x.unsqueeze(-2)).reshape(x.shape[0], -1)  # (N, d * d)
+        stats[f"second.{b}"] = (w.T @ outer).reshape(w.shape[1], x.shape[1], x.shape[1])
     return stats, post.log_likelihood
 
 
@@ -209,21 +210,19 @@ def m_step(tree: LatentTree, stats: dict, previous: TreeParams, *, covariance: s
     """
     if part is None:
         part = ParameterPart.everything(tree)
+    if previous.tree is not tree and previous.tree != tree:
+        raise ValueError("previous must be parameters of tree")
+    root = None
     if part.root:
         root_counts = stats[f"node.{tree.root}"]
         root = root_counts / root_counts.sum()
-    else:
-        root = previous.root_probs
-    cpts = list(previous.cpts)
-    for j, p in enumerate(tree.parents):
-        if p is None or j not in part.cpts:
-            continue
+    cpts, means, trils = {}, {}, {}
+    for j in sorted(part.cpts):
         edge = stats[f"edge.{j}"]
         rows = edge.sum(-1, keepdim=True)
         ok = _share(rows.squeeze(-1)).unsqueeze(-1)
         cpts[j] = torch.where(ok, edge / rows.clamp_min(torch.finfo(edge.dtype).tiny),
                               previous.cpts[j])
-    means, trils = list(previous.means), list(previous.scale_trils)
     for b in sorted(part.pouches):
         block, p = tree.pouches[b], tree.pouch_parents[b]
         n = stats[f"node.{p}"]
@@ -244,7 +243,8 @@ def m_step(tree: LatentTree, stats: dict, previous: TreeParams, *, covariance: s
         if bool(((info != 0) & ok).any()):  # only when floor == 0 and a covariance is singular
             raise ValueError(f"the covariance of pouch {b} is singular; use floor > 0")
         trils[b] = torch.where(ok[:, None, None], tril, previous.scale_trils[b])
-    return TreeParams(tree, root, cpts, means, trils)
+    # only the re-estimated tensors are checked again
+    return previous.replace(root_probs=root, cpts=cpts, means=means, scale_trils=trils)
 
 
 def params_to_dict(params: TreeParams) -> dict:

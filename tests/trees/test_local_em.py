@@ -130,3 +130,23 @@ def test_learn_structure_refuses_an_unknown_screen():
     z = data_for(three_level(), 5, n=50)
     with pytest.raises(ValueError, match="screen must be one of"):
         learn_structure(z, screen="fast", progress=False)
+
+
+def test_replace_checks_only_the_new_tensors_and_shares_the_rest():
+    params = TreeParams.random(three_level(), torch.Generator().manual_seed(0))
+    c = params.tree.index("C")
+    cpt = torch.full((3, 2), 0.5, dtype=torch.float64)
+    new = params.replace(cpts={c: cpt}, means={2: torch.zeros(3, 1, dtype=torch.float64)})
+    assert torch.equal(new.cpts[c], cpt) and torch.equal(new.means[2], torch.zeros(3, 1))
+    assert new.root_probs is params.root_probs and new.scale_trils == params.scale_trils
+    assert all(a is b for i, (a, b) in enumerate(zip(new.cpts, params.cpts)) if i != c)
+    with pytest.raises(ValueError, match=r"cpts\['C'\]"):
+        params.replace(cpts={c: torch.full((3, 2), 0.6, dtype=torch.float64)})
+    with pytest.raises(ValueError, match=r"scale_trils\[0\] must be lower triangular"):
+        params.replace(scale_trils={0: torch.ones(2, 2, 2, dtype=torch.float64)})
+    with pytest.raises(ValueError, match="means must be keyed by indices"):
+        params.replace(means={6: torch.zeros(2, 1, dtype=torch.float64)})
+    with pytest.raises(ValueError, match="cpts must be keyed by indices"):
+        params.replace(cpts={params.tree.root: cpt})
+    with pytest.raises(TypeError, match="cpts must be a dict"):
+        params.replace(cpts=[cpt])
