@@ -16,17 +16,34 @@ A state of the search is a :class:`~pyromodels.trees.params.TreeParams` (its ``t
 structure). Each candidate starts from the current parameters through
 :func:`~pyromodels.trees.extend_params` and is then
 
-* **screened**: ``screen_steps`` batch EM steps from that start, over *all* parameters and
-  all the data (EAST's local EM updates only the changed part; this is the simpler, costlier
-  choice, and the ranking it gives is at least as informed), scored by BIC; a node
-  introduction is screened from two starts, the carried one and :func:`fresh_node_start`,
-  as two candidates of the same move;
+* **screened**: at most ``screen_steps`` EM steps from that start (stopping earlier once the
+  log-likelihood moves by less than ``em_tol``), scored by BIC. With ``screen="local"`` (the
+  default) this is EAST's *local EM* (:mod:`.local_em`): every step computes the exact
+  posterior of the whole tree but re-estimates only the parameters the move changed
+  (:func:`~pyromodels.trees.local_em.changed_part`: the CPTs of nodes with a new parent or
+  cardinality, the root prior if the root changed, the pouches that are new or have a new
+  or resized parent), the rest held at the current model's values. A local step costs one
+  inference pass and the M-step of a few tensors, and the likelihood still never decreases.
+  ``screen="full"`` runs batch EM over *all* parameters instead: each candidate then adapts
+  the whole model to the move, at several times the cost of a step on wide tables (the
+  statistics and M-step of every pouch). The two rank candidates differently and the
+  search may take other paths; neither is better on every table. A node introduction is
+  screened from two starts, the carried one and :func:`fresh_node_start`, as two candidates
+  of the same move;
 * **refined** (the ``refine_top`` best by the phase's rank): batch EM to convergence
   (``em_steps``, ``em_tol``) warm-started from the screened parameters, scored by BIC.
 
 The start (by default one latent node with two states over every coordinate as its own leaf,
 the release's start with ``K = 2``) is fitted by EM from ``em_restarts`` random starts. Node
 names never change along the search: a node keeps its name, ``NI`` adds a fresh one.
+
+The candidates are EAST's, unrestricted (spec §3.5 from PLTM-EAST's source): ``NI`` takes
+every pair of neighbours of a node with more than three, ``PO`` every pair of pouches under
+the same latent node, ``NR`` moves a pouch or subtree under any latent node (not only a
+neighbour of its parent). Their number grows with the square of the number of pouches
+under one node, which is what makes the first rounds on wide tables long: from the one-node
+start over ``J`` columns an expand round screens ``J(J - 1)/2`` node introductions (each from
+two starts) and as many pouchings.
 """
 
 from __future__ import annotations
@@ -40,8 +57,9 @@ from ..core.em import run_em
 from ..core.kmeanspp import kmeanspp_indices
 from ..core.search import run_search
 from ..core.search_types import Phase, SearchCandidate, SearchResult, SearchStep
+from ..core.seeding import derive_seed, make_generator
 from ..data.tables import check_numeric_table
-from .bic import free_parameters
+from .bic import free_parameters, tree_bic
 from .carry_over import extend_params
 from .em import ParameterPart, check_covariance_settings, params_to_dict
 from .local_em import LocalTreeModel, changed_part
@@ -115,20 +133,23 @@ class _Fitter:
     """
 
     def __init__(self, z: torch.Tensor, covariance: tuple, screen_steps: int, em_steps: int,
-                 em_tol: float, restarts: int, screen: str = "local"):
+                 em_tol: float, restarts: int, screen: str = "local",
+                 screen_rows: torch.Tensor | None = None):
         self.z, self.covariance = z, covariance  # (mode, alpha, floor)
         self.screen_steps, self.em_steps = screen_steps, em_steps
         self.em_tol, self.restarts, self.mode = em_tol, restarts, screen
+        self.screen_z = z if screen_rows is None else z[screen_rows]
 
     def _em(self, tree: LatentTree, init, generator, max_iter: int,
-            part: ParameterPart | None = None) -> tuple[float, TreeParams]:
+            part: ParameterPart | None = None, data: torch.Tensor | None = None
+            ) -> tuple[float, TreeParams]:
         mode, alpha, floor = self.covariance
         if part is None:
             model = LatentTreeModel(tree, covariance=mode, alpha=alpha, floor=floor)
         else:
             model = LocalTreeModel(tree, part, covariance=mode, alpha=alpha, floor=floor)
         seed = int(torch.randint(0, 2**62, (1,), generator=generator))
-        fit = run_em(model, self.z, max_iter=max_iter, tol=self.em_tol,
+        fit = run_em(model, self.z if data is None else data, max_iter=max_iter, tol=self.em_tol,
                      n_init=self.restarts if init is None else 1, init=init, seed=seed,
                      progress=False, warn_not_converged=False)
         return float(fit.params["bic"]), model.tree_params(fit)
@@ -153,7 +174,11 @@ class _Fitter:
     def screen(self, state: _Candidate, generator) -> tuple[float, TreeParams]:
         params = state.params
         part = state.part if self.mode == "local" else None
-        return self._em(params.tree, self._start(params), generator, self.screen_steps, part)
+        bic, fitted = self._em(params.tree, self._start(params), generator, self.screen_steps,
+                               part, self.screen_z)
+        if self.screen_z is not self.z:  # scored on every row, comparable with the others
+            bic = tree_bic(fitted, self.z, self.covariance[0])
+        return bic, fitted
 
 
 def _flat_dirichlet(rows: int, cols: int, generator, like: torch.Tensor) -> torch.Tensor:
@@ -239,7 +264,8 @@ def _phases(operators, covariance: str, z: torch.Tensor) -> list[Phase]:
 
 def learn_structure(z, *, start=None, covariance: str = "full", alpha: float = 1.0,
                     floor: float = 0.01, operators=None,
-                    screen: str = "local", screen_steps: int = 10, refine_top: int = 3, em_steps: int = 200,
+                    screen: str = "local", screen_steps: int = 10,
+                    screen_points: int | None = None, refine_top: int = 3, em_steps: int = 200,
                     em_tol: float = 1e-6, em_restarts: int = 5, tol: float = 1e-2,
                     max_steps: int = 50, seed: int | None = None, progress: bool = True,
                     callbacks=None, checkpoint=None, checkpoint_every: int | None = None,
@@ -265,6 +291,10 @@ def learn_structure(z, *, start=None, covariance: str = "full", alpha: float = 1
             see the module docstring.
         screen_steps: the most EM steps of the screening of every candidate (>= 1; it
             stops earlier once the log-likelihood moves by less than ``em_tol``).
+        screen_points: screen on a fixed random subset of this many rows (drawn once from
+            ``seed``, or from ``0`` when ``seed`` is ``None``), each screened candidate
+            then scored by its BIC on all the rows (one more inference pass); ``None`` or
+            at least ``N``: all the rows. The refinement always uses all the rows.
         refine_top: how many of the best screened candidates are fitted to convergence.
         em_steps: the most EM steps of a full fit.
         em_tol: EM's relative tolerance on the log-likelihood.
@@ -299,17 +329,30 @@ def learn_structure(z, *, start=None, covariance: str = "full", alpha: float = 1
     return fit_structure(check_points(z), start=start, covariance=covariance, alpha=alpha,
                          floor=floor,
                          operators=operators, screen=screen, screen_steps=screen_steps,
-                         refine_top=refine_top,
+                         screen_points=screen_points, refine_top=refine_top,
                          em_steps=em_steps, em_tol=em_tol, em_restarts=em_restarts, tol=tol,
                          max_steps=max_steps, seed=seed, progress=progress,
                          callbacks=callbacks, checkpoint=checkpoint,
                          checkpoint_every=checkpoint_every, resume=resume)
 
 
+def _screen_rows(points, n: int, seed) -> torch.Tensor | None:
+    """The sorted rows the screening uses: ``points`` of the ``n`` drawn without replacement
+    from ``seed`` (``0`` for ``None``); ``None`` for all of them."""
+    if points is None:
+        return None
+    points = check_int(points, "screen_points", minimum=2)
+    if points >= n:
+        return None
+    base = 0 if seed is None else check_int(seed, "seed", minimum=0)
+    generator = make_generator(derive_seed(base, "screen_points"))
+    return torch.randperm(n, generator=generator)[:points].sort().values
+
+
 def fit_structure(z: torch.Tensor, *, start, covariance, alpha, floor, operators,
-                  screen="local", screen_steps, refine_top, em_steps, em_tol, em_restarts, tol,
-                  max_steps, seed, progress, callbacks, checkpoint, checkpoint_every,
-                  resume) -> StructureResult:
+                  screen="local", screen_steps, screen_points=None, refine_top, em_steps,
+                  em_tol, em_restarts, tol, max_steps, seed, progress, callbacks, checkpoint,
+                  checkpoint_every, resume) -> StructureResult:
     """:func:`learn_structure` on points already checked (a float64 tensor ``(N, J)``)."""
     settings = check_covariance_settings(covariance, alpha, floor)
     covariance = settings[0]
@@ -317,7 +360,8 @@ def fit_structure(z: torch.Tensor, *, start, covariance, alpha, floor, operators
                      check_int(em_steps, "em_steps", minimum=1),
                      check_positive(em_tol, "em_tol", strict=False),
                      check_int(em_restarts, "em_restarts", minimum=1),
-                     check_in(screen, "screen", SCREENS))
+                     check_in(screen, "screen", SCREENS),
+                     _screen_rows(screen_points, z.shape[0], seed))
     if start is None:
         start = LatentTree.single(2, z.shape[1])
     if not isinstance(start, LatentTree | TreeParams):

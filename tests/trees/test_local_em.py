@@ -16,7 +16,6 @@ from pyromodels.trees import (
     TreeParams,
     Unpouching,
     extend_params,
-    learn_structure,
     sample_tree,
     tree_log_likelihood,
 )
@@ -124,12 +123,6 @@ def test_a_part_outside_the_tree_is_refused():
         LocalTreeModel(tree, {"root": True})
     with pytest.raises(TypeError, match="new must be a LatentTree"):
         changed_part(tree, "tree")
-
-
-def test_learn_structure_refuses_an_unknown_screen():
-    z = data_for(three_level(), 5, n=50)
-    with pytest.raises(ValueError, match="screen must be one of"):
-        learn_structure(z, screen="fast", progress=False)
 
 
 def test_replace_checks_only_the_new_tensors_and_shares_the_rest():
