@@ -25,7 +25,7 @@ structure). Each candidate starts from the current parameters through
   or resized parent), the rest held at the current model's values. A local step costs one
   inference pass and the M-step of a few tensors, and the likelihood still never decreases.
   ``screen="full"`` runs batch EM over *all* parameters instead: each candidate then adapts
-  the whole model to the move, at several times the cost of a step on wide tables (the
+  the whole model to the move, at more than twice the cost of a step on wide tables (the
   statistics and M-step of every pouch). The two rank candidates differently and the
   search may take other paths; neither is better on every table. A node introduction is
   screened from two starts, the carried one and :func:`fresh_node_start`, as two candidates
