@@ -61,7 +61,7 @@ from ..core.seeding import derive_seed, make_generator
 from ..data.tables import check_numeric_table
 from .bic import free_parameters, tree_bic
 from .carry_over import extend_params
-from .em import ParameterPart, check_covariance_settings, params_to_dict
+from .em import ParameterPart, check_covariance_settings
 from .local_em import LocalTreeModel, changed_part
 from .message_passing import tree_log_likelihood
 from .model import LatentTreeModel
@@ -140,7 +140,7 @@ class _Fitter:
         self.em_tol, self.restarts, self.mode = em_tol, restarts, screen
         self.screen_z = z if screen_rows is None else z[screen_rows]
 
-    def _em(self, tree: LatentTree, init, generator, max_iter: int,
+    def _em(self, tree: LatentTree, start: TreeParams | None, generator, max_iter: int,
             part: ParameterPart | None = None, data: torch.Tensor | None = None
             ) -> tuple[float, TreeParams]:
         mode, alpha, floor = self.covariance
@@ -148,13 +148,14 @@ class _Fitter:
             model = LatentTreeModel(tree, covariance=mode, alpha=alpha, floor=floor)
         else:
             model = LocalTreeModel(tree, part, covariance=mode, alpha=alpha, floor=floor)
+        init = None if start is None else model.em_start(self._start(start))
         seed = int(torch.randint(0, 2**62, (1,), generator=generator))
         fit = run_em(model, self.z if data is None else data, max_iter=max_iter, tol=self.em_tol,
                      n_init=self.restarts if init is None else 1, init=init, seed=seed,
                      progress=False, warn_not_converged=False)
         return float(fit.params["bic"]), model.tree_params(fit)
 
-    def _start(self, params: TreeParams) -> dict:
+    def _start(self, params: TreeParams) -> TreeParams:
         """``params`` as EM's start; with fixed covariances, those set to ``alpha * I`` (a
         carried-over start may hold moment-matched ones, which the first M-step would reset
         while lowering the likelihood)."""
@@ -164,18 +165,18 @@ class _Fitter:
                      * alpha ** 0.5 for t in params.scale_trils]
             params = TreeParams(params.tree, params.root_probs, list(params.cpts),
                                 list(params.means), trils)
-        return params_to_dict(params)
+        return params
 
     def __call__(self, state, generator) -> tuple[float, TreeParams]:
         if isinstance(state, LatentTree):
             return self._em(state, None, generator, self.em_steps)
-        return self._em(state.tree, self._start(state), generator, self.em_steps)
+        return self._em(state.tree, state, generator, self.em_steps)
 
     def screen(self, state: _Candidate, generator) -> tuple[float, TreeParams]:
         params = state.params
         part = state.part if self.mode == "local" else None
-        bic, fitted = self._em(params.tree, self._start(params), generator, self.screen_steps,
-                               part, self.screen_z)
+        bic, fitted = self._em(params.tree, params, generator, self.screen_steps, part,
+                               self.screen_z)
         if self.screen_z is not self.z:  # scored on every row, comparable with the others
             bic = tree_bic(fitted, self.z, self.covariance[0])
         return bic, fitted

@@ -101,6 +101,18 @@ class LatentTreeModel(Model):
         values = getattr(fit, "params", fit)
         return kernels.params_from_dict(self.tree, values)
 
+    def em_start(self, params: TreeParams) -> dict:
+        """``params`` (checked :class:`TreeParams` of this tree) as the engines' ``init``
+        dict; the model's first step then uses ``params`` as they are, unchecked again."""
+        if not isinstance(params, TreeParams):
+            raise TypeError(f"params must be TreeParams, got {type(params).__name__}")
+        if params.tree != self.tree:
+            raise ValueError(f"params must be parameters of the model's tree {self.tree!r}, "
+                             f"got parameters of {params.tree!r}")
+        values = kernels.params_to_dict(params)
+        self._last = (dict(values), params)
+        return values
+
     def _params(self, values: dict) -> TreeParams:
         """``values`` as :class:`TreeParams`: the last M-step's own when ``values`` holds
         exactly its tensors (the engines hand each step's output to the next step), else

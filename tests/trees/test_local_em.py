@@ -143,3 +143,21 @@ def test_replace_checks_only_the_new_tensors_and_shares_the_rest():
         params.replace(cpts={params.tree.root: cpt})
     with pytest.raises(TypeError, match="cpts must be a dict"):
         params.replace(cpts=[cpt])
+
+
+def test_a_start_handed_over_as_params_gives_the_same_fit_as_its_dict():
+    tree = three_level()
+    z = data_for(tree, 21)
+    start = TreeParams.random(tree, torch.Generator().manual_seed(22))
+    fits = []
+    for handover in ("dict", "params"):
+        model = LatentTreeModel(tree)
+        init = params_to_dict(start) if handover == "dict" else model.em_start(start)
+        fits.append(run_em(model, z, init=init, max_iter=4, tol=0.0, progress=False,
+                           warn_not_converged=False))
+    for key, value in fits[0].params.items():
+        assert torch.equal(value, fits[1].params[key]), key
+    with pytest.raises(ValueError, match="model's tree"):
+        LatentTreeModel(SHAPES["chain"]()).em_start(start)
+    with pytest.raises(TypeError, match="params must be TreeParams"):
+        LatentTreeModel(tree).em_start(params_to_dict(start))
