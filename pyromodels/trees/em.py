@@ -11,6 +11,10 @@ held in a plain dict of tensors (so a generic engine can average them):
   :math:`\sum_i w_{ik} z_{ib} z_{ib}^\top`, ``(K, d_b, d_b)``, per pouch ``b``, with
   :math:`w_{ik} = P(Y_{\pi(b)} = k \mid z_i)`.
 
+A :class:`ParameterPart` restricts both to part of the parameters (local EM, the structure
+search's screening): :func:`batch_stats` then returns only the statistics that part's
+M-step reads and :func:`m_step` re-estimates only it, keeping the rest of ``previous``.
+
 The M-step (:func:`m_step`) is invariant to a common scale of the statistics (sums or
 averages give the same parameters): :math:`\rho \propto` the root's counts,
 :math:`A_j[k', \cdot] \propto` the edge counts' row :math:`k'`,
