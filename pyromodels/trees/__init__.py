@@ -26,7 +26,9 @@ These parts know no model: a family builds its story from them.
 - :func:`extend_params` (:mod:`.carry_over`): parameters for a move's tree, started from the
   current ones.
 - :func:`learn_structure` (:mod:`.learner`): PLTM-EAST's BIC hill-climbing over the operators
-  through :func:`~pyromodels.core.run_search`, giving a :class:`StructureResult`.
+  through :func:`~pyromodels.core.run_search`, giving a :class:`StructureResult`; its
+  candidates are screened by local EM (:mod:`.local_em`: only the parameters a move
+  changed are re-estimated).
 - :class:`LatentTreeClustering` (:mod:`.clustering`): learn a tree on a table and cluster its
   rows along every latent variable (facet).
 """

@@ -29,9 +29,10 @@ class LatentTreeClustering:
             (also applied by :meth:`predict`); ``False`` uses the values as they are.
         **settings: the search's settings, passed to
             :func:`~pyromodels.trees.learn_structure` (``start``, ``covariance``,
-            ``alpha``, ``floor``, ``operators``, ``screen_steps``, ``refine_top``, ``em_steps``, ``em_tol``,
-            ``em_restarts``, ``tol``, ``max_steps``, ``seed``, ``progress``, ``callbacks``,
-            ``checkpoint``, ``checkpoint_every``, ``resume``).
+            ``alpha``, ``floor``, ``operators``, ``screen``, ``screen_steps``,
+            ``screen_points``, ``refine_top``, ``em_steps``, ``em_tol``, ``em_restarts``,
+            ``tol``, ``max_steps``, ``seed``, ``progress``, ``callbacks``, ``checkpoint``,
+            ``checkpoint_every``, ``resume``).
 
     Attributes (after :meth:`fit`):
         result_: the :class:`~pyromodels.trees.learner.StructureResult`.
@@ -52,8 +53,9 @@ class LatentTreeClustering:
     """
 
     _settings = ("start", "covariance", "alpha", "floor", "operators", "screen_steps",
-                 "refine_top", "em_steps", "em_tol", "em_restarts", "tol", "max_steps", "seed",
-                 "progress", "callbacks", "checkpoint", "checkpoint_every", "resume")
+                 "screen", "screen_points", "refine_top", "em_steps", "em_tol", "em_restarts",
+                 "tol", "max_steps", "seed", "progress", "callbacks", "checkpoint",
+                 "checkpoint_every", "resume")
 
     def __init__(self, *, standardize: bool = True, **settings):
         unknown = sorted(set(settings) - set(self._settings))
@@ -63,7 +65,8 @@ class LatentTreeClustering:
         self.standardize = check_bool(standardize, "standardize")
         defaults = {"start": None, "covariance": "full", "alpha": 1.0, "floor": 0.01,
                     "operators": None,
-                    "screen_steps": 10, "refine_top": 3, "em_steps": 200, "em_tol": 1e-6,
+                    "screen": "local", "screen_steps": 10, "screen_points": None,
+                    "refine_top": 3, "em_steps": 200, "em_tol": 1e-6,
                     "em_restarts": 5, "tol": 1e-2, "max_steps": 50, "seed": None,
                     "progress": True, "callbacks": None, "checkpoint": None,
                     "checkpoint_every": None, "resume": None}

@@ -11,6 +11,10 @@ held in a plain dict of tensors (so a generic engine can average them):
   :math:`\sum_i w_{ik} z_{ib} z_{ib}^\top`, ``(K, d_b, d_b)``, per pouch ``b``, with
   :math:`w_{ik} = P(Y_{\pi(b)} = k \mid z_i)`.
 
+A :class:`ParameterPart` restricts both to part of the parameters (local EM, the structure
+search's screening): :func:`batch_stats` then returns only the statistics that part's
+M-step reads and :func:`m_step` re-estimates only it, keeping the rest of ``previous``.
+
 The M-step (:func:`m_step`) is invariant to a common scale of the statistics (sums or
 averages give the same parameters): :math:`\rho \propto` the root's counts,
 :math:`A_j[k', \cdot] \propto` the edge counts' row :math:`k'`,
@@ -30,6 +34,8 @@ equals the textbook running average except where the eigenvalue floor raises a c
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from ..checks import check_in, check_positive
@@ -39,6 +45,7 @@ from .structure import LatentTree
 
 __all__ = [
     "COVARIANCE_MODES",
+    "ParameterPart",
     "check_covariance_settings",
     "batch_stats",
     "model_stats",
@@ -61,22 +68,71 @@ def check_covariance_settings(covariance: str, alpha, floor) -> tuple[str, float
     return covariance, alpha, floor
 
 
-def batch_stats(params: TreeParams, z: torch.Tensor) -> tuple[dict, torch.Tensor]:
+@dataclasses.dataclass(frozen=True)
+class ParameterPart:
+    """A part of a tree's parameters: what a local EM step re-estimates (the rest is held).
+
+    Attributes:
+        root: whether the root prior is in the part.
+        cpts: the indices of the non-root latent nodes whose CPT is in the part.
+        pouches: the indices of the pouches whose means and covariances are in the part.
+    """
+
+    root: bool
+    cpts: frozenset[int]
+    pouches: frozenset[int]
+
+    @classmethod
+    def everything(cls, tree: LatentTree) -> ParameterPart:
+        """Every parameter of ``tree``."""
+        return cls(True, frozenset(j for j, p in enumerate(tree.parents) if p is not None),
+                   frozenset(range(len(tree.pouches))))
+
+    def check(self, tree: LatentTree) -> ParameterPart:
+        """``self``, checked against ``tree`` (ValueError naming a node or pouch it lacks)."""
+        bad = sorted(j for j in self.cpts
+                     if not 0 <= j < tree.num_latents or tree.parents[j] is None)
+        if bad:
+            raise ValueError(f"part.cpts must hold indices of non-root latent nodes, got {bad}")
+        bad = sorted(b for b in self.pouches if not 0 <= b < len(tree.pouches))
+        if bad:
+            raise ValueError(f"part.pouches must hold pouch indices below "
+                             f"{len(tree.pouches)}, got {bad}")
+        return self
+
+
+def batch_stats(params: TreeParams, z: torch.Tensor,
+                part: ParameterPart | None = None) -> tuple[dict, torch.Tensor]:
     """The expected sufficient statistics of prepared points ``z`` ``(N, J)`` (sums over the
     points) and their log-likelihoods ``(N,)`` under ``params`` (one exact inference pass).
+
+    With ``part`` only the statistics its parameters' M-step reads: ``node.<root>`` for the
+    root prior, ``edge.<j>`` for a CPT, ``node.<parent>``, ``first.<b>`` and ``second.<b>``
+    for a pouch (the posterior is still computed over the whole tree).
     """
     tree = params.tree
     post = tree_posterior(params, z)
     stats: dict[str, torch.Tensor] = {}
-    for j, marg in enumerate(post.node_marginals):
-        stats[f"node.{j}"] = marg.sum(0)
-        if tree.parents[j] is not None:
-            stats[f"edge.{j}"] = post.edge_marginals[j].sum(0)
-    for b, (block, p) in enumerate(zip(tree.pouches, tree.pouch_parents)):
+    if part is None:
+        nodes = range(tree.num_latents)
+        edges = [j for j, p in enumerate(tree.parents) if p is not None]
+        pouches = range(len(tree.pouches))
+    else:
+        pouches = sorted(part.pouches)
+        nodes = sorted({tree.pouch_parents[b] for b in pouches}
+                       | ({tree.root} if part.root else set()))
+        edges = sorted(part.cpts)
+    for j in nodes:
+        stats[f"node.{j}"] = post.node_marginals[j].sum(0)
+    for j in edges:
+        stats[f"edge.{j}"] = post.edge_marginals[j].sum(0)
+    for b in pouches:
+        block, p = tree.pouches[b], tree.pouch_parents[b]
         w = post.node_marginals[p]  # (N, K)
         x = z[:, list(block)]
         stats[f"first.{b}"] = w.T @ x
-        stats[f"second.{b}"] = torch.einsum("nk,ni,nj->kij", w, x, x)
+        outer = (x.unsqueeze(-1) * x.unsqueeze(-2)).reshape(x.shape[0], -1)  # (N, d * d)
+        stats[f"second.{b}"] = (w.T @ outer).reshape(w.shape[1], x.shape[1], x.shape[1])
     return stats, post.log_likelihood
 
 
@@ -137,7 +193,8 @@ def _share(counts: torch.Tensor) -> torch.Tensor:
 
 
 def m_step(tree: LatentTree, stats: dict, previous: TreeParams, *, covariance: str = "full",
-           alpha: float = 1.0, floor: float = 0.01) -> TreeParams:
+           alpha: float = 1.0, floor: float = 0.01, part: ParameterPart | None = None
+           ) -> TreeParams:
     """The parameters maximising the expected complete-data log-likelihood of ``stats``.
 
     Args:
@@ -148,33 +205,40 @@ def m_step(tree: LatentTree, stats: dict, previous: TreeParams, *, covariance: s
             (``alpha * I``).
         alpha: the fixed covariances' scale.
         floor: the least eigenvalue of a learned covariance.
+        part: re-estimate only these parameters and keep the others of ``previous`` (the
+            M-step of a local EM; ``stats`` need only hold what
+            :func:`batch_stats` gives for ``part``); ``None``: all of them.
 
     Returns:
         New :class:`TreeParams`.
     """
-    root_counts = stats[f"node.{tree.root}"]
-    root = root_counts / root_counts.sum()
-    cpts: list[torch.Tensor | None] = [None] * tree.num_latents
-    for j, p in enumerate(tree.parents):
-        if p is None:
-            continue
+    if part is None:
+        part = ParameterPart.everything(tree)
+    if previous.tree is not tree and previous.tree != tree:
+        raise ValueError("previous must be parameters of tree")
+    root = None
+    if part.root:
+        root_counts = stats[f"node.{tree.root}"]
+        root = root_counts / root_counts.sum()
+    cpts, means, trils = {}, {}, {}
+    for j in sorted(part.cpts):
         edge = stats[f"edge.{j}"]
         rows = edge.sum(-1, keepdim=True)
         ok = _share(rows.squeeze(-1)).unsqueeze(-1)
         cpts[j] = torch.where(ok, edge / rows.clamp_min(torch.finfo(edge.dtype).tiny),
                               previous.cpts[j])
-    means, trils = [], []
-    for b, (block, p) in enumerate(zip(tree.pouches, tree.pouch_parents)):
+    for b in sorted(part.pouches):
+        block, p = tree.pouches[b], tree.pouch_parents[b]
         n = stats[f"node.{p}"]
         ok = _share(n)
         safe = n.clamp_min(torch.finfo(n.dtype).tiny)
         mean = torch.where(ok.unsqueeze(-1), stats[f"first.{b}"] / safe.unsqueeze(-1),
                            previous.means[b])
-        means.append(mean)
+        means[b] = mean
         d = len(block)
         if covariance == "fixed":
             eye = torch.eye(d, dtype=mean.dtype, device=mean.device)
-            trils.append((alpha ** 0.5 * eye).expand(n.shape[0], d, d).clone())
+            trils[b] = (alpha ** 0.5 * eye).expand(n.shape[0], d, d).clone()
             continue
         outer = mean.unsqueeze(-1) * mean.unsqueeze(-2)
         cov = stats[f"second.{b}"] / safe[:, None, None] - outer
@@ -182,8 +246,9 @@ def m_step(tree: LatentTree, stats: dict, previous: TreeParams, *, covariance: s
         tril, info = torch.linalg.cholesky_ex(cov)
         if bool(((info != 0) & ok).any()):  # only when floor == 0 and a covariance is singular
             raise ValueError(f"the covariance of pouch {b} is singular; use floor > 0")
-        trils.append(torch.where(ok[:, None, None], tril, previous.scale_trils[b]))
-    return TreeParams(tree, root, cpts, means, trils)
+        trils[b] = torch.where(ok[:, None, None], tril, previous.scale_trils[b])
+    # only the re-estimated tensors are checked again
+    return previous.replace(root_probs=root, cpts=cpts, means=means, scale_trils=trils)
 
 
 def params_to_dict(params: TreeParams) -> dict:

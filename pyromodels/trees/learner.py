@@ -16,17 +16,34 @@ A state of the search is a :class:`~pyromodels.trees.params.TreeParams` (its ``t
 structure). Each candidate starts from the current parameters through
 :func:`~pyromodels.trees.extend_params` and is then
 
-* **screened**: ``screen_steps`` batch EM steps from that start, over *all* parameters and
-  all the data (EAST's local EM updates only the changed part; this is the simpler, costlier
-  choice, and the ranking it gives is at least as informed), scored by BIC; a node
-  introduction is screened from two starts, the carried one and :func:`fresh_node_start`,
-  as two candidates of the same move;
+* **screened**: at most ``screen_steps`` EM steps from that start (stopping earlier once the
+  log-likelihood moves by less than ``em_tol``), scored by BIC. With ``screen="local"`` (the
+  default) this is EAST's *local EM* (:mod:`.local_em`): every step computes the exact
+  posterior of the whole tree but re-estimates only the parameters the move changed
+  (:func:`~pyromodels.trees.local_em.changed_part`: the CPTs of nodes with a new parent or
+  cardinality, the root prior if the root changed, the pouches that are new or have a new
+  or resized parent), the rest held at the current model's values. A local step costs one
+  inference pass and the M-step of a few tensors, and the likelihood still never decreases.
+  ``screen="full"`` runs batch EM over *all* parameters instead: each candidate then adapts
+  the whole model to the move, at more than twice the cost of a step on wide tables (the
+  statistics and M-step of every pouch). The two rank candidates differently and the
+  search may take other paths; neither is better on every table. A node introduction is
+  screened from two starts, the carried one and :func:`fresh_node_start`, as two candidates
+  of the same move;
 * **refined** (the ``refine_top`` best by the phase's rank): batch EM to convergence
   (``em_steps``, ``em_tol``) warm-started from the screened parameters, scored by BIC.
 
 The start (by default one latent node with two states over every coordinate as its own leaf,
 the release's start with ``K = 2``) is fitted by EM from ``em_restarts`` random starts. Node
 names never change along the search: a node keeps its name, ``NI`` adds a fresh one.
+
+The candidates are EAST's, unrestricted (spec §3.5 from PLTM-EAST's source): ``NI`` takes
+every pair of neighbours of a node with more than three, ``PO`` every pair of pouches under
+the same latent node, ``NR`` moves a pouch or subtree under any latent node (not only a
+neighbour of its parent). Their number grows with the square of the number of pouches
+under one node, which is what makes the first rounds on wide tables long: from the one-node
+start over ``J`` columns an expand round screens ``J(J - 1)/2`` node introductions (each from
+two starts) and as many pouchings.
 """
 
 from __future__ import annotations
@@ -35,15 +52,17 @@ import dataclasses
 
 import torch
 
-from ..checks import check_int, check_positive
+from ..checks import check_in, check_int, check_positive
 from ..core.em import run_em
 from ..core.kmeanspp import kmeanspp_indices
 from ..core.search import run_search
 from ..core.search_types import Phase, SearchCandidate, SearchResult, SearchStep
+from ..core.seeding import derive_seed, make_generator
 from ..data.tables import check_numeric_table
-from .bic import free_parameters
+from .bic import free_parameters, tree_bic
 from .carry_over import extend_params
-from .em import check_covariance_settings, params_to_dict
+from .em import ParameterPart, check_covariance_settings
+from .local_em import LocalTreeModel, changed_part
 from .message_passing import tree_log_likelihood
 from .model import LatentTreeModel
 from .moves import NodeIntroduction
@@ -52,7 +71,7 @@ from .params import TreeParams
 from .structure import LatentTree
 
 __all__ = ["StructureResult", "learn_structure", "fit_structure", "fresh_node_start",
-           "check_points"]
+           "check_points", "SCREENS"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,29 +111,51 @@ def check_points(z, name: str = "z") -> torch.Tensor:
     return torch.from_numpy(values)
 
 
+SCREENS = ("local", "full")
+"""The screening modes of :func:`learn_structure` (see the module docstring)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Candidate:
+    """A proposal before screening: its carried-over parameters and the part the move
+    changed."""
+
+    params: TreeParams
+    part: ParameterPart
+
+
 class _Fitter:
     """The search's ``score`` and ``screen``: EM on the fixed data, BIC as the score.
 
     ``score`` on a :class:`LatentTree` (the start) fits it from ``restarts`` random starts; on
-    :class:`TreeParams` it runs EM to convergence from them.
+    :class:`TreeParams` it runs EM to convergence from them. ``screen`` runs ``screen_steps``
+    EM steps on a :class:`_Candidate`: local (its changed part only) or full.
     """
 
     def __init__(self, z: torch.Tensor, covariance: tuple, screen_steps: int, em_steps: int,
-                 em_tol: float, restarts: int):
+                 em_tol: float, restarts: int, screen: str = "local",
+                 screen_rows: torch.Tensor | None = None):
         self.z, self.covariance = z, covariance  # (mode, alpha, floor)
         self.screen_steps, self.em_steps = screen_steps, em_steps
-        self.em_tol, self.restarts = em_tol, restarts
+        self.em_tol, self.restarts, self.mode = em_tol, restarts, screen
+        self.screen_z = z if screen_rows is None else z[screen_rows]
 
-    def _em(self, tree: LatentTree, init, generator, max_iter: int) -> tuple[float, TreeParams]:
+    def _em(self, tree: LatentTree, start: TreeParams | None, generator, max_iter: int,
+            part: ParameterPart | None = None, data: torch.Tensor | None = None
+            ) -> tuple[float, TreeParams]:
         mode, alpha, floor = self.covariance
-        model = LatentTreeModel(tree, covariance=mode, alpha=alpha, floor=floor)
+        if part is None:
+            model = LatentTreeModel(tree, covariance=mode, alpha=alpha, floor=floor)
+        else:
+            model = LocalTreeModel(tree, part, covariance=mode, alpha=alpha, floor=floor)
+        init = None if start is None else model.em_start(self._start(start))
         seed = int(torch.randint(0, 2**62, (1,), generator=generator))
-        fit = run_em(model, self.z, max_iter=max_iter, tol=self.em_tol,
+        fit = run_em(model, self.z if data is None else data, max_iter=max_iter, tol=self.em_tol,
                      n_init=self.restarts if init is None else 1, init=init, seed=seed,
                      progress=False, warn_not_converged=False)
         return float(fit.params["bic"]), model.tree_params(fit)
 
-    def _start(self, params: TreeParams) -> dict:
+    def _start(self, params: TreeParams) -> TreeParams:
         """``params`` as EM's start; with fixed covariances, those set to ``alpha * I`` (a
         carried-over start may hold moment-matched ones, which the first M-step would reset
         while lowering the likelihood)."""
@@ -124,15 +165,21 @@ class _Fitter:
                      * alpha ** 0.5 for t in params.scale_trils]
             params = TreeParams(params.tree, params.root_probs, list(params.cpts),
                                 list(params.means), trils)
-        return params_to_dict(params)
+        return params
 
     def __call__(self, state, generator) -> tuple[float, TreeParams]:
         if isinstance(state, LatentTree):
             return self._em(state, None, generator, self.em_steps)
-        return self._em(state.tree, self._start(state), generator, self.em_steps)
+        return self._em(state.tree, state, generator, self.em_steps)
 
-    def screen(self, state: TreeParams, generator) -> tuple[float, TreeParams]:
-        return self._em(state.tree, self._start(state), generator, self.screen_steps)
+    def screen(self, state: _Candidate, generator) -> tuple[float, TreeParams]:
+        params = state.params
+        part = state.part if self.mode == "local" else None
+        bic, fitted = self._em(params.tree, params, generator, self.screen_steps, part,
+                               self.screen_z)
+        if self.screen_z is not self.z:  # scored on every row, comparable with the others
+            bic = tree_bic(fitted, self.z, self.covariance[0])
+        return bic, fitted
 
 
 def _flat_dirichlet(rows: int, cols: int, generator, like: torch.Tensor) -> torch.Tensor:
@@ -177,9 +224,11 @@ def _proposer(operators: tuple[str, ...], z: torch.Tensor):
         out = []
         for move in candidate_moves(state.tree, operators):
             carried = extend_params(move, state, generator)
-            out.append((move, carried))
-            if isinstance(move, NodeIntroduction):
-                out.append((move, fresh_node_start(carried, move.name, z, generator)))
+            part = changed_part(state.tree, carried.tree)
+            out.append((move, _Candidate(carried, part)))
+            if isinstance(move, NodeIntroduction):  # the fresh start changes only the part
+                fresh = fresh_node_start(carried, move.name, z, generator)
+                out.append((move, _Candidate(fresh, part)))
         return out
     return propose
 
@@ -216,7 +265,8 @@ def _phases(operators, covariance: str, z: torch.Tensor) -> list[Phase]:
 
 def learn_structure(z, *, start=None, covariance: str = "full", alpha: float = 1.0,
                     floor: float = 0.01, operators=None,
-                    screen_steps: int = 10, refine_top: int = 3, em_steps: int = 200,
+                    screen: str = "local", screen_steps: int = 10,
+                    screen_points: int | None = None, refine_top: int = 3, em_steps: int = 200,
                     em_tol: float = 1e-6, em_restarts: int = 5, tol: float = 1e-2,
                     max_steps: int = 50, seed: int | None = None, progress: bool = True,
                     callbacks=None, checkpoint=None, checkpoint_every: int | None = None,
@@ -237,7 +287,15 @@ def learn_structure(z, *, start=None, covariance: str = "full", alpha: float = 1
         operators: ``{phase name: operator codes}`` run in this order; ``None``:
             :data:`~pyromodels.trees.PHASES` (expand, adjust, simplify). A phase named
             ``"expand"`` ranks by unit improvement, the others by BIC.
-        screen_steps: EM steps of the screening of every candidate (>= 1).
+        screen: how a candidate is screened: ``"local"`` (EAST's local EM: only the
+            parameters the move changed are re-estimated) or ``"full"`` (every parameter);
+            see the module docstring.
+        screen_steps: the most EM steps of the screening of every candidate (>= 1; it
+            stops earlier once the log-likelihood moves by less than ``em_tol``).
+        screen_points: screen on a fixed random subset of this many rows (drawn once from
+            ``seed``, or from ``0`` when ``seed`` is ``None``), each screened candidate
+            then scored by its BIC on all the rows (one more inference pass); ``None`` or
+            at least ``N``: all the rows. The refinement always uses all the rows.
         refine_top: how many of the best screened candidates are fitted to convergence.
         em_steps: the most EM steps of a full fit.
         em_tol: EM's relative tolerance on the log-likelihood.
@@ -271,23 +329,40 @@ def learn_structure(z, *, start=None, covariance: str = "full", alpha: float = 1
     """
     return fit_structure(check_points(z), start=start, covariance=covariance, alpha=alpha,
                          floor=floor,
-                         operators=operators, screen_steps=screen_steps, refine_top=refine_top,
+                         operators=operators, screen=screen, screen_steps=screen_steps,
+                         screen_points=screen_points, refine_top=refine_top,
                          em_steps=em_steps, em_tol=em_tol, em_restarts=em_restarts, tol=tol,
                          max_steps=max_steps, seed=seed, progress=progress,
                          callbacks=callbacks, checkpoint=checkpoint,
                          checkpoint_every=checkpoint_every, resume=resume)
 
 
-def fit_structure(z: torch.Tensor, *, start, covariance, alpha, floor, operators, screen_steps,
-                  refine_top, em_steps, em_tol, em_restarts, tol, max_steps, seed, progress, callbacks,
-                  checkpoint, checkpoint_every, resume) -> StructureResult:
+def _screen_rows(points, n: int, seed) -> torch.Tensor | None:
+    """The sorted rows the screening uses: ``points`` of the ``n`` drawn without replacement
+    from ``seed`` (``0`` for ``None``); ``None`` for all of them."""
+    if points is None:
+        return None
+    points = check_int(points, "screen_points", minimum=2)
+    if points >= n:
+        return None
+    base = 0 if seed is None else check_int(seed, "seed", minimum=0)
+    generator = make_generator(derive_seed(base, "screen_points"))
+    return torch.randperm(n, generator=generator)[:points].sort().values
+
+
+def fit_structure(z: torch.Tensor, *, start, covariance, alpha, floor, operators,
+                  screen="local", screen_steps, screen_points=None, refine_top, em_steps,
+                  em_tol, em_restarts, tol, max_steps, seed, progress, callbacks, checkpoint,
+                  checkpoint_every, resume) -> StructureResult:
     """:func:`learn_structure` on points already checked (a float64 tensor ``(N, J)``)."""
     settings = check_covariance_settings(covariance, alpha, floor)
     covariance = settings[0]
     fitter = _Fitter(z, settings, check_int(screen_steps, "screen_steps", minimum=1),
                      check_int(em_steps, "em_steps", minimum=1),
                      check_positive(em_tol, "em_tol", strict=False),
-                     check_int(em_restarts, "em_restarts", minimum=1))
+                     check_int(em_restarts, "em_restarts", minimum=1),
+                     check_in(screen, "screen", SCREENS),
+                     _screen_rows(screen_points, z.shape[0], seed))
     if start is None:
         start = LatentTree.single(2, z.shape[1])
     if not isinstance(start, LatentTree | TreeParams):

@@ -63,6 +63,7 @@ class LatentTreeModel(Model):
         self.tree = tree
         self.covariance, self.alpha, self.floor = kernels.check_covariance_settings(
             covariance, alpha, floor)
+        self._last: tuple[dict, TreeParams] | None = None  # the last M-step's output
 
     def __repr__(self) -> str:
         return (f"LatentTreeModel({self.tree!r}, covariance={self.covariance!r}, "
@@ -100,13 +101,34 @@ class LatentTreeModel(Model):
         values = getattr(fit, "params", fit)
         return kernels.params_from_dict(self.tree, values)
 
+    def em_start(self, params: TreeParams) -> dict:
+        """``params`` (checked :class:`TreeParams` of this tree) as the engines' ``init``
+        dict; the model's first step then uses ``params`` as they are, unchecked again."""
+        if not isinstance(params, TreeParams):
+            raise TypeError(f"params must be TreeParams, got {type(params).__name__}")
+        if params.tree != self.tree:
+            raise ValueError(f"params must be parameters of the model's tree {self.tree!r}, "
+                             f"got parameters of {params.tree!r}")
+        values = kernels.params_to_dict(params)
+        self._last = (dict(values), params)
+        return values
+
     def _params(self, values: dict) -> TreeParams:
+        """``values`` as :class:`TreeParams`: the last M-step's own when ``values`` holds
+        exactly its tensors (the engines hand each step's output to the next step), else
+        built and checked."""
+        if self._last is not None:
+            held, params = self._last
+            if values.keys() == held.keys() and all(values[k] is v for k, v in held.items()):
+                return params
         return kernels.params_from_dict(self.tree, values)
 
-    def _m_step(self, stats: dict, previous: TreeParams) -> dict:
+    def _m_step(self, stats: dict, previous: TreeParams, part=None) -> dict:
         new = kernels.m_step(self.tree, stats, previous, covariance=self.covariance,
-                             alpha=self.alpha, floor=self.floor)
-        return kernels.params_to_dict(new)
+                             alpha=self.alpha, floor=self.floor, part=part)
+        values = kernels.params_to_dict(new)
+        self._last = (dict(values), new)
+        return values
 
     # ------------------------------------------------------------- batch EM
     def em_init(self, data, generator) -> dict:

@@ -98,28 +98,83 @@ class TreeParams:
             if p is not None and cpt_list[j] is None:
                 raise ValueError(f"cpts lacks the CPT of latent node {tree.names[j]!r}")
         self.cpts: tuple[torch.Tensor | None, ...] = tuple(
-            None if p is None else self._tensor(
-                cpt_list[j], f"cpts[{tree.names[j]!r}]", dtype, device, stochastic=True,
-                shape=(cards[p], cards[j]))
+            None if p is None else self._cpt(tree, j, cpt_list[j], dtype, device)
             for j, p in enumerate(tree.parents))
         mean_list = _per_pouch(means, tree, "means")
         tril_list = _per_pouch(scale_trils, tree, "scale_trils")
-        self.means = tuple(
-            self._tensor(m, f"means[{b}]", dtype, device,
-                         shape=(cards[tree.pouch_parents[b]], len(block)))
-            for b, (m, block) in enumerate(zip(mean_list, tree.pouches)))
-        self.scale_trils = tuple(
-            self._tensor(t, f"scale_trils[{b}]", dtype, device,
-                         shape=(cards[tree.pouch_parents[b]], len(block), len(block)))
-            for b, (t, block) in enumerate(zip(tril_list, tree.pouches)))
-        for b, tril in enumerate(self.scale_trils):
-            if bool((tril.detach().triu(1) != 0).any()):
-                raise ValueError(f"scale_trils[{b}] must be lower triangular (Cholesky "
-                                 f"factors), found non-zero entries above the diagonal")
-            diag = tril.detach().diagonal(dim1=-2, dim2=-1)
-            if bool((diag <= 0).any()):
-                raise ValueError(f"scale_trils[{b}] must have a positive diagonal, found "
-                                 f"{float(diag.min()):.3g}")
+        self.means = tuple(self._mean(tree, b, m, dtype, device) for b, m in enumerate(mean_list))
+        self.scale_trils = tuple(self._tril(tree, b, t, dtype, device)
+                                 for b, t in enumerate(tril_list))
+
+    @classmethod
+    def _cpt(cls, tree: LatentTree, j: int, x, dtype, device) -> torch.Tensor:
+        shape = (tree.cardinalities[tree.parents[j]], tree.cardinalities[j])
+        return cls._tensor(x, f"cpts[{tree.names[j]!r}]", dtype, device, stochastic=True,
+                           shape=shape)
+
+    @classmethod
+    def _mean(cls, tree: LatentTree, b: int, x, dtype, device) -> torch.Tensor:
+        shape = (tree.cardinalities[tree.pouch_parents[b]], len(tree.pouches[b]))
+        return cls._tensor(x, f"means[{b}]", dtype, device, shape=shape)
+
+    @classmethod
+    def _tril(cls, tree: LatentTree, b: int, x, dtype, device) -> torch.Tensor:
+        d = len(tree.pouches[b])
+        tril = cls._tensor(x, f"scale_trils[{b}]", dtype, device,
+                           shape=(tree.cardinalities[tree.pouch_parents[b]], d, d))
+        if bool((tril.detach().triu(1) != 0).any()):
+            raise ValueError(f"scale_trils[{b}] must be lower triangular (Cholesky "
+                             f"factors), found non-zero entries above the diagonal")
+        diag = tril.detach().diagonal(dim1=-2, dim2=-1)
+        if bool((diag <= 0).any()):
+            raise ValueError(f"scale_trils[{b}] must have a positive diagonal, found "
+                             f"{float(diag.min()):.3g}")
+        return tril
+
+    def replace(self, *, root_probs=None, cpts=None, means=None,
+                scale_trils=None) -> TreeParams:
+        """A copy with some tensors replaced; only the new ones are checked (as the
+        constructor checks them), the others are shared.
+
+        Args:
+            root_probs: the new root prior; ``None`` keeps it.
+            cpts: ``{node index: CPT}`` of the non-root nodes to replace.
+            means, scale_trils: ``{pouch index: tensor}`` to replace.
+
+        Raises:
+            TypeError, ValueError: as the constructor, for a replaced tensor; an index that
+                names no non-root node or no pouch.
+
+        Example:
+            >>> params = TreeParams.random(LatentTree.single(2, 2))
+            >>> moved = params.replace(means={1: torch.zeros(2, 1, dtype=torch.float64)})
+            >>> moved.means[0] is params.means[0], moved.means[1].abs().max().item()
+            (True, 0.0)
+        """
+        tree, dtype, device = self.tree, self.dtype, self.device
+        new = object.__new__(TreeParams)
+        new.tree = tree
+        new.root_probs = self.root_probs if root_probs is None else self._tensor(
+            root_probs, "root_probs", dtype, device, stochastic=True,
+            shape=(tree.cardinalities[tree.root],))
+        spots = (("cpts", cpts, [j for j, p in enumerate(tree.parents) if p is not None]),
+                 ("means", means, range(len(tree.pouches))),
+                 ("scale_trils", scale_trils, range(len(tree.pouches))))
+        check = {"cpts": self._cpt, "means": self._mean, "scale_trils": self._tril}
+        for name, given, allowed in spots:
+            values = list(getattr(self, name))
+            if given:
+                if not isinstance(given, dict):
+                    raise TypeError(f"{name} must be a dict {{index: tensor}}, got "
+                                    f"{type(given).__name__}")
+                bad = sorted(set(given) - set(allowed), key=repr)
+                if bad:
+                    raise ValueError(f"{name} must be keyed by indices among "
+                                     f"{list(allowed)}, got {bad}")
+                for i, x in given.items():
+                    values[i] = check[name](tree, i, x, dtype, device)
+            setattr(new, name, tuple(values))
+        return new
 
     @staticmethod
     def _tensor(x, name, dtype, device, shape, stochastic=False):

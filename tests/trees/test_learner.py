@@ -63,6 +63,22 @@ def test_recovers_the_two_facets(seed):
     assert result.search.converged
 
 
+def test_the_full_screen_recovers_the_two_facets_too():
+    z, _ = planted(300, 100)
+    result = learn_structure(z, seed=0, screen="full", **FAST)
+    assert facets(result.tree) == TRUTH
+    assert result.search.converged
+
+
+def test_screening_on_a_subset_of_rows_recovers_the_two_facets():
+    z, _ = planted(600, 101)
+    result = learn_structure(z, seed=0, screen_points=200, **FAST)
+    assert facets(result.tree) == TRUTH
+    scores = [result.search.start_score] + [s.score for s in result.history]
+    assert all(b > a + 1e-2 for a, b in zip(scores, scores[1:]))
+    assert math.isclose(result.bic, tree_bic(result.params, z), rel_tol=1e-9)
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_recovers_the_facets_of_the_two_facet_data(seed):
     # z1, z2 and z3, z4 move together within each facet: a pouching of one pair is a good
@@ -194,3 +210,9 @@ def test_bad_settings_are_named():
         learn_structure(z, operators={"expand": ("XX",)}, **FAST)
     with pytest.raises(TypeError, match="start must be"):
         learn_structure(z, start="Y", **FAST)
+    with pytest.raises(ValueError, match="screen_points must be an integer >= 2"):
+        learn_structure(z, screen_points=1, **FAST)
+    with pytest.raises(TypeError, match="screen_points must be an integer"):
+        learn_structure(z, screen_points=0.5, **FAST)
+    with pytest.raises(ValueError, match="screen must be one of"):
+        learn_structure(z, screen="fast", **FAST)

@@ -46,16 +46,23 @@ _ALL_SETS = ("glass", "ionosphere-a2removed", "iris", "nba_doug", "segmentation.
 
 
 def _search(em_restarts: int, screen_steps: int, refine_top: int, max_steps: int,
-            em_steps: int) -> dict:
-    return {"em_restarts": em_restarts, "screen_steps": screen_steps, "refine_top": refine_top,
-            "max_steps": max_steps, "em_steps": em_steps}
+            em_steps: int, screen: str = "local") -> dict:
+    return {"em_restarts": em_restarts, "screen": screen, "screen_steps": screen_steps,
+            "refine_top": refine_top, "max_steps": max_steps, "em_steps": em_steps}
 
 
 #: the settings of each scale: the PLTM tables run and the search's settings on them; the
 #: synthetic protocol's seeds, points and search. Every search learns full pouch covariances
 #: (floor 0.01) from a one-node tree of two states, with EAST's BIC tolerance 0.01.
-#: At ``small`` on one busy core: iris about 1 s, wine about 80 s, glass about 25 s; the
-#: 33 columns of ionosphere take longer than 12 minutes (the candidates grow with the columns).
+#: Candidates are screened by local EM (``screen="local"``). At ``small``, one thread on a
+#: shared two-core machine (upper bounds): iris 1 s, glass 22 s, wine 128 s (with the full
+#: screen 2 s, 46 s and 120 s; before the EM steps were made cheaper 1 s, 80 s and 341 s).
+#: An expand round grows with the square of the columns under one node (about 1,600
+#: candidates on ionosphere's 33 columns, over 5,000 on sonar's 60): ionosphere's search
+#: still takes about 200 s per expand round and more than 15 minutes in all (four moves in
+#: 812 s), segmentation's (2,310 rows, 18 columns) 491 s for its 20 moves (196 s with
+#: ``screen_points=500``, its BIC then 79 lower); wdbc's (30 columns) three moves took 391 s,
+#: so the wider tables (wdbc, zernike, sonar) stay out of ``small``.
 SCALE_SETTINGS = {
     "smoke": {"pltm": {"sets": ("iris",), "search": _search(1, 3, 1, 2, 30)},
               "synthetic": {"seeds": 2, "points": 200, "search": _search(1, 3, 1, 3, 30)}},

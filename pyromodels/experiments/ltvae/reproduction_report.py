@@ -32,9 +32,10 @@ def _synthetic(rows: list) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _settings_text(search: dict) -> str:
-    return (f"{search['em_restarts']} EM restart(s), {search['screen_steps']} screening EM "
-            f"step(s), the best {search['refine_top']} refined, at most {search['max_steps']} "
-            f"move(s) and {search['em_steps']} EM steps per full fit")
+    return (f"{search['em_restarts']} EM restart(s), at most {search['screen_steps']} "
+            f"screening EM step(s) ({search.get('screen', 'local')} EM), the best "
+            f"{search['refine_top']} refined, at most {search['max_steps']} move(s) and "
+            f"{search['em_steps']} EM steps per full fit")
 
 
 def assemble(name: str, settings: dict, rows: dict, seconds: float, seed: int):

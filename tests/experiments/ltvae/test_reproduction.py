@@ -80,3 +80,10 @@ def test_structure_text_names_nodes_cardinalities_and_pouches():
     text = reproduction.structure_text(LatentTree.from_dict(_TWO), ["a", "b", "c", "d"])
     assert text == "Y1(2, root): {a, b} | Y2(2, under Y1): {c, d}"
     assert reproduction.structure_text(LatentTree.single(3, 2)) == "Y(3, root): {z[0]}; {z[1]}"
+
+
+def test_every_scale_names_its_screening_so_stored_units_keep_apart():
+    # a unit's key holds its search settings: one screened otherwise must not be read back
+    for scale, settings in reproduction.SCALE_SETTINGS.items():
+        for protocol in ("pltm", "synthetic"):
+            assert settings[protocol]["search"]["screen"] == "local", (scale, protocol)
