@@ -103,7 +103,7 @@ def active_units(means, threshold: float = ACTIVE_UNIT_THRESHOLD, scale=1.0) -> 
         An ``int`` in ``0 .. d``.
 
     Example:
-        >>> means = torch.tensor([[0.0, 0.2], [0.0, 0.0]])  # unit 1 varies by 0.01
+        >>> means = torch.tensor([[0.0, 0.18], [0.0, 0.0]])  # unit 1 varies by 0.0081
         >>> active_units(means), active_units(means, scale=0.5)
         (0, 1)
     """
