@@ -26,6 +26,8 @@ _ORIGINS = {
     "natural_gradient": ".conjugate_factors",
     "Phase": ".search_types",
     "Posterior": ".posterior",
+    "PosteriorCollapseWarning": ".latent_activity",
+    "active_units": ".latent_activity",
     "VechToPositiveDefinite": ".transforms",
     "default_guide": ".svi",
     "derive_seed": ".seeding",

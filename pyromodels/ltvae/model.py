@@ -45,6 +45,7 @@ from ..core.checkpoint import (
 )
 from ..core.conjugate_factors import RobbinsMonro
 from ..core.device import cuda_devices, resolve_device
+from ..core.latent_activity import check_latent_activity
 from ..core.posterior import Posterior, make_attrs
 from ..core.progress import check_callbacks, progress_bar, run_callbacks
 from ..core.seeding import derive_seed, make_generator, resolve_seed, seeded
@@ -59,7 +60,7 @@ from ..trees.structure import LatentTree
 from .bounds import ImportanceEstimate
 from .search import SEARCHES, StructureSearch, searched_quietly, warn_summaries
 from .tree_prior import RUNNING_MODES, TreePrior, default_tree, kmeans_start, stepwise_update
-from .vae import VAE, VAEData
+from .vae import COLLAPSE_REMEDIES, VAE, VAEData
 
 __all__ = ["LTVAE", "EM_POINTS"]
 
@@ -149,7 +150,8 @@ class LTVAE:
             search: Callable | None = None, search_every: int = 5, seed: int | None = None,
             progress: bool = True, callbacks=None, device=None,
             dtype: torch.dtype | None = None, checkpoint=None, checkpoint_every: int | None = None,
-            resume=None, num_threads: int | None = None) -> Posterior:
+            resume=None, num_threads: int | None = None,
+            diagnostic_warnings: bool = True) -> Posterior:
         r"""Fit the networks and :math:`\Theta` by the alternation of Algorithm 1.
 
         Args:
@@ -203,6 +205,9 @@ class LTVAE:
                 continue from its last complete epoch; ``num_epochs`` may be larger than the
                 checkpoint's. The result equals the uninterrupted run's bit for bit.
             num_threads: CPU threads of the fit (as :func:`~pyromodels.core.run_svi`).
+            diagnostic_warnings: ``False`` silences the
+                :class:`~pyromodels.core.PosteriorCollapseWarning` (as :meth:`VAE.fit`);
+                ``diagnostics["active_units"]`` and ``["latent_dim"]`` are recorded either way.
 
         Returns:
             A :class:`~pyromodels.core.Posterior` (``method="svi"``, no draws): ``params``
@@ -316,6 +321,9 @@ class LTVAE:
                             "rng": rng_states(order_gen)})
             ckpt.write()
             warn_summaries(search_warnings, stacklevel=3)  # from the caller of fit
+            activity = check_latent_activity(self._means(encoder, data.x), fit="LTVAE.fit",
+                                             remedies=COLLAPSE_REMEDIES, stacklevel=4,
+                                             diagnostic_warnings=diagnostic_warnings)
             weights = {k: v.detach().clone() for k, v in store.items()}
         weights.update({_PREFIX + k: v.detach().clone()
                         for k, v in params_to_dict(params).items()})
@@ -324,7 +332,7 @@ class LTVAE:
                            em_points=em_points, running=running)
         diagnostics = {"num_steps": len(losses), "steps_per_epoch": data.steps_per_epoch,
                        "tree_log_likelihood": tree_ll, "searches": searches,
-                       "step_sizes": etas[:len(losses)], "param_store": scope}
+                       "step_sizes": etas[:len(losses)], "param_store": scope, **activity}
         return Posterior(samples={}, method="svi",
                          losses=torch.tensor(losses, dtype=torch.float64), params=weights,
                          diagnostics=diagnostics, attrs=attrs, model=self, data=data)

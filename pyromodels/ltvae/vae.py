@@ -45,6 +45,7 @@ import torch
 from pyro.infer import Trace_ELBO
 
 from ..checks import as_float_tensor, check_in, check_int
+from ..core.latent_activity import check_latent_activity
 from ..core.model import Model
 from ..core.posterior import Posterior
 from ..nn.amortized import GaussianEncoder, ObservationDecoder, observation_distribution, resolve_likelihood
@@ -58,6 +59,9 @@ __all__ = ["VAE", "VAEData", "vae_model", "vae_guide", "latent_site", "check_pri
 
 #: the training objectives of :meth:`VAE.fit`
 OBJECTIVES = ("elbo", "iwae")
+#: what a posterior-collapse warning of :meth:`VAE.fit` and the LTVAE's fit suggests
+COLLAPSE_REMEDIES = ("Lower the learning rate lr, or start the networks from a pretrained "
+                     "autoencoder (autoencoder=).")
 
 
 def check_prior(prior, latent_dim: int):
@@ -265,7 +269,8 @@ class VAE(Model):
             num_epochs: int = 20, batch_size: int = 128, lr: float = 1e-3, optim=None,
             autoencoder: StackedAutoencoder | None = None, seed: int | None = None,
             progress: bool = True, callbacks=None, device=None,
-            dtype: torch.dtype | None = None, num_threads: int | None = None) -> Posterior:
+            dtype: torch.dtype | None = None, num_threads: int | None = None,
+            diagnostic_warnings: bool = True) -> Posterior:
         """Fit the networks by SVI (:func:`~pyromodels.core.run_svi`) on minibatches.
 
         Args:
@@ -288,11 +293,18 @@ class VAE(Model):
             seed, progress, callbacks, device, num_threads: as for
                 :func:`~pyromodels.core.run_svi`.
             dtype: of the data and the networks (default: ``x``'s floating dtype).
+            diagnostic_warnings: ``False`` silences the
+                :class:`~pyromodels.core.PosteriorCollapseWarning` of a fit whose encoder
+                means of ``x`` leave no latent unit active (Burda et al.'s rule, threshold
+                0.01 on the scale of an :math:`N(0, I)` prior whatever the prior;
+                :mod:`pyromodels.core.latent_activity`); the count is recorded either way.
 
         Returns:
             A :class:`~pyromodels.core.Posterior` (``method="svi"``) with no draws: its
-            ``params`` hold the networks' weights, ``losses`` the loss per step, and
-            ``attrs["objective"]`` the objective.
+            ``params`` hold the networks' weights, ``losses`` the loss per step,
+            ``attrs["objective"]`` the objective and ``diagnostics["active_units"]`` (of
+            ``diagnostics["latent_dim"]``) the units along which the encoder means of ``x``
+            vary (:func:`~pyromodels.core.active_units`).
         """
         check_in(method, "method", self.engines)
         check_in(objective, "objective", OBJECTIVES)
@@ -310,7 +322,12 @@ class VAE(Model):
                        progress=progress, callbacks=callbacks, device=device,
                        num_threads=num_threads)
         attrs = {**post.attrs, "objective": objective, "num_particles": num_particles}
-        diagnostics = {**post.diagnostics, "steps_per_epoch": data.steps_per_epoch}
+        encoder, _ = self._bound_networks(post.params, data.x.shape[1], data.likelihood)
+        with torch.no_grad():
+            means = torch.cat([encoder(rows)[0] for rows in data.x.split(1024)])
+        activity = check_latent_activity(means, fit="VAE.fit", remedies=COLLAPSE_REMEDIES,
+                                         diagnostic_warnings=diagnostic_warnings)
+        diagnostics = {**post.diagnostics, "steps_per_epoch": data.steps_per_epoch, **activity}
         return dataclasses.replace(post, samples={}, attrs=attrs, diagnostics=diagnostics)
 
     # --------------------------------------------------------------- results

@@ -12,6 +12,10 @@ Thresholds:
   :mod:`pyromodels.core.diagnostic_warnings`, the checks behind the
   :class:`~pyromodels.core.SamplingWarning` an MCMC fit emits: :func:`mcmc_warnings` turns
   them into report lines;
+* no active latent unit in a deep latent-variable fit (``diagnostics["active_units"] == 0``,
+  the rule of :mod:`pyromodels.core.latent_activity`, the check behind the
+  :class:`~pyromodels.core.PosteriorCollapseWarning` of VAE, LTVAE, SCDC and BayesSCDC fits):
+  :func:`collapse_warnings`;
 * a worker confusion matrix whose every row lies within total-variation distance
   :data:`UNIFORM_TV` (0.1) of the uniform row ``1/K``: that worker's answers say almost
   nothing about the true class;
@@ -43,6 +47,7 @@ __all__ = [
     "with_warnings",
     "extend_summary",
     "mcmc_warnings",
+    "collapse_warnings",
     "near_uniform_workers",
     "near_uniform_warnings",
     "baseline_warnings",
@@ -94,6 +99,26 @@ def mcmc_warnings(posterior) -> list[str]:
     """The sentences of :func:`~pyromodels.core.diagnostic_warnings.sampling_findings`: R-hat,
     bulk/tail ESS, divergences and E-BFMI of Markov chain draws (none for EM, SVI)."""
     return [finding.message for finding in sampling_findings(posterior)]
+
+
+def collapse_warnings(posterior) -> list[str]:
+    """One sentence when the fit recorded no active latent unit (posterior collapse), else none.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> fit = SimpleNamespace(diagnostics={"active_units": 0, "latent_dim": 10})
+        >>> collapse_warnings(fit)[0][:46]
+        'posterior collapse: 0 of 10 latent units are a'
+    """
+    diagnostics = getattr(posterior, "diagnostics", None) or {}
+    if diagnostics.get("active_units") != 0:
+        return []
+    dim = diagnostics.get("latent_dim", "?")
+    return [f"posterior collapse: 0 of {dim} latent units are active (their recognition means "
+            "vary across the training items by less than 0.01 times their scale): the "
+            "recognition network encodes every item alike, so the fit's clusters and codes say "
+            "nothing about the data. Refit with a smaller learning rate or a warm-up (the "
+            "fit's PosteriorCollapseWarning names the options)."]
 
 
 def near_uniform_workers(confusion: np.ndarray) -> np.ndarray:

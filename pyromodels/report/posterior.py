@@ -12,7 +12,7 @@ from ..checks import check_name
 from ..core.posterior import to_inference_data
 from ..diagnostics import plot_energy, plot_loss, plot_rank, plot_trace
 from ..diagnostics.plots import az
-from .fit_warnings import mcmc_warnings, with_warnings
+from .fit_warnings import collapse_warnings, mcmc_warnings, with_warnings
 from .result import DemoResult
 
 __all__ = ["result_from_posterior", "mcmc_figures", "scalar_diagnostics", "final_values"]
@@ -111,7 +111,7 @@ def result_from_posterior(posterior, name: str) -> DemoResult:
         figures=figures,
         inference_data={method: posterior.to_inference_data()},
     )
-    return with_warnings(result, method, mcmc_warnings(posterior))
+    return with_warnings(result, method, mcmc_warnings(posterior) + collapse_warnings(posterior))
 
 
 def _is_mcmc(posterior) -> bool:

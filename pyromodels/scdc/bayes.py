@@ -73,6 +73,7 @@ from ..conjugate.dirichlet_categorical import DirichletCategorical
 from ..conjugate.niw import niw_to_normal_wishart
 from ..core.conjugate_factors import RobbinsMonro, like
 from ..core.errors import ConvergenceWarning
+from ..core.latent_activity import check_latent_activity, mixture_variance
 from ..core.posterior import Posterior
 from ..core.seeding import derive_seed, make_generator, resolve_seed
 from ..nn.amortized import GaussianPotentialEncoder, ObservationDecoder
@@ -81,9 +82,9 @@ from .bayes_elbo import WORKER_SCALINGS, BayesLocalStep, NetworkObservation
 from .bayes_start import GLOBAL_INITS
 from .data import SCDCData, id_coords, prepare_scdc
 from .links import worker_weights
-from .vmp import SCHEDULES, Z_INITS, global_means, run_vmp
+from .vmp import SCHEDULES, Z_INITS, LocalPosterior, global_means, run_vmp
 
-__all__ = ["BayesSCDC", "bayes_priors", "initial_globals"]
+__all__ = ["BayesSCDC", "bayes_priors", "initial_globals", "prior_variance"]
 
 
 def bayes_priors(num_clusters: int, num_workers: int, loc: torch.Tensor, kappa: float,
@@ -235,7 +236,7 @@ class BayesSCDC:
             dtype: torch.dtype | None = None, checkpoint=None,
             checkpoint_every: int | None = None, resume=None,
             num_threads: int | None = None, num_samples: int = 1000,
-            tol: float = 0.0) -> Posterior:
+            tol: float = 0.0, diagnostic_warnings: bool = True) -> Posterior:
         """Fit by natural-gradient SVI on the globals and optimiser steps on the networks.
 
         Args:
@@ -278,6 +279,11 @@ class BayesSCDC:
             num_samples: draws of the fitted global factors stored as the posterior's one
                 chain (drawn after the fit from their own seed: the fit does not depend on
                 them; ``0``: none, and then no ArviZ conversion, summary or ``save``).
+            diagnostic_warnings: ``False`` silences the
+                :class:`~pyromodels.core.PosteriorCollapseWarning` of a fit whose training
+                items' means :math:`E[x_i]` leave no latent unit active
+                (:mod:`pyromodels.core.latent_activity`, each unit's scale the variance the
+                fitted prior mixture gives it); the count is recorded either way.
 
         Returns:
             A :class:`~pyromodels.core.Posterior` (``method="natgrad"``, ``model`` this
@@ -290,6 +296,8 @@ class BayesSCDC:
             ``expected_weights`` ``(K,)`` :math:`E[\\pi_k]` and ``elbo``, the ELBO estimate of
             the last epoch (the mean over its steps); ``diagnostics`` adds
             ``occupied_clusters`` (distinct argmax clusters of the training items),
+            ``active_units`` and ``latent_dim`` (the latent units along which the items'
+            means :math:`E[x_i]` vary, :func:`~pyromodels.core.active_units`),
             ``steps_per_epoch`` and ``time_per_epoch`` (seconds); ``attrs`` adds
             ``likelihood`` and ``num_features`` (what ``predict`` needs after
             ``Posterior.load``).
@@ -306,6 +314,7 @@ class BayesSCDC:
         global_init = check_in(global_init, "global_init", GLOBAL_INITS)
         start_iterations = check_int(start_iterations, "start_iterations", minimum=1)
         num_samples = check_int(num_samples, "num_samples", minimum=0)
+        diagnostic_warnings = check_bool(diagnostic_warnings, "diagnostic_warnings")
         data = prepare_scdc(o, pairs, likelihood=self.likelihood, batch_size=batch_size,
                             pair_batch_size=pair_batch_size,
                             dtype=torch.float64 if dtype is None else dtype, device=device)
@@ -343,23 +352,34 @@ class BayesSCDC:
                           f"change of the epoch mean of the ELBO: {change:.3g}. Increase "
                           "num_epochs or loosen tol.", ConvergenceWarning, stacklevel=2)
         factors = post.params["factors"]
-        probs = self._probabilities(factors, observation, data.o)
+        local = self._local(factors, observation, data.o)
+        probs = local.probs
+        activity = check_latent_activity(
+            local.x.mean(), fit="BayesSCDC.fit", scale=prior_variance(factors),
+            scale_note="the fitted prior mixture's variance of that unit",
+            remedies="Lower the networks' learning rate lr, or hold the globals while the "
+                     "networks learn (warmup_epochs, e.g. two thirds of num_epochs).",
+            diagnostic_warnings=diagnostic_warnings)
         params = {**post.params, **{f"network.{k}": v.detach().clone()
                                     for k, v in observation.state_dict().items()},
                   "cluster_probs": probs, "expected_weights": factors["weights"].mean(),
                   "elbo": _final_elbo(post, per_epoch)}
         diagnostics = {**post.diagnostics, "steps_per_epoch": per_epoch,
                        "time_per_epoch": elapsed / max(1, post.diagnostics["num_steps"] / per_epoch),
-                       "occupied_clusters": int(probs.argmax(-1).unique().numel())}
+                       "occupied_clusters": int(probs.argmax(-1).unique().numel()), **activity}
         attrs = {**post.attrs, "likelihood": data.likelihood, "num_features": int(data.o.shape[1])}
         return dataclasses.replace(post, samples=_site_names(post.samples), params=params,
                                    diagnostics=diagnostics, attrs=attrs, model=self, data=data)
 
     # --------------------------------------------------------------- results
-    def _probabilities(self, factors: dict, observation, o: torch.Tensor) -> torch.Tensor:
+    def _local(self, factors: dict, observation, o: torch.Tensor) -> LocalPosterior:
+        """The local factors ``q(z)``, ``q(x)`` of observations ``o`` without links."""
         with torch.no_grad():
             h, lam = observation.potential(o)
-            return run_vmp(h, lam, global_means(factors), None).probs
+            return run_vmp(h, lam, global_means(factors), None)
+
+    def _probabilities(self, factors: dict, observation, o: torch.Tensor) -> torch.Tensor:
+        return self._local(factors, observation, o).probs
 
     def _observation(self, posterior: Posterior) -> NetworkObservation:
         if not isinstance(posterior, Posterior):
@@ -442,6 +462,18 @@ class BayesSCDC:
 #: the posterior's site of each draw of the fitted factors (the observed sub-model's names)
 SITE_NAMES = {"weights": "weights", "components.mean": "locs", "components.precision": "precisions",
               "alpha": "alpha", "beta": "beta"}
+
+
+def prior_variance(factors: dict) -> torch.Tensor:
+    r"""``(d,)`` the variance of each latent unit under the fitted prior mixture, at the
+    expected weights :math:`E[\pi]`, the means :math:`E[\Lambda_k]^{-1}E[\Lambda_k\mu_k]`
+    and the covariances :math:`E[\Lambda_k]^{-1}` (the plug-in values message passing
+    reads)."""
+    g = global_means(factors)
+    covariance = torch.linalg.inv(g.precision)
+    locs = (covariance @ g.precision_mean.unsqueeze(-1)).squeeze(-1)
+    return mixture_variance(factors["weights"].mean(), locs,
+                            covariance.diagonal(dim1=-2, dim2=-1))
 
 
 def _site_names(samples: dict) -> dict:

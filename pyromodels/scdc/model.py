@@ -85,7 +85,8 @@ import torch.nn.functional as F
 from pyro import poutine
 from torch.distributions import constraints
 
-from ..checks import as_float_tensor, check_in, check_int
+from ..checks import as_float_tensor, check_bool, check_in, check_int
+from ..core.latent_activity import check_latent_activity, mixture_variance
 from ..core.model import Model
 from ..core.posterior import Posterior
 from ..nn.amortized import (
@@ -299,7 +300,7 @@ class SCDC(Model):
             num_particles: int = 1, seed: int | None = None, progress: bool = True,
             callbacks=None, device=None, dtype: torch.dtype | None = None, checkpoint=None,
             checkpoint_every: int | None = None, resume=None,
-            num_threads: int | None = None) -> Posterior:
+            num_threads: int | None = None, diagnostic_warnings: bool = True) -> Posterior:
         """Fit by amortised SVI (:func:`~pyromodels.core.run_svi` with :meth:`svi_elbo`).
 
         Args:
@@ -340,17 +341,25 @@ class SCDC(Model):
             dtype: of the observations and parameters (default: ``o``'s floating dtype, else
                 torch's default).
             checkpoint_every: epochs between checkpoint writes (``None``: only the end).
+            diagnostic_warnings: ``False`` silences the
+                :class:`~pyromodels.core.PosteriorCollapseWarning` of a fit whose training
+                items' means :math:`E_q[x \\mid o]` leave no latent unit active
+                (:mod:`pyromodels.core.latent_activity`, each unit's scale the variance the
+                fitted prior mixture gives it); the count is recorded either way.
 
         Returns:
             A :class:`~pyromodels.core.Posterior` (``method="svi"``) whose samples are the
             point estimates as one chain of one draw: ``pi`` ``(K,)``, ``locs`` ``(K, d)``,
             ``scales`` ``(K, d)`` or ``scale_tril`` ``(K, d, d)``, ``alpha`` and ``beta``
             ``(M,)``; ``params`` holds every fitted tensor (the networks' weights included),
-            ``losses`` the loss per step.
+            ``losses`` the loss per step; ``diagnostics`` adds ``steps_per_epoch``,
+            ``active_units`` and ``latent_dim`` (the latent units along which the training
+            items' means :math:`E_q[x \\mid o]` vary, :func:`~pyromodels.core.active_units`).
         """
         check_in(method, "method", self.engines)
         num_epochs = check_int(num_epochs, "num_epochs", minimum=1)
         kl_warmup_epochs = check_int(kl_warmup_epochs, "kl_warmup_epochs", minimum=0)
+        diagnostic_warnings = check_bool(diagnostic_warnings, "diagnostic_warnings")
         if kl_warmup_epochs and kl_warmup_epochs >= num_epochs:
             raise ValueError(f"kl_warmup_epochs must be below num_epochs ({num_epochs}) so that "
                              f"the fit ends on the ELBO itself, got {kl_warmup_epochs}")
@@ -376,9 +385,41 @@ class SCDC(Model):
                            num_threads=num_threads)
         finally:
             self._warmup = None
-        samples = {k: v.unsqueeze(0).unsqueeze(0) for k, v in self.point_estimates(post.params).items()}
-        diagnostics = {**post.diagnostics, "steps_per_epoch": per_epoch}
+        estimates = self.point_estimates(post.params)
+        samples = {k: v.unsqueeze(0).unsqueeze(0) for k, v in estimates.items()}
+        activity = check_latent_activity(
+            self._latent_means(post.params, data), fit="SCDC.fit",
+            scale=self._prior_variance(estimates),
+            scale_note="the fitted prior mixture's variance of that unit",
+            remedies="Weigh the KL terms in gradually (kl_warmup_epochs, e.g. three quarters of "
+                     "num_epochs) or lower the learning rate lr.",
+            diagnostic_warnings=diagnostic_warnings)
+        diagnostics = {**post.diagnostics, "steps_per_epoch": per_epoch, **activity}
         return dataclasses.replace(post, samples=samples, diagnostics=diagnostics)
+
+    def _latent_means(self, params: dict, data: SCDCData, chunk: int = 1024) -> torch.Tensor:
+        """``(N, d)`` the recognition means :math:`E_q[x \\mid o] = \\sum_k q(k \\mid o)\\,
+        m(o, k)` of the items, from the fitted networks' ``params`` (in chunks of rows)."""
+        nets = self.networks(data)
+        enc_z, enc_x = nets["encoder_z"], nets["encoder_x"]
+        z_params, x_params = enc_z.stored(params), enc_x.stored(params)
+        onehot = torch.eye(self.n_clusters, dtype=data.o.dtype, device=data.o.device)
+        out = []
+        with torch.no_grad():
+            for rows in data.o.split(chunk):
+                q = torch.softmax(enc_z(rows, params=z_params), dim=-1)
+                loc, _ = enc_x(rows.unsqueeze(-2), onehot, params=x_params)  # (n, K, d)
+                out.append((q.unsqueeze(-1) * loc).sum(-2))
+        return torch.cat(out)
+
+    def _prior_variance(self, estimates: dict) -> torch.Tensor:
+        """``(d,)`` each latent unit's variance under the fitted prior mixture."""
+        if self.covariance == "diag":
+            variances = estimates["scales"].square()
+        else:
+            tril = estimates["scale_tril"]
+            variances = (tril @ tril.mT).diagonal(dim1=-2, dim2=-1)
+        return mixture_variance(estimates["pi"], estimates["locs"], variances)
 
     # --------------------------------------------------------------- results
     def point_estimates(self, params: dict) -> dict[str, torch.Tensor]:

@@ -2,6 +2,7 @@
 the facet readout and the checks of its input."""
 
 import math
+import warnings
 
 import numpy as np
 import pyro
@@ -10,7 +11,7 @@ import pytest
 import torch
 from pyro.infer import Trace_ELBO
 
-from pyromodels.core import run_stepwise_em
+from pyromodels.core import PosteriorCollapseWarning, run_stepwise_em
 from pyromodels.ltvae import LTVAE, TreePrior
 from pyromodels.metrics import clustering_accuracy
 from pyromodels.trees import LatentTree, LatentTreeModel, TreeParams
@@ -278,3 +279,26 @@ def test_a_resumed_fit_equals_the_uninterrupted_one(tmp_path):
         assert torch.equal(resumed.params[key], value), key
     with pytest.raises(ValueError, match="resume"):
         model.fit(x, num_epochs=4, resume=path, **{**settings, "search_every": 3})
+
+
+def _fit_recording_collapse(x, **settings):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        post = LTVAE(latent_dim=2, hidden=(16,), cardinality=2).fit(x, **settings, progress=False)
+    return post, [w for w in caught if issubclass(w.category, PosteriorCollapseWarning)]
+
+
+def test_posterior_collapse_is_warned_about_and_can_be_silenced():
+    """Identical rows: every encoder mean is the same, no unit is active. The two blobs of
+    the tiny fit above: the means vary by 0.67 and 1.8 across rows (threshold 0.01)."""
+    x, _ = _blobs(30)
+    same = x[:1].expand(60, 2).clone()
+    settings = dict(num_epochs=1, batch_size=16, seed=0)
+    post, found = _fit_recording_collapse(same, **settings)
+    assert (post.diagnostics["active_units"], post.diagnostics["latent_dim"]) == (0, 2)
+    assert len(found) == 1 and found[0].filename == __file__
+    assert str(found[0].message).startswith("LTVAE.fit: posterior collapse: 0 of 2 latent units")
+    quiet, found = _fit_recording_collapse(same, **settings, diagnostic_warnings=False)
+    assert found == [] and quiet.diagnostics["active_units"] == 0
+    good, found = _fit_recording_collapse(x, num_epochs=5, batch_size=16, step_size=0.1, seed=0)
+    assert found == [] and good.diagnostics["active_units"] == 2

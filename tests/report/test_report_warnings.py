@@ -79,6 +79,20 @@ def test_divergences_warn():
     assert line.startswith(WARNING_PREFIX + "3 of 800 transitions diverged")
 
 
+@pytest.mark.parametrize("active", [0, 1])
+def test_a_fit_without_active_latent_units_warns_of_posterior_collapse(active):
+    fit = Posterior(samples={"pi": torch.full((1, 1, 2), 0.5, dtype=torch.float64)},
+                    method="svi", losses=torch.linspace(3.0, 1.0, 5, dtype=torch.float64),
+                    diagnostics={"active_units": active, "latent_dim": 4},
+                    attrs={"seed": 0, "wall_time_s": 1.0})
+    lines = [w for w in _warnings(result_from_posterior(fit, "vae")) if "collapse" in w]
+    if active:
+        assert lines == []
+    else:
+        (line,) = lines
+        assert line.startswith(WARNING_PREFIX + "posterior collapse: 0 of 4 latent units")
+
+
 def test_one_chain_has_no_rank_plot_but_two_do():
     one = Posterior(samples={"mu": torch.randn(1, 50, dtype=torch.float64)}, method="gibbs",
                     attrs={"seed": 0})
