@@ -85,7 +85,10 @@ class LTVAE:
         covariance: ``"fixed"`` (the release: every covariance held at ``alpha * I`` while
             the networks train, and reset so after a structure search) or ``"full"``
             (learned by the stepwise EM, eigenvalues floored at ``floor``).
-        alpha: the fixed covariances' scale (release: 1).
+        alpha: the fixed covariances' scale (release: 1, with pixels in [0, 5.1]). It should
+            match the spread of the codes within a cluster: codes much tighter than
+            ``alpha`` (e.g. from pixels in [0, 1]) let the components overlap and merge
+            clusters.
         floor: the least eigenvalue of a learned covariance (release: 0.01).
         decoder_hidden, activation: as :class:`VAE`.
 

@@ -230,7 +230,7 @@ class VAE(Model):
         """The encoder and the decoder for data of ``width`` columns and ``likelihood``, their
         weights in the param store (:class:`~pyromodels.nn.param_network.ParamNetwork`);
         weights missing there start from ``autoencoder``'s when given, the rest (the
-        encoder's log-scale head, a Gaussian decoder's log-variance head) drawn fresh."""
+        encoder's log-scale head, a Gaussian decoder's log-variance head) started at zero."""
         key = (int(width), likelihood, None if autoencoder is None else id(autoencoder))
         if key not in self._networks:
             J, act = self.latent_dim, self.activation

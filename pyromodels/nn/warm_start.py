@@ -1,14 +1,19 @@
-"""Starting a VAE's encoder and decoder from a pretrained stacked autoencoder.
+r"""Starting a VAE's encoder and decoder from a pretrained stacked autoencoder.
 
 DEC, VaDE and the LTVAE initialise their networks from a stacked autoencoder pretrained as in
 DEC (:func:`~pyromodels.nn.pretrain_autoencoder`). A :class:`~pyromodels.nn.GaussianEncoder`
 with hidden widths ``(h_1, ..., h_{L-1})`` and latent dimension ``h_L`` has the autoencoder's
 encoder layers plus a second output head: its mean head takes the autoencoder's bottleneck
-layer and its log-scale head keeps its own (fresh) weights, as the LTVAE authors' code does. An
-:class:`~pyromodels.nn.ObservationDecoder` with hidden widths ``(h_{L-1}, ..., h_1)`` takes the
-autoencoder's decoder layers; its output layer's first ``D`` rows (the Bernoulli logits or the
-Gaussian mean) take the reconstruction layer and a Gaussian decoder's log-variance rows keep
-their own weights.
+layer and its log-scale head starts at zero (weights and bias), so that :math:`q(z \mid x)`
+starts with unit scale for every input. An :class:`~pyromodels.nn.ObservationDecoder` with
+hidden widths ``(h_{L-1}, ..., h_1)`` takes the autoencoder's decoder layers; its output
+layer's first ``D`` rows (the Bernoulli logits or the Gaussian mean) take the reconstruction
+layer and a Gaussian decoder's log-variance rows start at zero (unit variance).
+
+The zero heads matter because the pretrained hidden layers' activations grow with the scale
+of the data: a freshly drawn head fed them gives log scales of either sign and many units
+(about -5 to 4 on the digits' pixels in [0, 5.1]), and the first draws of ``z`` then lie in the
+hundreds and the first steps diverge. The LTVAE authors' code leaves the head freshly drawn.
 """
 
 from __future__ import annotations
@@ -38,12 +43,14 @@ def _copy(targets: list[nn.Linear], sources: list[nn.Linear], what: str) -> None
             rows = s.weight.shape[0]
             t.weight[:rows].copy_(s.weight.to(t.weight))
             t.bias[:rows].copy_(s.bias.to(t.bias))
+            t.weight[rows:].zero_()  # the heads the autoencoder has none of (module docstring)
+            t.bias[rows:].zero_()
 
 
 def init_from_autoencoder(autoencoder: StackedAutoencoder, encoder: GaussianEncoder | None = None,
                           decoder: ObservationDecoder | None = None) -> None:
-    """Copy ``autoencoder``'s weights into ``encoder`` and ``decoder`` in place (module
-    docstring); either may be ``None`` (left out).
+    """Copy ``autoencoder``'s weights into ``encoder`` and ``decoder`` in place and zero their
+    other output heads (module docstring); either may be ``None`` (left out).
 
     Args:
         autoencoder: the pretrained autoencoder (ReLU hidden layers: the networks should use

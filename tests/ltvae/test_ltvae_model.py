@@ -302,3 +302,21 @@ def test_posterior_collapse_is_warned_about_and_can_be_silenced():
     assert found == [] and quiet.diagnostics["active_units"] == 0
     good, found = _fit_recording_collapse(x, num_epochs=5, batch_size=16, step_size=0.1, seed=0)
     assert found == [] and good.diagnostics["active_units"] == 2
+
+
+def test_a_fit_from_an_autoencoder_on_pixels_scaled_by_five_stays_finite():
+    # the release's pixel scale (MNIST times 0.02, [0, 5.1]): the pretrained layers' larger
+    # activations once drove a freshly drawn log-scale head to codes in the hundreds, and the
+    # first steps to non-finite values
+    from sklearn.datasets import load_digits
+
+    from pyromodels.nn import pretrain_autoencoder
+
+    torch.manual_seed(0)
+    x = torch.tensor(load_digits().data[:1437] / 16.0 * 5.1, dtype=torch.float32)
+    ae = pretrain_autoencoder(x, dims=(256, 256, 10), layerwise_epochs=10, finetune_epochs=30,
+                              batch_size=128, seed=0, cache=False, progress=False)
+    post = LTVAE(10, hidden=(256, 256), cardinality=10).fit(
+        x, num_epochs=3, batch_size=128, autoencoder=ae, seed=0, progress=False)
+    assert bool(torch.isfinite(post.losses).all())
+    assert post.losses[-1] < post.losses[0]

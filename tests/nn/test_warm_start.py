@@ -6,18 +6,17 @@ import torch
 from pyromodels.nn import GaussianEncoder, ObservationDecoder, StackedAutoencoder, init_from_autoencoder
 
 
-def test_the_mean_heads_reproduce_the_autoencoder_and_the_other_heads_keep_their_weights():
+def test_the_mean_heads_reproduce_the_autoencoder_and_the_other_heads_start_at_zero():
     ae = StackedAutoencoder((6, 10, 7, 3), seed=0)
     enc = GaussianEncoder(6, 3, (10, 7), generator=torch.Generator().manual_seed(1))
     dec = ObservationDecoder(3, 6, "normal", (7, 10), generator=torch.Generator().manual_seed(2))
-    log_scale_head = enc.net[-1].weight[3:].clone()
-    log_var_head = dec.net[-1].weight[6:].clone()
     init_from_autoencoder(ae, enc, dec)
     x = torch.randn(5, 6, generator=torch.Generator().manual_seed(3))
     torch.testing.assert_close(enc(x)[0], ae.encode(x))
     torch.testing.assert_close(dec(ae.encode(x))[0], ae.decode(ae.encode(x)))
-    torch.testing.assert_close(enc.net[-1].weight[3:], log_scale_head)
-    torch.testing.assert_close(dec.net[-1].weight[6:], log_var_head)
+    # unit scale and unit variance whatever the input's size
+    torch.testing.assert_close(enc(100.0 * x)[1], torch.zeros(5, 3))
+    torch.testing.assert_close(dec(100.0 * ae.encode(x))[1], torch.zeros(5, 6))
     bern = ObservationDecoder(3, 6, "bernoulli", (7, 10))
     init_from_autoencoder(ae, decoder=bern)
     torch.testing.assert_close(bern(ae.encode(x))[0], ae.decode(ae.encode(x)))

@@ -99,6 +99,12 @@ def facet_figure(images: np.ndarray, side: int, top: dict, facet: str):
     return fig
 
 
+#: how the report names each covariance mode of the LTVAE
+_COVARIANCE = {"full": "learned by the stepwise EM, eigenvalues floored at 0.01 (the paper's "
+                       "text; the release holds them at I)",
+               "fixed": "held at I (the release)"}
+
+
 def assemble(name: str, settings: dict, rows: dict, seconds: float, seed: int):
     """The :class:`~pyromodels.report.DemoResult` of one reproduction."""
     from ...report import DemoResult
@@ -122,7 +128,8 @@ def assemble(name: str, settings: dict, rows: dict, seconds: float, seed: int):
         f"release: [0, 5.1]), z of {cs['latent_dim']} dimensions, networks "
         f"{'-'.join(map(str, cs['net']['hidden']))} (the paper: 500-500-2000), DEC-style "
         f"pretraining {cs['net']['pretrain'][0]} layer-wise and {cs['net']['pretrain'][1]} "
-        f"fine-tuning epochs, {cs['net']['epochs']} training epochs; baselines and the fixed "
+        f"fine-tuning epochs, {cs['net']['epochs']} training epochs; the LTVAE's pouch "
+        f"covariances {_COVARIANCE[cs['covariance']]}; baselines and the fixed "
         "structure take K = the number of classes; with structure learning the root facet is "
         "scored (every facet's NMI is in the metrics). ACC by the one-to-one Hungarian map and "
         "by the many-to-one majority map of the authors' code; NMI geometric. The paper's "
@@ -130,7 +137,8 @@ def assemble(name: str, settings: dict, rows: dict, seconds: float, seed: int):
         f"Table 1: {ls['set']} binarised once (each pixel 1 with its intensity as probability; "
         f"the paper redraws at every pass), a held-out {ls['held_out']:.0%} scored by "
         f"L_{ls['k']} (the paper: L_5000), z of {ls['latent_dim']} dimensions, "
-        f"{ls['net']['epochs']} epochs, IWAE with {ls['iwae_particles']} particles.\n\n"
+        f"{ls['net']['epochs']} epochs, IWAE with {ls['iwae_particles']} particles, the "
+        f"LTVAE's covariances {_COVARIANCE[ls['covariance']]}.\n\n"
         f"Table 4: {fs['set']}, z of {fs['latent_dim']} dimensions, the soft NMI of App. D "
         f"on the held-out {facets['test']} rows; learned structure: {facets['structure']}. "
         "A facet's soft NMI with itself (the diagonal) is below 1 unless its posteriors are "

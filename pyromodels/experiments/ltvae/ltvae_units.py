@@ -103,12 +103,14 @@ def _autoencoder(x: np.ndarray, net: dict, latent_dim: int, seed: int):
 
 
 def _ltvae_fit(x: np.ndarray, net: dict, latent_dim: int, cardinality: int, search: dict | None,
-               seed: int, autoencoder=None):
+               seed: int, autoencoder=None, covariance: str = "fixed"):
     """An LTVAE fit and its seconds; ``search``: ``None`` (fixed structure) or the search
-    settings (``fraction``, ``every`` and :func:`~pyromodels.ltvae.structure_search`'s)."""
+    settings (``fraction``, ``every`` and :func:`~pyromodels.ltvae.structure_search`'s);
+    ``covariance``: the LTVAE's (``"fixed"``, the release, or ``"full"``, learned)."""
     from ...ltvae import LTVAE
 
-    model = LTVAE(latent_dim, hidden=net["hidden"], cardinality=cardinality)
+    model = LTVAE(latent_dim, hidden=net["hidden"], cardinality=cardinality,
+                  covariance=covariance)
     searcher, every = None, 1
     if search is not None:
         settings = {k: v for k, v in search.items() if k not in ("fraction", "every")}
@@ -134,7 +136,7 @@ def _scores(y: np.ndarray, labels: np.ndarray) -> dict:
 def clustering_unit(name: str, method: str, settings: dict, seed: int) -> dict:
     """One row of Table 2: ``method`` in :data:`CLUSTERING_METHODS` on the data set ``name``
     with the scale's ``settings`` (``points``, ``pixel_range``, ``latent_dim``, ``net``,
-    ``gmm_restarts``, ``search``), the pixels scaled to ``[0, pixel_range]``; the seconds
+    ``gmm_restarts``, ``search``, ``covariance``), the pixels scaled to ``[0, pixel_range]``; the seconds
     count the fit after pretraining (shared by every method)."""
     from ...ltvae import VAE, ae_gmm, vae_gmm
     from ...metrics import nmi
@@ -158,7 +160,8 @@ def clustering_unit(name: str, method: str, settings: dict, seed: int) -> dict:
                          n_init=settings["gmm_restarts"], seed=seed).labels
     elif method in CLUSTERING_METHODS:
         search = settings["search"] if method.endswith("learning)") else None
-        model, post, _ = _ltvae_fit(x, net, latent, classes, search, seed, ae)
+        model, post, _ = _ltvae_fit(x, net, latent, classes, search, seed, ae,
+                                    settings["covariance"])
         facets = model.facets(post, torch.from_numpy(x))
         tree = LatentTree.from_dict(post.attrs["tree"])
         labels = facets[tree.names[tree.root]].to_numpy()
@@ -199,7 +202,7 @@ def likelihood_unit(model: str, settings: dict, seed: int) -> dict:
         fitted = vae
     elif model == "LTVAE":
         fitted, post, _ = _ltvae_fit(x[train], net, latent, settings["cardinality"],
-                                     settings["search"], seed)
+                                     settings["search"], seed, covariance=settings["covariance"])
     else:
         raise ValueError(f"model must be one of {list(LIKELIHOOD_MODELS)}, got {model!r}")
     seconds = time.perf_counter() - start
@@ -224,7 +227,7 @@ def facets_unit(settings: dict, seed: int) -> dict:
     net, latent = settings["net"], settings["latent_dim"]
     ae = _autoencoder(x[train], net, latent, seed)
     model, post, seconds = _ltvae_fit(x[train], net, latent, settings["cardinality"],
-                                      settings["search"], seed, ae)
+                                      settings["search"], seed, ae, settings["covariance"])
     probs = model.facet_probabilities(post, torch.from_numpy(x[test]))
     truth = np.eye(int(y.max()) + 1)[y[test]]
     named = {"Groundtruth": truth, **{k: v.cpu() for k, v in probs.items()}}

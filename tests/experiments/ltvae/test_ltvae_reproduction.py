@@ -153,3 +153,22 @@ def test_the_medium_scale_images_load_as_rows_in_the_unit_interval(name, count):
     assert x.shape == (count, side * side) and x.dtype == np.float32
     assert 0 <= x.min() and x.max() <= 1
     assert sorted(set(y.tolist())) == list(range(10))
+
+
+@pytest.mark.parametrize("covariance", ["full", "fixed"])
+def test_the_clustering_and_facet_fits_use_the_settings_covariances(monkeypatch, covariance):
+    import pyromodels.ltvae
+
+    made = []
+
+    class Recording(pyromodels.ltvae.LTVAE):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self.covariance)
+
+    monkeypatch.setattr(pyromodels.ltvae, "LTVAE", Recording)
+    smoke = ltvae_reproduction.SCALE_SETTINGS["smoke"]
+    ltvae_units.clustering_unit("digits", "LTVAE (fixed structure)",
+                                {**smoke["clustering"], "covariance": covariance}, 0)
+    ltvae_units.facets_unit({**smoke["facets"], "covariance": covariance}, 0)
+    assert made == [covariance, covariance]
