@@ -18,7 +18,7 @@ from ..core.kmeanspp import kmeanspp_indices
 from ..core.model import Model
 from . import em as kernels
 from .bic import free_parameters
-from .message_passing import tree_log_likelihood, tree_posterior
+from .message_passing import TreePosterior, tree_log_likelihood, tree_posterior
 from .params import TreeParams
 from .structure import LatentTree
 
@@ -172,13 +172,17 @@ class LatentTreeModel(Model):
         """The posterior of every latent node (``"responsibilities.<name>"``, ``(N, K_j)``),
         the total log-likelihood and the BIC."""
         current = self._params(params)
-        post = tree_posterior(current, data)
+        post = self._posterior(current, data)
         loglik = post.log_likelihood.sum()
         dim = free_parameters(self.tree, self.covariance)
         bic = loglik - 0.5 * dim * math.log(data.shape[0])
         out = {f"responsibilities.{name}": m
                for name, m in zip(self.tree.names, post.node_marginals)}
         return {**out, "log_likelihood": loglik, "bic": bic}
+
+    def _posterior(self, params: TreeParams, data) -> TreePosterior:
+        """The exact posterior at ``params`` (what :meth:`em_outputs` reports)."""
+        return tree_posterior(params, data)
 
     # ---------------------------------------------------------- stepwise EM
     def em_batch_stats(self, data, params: dict, index: torch.Tensor) -> tuple[dict, float]:
