@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from pyromodels.core import run_em
-from pyromodels.trees import TreeParams, extend_params, local_em, sample_tree, tree_posterior
+from pyromodels.trees import LatentTreeModel, TreeParams, extend_params, local_em, sample_tree, tree_posterior
 from pyromodels.trees import em as kernels
 from pyromodels.trees import message_passing as mp
 from pyromodels.trees.em import ParameterPart
@@ -145,3 +145,27 @@ def test_saved_terms_are_computed_again_for_other_held_tensors(monkeypatch):
                                       abs=1e-9)
     model.em_step_with_objective(z.clone(), values)  # other data
     assert len(computed) == 3
+
+
+def test_a_fit_hands_back_its_checked_parameters_without_building_them_again(monkeypatch):
+    """The engine returns the parameters of the step before the last: the model keeps the
+    last two it made, so neither its outputs nor ``tree_params`` rebuild and recheck them."""
+    tree = three_level()
+    truth = TreeParams.random(tree, torch.Generator().manual_seed(31), mean_scale=3.0)
+    z, _ = sample_tree(truth, 200, torch.Generator().manual_seed(32))
+    start = TreeParams.random(tree, torch.Generator().manual_seed(33))
+    built = []
+    original = kernels.params_from_dict
+    monkeypatch.setattr(kernels, "params_from_dict",
+                        lambda *a: built.append(1) or original(*a))
+    for model in (LocalTreeModel(tree, ParameterPart(False, frozenset(), frozenset({0}))),
+                  LatentTreeModel(tree)):
+        fit = run_em(model, z, init=model.em_start(start), max_iter=5, tol=0.0,
+                     progress=False, warn_not_converged=False)
+        params = model.tree_params(fit)
+        assert not built
+        rebuilt = original(tree, fit.params)
+        for a, b in zip(params.tensors(), rebuilt.tensors()):
+            assert a is b
+    with pytest.raises(TypeError, match="values must be a dict"):
+        model.tree_params([1, 2])
