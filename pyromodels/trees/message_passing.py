@@ -25,6 +25,10 @@ terms, exact to rounding, :func:`_fast_collect`); the distribute pass runs on pr
 (:func:`tree_posterior`). Points where a CPT entry of zero or near zero could make a message
 underflow are flagged and recomputed by the straightforward ``logsumexp`` passes
 (:func:`_log_space`).
+
+The leaf terms are most of a pass on a wide table. When only some pouches' parameters change
+between passes over the same points (local EM), :func:`known_leaves` sums the others' terms
+per node once and :func:`posterior_given_leaves` computes only the rest.
 """
 
 from __future__ import annotations
