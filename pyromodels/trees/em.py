@@ -39,7 +39,7 @@ import dataclasses
 import torch
 
 from ..checks import check_in, check_positive
-from .message_passing import tree_posterior
+from .message_passing import KnownLeaves, posterior_given_leaves, tree_posterior
 from .params import TreeParams
 from .structure import LatentTree
 
@@ -101,17 +101,20 @@ class ParameterPart:
         return self
 
 
-def batch_stats(params: TreeParams, z: torch.Tensor,
-                part: ParameterPart | None = None) -> tuple[dict, torch.Tensor]:
+def batch_stats(params: TreeParams, z: torch.Tensor, part: ParameterPart | None = None,
+                known: KnownLeaves | None = None) -> tuple[dict, torch.Tensor]:
     """The expected sufficient statistics of prepared points ``z`` ``(N, J)`` (sums over the
     points) and their log-likelihoods ``(N,)`` under ``params`` (one exact inference pass).
 
     With ``part`` only the statistics its parameters' M-step reads: ``node.<root>`` for the
     root prior, ``edge.<j>`` for a CPT, ``node.<parent>``, ``first.<b>`` and ``second.<b>``
-    for a pouch (the posterior is still computed over the whole tree).
+    for a pouch (the posterior is still computed over the whole tree). With ``known``
+    (:func:`~pyromodels.trees.message_passing.known_leaves` at ``z``) the leaf terms of its
+    pouches are taken from it instead of computed again.
     """
     tree = params.tree
-    post = tree_posterior(params, z)
+    post = tree_posterior(params, z) if known is None else posterior_given_leaves(params, z,
+                                                                                  known)
     stats: dict[str, torch.Tensor] = {}
     if part is None:
         nodes = range(tree.num_latents)

@@ -23,7 +23,9 @@ structure). Each candidate starts from the current parameters through
   (:func:`~pyromodels.trees.local_em.changed_part`: the CPTs of nodes with a new parent or
   cardinality, the root prior if the root changed, the pouches that are new or have a new
   or resized parent), the rest held at the current model's values. A local step costs one
-  inference pass and the M-step of a few tensors, and the likelihood still never decreases.
+  inference pass and the M-step of a few tensors, and the likelihood still never decreases;
+  the held pouches' Gaussian leaf terms are computed once per candidate and shared by its
+  steps, so the pass computes only the changed pouches' densities.
   ``screen="full"`` runs batch EM over *all* parameters instead: each candidate then adapts
   the whole model to the move, at more than twice the cost of a step on wide tables (the
   statistics and M-step of every pouch). The two rank candidates differently and the

@@ -25,6 +25,10 @@ terms, exact to rounding, :func:`_fast_collect`); the distribute pass runs on pr
 (:func:`tree_posterior`). Points where a CPT entry of zero or near zero could make a message
 underflow are flagged and recomputed by the straightforward ``logsumexp`` passes
 (:func:`_log_space`).
+
+The leaf terms are most of a pass on a wide table. When only some pouches' parameters change
+between passes over the same points (local EM), :func:`known_leaves` sums the others' terms
+per node once and :func:`posterior_given_leaves` computes only the rest.
 """
 
 from __future__ import annotations
@@ -49,6 +53,9 @@ __all__ = [
     "tree_log_likelihood",
     "tree_posterior",
     "tree_map",
+    "KnownLeaves",
+    "known_leaves",
+    "posterior_given_leaves",
 ]
 
 
@@ -138,7 +145,8 @@ def leaf_log_densities(params: TreeParams, z: torch.Tensor) -> tuple[torch.Tenso
     return tuple(_gaussian_groups(params, z, [(b,) for b in range(len(params.tree.pouches))]))
 
 
-def _node_leaf_terms(params: TreeParams, z: torch.Tensor) -> list[torch.Tensor | None]:
+def _node_leaf_terms(params: TreeParams, z: torch.Tensor, pouches=None,
+                     known: KnownLeaves | None = None) -> list[torch.Tensor | None]:
     r"""Per latent node :math:`\sum_{b \to j} \lambda_b`, ``(N, K_j)`` (``None`` for a node
     without pouches).
 
@@ -146,12 +154,20 @@ def _node_leaf_terms(params: TreeParams, z: torch.Tensor) -> list[torch.Tensor |
     coordinates (a wider pouch alone): the whitening product of a group costs its width
     squared per state, so one group over many small pouches would waste most of its work
     on the zeros between blocks.
+
+    With ``pouches`` (a set of pouch indices) the sums run over those pouches only; with
+    ``known`` they run over the pouches it lacks and start from its terms (which are not
+    modified).
     """
     tree = params.tree
+    if known is not None:
+        pouches = set(range(len(tree.pouches))) - known.pouches
     groups, owners = [], []
-    for j, pouches in enumerate(tree.leaves):
+    for j, under in enumerate(tree.leaves):
         width = _GROUP_WIDTH  # start a new group at the first pouch
-        for b in pouches:
+        for b in under:
+            if pouches is not None and b not in pouches:
+                continue
             d = len(tree.pouches[b])
             if width + d > _GROUP_WIDTH:
                 groups.append([])
@@ -159,10 +175,63 @@ def _node_leaf_terms(params: TreeParams, z: torch.Tensor) -> list[torch.Tensor |
                 width = 0
             groups[-1].append(b)
             width += d
-    terms: list[torch.Tensor | None] = [None] * tree.num_latents
+    terms: list[torch.Tensor | None] = (
+        [None] * tree.num_latents if known is None else list(known.terms))
     for j, term in zip(owners, _gaussian_groups(params, z, groups)):
-        terms[j] = term if terms[j] is None else terms[j].add_(term)
+        # ``term`` is new: adding into it leaves a known term as it was
+        terms[j] = term if terms[j] is None else term.add_(terms[j])
     return terms
+
+
+@dataclass(frozen=True)
+class KnownLeaves:
+    r"""The leaf terms of some pouches for fixed points, computed once (:func:`known_leaves`)
+    and reused by :func:`posterior_given_leaves` while those pouches' parameters stay as
+    they were (local EM holds every pouch outside its part).
+
+    Attributes:
+        pouches: the pouch indices covered.
+        terms: per latent node ``j``, :math:`\sum_b \lambda_b` over the covered pouches under
+            ``j``, ``(N, K_j)``, or ``None`` where none is.
+    """
+
+    pouches: frozenset[int]
+    terms: tuple[torch.Tensor | None, ...]
+
+    def rows(self, index: torch.Tensor) -> KnownLeaves:
+        """The same terms for the points ``index`` only."""
+        return KnownLeaves(self.pouches, tuple(None if t is None else t[index]
+                                               for t in self.terms))
+
+
+def known_leaves(params: TreeParams, z, pouches) -> KnownLeaves:
+    """The leaf terms of ``pouches`` (pouch indices of ``params.tree``) at points ``z``
+    (``(N, J)``, checked by :func:`prepare_points`), summed per latent node.
+
+    Raises:
+        ValueError: an index that names no pouch.
+    """
+    z = prepare_points(params, z)
+    pouches = frozenset(pouches)
+    count = len(params.tree.pouches)
+    bad = sorted(b for b in pouches if not (isinstance(b, int) and 0 <= b < count))
+    if bad:
+        raise ValueError(f"pouches must be pouch indices below {count}, got {bad}")
+    return KnownLeaves(pouches, tuple(_node_leaf_terms(params, z, pouches)))
+
+
+def _check_known(params: TreeParams, z: torch.Tensor, known: KnownLeaves) -> None:
+    tree = params.tree
+    if not isinstance(known, KnownLeaves):
+        raise TypeError(f"known must be KnownLeaves, got {type(known).__name__}")
+    if len(known.terms) != tree.num_latents:
+        raise ValueError(f"known holds terms of {len(known.terms)} latent nodes, the tree "
+                         f"has {tree.num_latents}")
+    for j, t in enumerate(known.terms):
+        shape = (z.shape[0], tree.cardinalities[j])
+        if t is not None and tuple(t.shape) != shape:
+            raise ValueError(f"known's term of latent node {tree.names[j]!r} has shape "
+                             f"{tuple(t.shape)}, expected {shape}")
 
 
 def _collect(params: TreeParams, leaf: list, like: torch.Tensor, send):
@@ -227,7 +296,8 @@ def _fast_collect(params: TreeParams, leaf: list, like: torch.Tensor):
     return beta_root, kept, flagged
 
 
-def _log_space(params: TreeParams, z: torch.Tensor, marginals: bool):
+def _log_space(params: TreeParams, z: torch.Tensor, marginals: bool,
+               known: KnownLeaves | None = None):
     """The straightforward log-space passes (``logsumexp`` over ``(N, K', K)`` terms), exact
     for any parameters but slower: for the points :func:`_fast_collect` flags.
 
@@ -241,7 +311,7 @@ def _log_space(params: TreeParams, z: torch.Tensor, marginals: bool):
         msg = torch.logsumexp(log_a[j] + beta.unsqueeze(1), dim=-1)
         return msg, (beta, msg)
 
-    beta_root, kept = _collect(params, _node_leaf_terms(params, z), z, send)
+    beta_root, kept = _collect(params, _node_leaf_terms(params, z, known=known), z, send)
     root = tree.root
     log_rho = params.root_probs.log()
     log_p = torch.logsumexp(log_rho + beta_root, dim=-1)
@@ -304,9 +374,28 @@ def tree_posterior(params: TreeParams, z) -> TreePosterior:
     Returns:
         A :class:`TreePosterior`.
     """
+    return _posterior(params, prepare_points(params, z), None)
+
+
+def posterior_given_leaves(params: TreeParams, z, known: KnownLeaves) -> TreePosterior:
+    """:func:`tree_posterior` with the leaf terms of ``known.pouches`` taken from ``known``
+    (:func:`known_leaves` at the same points under parameters with the same values of those
+    pouches) and only the other pouches' computed: equal to :func:`tree_posterior` up to
+    rounding.
+
+    Raises:
+        TypeError, ValueError: ``known`` is not :class:`KnownLeaves` of the tree's latent
+            nodes for ``N`` points.
+    """
     z = prepare_points(params, z)
+    _check_known(params, z, known)
+    return _posterior(params, z, known)
+
+
+def _posterior(params: TreeParams, z: torch.Tensor, known: KnownLeaves | None) -> TreePosterior:
     tree = params.tree
-    beta_root, kept, flagged = _fast_collect(params, _node_leaf_terms(params, z), z)
+    leaf = _node_leaf_terms(params, z, known=known)
+    beta_root, kept, flagged = _fast_collect(params, leaf, z)
     joint = params.root_probs.log() + beta_root
     log_p = torch.logsumexp(joint, dim=-1)
     nodes: list[torch.Tensor | None] = [None] * tree.num_latents
@@ -320,7 +409,8 @@ def tree_posterior(params: TreeParams, z) -> TreePosterior:
         edges[j] = _pairwise(w, a, v)
     if flagged is not None:
         rows = flagged.nonzero().squeeze(1)
-        exact = _log_space(params, z[rows], marginals=True)
+        exact = _log_space(params, z[rows], marginals=True,
+                           known=None if known is None else known.rows(rows))
         log_p = _patch(log_p, rows, exact[0])
         nodes = [_patch(f, rows, e) for f, e in zip(nodes, exact[1])]
         edges = [_patch(f, rows, e) for f, e in zip(edges, exact[2])]

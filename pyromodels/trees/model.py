@@ -18,7 +18,7 @@ from ..core.kmeanspp import kmeanspp_indices
 from ..core.model import Model
 from . import em as kernels
 from .bic import free_parameters
-from .message_passing import tree_log_likelihood, tree_posterior
+from .message_passing import TreePosterior, tree_log_likelihood, tree_posterior
 from .params import TreeParams
 from .structure import LatentTree
 
@@ -63,7 +63,8 @@ class LatentTreeModel(Model):
         self.tree = tree
         self.covariance, self.alpha, self.floor = kernels.check_covariance_settings(
             covariance, alpha, floor)
-        self._last: tuple[dict, TreeParams] | None = None  # the last M-step's output
+        # the last two (values, TreeParams) handed out by em_start and the M-step
+        self._recent: list[tuple[dict, TreeParams]] = []
 
     def __repr__(self) -> str:
         return (f"LatentTreeModel({self.tree!r}, covariance={self.covariance!r}, "
@@ -99,7 +100,7 @@ class LatentTreeModel(Model):
         """The :class:`TreeParams` of a fit's :class:`~pyromodels.core.Posterior` (or of the
         engines' parameter dict)."""
         values = getattr(fit, "params", fit)
-        return kernels.params_from_dict(self.tree, values)
+        return self._params(values)
 
     def em_start(self, params: TreeParams) -> dict:
         """``params`` (checked :class:`TreeParams` of this tree) as the engines' ``init``
@@ -110,16 +111,19 @@ class LatentTreeModel(Model):
             raise ValueError(f"params must be parameters of the model's tree {self.tree!r}, "
                              f"got parameters of {params.tree!r}")
         values = kernels.params_to_dict(params)
-        self._last = (dict(values), params)
+        self._remember(values, params)
         return values
 
+    def _remember(self, values: dict, params: TreeParams) -> None:
+        self._recent = [*self._recent[-1:], (dict(values), params)]
+
     def _params(self, values: dict) -> TreeParams:
-        """``values`` as :class:`TreeParams`: the last M-step's own when ``values`` holds
-        exactly its tensors (the engines hand each step's output to the next step), else
-        built and checked."""
-        if self._last is not None:
-            held, params = self._last
-            if values.keys() == held.keys() and all(values[k] is v for k, v in held.items()):
+        """``values`` as :class:`TreeParams`: those of one of the last two M-steps (or of
+        :meth:`em_start`) when ``values`` holds exactly its tensors (the engines hand each
+        step's output to the next step and return the parameters of the step before the
+        last), else built and checked."""
+        for held, params in reversed(self._recent if isinstance(values, dict) else []):
+            if all(values.get(k) is v for k, v in held.items()):
                 return params
         return kernels.params_from_dict(self.tree, values)
 
@@ -127,7 +131,7 @@ class LatentTreeModel(Model):
         new = kernels.m_step(self.tree, stats, previous, covariance=self.covariance,
                              alpha=self.alpha, floor=self.floor, part=part)
         values = kernels.params_to_dict(new)
-        self._last = (dict(values), new)
+        self._remember(values, new)
         return values
 
     # ------------------------------------------------------------- batch EM
@@ -172,13 +176,17 @@ class LatentTreeModel(Model):
         """The posterior of every latent node (``"responsibilities.<name>"``, ``(N, K_j)``),
         the total log-likelihood and the BIC."""
         current = self._params(params)
-        post = tree_posterior(current, data)
+        post = self._posterior(current, data)
         loglik = post.log_likelihood.sum()
         dim = free_parameters(self.tree, self.covariance)
         bic = loglik - 0.5 * dim * math.log(data.shape[0])
         out = {f"responsibilities.{name}": m
                for name, m in zip(self.tree.names, post.node_marginals)}
         return {**out, "log_likelihood": loglik, "bic": bic}
+
+    def _posterior(self, params: TreeParams, data) -> TreePosterior:
+        """The exact posterior at ``params`` (what :meth:`em_outputs` reports)."""
+        return tree_posterior(params, data)
 
     # ---------------------------------------------------------- stepwise EM
     def em_batch_stats(self, data, params: dict, index: torch.Tensor) -> tuple[dict, float]:
