@@ -179,6 +179,7 @@ def test_discovery_and_duplicate_labels(bench):
         "benchmarks.bench_crowd_hmm",
         "benchmarks.bench_ddpm_mcem",
         "benchmarks.bench_inference_data",
+        "benchmarks.bench_ltvae",
         "benchmarks.bench_reference_mixture",
         "benchmarks.bench_scdc",
         "benchmarks.bench_scdc_pairwise",
