@@ -23,13 +23,12 @@ interrupted run resumes where it stopped. The settings of each scale are in
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
 from .. import units
 from ..arguments import reproduction_arguments
 from ..catalogue import LTVAE_INFO
-from ..stages import stage_reporter
+from ..stages import run_stages
 from . import ltvae_units
 from .ltvae_units import CLUSTERING_METHODS, LIKELIHOOD_MODELS
 
@@ -176,10 +175,8 @@ def run(settings: dict, name: str, *, progress: bool, seed: int) -> DemoResult:
     """Run the tables at ``settings`` and assemble the report entry ``name``."""
     from .ltvae_report import assemble
 
-    report = stage_reporter(NAME, progress)
-    start = time.perf_counter()
-    rows = _units(settings, seed, report)
-    return assemble(name, settings, rows, time.perf_counter() - start, seed)
+    rows, seconds = run_stages(NAME, _units, settings, seed, progress)
+    return assemble(name, settings, rows, seconds, seed)
 
 
 def reproduce(*, scale: str = "small", progress: bool = True, seed: int = 0) -> DemoResult:

@@ -30,7 +30,7 @@ import numpy as np
 from .. import units
 from ..arguments import reproduction_arguments
 from ..catalogue import LATENT_TREE
-from ..stages import stage_reporter
+from ..stages import run_stages
 
 if TYPE_CHECKING:
     from ...report import DemoResult
@@ -182,10 +182,8 @@ def run(settings: dict, name: str, *, progress: bool, seed: int) -> DemoResult:
     """Run the protocols at ``settings`` and assemble the report entry ``name``."""
     from .reproduction_report import assemble
 
-    report = stage_reporter(NAME, progress)
-    start = time.perf_counter()
-    rows = _units(settings, seed, report)
-    return assemble(name, settings, rows, time.perf_counter() - start, seed)
+    rows, seconds = run_stages(NAME, _units, settings, seed, progress)
+    return assemble(name, settings, rows, seconds, seed)
 
 
 def reproduce(*, scale: str = "small", progress: bool = True, seed: int = 0) -> DemoResult:

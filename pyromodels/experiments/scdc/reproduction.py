@@ -45,7 +45,6 @@ there are links).
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -55,7 +54,7 @@ from ...registry import register
 from .. import units
 from ..arguments import reproduction_arguments
 from ..catalogue import SCDC as SCDC_INFO
-from ..stages import stage_reporter
+from ..stages import run_stages
 from .demo import demo
 from .face_sets import face_data
 from .fit_entries import describe_scdc, fit_scdc, loader, scdc_factory
@@ -292,10 +291,8 @@ def run(settings: dict, name: str, *, progress: bool, seed: int) -> DemoResult:
     """Run the protocols at ``settings`` and assemble the report entry ``name``."""
     from .assemble import assemble
 
-    report = stage_reporter(NAME, progress)
-    start = time.perf_counter()
-    rows = _units(settings, seed, report)
-    return assemble(name, settings, rows, time.perf_counter() - start)
+    rows, seconds = run_stages(NAME, _units, settings, seed, progress)
+    return assemble(name, settings, rows, seconds)
 
 
 def reproduce(*, scale: str = "small", progress: bool = True, seed: int = 0) -> DemoResult:
