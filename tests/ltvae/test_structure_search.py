@@ -143,6 +143,16 @@ def test_a_fit_resumed_with_a_fresh_search_equals_the_uninterrupted_one(two_face
 def _max_steps_warnings(caught) -> list:
     return [w for w in caught if "max_steps" in str(w.message)]
 
+def _fit_recording_warnings(x, search) -> list:
+    """A small LTVAE fit with ``search`` before each of its 3 epochs; the warnings it gave."""
+    model = LTVAE(latent_dim=4, hidden=(8,), cardinality=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(x[:60], num_epochs=3, batch_size=30, search=search, search_every=1, seed=0,
+                  progress=False)
+    return caught
+
+
 
 def test_a_fit_summarises_the_searches_max_steps_warnings_in_one(two_facets, monkeypatch):
     """Every search of a fit that stops at its default budget of moves would warn: the fit
@@ -153,11 +163,7 @@ def test_a_fit_summarises_the_searches_max_steps_warnings_in_one(two_facets, mon
     monkeypatch.setattr(search_module, "learn_structure",
                         lambda *args, **kw: real(*args, **{**kw, "max_steps": 0}))
     search = structure_search(seed=1, **_TINY)
-    model = LTVAE(latent_dim=4, hidden=(8,), cardinality=2)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        model.fit(x[:60], num_epochs=3, batch_size=30, search=search, search_every=1, seed=0,
-                  progress=False)
+    caught = _fit_recording_warnings(x, search)
     assert [r.search.stopped for r in search.results] == ["max_steps", "max_steps"]
     found = _max_steps_warnings(caught)
     assert len(found) == 1
@@ -170,11 +176,7 @@ def test_a_fit_summarises_the_searches_max_steps_warnings_in_one(two_facets, mon
 def test_a_max_steps_given_to_the_search_is_deliberate_and_not_warned(two_facets):
     x, _ = two_facets
     search = structure_search(seed=1, max_steps=0, **_TINY)
-    model = LTVAE(latent_dim=4, hidden=(8,), cardinality=2)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        model.fit(x[:60], num_epochs=3, batch_size=30, search=search, search_every=1, seed=0,
-                  progress=False)
+    caught = _fit_recording_warnings(x, search)
     assert [r.search.stopped for r in search.results] == ["max_steps", "max_steps"]
     assert _max_steps_warnings(caught) == []
     # called on its own too
