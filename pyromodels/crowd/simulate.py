@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..checks import check_int, check_probability
+from ..checks import check_int, check_positive, check_probability
 
 __all__ = ["simulate_label_frame"]
 
@@ -73,8 +73,7 @@ def simulate_label_frame(num_tasks: int, num_workers: int, num_classes: int, *,
     rho = check_probability(dominance, "dominance")
     if not 0 < rho < 1:
         raise ValueError(f"dominance must lie strictly between 0 and 1, got {dominance!r}")
-    if not (isinstance(concentration, (int, float)) and concentration > 0):
-        raise ValueError(f"concentration must be a number > 0, got {concentration!r}")
+    concentration = check_positive(concentration, "concentration")
     seed = check_int(seed, "seed", minimum=0)
     rng = np.random.default_rng(seed)
     base = np.full((k, k), (1 - rho) / (k - 1))
