@@ -3,7 +3,9 @@ r"""Dawid-Skene ``partial_fit`` with 1% new labels against a refit on all labels
 Data: :func:`pyromodels.crowd.simulate.simulate_label_frame` with ``K = 5`` classes and
 ``labels_per_task = 6`` (full: ``N = 1,000,000`` tasks, ``M = 2,400`` workers,
 ``L = 6,000,000`` labels; quick: ``N = 2,000``, ``M = 40``), one int64 task / worker / label
-frame, the working dtype float32 (what a process that never imported torch uses).
+frame, the working dtype float32 (what a process that never imported torch uses). Each case
+runs twice: ``ids=int`` on those integer ids, ``ids=str`` on the same rows with string task and
+worker ids (:func:`as_strings`), which cost a refit more to code than integers do.
 
 The new labels (:func:`split_new`) hold the three kinds of rows ``partial_fit`` meets: every
 label of the last ``max(1, M // 1000)`` workers (new workers), every label of the last 0.5%
@@ -27,7 +29,9 @@ to 1% of the labels in all (quick: the held-out worker alone is 2.5%, so the sha
   ``confusion_max_abs_diff``.
 
 Run the full size on a quiet machine:
-``python -m benchmarks --only ds.partial_fit --out results.jsonl`` (about 1 GB of memory).
+``python -m benchmarks --only ds.partial_fit --out results.jsonl``. Memory: a process running
+both cases at a tenth of the full size (``N = 100,000``, 600,000 labels) peaked at 0.6 GiB
+resident, so allow several GiB at the full size.
 """
 
 from __future__ import annotations
@@ -70,27 +74,37 @@ def split_new(frame, num_tasks: int, num_workers: int, seed: int):
     return frame[~is_new], frame[is_new]
 
 
+def as_strings(frame):
+    """``frame`` with string task and worker ids (``"t00000042"``, ``"w00007"``: zero-padded,
+    so that they sort as the integers do)."""
+    return frame.assign(task="t" + frame["task"].astype(str).str.zfill(8),
+                        worker="w" + frame["worker"].astype(str).str.zfill(5))
+
+
 @functools.cache
-def _data(num_tasks: int, num_workers: int):
-    """``(all rows, old rows, new rows, true classes)``."""
-    frame, truth = simulate_label_frame(num_tasks, num_workers, K, labels_per_task=LABELS_PER_TASK,
-                                    seed=SEED)
+def _data(num_tasks: int, num_workers: int, ids: str = "int"):
+    """``(all rows, old rows, new rows, true classes)``; ``ids`` ``"int"`` or ``"str"``."""
+    if ids == "str":
+        frame, old, new, z = _data(num_tasks, num_workers)
+        return as_strings(frame), as_strings(old), as_strings(new), z
+    frame, truth = simulate_label_frame(num_tasks, num_workers, K,
+                                        labels_per_task=LABELS_PER_TASK, seed=SEED)
     return (frame, *split_new(frame, num_tasks, num_workers, SEED), truth["z"])
 
 
 @functools.cache
-def _fitted_state(num_tasks: int, num_workers: int) -> dict:
+def _fitted_state(num_tasks: int, num_workers: int, ids: str) -> dict:
     """The attributes of an estimator fitted to the old rows."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # label-count warnings of a simulated crowd
-        return dict(vars(DawidSkeneEstimator().fit(_data(num_tasks, num_workers)[1])))
+        return dict(vars(DawidSkeneEstimator().fit(_data(num_tasks, num_workers, ids)[1])))
 
 
-def _update(size):
+def _update(size, ids: str):
     est = DawidSkeneEstimator()
 
     def run():
-        new, state = _data(*size)[2], _fitted_state(*size)
+        new, state = _data(*size, ids)[2], _fitted_state(*size, ids)
         est.__dict__.clear()
         est.__dict__.update(state)  # the fitted estimator, as before the update
         with warnings.catch_warnings():
@@ -100,9 +114,9 @@ def _update(size):
     return run
 
 
-def _refit(size):
+def _refit(size, ids: str):
     def run():
-        frame = _data(*size)[0]
+        frame = _data(*size, ids)[0]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return DawidSkeneEstimator().fit(frame)
@@ -110,13 +124,13 @@ def _refit(size):
     return run
 
 
-def _check(size):
+def _check(size, ids: str):
     def check():
-        update, refit = _update(size)(), _refit(size)()
+        update, refit = _update(size, ids)(), _refit(size, ids)()
         truth = _data(*size)[3]
-        tasks = np.arange(len(truth))
-        acc_update = float(np.mean(update.labels_.loc[tasks].to_numpy() == truth))
-        acc_refit = float(np.mean(refit.labels_.loc[tasks].to_numpy() == truth))
+        # the sorted task ids are those of tasks 0 .. N - 1 in order, with either kind of id
+        acc_update = float(np.mean(update.labels_.to_numpy() == truth))
+        acc_refit = float(np.mean(refit.labels_.to_numpy() == truth))
         same = float(np.mean(update.labels_.to_numpy() == refit.labels_.to_numpy()))
         conf = np.abs(update.confusions_.to_numpy() - refit.confusions_.to_numpy()).max()
         record = agreement([acc_update], [acc_refit],
@@ -130,7 +144,8 @@ def _check(size):
 
 
 def cases(quick: bool, device=None) -> list[Case]:
-    """The update-against-refit case (CPU: the facade's EM on the C passes)."""
+    """The update-against-refit cases, integer and string ids (CPU: the facade's EM on the
+    C passes)."""
     if device is not None and device.type != "cpu":
         return []
     size = QUICK if quick else FULL
@@ -138,5 +153,7 @@ def cases(quick: bool, device=None) -> list[Case]:
     # the full split is 1% exactly (its held-out rows are fewer); the quick one is measured
     new_labels = len(_data(*size)[2]) if quick else int(NEW_SHARE * n * LABELS_PER_TASK)
     params = {"N": n, "M": m, "K": K, "L": n * LABELS_PER_TASK, "new_labels": new_labels}
-    return [Case("ds.partial_fit", params, ours=_update(size), peers={"refit": _refit(size)},
-                 check=_check(size), warmup=1, repeats=2 if quick else 3)]
+    return [Case("ds.partial_fit", {**params, "ids": ids}, ours=_update(size, ids),
+                 peers={"refit": _refit(size, ids)}, check=_check(size, ids), warmup=1,
+                 repeats=2 if quick else 3)
+            for ids in ("int", "str")]

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-LABEL = "ds.partial_fit[N=2000,M=40,K=5,L=12000,new_labels=378]"
+LABELS = {f"ds.partial_fit[N=2000,M=40,K=5,L=12000,new_labels=378,ids={ids}]"
+          for ids in ("int", "str")}
 
 
 @pytest.fixture(scope="module")
@@ -17,19 +18,25 @@ def records(run_quick_benchmarks):
     return {r["label"]: r for r in map(json.loads, out.read_text().splitlines())}
 
 
-def test_quick_run_writes_the_case_with_its_refit_peer_and_passing_check(records):
-    assert set(records) == {LABEL}
-    rec = records[LABEL]
-    assert set(rec["peers"]) == {"refit"} and rec["ratio"]["refit"] > 0
-    check = rec["agreement"]["accuracy"]
-    assert check["passed"] is True and 0 <= check["max_abs_diff"] <= check["tolerance"]
-    assert 0.9 <= check["label_agreement"] <= 1
-    assert 1 <= check["n_iter_update"] and 1 <= check["n_iter_refit"]
+def test_quick_run_writes_the_cases_with_their_refit_peer_and_passing_checks(records):
+    assert set(records) == LABELS
+    for rec in records.values():
+        assert set(rec["peers"]) == {"refit"} and rec["ratio"]["refit"] > 0
+        check = rec["agreement"]["accuracy"]
+        assert check["passed"] is True and 0 <= check["max_abs_diff"] <= check["tolerance"]
+        assert 0.9 <= check["label_agreement"] <= 1
+        assert 1 <= check["n_iter_update"] and 1 <= check["n_iter_refit"]
+    # the same rows with string ids: the same fits
+    by_ids = {rec["params"]["ids"]: rec["agreement"]["accuracy"] for rec in records.values()}
+    for key in ("max_abs_diff", "label_agreement", "n_iter_update", "n_iter_refit"):
+        assert by_ids["int"][key] == by_ids["str"][key], key
 
 
 def test_the_split_brings_new_workers_new_tasks_and_labels_for_old_tasks(import_benchmarks):
     (bench,) = import_benchmarks("bench_ds_partial_fit")
     frame, old, new, truth = bench._data(*bench.QUICK)
+    strings = bench._data(*bench.QUICK, "str")[2]
+    assert strings["task"].str.startswith("t").all() and len(strings) == len(new)
     assert len(old) + len(new) == len(frame) and len(new) == 378
     assert set(new["worker"]) - set(old["worker"])  # workers the fit never saw
     assert set(new["task"]) - set(old["task"])  # tasks the fit never saw

@@ -116,8 +116,11 @@ def test_same_fixed_point_gives_the_refit_exactly(dtype):
 
 def test_new_workers_start_from_the_pooled_confusion_and_new_tasks_are_added():
     frame, _ = _frame(tasks=600, workers=12, classes=3, seed=4)
-    is_new = (frame["task"] >= 550) | (frame["worker"] >= 10)
-    old, new = frame[~is_new], frame[is_new]
+    # new workers in the middle (4) and at the end (11) of the sorted ids; new tasks among
+    # the fitted ones (odd ids above 500) and after them
+    new_workers = frame["worker"].isin([4, 11])
+    new_tasks = (frame["task"] >= 550) | ((frame["task"] > 500) & (frame["task"] % 2 == 1))
+    old, new = frame[~(new_workers | new_tasks)], frame[new_workers | new_tasks]
     est = DawidSkeneEstimator(confusion_concentration=2).fit(old)
     fitted_conf = est.confusions_.to_numpy().reshape(10, 3, 3)
     counts = old["worker"].value_counts().sort_index().to_numpy()
@@ -126,11 +129,17 @@ def test_new_workers_start_from_the_pooled_confusion_and_new_tasks_are_added():
     # n_iter=0: the result is the warm start itself, and probas_ its E-step
     est.set_params(n_iter=0).partial_fit(new)
     start = est.confusions_.to_numpy().reshape(12, 3, 3)
-    np.testing.assert_allclose(start[:10], fitted_conf, rtol=1e-6)
-    np.testing.assert_allclose(start[10:], np.stack([pooled, pooled]), rtol=1e-6)
+    kept = [w for w in range(12) if w not in (4, 11)]
+    np.testing.assert_allclose(start[kept], fitted_conf, rtol=1e-6)
+    np.testing.assert_allclose(start[[4, 11]], np.stack([pooled, pooled]), rtol=1e-6)
     pd.testing.assert_series_equal(est.priors_, prior)
     assert list(est.labels_.index) == list(range(600))
-    assert est.n_iter_ == 0 and len(est.table_.workers) == 12
+    assert list(est.table_.workers) == list(range(12))
+    assert est.n_iter_ == 0
+    # the codes are those of a fit to all the rows, in the order old then new
+    joined = DawidSkeneEstimator(n_iter=0).fit(pd.concat([old, new]))
+    for name in ("item_idx", "worker_idx", "label_idx"):
+        assert torch.equal(getattr(est.table_, name), getattr(joined.table_, name)), name
     # a later update with one label of a new task: the task comes last in sorted order
     est.set_params(n_iter=1000).partial_fit(new.iloc[:1].assign(task=10_000))
     assert est.labels_.index[-1] == 10_000 and len(est.labels_) == 601
@@ -241,3 +250,39 @@ def test_fitted_codes_of_a_table_are_its_codes(fitted):
     for name in ("item_idx", "worker_idx", "label_idx"):
         assert np.array_equal(getattr(codes, name), getattr(est.table_, name).numpy())
     assert codes.items.equals(est.table_.items) and codes.num_labels == len(old)
+
+
+def test_label_warnings_name_the_line_that_called_partial_fit(fitted):
+    est, old, new = fitted
+    est = DawidSkeneEstimator().fit(old)
+    lone = new.iloc[:1].assign(worker=999)  # a new worker with one label
+    with pytest.warns(UserWarning, match="gave a single label") as caught:
+        est.partial_fit(lone)
+    assert caught[0].filename == __file__
+
+
+def test_a_failure_part_way_through_storing_the_update_keeps_the_fit(fitted, monkeypatch):
+    _, old, new = fitted
+    est = DawidSkeneEstimator().fit(old)
+    before = dict(vars(est))
+
+    def fail(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    # after EM, with probas_ and labels_ already replaced
+    monkeypatch.setattr(DawidSkeneEstimator, "_store_confusions", fail)
+    with pytest.raises(KeyboardInterrupt):
+        est.partial_fit(new)
+    assert vars(est).keys() == before.keys()
+    assert all(vars(est)[k] is v for k, v in before.items())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_partial_fit_on_cuda_gives_the_cpu_update():
+    frame, _ = _frame(tasks=300, workers=8, classes=3, seed=8)
+    old, new = frame[frame["task"] < 250], frame[frame["task"] >= 250]
+    with default_dtype(torch.float64):
+        cpu = DawidSkeneEstimator(tol=1e-8).fit(old).partial_fit(new)
+        gpu = DawidSkeneEstimator(tol=1e-8, device="cuda").fit(old).partial_fit(new)
+    assert gpu.n_iter_ == cpu.n_iter_ and gpu.labels_.equals(cpu.labels_)
+    pd.testing.assert_frame_equal(gpu.confusions_, cpu.confusions_, rtol=1e-9)

@@ -456,14 +456,20 @@ class DawidSkeneEstimator(CrowdAggregator):
         K = codes.num_classes
         confusion = self.confusions_.to_numpy().reshape(fitted.num_workers, K, K)
         start = warm_start(fitted, appended, self.priors_.to_numpy(), confusion)
-        if fit_on_arrays(self, codes, warm=start, stacklevel=3):
-            return self
-        from ...data.annotations import AnnotationTable
+        before = dict(self.__dict__)  # a failure part-way through storing restores this fit
+        try:
+            if fit_on_arrays(self, codes, warm=start, stacklevel=3):
+                return self
+            from ...data.annotations import AnnotationTable
 
-        table = AnnotationTable.from_codes(codes, allow_repeats=self.allow_repeats)
-        model = self._model(table)
-        post, probas, labels = self._fit_em(model, table, None, warm=start)
-        return self._store_fit(model, post, probas, labels)
+            table = AnnotationTable.from_codes(codes, allow_repeats=self.allow_repeats)
+            model = self._model(table)
+            post, probas, labels = self._fit_em(model, table, None, warm=start)
+            return self._store_fit(model, post, probas, labels)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
 
     def _fitted_codes(self):
         """The codes of the fitted labels, after checking that :meth:`partial_fit` can update

@@ -44,7 +44,7 @@ class Appended(NamedTuple):
     """
 
     codes: LabelCodes
-    worker_codes: np.ndarray | None
+    worker_codes: np.ndarray | None  # (M_fitted,) int64
 
 
 def fitted_codes(table) -> LabelCodes:
@@ -75,21 +75,37 @@ def _check_classes(values: pd.Series, classes: pd.Index, name: str, declared) ->
                          f"e.g. {list(unknown[:5])}; {fixed}")
 
 
-def _extended(fitted: pd.Index, values: pd.Series, name: str):
-    """``(index, codes)``: ``fitted`` with the new ids of ``values`` added, sorted where the
-    ids can be ordered, and the new code of each fitted id (``None`` when unchanged)."""
+def _coded(fitted: pd.Index, values: pd.Series, name: str):
+    """``(index, codes, moved)``: ``fitted`` with the new ids of ``values`` added (sorted
+    where the ids can be ordered), the codes of ``values`` in it, and the new code of each
+    fitted id (``None`` when unchanged). The work grows with the new rows, not with
+    ``fitted``, when the new ids sort after the fitted ones (ids that grow over time)."""
     check_no_missing(values, name)
-    fresh = pd.Index(pd.unique(values.to_numpy())).difference(fitted, sort=False)
-    if not len(fresh):
-        return fitted, None
-    index = fitted.append(fresh)
-    check_id_kinds(pd.Series(index), name)  # new ids of another kind than the fitted ones
+    check_id_kinds(values, name)
+    arr = values.to_numpy()
+    codes = fitted.get_indexer(arr).astype(np.int64, copy=False)
+    unseen = codes < 0
+    if not unseen.any():
+        return fitted, codes, None
+    fresh = pd.Index(pd.unique(arr[unseen]))
+    # the fitted ids are of one kind (fit checked them): one stands for all
+    check_id_kinds(pd.Series(fitted[:1].append(fresh)), name)
     try:
-        index = index.sort_values()
+        fresh = fresh.sort_values()
+        after = not len(fitted) or bool(fresh[0] > fitted[-1])
     except TypeError:  # ids that cannot be ordered: the fitted ones keep their codes
-        return index, None
-    codes = index.get_indexer(fitted).astype(np.int64)
-    return index, (None if bool((codes == np.arange(len(fitted))).all()) else codes)
+        fresh, after = pd.Index(pd.unique(arr[unseen])), True
+    codes[unseen] = len(fitted) + fresh.get_indexer(arr[unseen])
+    index = fitted.append(fresh)
+    if after:
+        return index, codes, None
+    try:
+        index, order = index.sort_values(return_indexer=True)
+    except TypeError:  # fitted ids that cannot be ordered: they keep their codes
+        return index, codes, None
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return index, rank[codes], rank[:len(fitted)]
 
 
 def append_labels(fitted: LabelCodes, df, task: str, worker: str, label: str,
@@ -110,17 +126,16 @@ def append_labels(fitted: LabelCodes, df, task: str, worker: str, label: str,
     task = item_column(df, task)
     check_columns(df, {"task": task, "worker": worker, "label": label})
     _check_classes(df[label], fitted.classes, f"df[{label!r}]", declared_classes)
-    items, item_codes = _extended(fitted.items, df[task], f"df[{task!r}]")
-    workers, worker_codes = _extended(fitted.workers, df[worker], f"df[{worker!r}]")
-    new = LabelCodes.from_dataframe(df, item=task, worker=worker, label=label,
-                                    classes=fitted.classes, items=items, workers=workers)
-    old_items = fitted.item_idx if item_codes is None else item_codes[fitted.item_idx]
-    old_workers = fitted.worker_idx if worker_codes is None else worker_codes[fitted.worker_idx]
-    codes = LabelCodes(np.concatenate([old_items, new.item_idx]),
-                       np.concatenate([old_workers, new.worker_idx]),
-                       np.concatenate([fitted.label_idx, new.label_idx]),
+    items, new_items, item_moves = _coded(fitted.items, df[task], f"df[{task!r}]")
+    workers, new_workers, worker_moves = _coded(fitted.workers, df[worker], f"df[{worker!r}]")
+    new_labels = fitted.classes.get_indexer(df[label].to_numpy()).astype(np.int64, copy=False)
+    old_items = fitted.item_idx if item_moves is None else item_moves[fitted.item_idx]
+    old_workers = fitted.worker_idx if worker_moves is None else worker_moves[fitted.worker_idx]
+    codes = LabelCodes(np.concatenate([old_items, new_items]),
+                       np.concatenate([old_workers, new_workers]),
+                       np.concatenate([fitted.label_idx, new_labels]),
                        items, workers, fitted.classes)
-    return Appended(codes, worker_codes)
+    return Appended(codes, worker_moves)
 
 
 def warm_start(fitted: LabelCodes, appended: Appended, prior: np.ndarray,
