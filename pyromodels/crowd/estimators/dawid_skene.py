@@ -106,7 +106,8 @@ class DawidSkeneEstimator(CrowdAggregator):
         priors_: class prior, Series indexed by class (name ``prior``).
         loss_history_: EM objective (log joint, increasing) per iteration; SVI loss per step;
             Gibbs and NUTS mean log joint per kept draw.
-        n_iter_: EM iterations, SVI steps, or Gibbs sweeps / NUTS steps per chain.
+        n_iter_: EM iterations, SVI steps, or Gibbs sweeps / NUTS steps per chain. After
+            :meth:`partial_fit`, it and ``loss_history_`` are those of the warm-started run.
         converged_: whether EM met ``tol`` (``None`` for the other methods).
         posterior_: the :class:`~pyromodels.core.Posterior` of the fit.
         model_: the :class:`DawidSkene` model.
