@@ -286,3 +286,11 @@ def test_partial_fit_on_cuda_gives_the_cpu_update():
         gpu = DawidSkeneEstimator(tol=1e-8, device="cuda").fit(old).partial_fit(new)
     assert gpu.n_iter_ == cpu.n_iter_ and gpu.labels_.equals(cpu.labels_)
     pd.testing.assert_frame_equal(gpu.confusions_, cpu.confusions_, rtol=1e-9)
+
+
+def test_repeats_are_kept_with_allow_repeats(fitted):
+    _, old, new = fitted
+    est = DawidSkeneEstimator(allow_repeats=True).fit(old).partial_fit(old.iloc[:2])
+    refit = DawidSkeneEstimator(allow_repeats=True).fit(pd.concat([old, old.iloc[:2]]))
+    assert est.table_.num_labels == len(old) + 2 == refit.table_.num_labels
+    assert est.labels_.index.equals(refit.labels_.index)
