@@ -178,6 +178,7 @@ def test_discovery_and_duplicate_labels(bench):
         "benchmarks.bench_crowd_ds",
         "benchmarks.bench_crowd_hmm",
         "benchmarks.bench_ddpm_mcem",
+        "benchmarks.bench_ds_partial_fit",
         "benchmarks.bench_inference_data",
         "benchmarks.bench_ltvae",
         "benchmarks.bench_reference_mixture",

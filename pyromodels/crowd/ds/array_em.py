@@ -215,9 +215,9 @@ def _step(labels, spec: ArrayPrior, params, floor: float):
 
 
 def fit_em(labels, spec: ArrayPrior, floor: float, max_iter: int, tol: float,
-           warn_not_converged: bool = True) -> ArrayFit | None:
-    """EM from crowd-kit's start (one M-step from the majority-vote fractions) on the C
-    passes: the loop of :func:`~pyromodels.core.run_em` with one start.
+           warn_not_converged: bool = True, start=None) -> ArrayFit | None:
+    """EM from crowd-kit's start (one M-step from the majority-vote fractions), or from
+    ``start``, on the C passes: the loop of :func:`~pyromodels.core.run_em` with one start.
 
     Args:
         labels: the coded labels (:class:`~pyromodels.data.columns.LabelCodes` or a CPU
@@ -228,15 +228,22 @@ def fit_em(labels, spec: ArrayPrior, floor: float, max_iter: int, tol: float,
             ``tol=0`` never stops early).
         warn_not_converged: warn (``ConvergenceWarning``) when ``max_iter`` steps did not
             converge.
+        start: ``(prior (K,), confusion (M, K, K))``, parameters to start from instead of
+            crowd-kit's start (a warm start); with ``max_iter=0`` the result is ``start``
+            and ``probas`` is its E-step.
 
     Returns:
         The fit (see :class:`ArrayFit`), or ``None`` when an item is impossible under every
         class (exact zeros in the confusions, ``floor=0`` only): the torch path handles such
         items.
     """
-    counts, totals = array_passes.vote_counts(labels, labels.num_workers)
-    params = map_params(spec, counts.transpose(0, 2, 1), totals, floor)
-    previous = None  # the parameters the last step started from
+    if start is None:
+        counts, totals = array_passes.vote_counts(labels, labels.num_workers)
+        params = map_params(spec, counts.transpose(0, 2, 1), totals, floor)
+    else:
+        params = tuple(np.array(p, dtype=spec.dtype, order="C") for p in start)  # owned copies
+    # the parameters the last step started from (a warm start's result is its own E-step)
+    previous = None if start is None else params
     monitor = ConvergenceMonitor(
         tol=tol, max_iter=max_iter + 1, monotone=True,
         monotone_slack=max(1e-9, 16 * float(np.finfo(spec.dtype).eps)), name="EM objective",
