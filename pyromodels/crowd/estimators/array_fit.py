@@ -8,7 +8,9 @@ preparation does (:func:`~pyromodels.crowd.ds.label_checks.check_label_counts`) 
 as the torch path (:meth:`DawidSkene.fit <pyromodels.crowd.ds.model.DawidSkene.fit>` with
 ``method="em"``), so the fitted attributes are the same, dtypes included. The torch objects
 (``posterior_``, ``model_``, ``table_``) are built from the arrays on first use
-(:func:`array_results`), which imports torch then.
+(:func:`array_results`), which imports torch then; so are the per-task frames ``probas_`` and
+``labels_`` (:func:`array_frames`), whose values are those the fit gives. The counts the fit
+checks and reads off its labels are kept (:mod:`.ds_stats`) for ``partial_fit`` to update.
 
 Anything else takes the torch path, which also raises the errors of bad input: another
 method or device, ``init_confusion``, ``true_labels`` or ``initial_error``, ``progress=True``,
@@ -27,17 +29,20 @@ import numpy as np
 import pandas as pd
 
 from ...core.seeding import resolve_seed
-from ...data.columns import count_labels
 from ...data.idmaps import c_table_passes
 from ..ds.array_em import ArrayFit, fit_em, resolve_prior, working_dtype
 from ..ds.kernels import array_passes
 from ..ds.kernels.native import have_c
 from ..ds.label_checks import SingleWorkerClassWarning, SparseWorkerWarning, check_label_counts
+from .ds_stats import LabelStats, count_stats, new_rows_repeat
 
-__all__ = ["ARRAY_RESULTS", "ArrayState", "fit_on_arrays", "array_results"]
+__all__ = ["ARRAY_RESULTS", "ARRAY_FRAMES", "ArrayState", "fit_on_arrays", "array_results",
+           "array_frames", "array_attribute"]
 
-#: the fitted attributes built from the arrays on first use
+#: the fitted attributes built from the arrays on first use, importing torch
 ARRAY_RESULTS = ("posterior_", "model_", "table_")
+#: the per-task frames built from the arrays on first use
+ARRAY_FRAMES = ("probas_", "labels_")
 
 
 class ArrayState(NamedTuple):
@@ -50,6 +55,8 @@ class ArrayState(NamedTuple):
     seed: int
     tol: float
     wall_time_s: float
+    stats: LabelStats
+    names: tuple  # the names of the frames' task index and class columns
 
 
 def _eligible(est, codes, warm: bool) -> bool:
@@ -60,22 +67,39 @@ def _eligible(est, codes, warm: bool) -> bool:
             and (device is None or device == "cpu") and have_c()
             and c_table_passes() is not None and isinstance(est.update_prior, bool)
             and isinstance(floor, numbers.Real) and not isinstance(floor, bool) and floor >= 0
-            and codes.num_classes >= 2
-            and (est.allow_repeats or codes.has_repeats() is False))
+            and codes.num_classes >= 2)
 
 
-def fit_on_arrays(est, codes, warm=None, stacklevel: int = 4) -> bool:
+def _repeat_free(codes, stats: LabelStats | None, start: int | None) -> bool:
+    """Whether no (task, worker) pair of ``codes`` occurs twice: the new rows (from ``start``
+    on) alone are checked when ``stats`` knows the earlier ones to hold no repeat."""
+    if stats is not None and stats.repeat_free:
+        return not new_rows_repeat(codes, start)
+    return codes.has_repeats() is False
+
+
+def fit_on_arrays(est, codes, warm=None, stacklevel: int = 4, stats=None,
+                  fitted_rows: int | None = None) -> bool:
     """Fit ``est`` (a DawidSkeneEstimator) on the arrays when it can (see the module doc)
     and store its results; ``False`` leaves it to the torch path.
 
     ``warm`` (``(prior, confusion)`` arrays) is a warm start for EM
     (:meth:`~pyromodels.crowd.estimators.DawidSkeneEstimator.partial_fit`); it replaces the
     majority-vote start and ``init_confusion``. ``stacklevel``: that of the label-count
-    warnings, which name the line that called ``fit`` or ``partial_fit``.
+    warnings, which name the line that called ``fit`` or ``partial_fit``. ``stats``: the
+    counts of ``codes`` (:func:`~.ds_stats.update_stats`, whose ``repeat_free`` is that of
+    the first ``fitted_rows`` rows, the fitted ones), or ``None`` to count them here.
     """
     if not _eligible(est, codes, warm is not None):
         return False
-    args = est._model_args(codes)
+    repeat_free = None  # not needed, so not counted
+    if not est.allow_repeats:
+        repeat_free = _repeat_free(codes, stats, fitted_rows)
+        if not repeat_free:
+            return False
+    stats = (count_stats(codes, c_table_passes(), repeat_free) if stats is None
+             else stats._replace(repeat_free=repeat_free))
+    args = est._model_args(codes, stats.per_class)
     spec = resolve_prior(codes.num_classes, args["prior_concentration"],
                          args["confusion_concentration"], args["diagonal"],
                          args["update_prior"], working_dtype())
@@ -83,7 +107,7 @@ def fit_on_arrays(est, codes, warm=None, stacklevel: int = 4) -> bool:
         return False
     options = est._engine_options((est.method,))
     seed = resolve_seed(options["seed"])
-    check_label_counts(*count_labels(codes, c_table_passes()), codes, False,
+    check_label_counts(stats.per_item, stats.per_worker, stats.pairs, codes, False,
                        stacklevel=stacklevel)
     start = time.perf_counter()
     # a fixed number of steps (tol=0) or the start itself (n_iter=0) is no failure
@@ -92,19 +116,37 @@ def fit_on_arrays(est, codes, warm=None, stacklevel: int = 4) -> bool:
                  warn_not_converged=not fixed, start=warm)
     if fit is None:
         return False
-    for name in ARRAY_RESULTS:  # those of an earlier fit, built from its arrays
+    for name in ARRAY_RESULTS + ARRAY_FRAMES:  # those of an earlier fit, built from its arrays
         est.__dict__.pop(name, None)
     state = ArrayState(codes, fit, args, est.allow_repeats, seed, options["tol"],
-                       time.perf_counter() - start)
-    est.probas_ = est._frame(codes, fit.probas)
-    est.labels_ = est._series(codes, fit.labels)
-    est._store_confusions(codes, fit.confusion)
+                       time.perf_counter() - start, stats, (est._item_name(), est.label))
+    est._store_confusions(codes, fit.confusion, given=stats.first)
     est.priors_ = pd.Series(fit.prior.astype(np.float64),
                             index=pd.Index(codes.classes, name=est.label), name="prior")
     est.loss_history_ = list(fit.monitor.history)
     est.n_iter_, est.converged_ = fit.n_iter, bool(fit.converged)
     est._em_arrays = state
     return True
+
+
+def array_frames(est) -> dict:
+    """Build ``probas_`` and ``labels_`` of an array fit, store them on ``est`` and return
+    them: the frames of the fit's class posteriors and labels, named as at the fit."""
+    state: ArrayState = est.__dict__["_em_arrays"]
+    task, label = state.names
+    probas = est._frame(state.codes, state.fit.probas)
+    labels = est._series(state.codes, state.fit.labels)
+    probas.index.name, probas.columns.name, labels.index.name = task, label, task
+    results = {"probas_": probas, "labels_": labels}
+    est.__dict__.update(results)
+    return results
+
+
+def array_attribute(est, name: str):
+    """The fitted attribute ``name`` (in :data:`ARRAY_RESULTS` or :data:`ARRAY_FRAMES`) of
+    an array fit, built from its arrays on first use."""
+    build = array_frames if name in ARRAY_FRAMES else array_results
+    return build(est)[name]
 
 
 def array_results(est) -> dict:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ...data.annotations import AnnotationTable
 
 __all__ = ["CrowdAggregator", "resolve_random_state", "errors_frame", "errors_row_order",
-           "confusions_frame", "draw_frequencies", "mcmc_history", "check_edges"]
+           "first_pairs", "confusions_frame", "draw_frequencies", "mcmc_history", "check_edges"]
 
 
 def resolve_random_state(seed, random_state):
@@ -49,7 +49,17 @@ def errors_frame(table: AnnotationTable, confusion: torch.Tensor, worker: str,
     return pd.DataFrame(conf.reshape(M * K, K), index=rows, columns=list(table.classes))
 
 
-def errors_row_order(table: AnnotationTable, first: pd.Index | None = None) -> np.ndarray:
+def first_pairs(table) -> np.ndarray:
+    """The (worker, label given) pairs of ``table`` (an annotation table or
+    :class:`~pyromodels.data.columns.LabelCodes`) in the order in which each first occurs,
+    as int64 codes ``worker * K + label``."""
+    K = table.num_classes
+    pairs = to_numpy(table.worker_idx, "worker_idx") * K + to_numpy(table.label_idx, "label_idx")
+    return pd.unique(pairs).astype(np.int64, copy=False)
+
+
+def errors_row_order(table: AnnotationTable, first: pd.Index | None = None,
+                     given: np.ndarray | None = None) -> np.ndarray:
     """crowd-kit's row order of ``errors_``: positions in :func:`errors_frame`'s sorted rows.
 
     crowd-kit forms ``errors_`` by grouping the labels by (worker, label given) in the order
@@ -57,11 +67,13 @@ def errors_row_order(table: AnnotationTable, first: pd.Index | None = None) -> n
     The facades' ``errors_`` also has the rows of labels a worker never gave (crowd-kit has
     none); they follow, sorted by worker and label. ``first`` (``(worker, label)`` tuples,
     e.g. the rows of an ``initial_error`` that crowd-kit returns as it is) comes before all
-    of them, in its own order; tuples that are not rows are skipped.
+    of them, in its own order; tuples that are not rows are skipped. ``given``: the pairs in
+    the order they first occur (:func:`first_pairs`) when they are known; otherwise they are
+    read from the table's rows.
     """
     M, K = table.num_workers, table.num_classes
-    pairs = to_numpy(table.worker_idx, "worker_idx") * K + to_numpy(table.label_idx, "label_idx")
-    given = pd.unique(pairs)
+    if given is None:
+        given = first_pairs(table)
     if first is not None:
         rows = pd.MultiIndex.from_product([table.workers, table.classes])
         wanted = rows.get_indexer(first)

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ...checks import check_in
 from ...data.columns import check_columns
-from .array_fit import ARRAY_RESULTS, array_results, fit_on_arrays
+from .array_fit import ARRAY_FRAMES, ARRAY_RESULTS, array_attribute, fit_on_arrays
 from .base import CrowdAggregator, errors_row_order
 from .em_prior import em_diagonal
 
@@ -179,12 +179,13 @@ class DawidSkeneEstimator(CrowdAggregator):
         self.device = device
         self.diagnostic_warnings = diagnostic_warnings
 
-    def _model_args(self, table) -> dict:
+    def _model_args(self, table, per_class=None) -> dict:
         """The :class:`DawidSkene` arguments of a fit to ``table`` (an annotation table or
-        :class:`~pyromodels.data.columns.LabelCodes`)."""
+        :class:`~pyromodels.data.columns.LabelCodes`; ``per_class``: its labels per class,
+        when counted)."""
         diagonal = self.diagonal
         if diagonal is None and self.method == "em":
-            diagonal = em_diagonal(table)
+            diagonal = em_diagonal(table, per_class)
         return dict(prior_concentration=self.prior_concentration,
                     confusion_concentration=self.confusion_concentration,
                     diagonal=diagonal, update_prior=self.update_prior, em_floor=self.em_floor)
@@ -447,19 +448,19 @@ class DawidSkeneEstimator(CrowdAggregator):
             >>> est.partial_fit(more).labels_.to_dict()
             {'a': 'x', 'b': 'y', 'c': 'x'}
         """
-        from .ds_partial import append_labels, warm_start
+        from .ds_partial import append_labels, update_inputs
 
         fitted = self._fitted_codes()
         self._check_columns()
         appended = append_labels(fitted, df, self.task, self.worker, self.label, self.classes)
         codes = appended.codes
         self._check_memory(codes)
-        K = codes.num_classes
-        confusion = self.confusions_.to_numpy().reshape(fitted.num_workers, K, K)
-        start = warm_start(fitted, appended, self.priors_.to_numpy(), confusion)
+        start, stats = update_inputs(fitted, appended, self.__dict__.get("_em_arrays"),
+                                     self.priors_, self.confusions_)
         before = dict(self.__dict__)  # a failure part-way through storing restores this fit
         try:
-            if fit_on_arrays(self, codes, warm=start, stacklevel=3):
+            if fit_on_arrays(self, codes, warm=start, stacklevel=3, stats=stats,
+                             fitted_rows=fitted.num_labels):
                 return self
             from ...data.annotations import AnnotationTable
 
@@ -502,11 +503,11 @@ class DawidSkeneEstimator(CrowdAggregator):
             raise ValueError(f"partial_fit runs EM: method must be 'em', got {self.method!r}")
         return codes
 
-    def _store_confusions(self, table, confusion, first=None) -> None:
-        """``errors_`` (rows in crowd-kit's order, :func:`errors_row_order`) and
-        ``confusions_``."""
+    def _store_confusions(self, table, confusion, first=None, given=None) -> None:
+        """``errors_`` (rows in crowd-kit's order, :func:`errors_row_order`, with ``first``
+        and ``given`` as there) and ``confusions_``."""
         super()._store_confusions(table, confusion)
-        self.errors_ = self.errors_.iloc[errors_row_order(table, first)]
+        self.errors_ = self.errors_.iloc[errors_row_order(table, first, given)]
 
     def _fit_empty(self, true_labels, initial_error) -> DawidSkeneEstimator:
         """crowd-kit's results for a table without rows (see :meth:`fit`)."""
@@ -522,8 +523,8 @@ class DawidSkeneEstimator(CrowdAggregator):
         return self
 
     def __getattr__(self, name):
-        if name in ARRAY_RESULTS and "_em_arrays" in self.__dict__:
-            return array_results(self)[name]
+        if name in ARRAY_RESULTS + ARRAY_FRAMES and "_em_arrays" in self.__dict__:
+            return array_attribute(self, name)
         return super().__getattr__(name)
 
     def _forget_fit(self) -> None:

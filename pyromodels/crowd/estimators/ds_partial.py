@@ -32,19 +32,22 @@ import pandas as pd
 
 from ...data.columns import LabelCodes, check_columns, item_column
 from ...data.idmaps import check_id_kinds, check_no_missing, to_numpy
+from .ds_stats import LabelStats, update_stats
 
-__all__ = ["Appended", "fitted_codes", "append_labels", "warm_start"]
+__all__ = ["Appended", "fitted_codes", "append_labels", "warm_start", "update_inputs"]
 
 
 class Appended(NamedTuple):
     """All labels coded after ``partial_fit``'s rows were appended.
 
     ``codes`` holds the fitted labels first, then the new rows; ``worker_codes[m]`` is the
-    new code of fitted worker ``m`` (``None``: the codes are unchanged).
+    new code of fitted worker ``m`` and ``item_codes[n]`` that of fitted task ``n``
+    (``None``: the codes are unchanged).
     """
 
     codes: LabelCodes
     worker_codes: np.ndarray | None  # (M_fitted,) int64
+    item_codes: np.ndarray | None = None  # (N_fitted,) int64
 
 
 def fitted_codes(table) -> LabelCodes:
@@ -135,11 +138,11 @@ def append_labels(fitted: LabelCodes, df, task: str, worker: str, label: str,
                        np.concatenate([old_workers, new_workers]),
                        np.concatenate([fitted.label_idx, new_labels]),
                        items, workers, fitted.classes)
-    return Appended(codes, worker_moves)
+    return Appended(codes, worker_moves, item_moves)
 
 
 def warm_start(fitted: LabelCodes, appended: Appended, prior: np.ndarray,
-               confusion: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+               confusion: np.ndarray, per_worker=None) -> tuple[np.ndarray, np.ndarray]:
     """EM's warm start on the appended labels: ``(prior (K,), confusion (M, K, K))``.
 
     Args:
@@ -147,12 +150,16 @@ def warm_start(fitted: LabelCodes, appended: Appended, prior: np.ndarray,
         appended: :func:`append_labels`' result.
         prior: the fitted class prior ``(K,)``.
         confusion: the fitted confusion matrices ``(M_fitted, K, K)``, rows = true class.
+        per_worker: each fitted worker's number of labels when known (the fit's running
+            counts, :mod:`.ds_stats`); otherwise counted from ``fitted``.
 
     Returns:
         The fitted prior, and the fitted workers' matrices at their new codes with the
         pooled matrix (see the module doc) for the new workers, float64.
     """
-    per_worker = np.bincount(fitted.worker_idx, minlength=fitted.num_workers).astype(np.float64)
+    if per_worker is None:
+        per_worker = np.bincount(fitted.worker_idx, minlength=fitted.num_workers)
+    per_worker = np.asarray(per_worker, dtype=np.float64)
     pooled = np.tensordot(per_worker, confusion, axes=1) / per_worker.sum()
     M = appended.codes.num_workers
     start = np.broadcast_to(pooled, (M,) + pooled.shape).copy()
@@ -160,3 +167,28 @@ def warm_start(fitted: LabelCodes, appended: Appended, prior: np.ndarray,
              else appended.worker_codes)
     start[where] = confusion
     return np.array(prior, dtype=np.float64), start
+
+
+def update_inputs(fitted: LabelCodes, appended: Appended, arrays, priors: pd.Series,
+                  confusions: pd.DataFrame) -> tuple[tuple, LabelStats | None]:
+    """``(warm start, counts)`` of an update: EM's start (:func:`warm_start`) and the running
+    counts of all labels (:func:`~.ds_stats.update_stats`, from the fitted ones and the new
+    rows), ``None`` for a fit that kept none (one on the torch path: its counts are counted
+    again).
+
+    Args:
+        fitted: the fitted codes.
+        appended: :func:`append_labels`' result.
+        arrays: the fit's :class:`~.array_fit.ArrayState`, ``None`` after the torch path.
+        priors, confusions: the fitted ``priors_`` and ``confusions_`` (read where
+            ``arrays`` is ``None``; otherwise its arrays, the same values, are).
+    """
+    K = fitted.num_classes
+    if arrays is None:
+        confusion = confusions.to_numpy().reshape(fitted.num_workers, K, K)
+        return warm_start(fitted, appended, priors.to_numpy(), confusion), None
+    stats = update_stats(arrays.stats, appended.codes, fitted.num_labels, appended.item_codes,
+                         appended.worker_codes)
+    start = warm_start(fitted, appended, priors.to_numpy(),
+                       arrays.fit.confusion.astype(np.float64), arrays.stats.per_worker)
+    return start, stats

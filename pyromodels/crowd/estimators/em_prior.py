@@ -51,13 +51,15 @@ from ...data.idmaps import to_numpy
 __all__ = ["em_diagonal"]
 
 
-def em_diagonal(labels) -> tuple[float, ...]:
+def em_diagonal(labels, per_class=None) -> tuple[float, ...]:
     r"""EM's per-class diagonal pseudo-count when ``diagonal`` is left at ``None``:
     :math:`d_k = \max(0, K - 1 - L_k / M)` (see the module doc).
 
     Args:
         labels: the coded labels (a :class:`~pyromodels.data.columns.LabelCodes` or an
             annotation table) with ``K`` classes and ``M`` workers.
+        per_class: the ``(K,)`` numbers of labels of each class when they are known
+            (a fit's running counts); otherwise they are counted from ``labels``.
 
     Returns:
         ``K`` floats (a tuple, so that models holding it compare and hash as with a number):
@@ -65,7 +67,7 @@ def em_diagonal(labels) -> tuple[float, ...]:
         0 for a class whose rows hold at least ``K - 1`` labels per worker on average.
     """
     K, M = labels.num_classes, labels.num_workers
-    given = np.bincount(to_numpy(labels.label_idx, "label codes").astype(np.int64),
-                        minlength=K)
+    given = per_class if per_class is not None else np.bincount(
+        to_numpy(labels.label_idx, "label codes").astype(np.int64), minlength=K)
     per_worker = given / M if M else np.zeros(K)  # no workers: no labels either
     return tuple(float(d) for d in np.maximum(0.0, (K - 1) - per_worker))
