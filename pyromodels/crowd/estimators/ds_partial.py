@@ -32,7 +32,7 @@ import pandas as pd
 
 from ...data.columns import LabelCodes, check_columns, item_column
 from ...data.idmaps import check_id_kinds, check_no_missing, to_numpy
-from .ds_stats import LabelStats, update_stats
+from .ds_stats import LabelStats, join_item_cells, update_stats
 
 __all__ = ["Appended", "fitted_codes", "append_labels", "warm_start", "update_inputs"]
 
@@ -174,7 +174,8 @@ def update_inputs(fitted: LabelCodes, appended: Appended, arrays, priors: pd.Ser
     """``(warm start, counts)`` of an update: EM's start (:func:`warm_start`) and the running
     counts of all labels (:func:`~.ds_stats.update_stats`, from the fitted ones and the new
     rows), ``None`` for a fit that kept none (one on the torch path: its counts are counted
-    again).
+    again). The labels grouped by task that EM reads are joined from the fitted ones
+    (:func:`~.ds_stats.join_item_cells`) where those are at hand.
 
     Args:
         fitted: the fitted codes.
@@ -189,6 +190,8 @@ def update_inputs(fitted: LabelCodes, appended: Appended, arrays, priors: pd.Ser
         return warm_start(fitted, appended, priors.to_numpy(), confusion), None
     stats = update_stats(arrays.stats, appended.codes, fitted.num_labels, appended.item_codes,
                          appended.worker_codes)
+    join_item_cells(fitted, appended.codes, stats.per_item, appended.item_codes,
+                    appended.worker_codes)
     start = warm_start(fitted, appended, priors.to_numpy(),
                        arrays.fit.confusion.astype(np.float64), arrays.stats.per_worker)
     return start, stats

@@ -13,6 +13,10 @@ task twice. :func:`update_stats` gives the counts of the fitted labels followed 
 from the fitted counts and the new rows: work that grows with the new rows and with the
 numbers of tasks and workers, never with the fitted labels. The counts equal those of the
 joined labels counted afresh.
+
+EM's passes read the labels grouped by task (:func:`~pyromodels.crowd.ds.kernels.groups.item_cells`);
+:func:`join_item_cells` forms those of the joined labels from the fitted ones' by inserting
+the new rows, a copy instead of a grouping pass over all rows.
 """
 
 from __future__ import annotations
@@ -23,10 +27,10 @@ import numpy as np
 import pandas as pd
 
 from ...data.columns import count_labels
-from ..ds.kernels.groups import item_cells
+from ..ds.kernels.groups import built_item_cells, item_cells, keep_item_cells
 from .base import first_pairs
 
-__all__ = ["LabelStats", "count_stats", "update_stats", "new_rows_repeat"]
+__all__ = ["LabelStats", "count_stats", "update_stats", "new_rows_repeat", "join_item_cells"]
 
 
 class LabelStats(NamedTuple):
@@ -113,3 +117,41 @@ def new_rows_repeat(codes, start: int) -> bool:
     rows = np.repeat(begin - offsets, lengths) + np.arange(int(lengths.sum()))
     keys = np.repeat(np.arange(len(tasks), dtype=np.int64), lengths) * M + cells[rows] // K
     return len(np.unique(keys)) < len(keys)
+
+
+def join_item_cells(fitted, codes, per_item: np.ndarray, item_moves, worker_moves) -> bool:
+    """Form :func:`~pyromodels.crowd.ds.kernels.groups.item_cells` of ``codes`` (``fitted``'s
+    rows, then new ones) from those of ``fitted`` and the new rows, and cache them for
+    ``codes``; ``False`` (nothing done) where ``fitted``'s were not built.
+
+    Each task's labels stay in row order, the fitted ones before the new ones, as the
+    grouping pass (a stable sort by task) puts them.
+
+    Args:
+        fitted: the fitted codes.
+        codes: all labels, ``fitted``'s rows first.
+        per_item: labels per task of ``codes`` (:func:`update_stats`).
+        item_moves, worker_moves: the code in ``codes`` of each fitted task and worker
+            (``None``: unchanged).
+    """
+    built = built_item_cells(fitted)
+    K = codes.num_classes
+    if built is None or codes.num_workers * K >= 2 ** 31:
+        return False
+    old_ptr, old_cells = built
+    start = fitted.num_labels
+    items = codes.item_idx[start:]
+    order = np.argsort(items, kind="stable")
+    new_cells = (codes.worker_idx[start:] * K + codes.label_idx[start:])[order]
+    items = items[order]
+    # the fitted tasks whose codes are at most each new row's: its labels go after theirs
+    before = (np.minimum(items + 1, fitted.num_items) if item_moves is None
+              else np.searchsorted(item_moves, items, side="right"))
+    if worker_moves is not None:
+        remap = (worker_moves[:, None] * K + np.arange(K)).ravel().astype(np.int32)
+        old_cells = remap[old_cells]
+    cells = np.insert(old_cells, old_ptr[before], new_cells.astype(np.int32))
+    ptr = np.zeros(codes.num_items + 1, dtype=np.int64)
+    np.cumsum(per_item, out=ptr[1:])
+    keep_item_cells(codes, ptr, cells)
+    return True

@@ -8,7 +8,7 @@ import numpy as np
 
 from .native import c_passes
 
-__all__ = ["item_groups", "item_cells"]
+__all__ = ["item_groups", "item_cells", "built_item_cells", "keep_item_cells"]
 
 _GROUPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -85,3 +85,17 @@ def item_cells(table) -> tuple[np.ndarray, np.ndarray]:
         return ptr, cells
 
     return _cached(table, "cells", build)
+
+
+def built_item_cells(table) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`item_cells` of ``table`` where they were built already, else ``None`` (nothing
+    is built)."""
+    return _GROUPS.get(table, {}).get("cells")
+
+
+def keep_item_cells(table, ptr: np.ndarray, cells: np.ndarray) -> None:
+    """Cache ``(ptr, cells)`` as :func:`item_cells` of ``table``: labels grouped by item
+    without the grouping pass (joined from those of fewer rows), which must be what that
+    pass gives."""
+    per_table = _GROUPS.setdefault(table, {})
+    per_table["ptr"], per_table["cells"] = ptr, (ptr, cells)
