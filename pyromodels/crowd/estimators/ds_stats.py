@@ -102,21 +102,23 @@ def update_stats(stats: LabelStats, codes, start: int, item_moves, worker_moves)
 
 
 def new_rows_repeat(codes, start: int) -> bool:
-    """Whether a row of ``codes`` from ``start`` on labels a (task, worker) pair of an earlier
+    """Whether a row of ``codes`` from ``start`` on labels a (task, worker) pair of another
     row, the rows before ``start`` holding no such repeat among themselves.
 
-    Reads only the labels of the tasks that the new rows label, from the labels grouped by
-    task that EM's passes read (:func:`~pyromodels.crowd.ds.kernels.groups.item_cells`,
-    built once per set of codes); needs the C passes.
+    Compares each new row's worker with the workers of its task's labels only, read from
+    the labels grouped by task that EM's passes read
+    (:func:`~pyromodels.crowd.ds.kernels.groups.item_cells`, built once per set of codes):
+    work that grows with the new rows and their tasks' labels. Needs the C passes.
     """
-    M, K = codes.num_workers, codes.num_classes
-    tasks = np.unique(codes.item_idx[start:])
+    K = codes.num_classes
+    tasks, workers = codes.item_idx[start:], codes.worker_idx[start:]
     ptr, cells = item_cells(codes)
-    begin, lengths = ptr[tasks], ptr[tasks + 1] - ptr[tasks]
+    begin, lengths = ptr[tasks], ptr[tasks + 1] - ptr[tasks]  # each >= 1: the row itself
     offsets = np.cumsum(lengths) - lengths
     rows = np.repeat(begin - offsets, lengths) + np.arange(int(lengths.sum()))
-    keys = np.repeat(np.arange(len(tasks), dtype=np.int64), lengths) * M + cells[rows] // K
-    return len(np.unique(keys)) < len(keys)
+    same = cells[rows] // K == np.repeat(workers, lengths)
+    # each new row meets itself once in its task's labels; a repeat meets its pair too
+    return bool((np.add.reduceat(same, offsets) > 1).any()) if len(offsets) else False
 
 
 def join_item_cells(fitted, codes, per_item: np.ndarray, item_moves, worker_moves) -> bool:
