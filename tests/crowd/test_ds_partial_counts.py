@@ -15,6 +15,7 @@ from pyromodels.core.device import default_dtype
 from pyromodels.crowd.ds.kernels import groups
 from pyromodels.crowd.estimators import DawidSkeneEstimator, ds_stats
 from pyromodels.crowd.estimators.base import errors_row_order
+from pyromodels.crowd.estimators.ds_partial import JoinedCodes
 from pyromodels.crowd.simulate import simulate_label_frame
 from pyromodels.data.columns import LabelCodes
 from pyromodels.data.idmaps import c_table_passes
@@ -118,7 +119,8 @@ def test_a_repeat_in_the_new_rows_is_found_against_the_fitted_rows_and_among_the
         rows = np.concatenate([fitted, rng.integers(0, 200, 10)])
         df = pd.DataFrame({"task": item[rows], "worker": worker[rows], "label": rows % 3})
         codes = LabelCodes.from_dataframe(df)
-        assert ds_stats.new_rows_repeat(codes, 60) is codes.has_repeats()
+        new_rows = tuple(c[60:] for c in (codes.item_idx, codes.worker_idx, codes.label_idx))
+        assert ds_stats.new_rows_repeat(codes, new_rows) is codes.has_repeats()
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
@@ -149,3 +151,33 @@ def test_probas_and_labels_built_on_first_use_equal_the_eager_ones(dtype, monkey
     tol = 1e-10 if dtype == torch.float64 else 1e-5
     for name in ("probas_", "errors_"):
         pd.testing.assert_frame_equal(getattr(est, name), getattr(eager_update, name), rtol=tol)
+
+
+def test_updates_that_keep_the_codes_append_them_without_copying_the_fitted_labels():
+    frame = _frame(workers=12)
+    # new tasks after the fitted ones, a new last worker, more labels for fitted tasks
+    late, last = frame["task"] >= 500, frame["worker"] == 11
+    more = ~(late | last) & (np.arange(len(frame)) % 10 == 0)
+    old = frame[~(late | last | more)]
+    updates = [frame[late & (frame["task"] < 550)], frame[last & ~late], frame[more],
+               frame[late & (frame["task"] >= 550)]]
+    est = DawidSkeneEstimator().fit(old)
+    fitted = est._em_arrays.codes
+    loaded = pickle.loads(pickle.dumps(est))  # without the labels grouped by task
+    for new in updates:
+        est.partial_fit(new)
+        loaded.partial_fit(new)
+    codes = est._em_arrays.codes
+    assert isinstance(codes, JoinedCodes) and len(codes._parts) == 1 + len(updates)
+    assert codes._parts[0][0] is fitted.item_idx  # shared, not copied
+    want = LabelCodes.from_dataframe(pd.concat([old, *updates]))
+    assert codes.num_labels == want.num_labels == len(frame)
+    for name in ("item_idx", "worker_idx", "label_idx"):
+        np.testing.assert_array_equal(getattr(codes, name), getattr(want, name), err_msg=name)
+    assert len(codes._parts) == 1  # joined once read
+    assert codes.items.equals(want.items) and codes.workers.equals(want.workers)
+    _assert_counts_afresh(est)
+    again = pickle.loads(pickle.dumps(est))
+    for name in ("probas_", "labels_", "errors_", "confusions_", "priors_"):
+        assert getattr(loaded, name).equals(getattr(est, name)), name
+        assert getattr(again, name).equals(getattr(est, name)), name

@@ -70,16 +70,16 @@ def _eligible(est, codes, warm: bool) -> bool:
             and codes.num_classes >= 2)
 
 
-def _repeat_free(codes, stats: LabelStats | None, start: int | None) -> bool:
-    """Whether no (task, worker) pair of ``codes`` occurs twice: the new rows (from ``start``
-    on) alone are checked when ``stats`` knows the earlier ones to hold no repeat."""
+def _repeat_free(codes, stats: LabelStats | None, new_rows) -> bool:
+    """Whether no (task, worker) pair of ``codes`` occurs twice: ``new_rows`` alone are
+    checked when ``stats`` knows the earlier rows to hold no repeat."""
     if stats is not None and stats.repeat_free:
-        return not new_rows_repeat(codes, start)
+        return not new_rows_repeat(codes, new_rows)
     return codes.has_repeats() is False
 
 
 def fit_on_arrays(est, codes, warm=None, stacklevel: int = 4, stats=None,
-                  fitted_rows: int | None = None) -> bool:
+                  new_rows=None) -> bool:
     """Fit ``est`` (a DawidSkeneEstimator) on the arrays when it can (see the module doc)
     and store its results; ``False`` leaves it to the torch path.
 
@@ -88,13 +88,14 @@ def fit_on_arrays(est, codes, warm=None, stacklevel: int = 4, stats=None,
     majority-vote start and ``init_confusion``. ``stacklevel``: that of the label-count
     warnings, which name the line that called ``fit`` or ``partial_fit``. ``stats``: the
     counts of ``codes`` (:func:`~.ds_stats.update_stats`, whose ``repeat_free`` is that of
-    the first ``fitted_rows`` rows, the fitted ones), or ``None`` to count them here.
+    the rows before ``new_rows``, the fitted ones; ``new_rows``: the codes of the last
+    rows' ``(tasks, workers, labels)``), or ``None`` to count them here.
     """
     if not _eligible(est, codes, warm is not None):
         return False
     repeat_free = None  # not needed, so not counted
     if not est.allow_repeats:
-        repeat_free = _repeat_free(codes, stats, fitted_rows)
+        repeat_free = _repeat_free(codes, stats, new_rows)
         if not repeat_free:
             return False
     stats = (count_stats(codes, c_table_passes(), repeat_free) if stats is None

@@ -460,7 +460,7 @@ class DawidSkeneEstimator(CrowdAggregator):
         before = dict(self.__dict__)  # a failure part-way through storing restores this fit
         try:
             if fit_on_arrays(self, codes, warm=start, stacklevel=3, stats=stats,
-                             fitted_rows=fitted.num_labels):
+                             new_rows=appended.new_rows):
                 return self
             from ...data.annotations import AnnotationTable
 

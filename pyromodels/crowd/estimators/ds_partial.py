@@ -34,7 +34,8 @@ from ...data.columns import LabelCodes, check_columns, item_column
 from ...data.idmaps import check_id_kinds, check_no_missing, to_numpy
 from .ds_stats import LabelStats, join_item_cells, update_stats
 
-__all__ = ["Appended", "fitted_codes", "append_labels", "warm_start", "update_inputs"]
+__all__ = ["Appended", "JoinedCodes", "fitted_codes", "append_labels", "warm_start",
+           "update_inputs"]
 
 
 class Appended(NamedTuple):
@@ -47,7 +48,47 @@ class Appended(NamedTuple):
 
     codes: LabelCodes
     worker_codes: np.ndarray | None  # (M_fitted,) int64
-    item_codes: np.ndarray | None = None  # (N_fitted,) int64
+    item_codes: np.ndarray | None  # (N_fitted,) int64
+    new_rows: tuple  # the new rows' (tasks, workers, labels) codes in ``codes``, int64
+
+
+class JoinedCodes(LabelCodes):
+    """:class:`~pyromodels.data.columns.LabelCodes` kept as parts, the fitted codes and then
+    the codes of each update's rows (``(tasks, workers, labels)`` int64 arrays), joined into
+    one array per column when a column is first read (then kept as one part).
+
+    An update whose codes keep the fitted ones (new ids sorting after the fitted ones)
+    appends its rows here instead of copying every fitted label: EM reads the labels
+    grouped by task, joined from the fitted ones (:func:`~.ds_stats.join_item_cells`), and
+    the columns are joined only where something reads them (``table_``, or a fit whose
+    grouped labels were not kept, as after loading a pickle).
+    """
+
+    def __init__(self, parts, items: pd.Index, workers: pd.Index, classes: pd.Index):
+        for name, value in (("_parts", list(parts)), ("items", items), ("workers", workers),
+                            ("classes", classes)):
+            object.__setattr__(self, name, value)
+
+    @property
+    def num_labels(self) -> int:
+        return sum(len(part[0]) for part in self._parts)
+
+    def _column(self, i: int) -> np.ndarray:
+        if len(self._parts) > 1:
+            joined = tuple(np.concatenate([part[j] for part in self._parts]) for j in range(3))
+            object.__setattr__(self, "_parts", [joined])
+        return self._parts[0][i]
+
+    item_idx = property(lambda self: self._column(0), doc="int64 ``(L,)`` task codes")
+    worker_idx = property(lambda self: self._column(1), doc="int64 ``(L,)`` worker codes")
+    label_idx = property(lambda self: self._column(2), doc="int64 ``(L,)`` class codes")
+
+
+def _parts(codes: LabelCodes) -> list:
+    """The parts of ``codes`` (:class:`JoinedCodes`), or its columns as one part."""
+    if isinstance(codes, JoinedCodes):
+        return list(codes._parts)
+    return [(codes.item_idx, codes.worker_idx, codes.label_idx)]
 
 
 def fitted_codes(table) -> LabelCodes:
@@ -132,13 +173,17 @@ def append_labels(fitted: LabelCodes, df, task: str, worker: str, label: str,
     items, new_items, item_moves = _coded(fitted.items, df[task], f"df[{task!r}]")
     workers, new_workers, worker_moves = _coded(fitted.workers, df[worker], f"df[{worker!r}]")
     new_labels = fitted.classes.get_indexer(df[label].to_numpy()).astype(np.int64, copy=False)
+    new_rows = (new_items, new_workers, new_labels)
+    if item_moves is None and worker_moves is None:  # the fitted codes hold: join on reading
+        codes = JoinedCodes(_parts(fitted) + [new_rows], items, workers, fitted.classes)
+        return Appended(codes, None, None, new_rows)
     old_items = fitted.item_idx if item_moves is None else item_moves[fitted.item_idx]
     old_workers = fitted.worker_idx if worker_moves is None else worker_moves[fitted.worker_idx]
     codes = LabelCodes(np.concatenate([old_items, new_items]),
                        np.concatenate([old_workers, new_workers]),
                        np.concatenate([fitted.label_idx, new_labels]),
                        items, workers, fitted.classes)
-    return Appended(codes, worker_moves, item_moves)
+    return Appended(codes, worker_moves, item_moves, new_rows)
 
 
 def warm_start(fitted: LabelCodes, appended: Appended, prior: np.ndarray,
@@ -188,10 +233,10 @@ def update_inputs(fitted: LabelCodes, appended: Appended, arrays, priors: pd.Ser
     if arrays is None:
         confusion = confusions.to_numpy().reshape(fitted.num_workers, K, K)
         return warm_start(fitted, appended, priors.to_numpy(), confusion), None
-    stats = update_stats(arrays.stats, appended.codes, fitted.num_labels, appended.item_codes,
+    stats = update_stats(arrays.stats, appended.codes, appended.new_rows, appended.item_codes,
                          appended.worker_codes)
-    join_item_cells(fitted, appended.codes, stats.per_item, appended.item_codes,
-                    appended.worker_codes)
+    join_item_cells(fitted, appended.codes, appended.new_rows, stats.per_item,
+                    appended.item_codes, appended.worker_codes)
     start = warm_start(fitted, appended, priors.to_numpy(),
                        arrays.fit.confusion.astype(np.float64), arrays.stats.per_worker)
     return start, stats

@@ -67,14 +67,13 @@ def _moved(values: np.ndarray, moves: np.ndarray | None, size: int, axis: int = 
     return out
 
 
-def update_stats(stats: LabelStats, codes, start: int, item_moves, worker_moves) -> LabelStats:
-    """The counts of ``codes``, whose rows before ``start`` are the fitted labels counted in
-    ``stats`` and whose rows from ``start`` on are new.
+def update_stats(stats: LabelStats, codes, new_rows, item_moves, worker_moves) -> LabelStats:
+    """The counts of ``codes``: the fitted labels counted in ``stats``, then ``new_rows``.
 
     Args:
         stats: the counts of the fitted labels, in their codes.
         codes: all labels (:class:`~pyromodels.data.columns.LabelCodes`), fitted then new.
-        start: the number of fitted labels.
+        new_rows: the codes in ``codes`` of the new rows' ``(tasks, workers, labels)``.
         item_moves, worker_moves: the code in ``codes`` of each fitted task and worker
             (``None``: unchanged).
 
@@ -82,8 +81,7 @@ def update_stats(stats: LabelStats, codes, start: int, item_moves, worker_moves)
         The counts of ``codes`` (``repeat_free`` is ``stats``'; see :func:`new_rows_repeat`).
     """
     N, M, K = codes.num_items, codes.num_workers, codes.num_classes
-    items, workers = codes.item_idx[start:], codes.worker_idx[start:]
-    labels = codes.label_idx[start:]
+    items, workers, labels = new_rows
     per_item = _moved(stats.per_item, item_moves, N)
     per_item += np.bincount(items, minlength=N)
     per_worker = _moved(stats.per_worker, worker_moves, M)
@@ -101,9 +99,10 @@ def update_stats(stats: LabelStats, codes, start: int, item_moves, worker_moves)
     return LabelStats(per_item, per_worker, pairs, per_class, first, stats.repeat_free)
 
 
-def new_rows_repeat(codes, start: int) -> bool:
-    """Whether a row of ``codes`` from ``start`` on labels a (task, worker) pair of another
-    row, the rows before ``start`` holding no such repeat among themselves.
+def new_rows_repeat(codes, new_rows) -> bool:
+    """Whether one of ``new_rows`` (codes in ``codes`` of their ``(tasks, workers, labels)``,
+    the last rows of ``codes``) labels a (task, worker) pair of another row of ``codes``,
+    the earlier rows holding no such repeat among themselves.
 
     Compares each new row's worker with the workers of its task's labels only, read from
     the labels grouped by task that EM's passes read
@@ -111,7 +110,7 @@ def new_rows_repeat(codes, start: int) -> bool:
     work that grows with the new rows and their tasks' labels. Needs the C passes.
     """
     K = codes.num_classes
-    tasks, workers = codes.item_idx[start:], codes.worker_idx[start:]
+    tasks, workers = new_rows[0], new_rows[1]
     ptr, cells = item_cells(codes)
     begin, lengths = ptr[tasks], ptr[tasks + 1] - ptr[tasks]  # each >= 1: the row itself
     offsets = np.cumsum(lengths) - lengths
@@ -121,7 +120,8 @@ def new_rows_repeat(codes, start: int) -> bool:
     return bool((np.add.reduceat(same, offsets) > 1).any()) if len(offsets) else False
 
 
-def join_item_cells(fitted, codes, per_item: np.ndarray, item_moves, worker_moves) -> bool:
+def join_item_cells(fitted, codes, new_rows, per_item: np.ndarray, item_moves,
+                    worker_moves) -> bool:
     """Form :func:`~pyromodels.crowd.ds.kernels.groups.item_cells` of ``codes`` (``fitted``'s
     rows, then new ones) from those of ``fitted`` and the new rows, and cache them for
     ``codes``; ``False`` (nothing done) where ``fitted``'s were not built.
@@ -132,6 +132,7 @@ def join_item_cells(fitted, codes, per_item: np.ndarray, item_moves, worker_move
     Args:
         fitted: the fitted codes.
         codes: all labels, ``fitted``'s rows first.
+        new_rows: the codes in ``codes`` of the new rows' ``(tasks, workers, labels)``.
         per_item: labels per task of ``codes`` (:func:`update_stats`).
         item_moves, worker_moves: the code in ``codes`` of each fitted task and worker
             (``None``: unchanged).
@@ -141,10 +142,9 @@ def join_item_cells(fitted, codes, per_item: np.ndarray, item_moves, worker_move
     if built is None or codes.num_workers * K >= 2 ** 31:
         return False
     old_ptr, old_cells = built
-    start = fitted.num_labels
-    items = codes.item_idx[start:]
+    items, workers, labels = new_rows
     order = np.argsort(items, kind="stable")
-    new_cells = (codes.worker_idx[start:] * K + codes.label_idx[start:])[order]
+    new_cells = (workers * K + labels)[order]
     items = items[order]
     # the fitted tasks whose codes are at most each new row's: its labels go after theirs
     before = (np.minimum(items + 1, fitted.num_items) if item_moves is None
