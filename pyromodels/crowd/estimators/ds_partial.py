@@ -4,10 +4,13 @@ coded onto the fitted ones, and EM's warm start.
 
 **Stored data.** A fitted estimator keeps its labels as codes (three int64 arrays, 24 bytes
 a label: 144 MB for 6,000,000 labels) with the id indexes of its tasks, workers and classes;
-that is all ``partial_fit`` reads besides the fitted parameters. :func:`append_labels` codes
-the new rows against those indexes, extended by the new tasks and workers, and returns the
-codes of all labels, old then new. While it runs, the old and the joined codes are both held
-(about 24 bytes a label more, at the peak).
+that is all ``partial_fit`` reads besides the fitted parameters and the fit's running counts
+(:mod:`.ds_stats`). :func:`append_labels` codes the new rows against those indexes, extended
+by the new tasks and workers, and returns the codes of all labels, old then new: where the
+fitted codes hold (the new ids sort after the fitted ones) the new rows are appended as a part
+of a :class:`JoinedCodes`, which copies no fitted label; otherwise the fitted codes are
+recoded and copied, the old and the joined codes both held while it runs (about 24 bytes a
+label more, at the peak). Only the new rows are checked: the fitted ones were checked by fit.
 
 **Ids.** The extended task and worker indexes stay sorted, as a fit's are (ids that cannot be
 ordered keep the fitted ones first), so the codes, and every fitted attribute's row order,
