@@ -342,8 +342,8 @@ class DawidSkeneEstimator(CrowdAggregator):
 
         ``method="em"`` on the CPU without ``true_labels``, ``initial_error`` or
         ``init_confusion`` runs on NumPy arrays and the C passes (:mod:`.array_fit`) with the
-        same results, importing neither torch nor Pyro; ``posterior_``, ``model_`` and
-        ``table_`` are then built on first use.
+        same results, importing neither torch nor Pyro; ``posterior_``, ``model_``,
+        ``table_``, ``probas_`` and ``labels_`` are then built on first use.
         """
         check_in(self.method, "method", METHODS)
         self._check_method_params()
@@ -453,8 +453,7 @@ class DawidSkeneEstimator(CrowdAggregator):
         fitted = self._fitted_codes()
         self._check_columns()
         appended = append_labels(fitted, df, self.task, self.worker, self.label, self.classes)
-        codes = appended.codes
-        self._check_memory(codes)
+        self._check_memory(codes := appended.codes)
         start, stats = update_inputs(fitted, appended, self.__dict__.get("_em_arrays"),
                                      self.priors_, self.confusions_)
         before = dict(self.__dict__)  # a failure part-way through storing restores this fit

@@ -180,12 +180,14 @@ def append_labels(fitted: LabelCodes, df, task: str, worker: str, label: str,
     if item_moves is None and worker_moves is None:  # the fitted codes hold: join on reading
         codes = JoinedCodes(_parts(fitted) + [new_rows], items, workers, fitted.classes)
         return Appended(codes, None, None, new_rows)
-    old_items = fitted.item_idx if item_moves is None else item_moves[fitted.item_idx]
-    old_workers = fitted.worker_idx if worker_moves is None else worker_moves[fitted.worker_idx]
+    # the fitted columns (joined here where they are parts, not kept on ``fitted``)
+    parts = _parts(fitted)
+    old = parts[0] if len(parts) == 1 else [np.concatenate(column) for column in zip(*parts)]
+    old_items = old[0] if item_moves is None else item_moves[old[0]]
+    old_workers = old[1] if worker_moves is None else worker_moves[old[1]]
     codes = LabelCodes(np.concatenate([old_items, new_items]),
                        np.concatenate([old_workers, new_workers]),
-                       np.concatenate([fitted.label_idx, new_labels]),
-                       items, workers, fitted.classes)
+                       np.concatenate([old[2], new_labels]), items, workers, fitted.classes)
     return Appended(codes, worker_moves, item_moves, new_rows)
 
 
