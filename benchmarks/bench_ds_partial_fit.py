@@ -18,7 +18,8 @@ to 1% of the labels in all (quick: the held-out worker alone is 2.5%, so the sha
   fitted state restored before each call, so every call does the same update: coding the
   new rows, joining them to the stored codes, the warm start and EM on all labels to the
   default ``tol``). Peer ``refit``: ``DawidSkeneEstimator().fit(all rows)``, from a DataFrame
-  as a user refits. ``ratio["refit"]`` is refit / update time.
+  as a user refits. ``ratio["refit"]`` is refit / update time. Both timings end when the call
+  returns: the per-task ``probas_`` and ``labels_`` are built when first read, in neither.
 
   Check ``accuracy``: the update's accuracy against the simulated truth differs from the
   refit's by at most two binomial standard errors of an accuracy over ``N`` tasks,
