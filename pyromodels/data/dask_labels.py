@@ -35,7 +35,7 @@ __all__ = ["is_dask_source", "read_labels", "distributed_index", "class_index", 
 
 #: file name endings read as parquet and as CSV
 PARQUET_SUFFIXES = (".parquet", ".pq")
-CSV_SUFFIXES = (".csv", ".csv.gz", ".tsv")
+CSV_SUFFIXES = (".csv", ".csv.gz")
 
 
 def is_dask_source(obj) -> bool:

@@ -61,7 +61,10 @@ def test_cluster_fit_equals_in_memory_fit(client):
     ddf = dd.from_pandas(frame, npartitions=4)
     ref = _fit(frame)
     assert ref.n_iter_ > 3  # several steps, so the stopping rule is tested
-    _assert_same_fit(_fit(ddf), ref)
+    ours = _fit(ddf)
+    _assert_same_fit(ours, ref)
+    with pytest.raises(ValueError, match="fitted on a Dask cluster, which keeps no table_"):
+        ours.predict(frame)
 
 
 def test_fixed_steps_and_start_equal_in_memory(client):
@@ -108,6 +111,11 @@ def test_unsupported_options_and_no_client():
         DawidSkeneEstimator().fit(ddf)  # no client in this test
     with pytest.raises(ValueError, match="to_parquet is for a Dask DataFrame"):
         DawidSkeneEstimator().fit(frame, to_parquet="somewhere")
+
+
+def test_path_that_is_not_parquet_or_csv(client):
+    with pytest.raises(ValueError, match=r"df as a path must name parquet files"):
+        DawidSkeneEstimator().fit("labels.json")
 
 
 def test_posteriors_to_parquet_read_back_equal(client, tmp_path):
