@@ -84,6 +84,16 @@ def test_task_straddling_partitions(client):
     _assert_same_fit(_fit(ddf), _fit(frame))
 
 
+def test_fewer_tasks_than_partitions(client):
+    """The shuffle by task leaves partitions without rows: they count nothing."""
+    frame = pd.DataFrame({"task": ["a", "a", "a", "b", "b", "b", "c", "c", "c"],
+                          "worker": ["u", "v", "w"] * 3,
+                          "label": ["x", "x", "y", "y", "y", "y", "x", "y", "x"]})
+    ddf = dd.from_pandas(frame, npartitions=3).repartition(npartitions=8)
+    assert ddf.npartitions == 8
+    _assert_same_fit(_fit(ddf), _fit(frame))
+
+
 def test_configured_columns_and_missing_column(client):
     frame = _frame().rename(columns={"worker": "annotator", "label": "answer"})
     ddf = dd.from_pandas(frame, npartitions=2)

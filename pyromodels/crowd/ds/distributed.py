@@ -52,10 +52,10 @@ FAN_IN = 8
 
 
 class PartitionLabels(NamedTuple):
-    """One persisted partition: its labels grouped by task and its task ids (code ``n`` is
-    ``items[n]``)."""
+    """One persisted partition: its labels grouped by task (``None`` when it has none) and
+    its task ids (code ``n`` is ``items[n]``)."""
 
-    cells: GroupedCells
+    cells: GroupedCells | None
     items: pd.Index
 
 
@@ -92,11 +92,17 @@ class ClusterLabels(NamedTuple):
 
 def _prepare_partition(part: pd.DataFrame, item: str, worker: str, label: str,
                        workers: pd.Index, classes: pd.Index):
-    """``(PartitionLabels, its LabelSummary)`` of one shuffled partition."""
+    """``(PartitionLabels, its LabelSummary)`` of one shuffled partition (one without rows,
+    which a shuffle can leave, holds ``cells=None`` and counts nothing)."""
     codes = code_partition(part, item, worker, label, workers, classes)
+    M, K = len(workers), len(classes)
+    if codes.num_labels == 0:
+        zero = np.zeros(M, dtype=np.int64)
+        return PartitionLabels(None, codes.items), LabelSummary(
+            zero, np.zeros((K, M), dtype=bool), np.zeros(K, dtype=np.int64), 0, 0, 0)
     passes = c_table_passes()
     per_item, per_worker, pairs = count_labels(codes, passes)
-    per_class = np.bincount(codes.label_idx, minlength=len(classes))
+    per_class = np.bincount(codes.label_idx, minlength=K)
     repeats = int(passes.count_repeats(codes.num_items, codes.num_workers,
                                        np.ascontiguousarray(codes.item_idx),
                                        np.ascontiguousarray(codes.worker_idx)))
@@ -170,10 +176,15 @@ def prepare_labels(client, ddf, item: str, worker: str, label: str, classes=None
 
 def _part_em_counts(part: PartitionLabels, pi: np.ndarray, conf: np.ndarray,
                     num_workers: int):
+    if part.cells is None:
+        K = len(pi)
+        return np.zeros((num_workers, K, K)), np.zeros(K), 0.0
     return array_passes.em_counts(part.cells, pi, conf, num_workers, "c")
 
 
-def _part_vote_counts(part: PartitionLabels, num_workers: int):
+def _part_vote_counts(part: PartitionLabels, num_workers: int, num_classes: int):
+    if part.cells is None:
+        return np.zeros((num_workers, num_classes, num_classes)), np.zeros(num_classes)
     return array_passes.vote_counts(part.cells, num_workers)
 
 
@@ -183,7 +194,8 @@ def cluster_passes(labels: ClusterLabels) -> EMPasses:
     client, M = labels.client, labels.num_workers
 
     def vote_counts():
-        futures = [client.submit(_part_vote_counts, p, M, pure=False) for p in labels.parts]
+        futures = [client.submit(_part_vote_counts, p, M, labels.num_classes, pure=False)
+                   for p in labels.parts]
         return _tree_sum(client, futures, _add_stats).result()
 
     def em_counts(pi, conf):
@@ -214,7 +226,9 @@ def _vote_fractions(cells: GroupedCells) -> np.ndarray:
 def _posterior_part(part: PartitionLabels, previous, dtype, classes: pd.Index,
                     item_name: str) -> pd.DataFrame:
     """One partition's rows of :func:`posterior_frame`."""
-    if previous is None:
+    if part.cells is None:
+        q, best = np.zeros((0, len(classes))), np.zeros(0, dtype=np.int64)
+    elif previous is None:
         q = _vote_fractions(part.cells)
         best = q.argmax(-1)
     else:
