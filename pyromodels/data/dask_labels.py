@@ -27,7 +27,7 @@ import sys
 
 import pandas as pd
 
-from .columns import LabelCodes, MissingColumnError
+from .columns import LabelCodes, MissingColumnError, factorize_column
 from .idmaps import as_id_index, check_id_kinds, check_no_missing, encode_ids, factorize_ids
 
 __all__ = ["is_dask_source", "read_labels", "distributed_index", "class_index", "group_items",
@@ -117,7 +117,8 @@ def code_partition(part: pd.DataFrame, item: str, worker: str, label: str, worke
     """One partition's labels coded: its own items (sorted, codes from 0), the workers and
     classes in the shared indexes (``workers`` from :func:`distributed_index`, ``classes``
     from :func:`class_index`); a label outside ``classes`` raises naming ``classes``."""
-    item_codes, items = factorize_ids(part[item], f"df[{item!r}]")
+    coding = factorize_column if len(part) else factorize_ids  # the fast path needs rows
+    item_codes, items = coding(part[item], f"df[{item!r}]", None, "items")
     worker_codes = encode_ids(workers, part[worker], f"df[{worker!r}]", "workers")
     check_no_missing(part[label], f"df[{label!r}]")
     label_codes = encode_ids(classes, part[label], f"df[{label!r}]", "classes")

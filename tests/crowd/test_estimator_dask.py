@@ -84,9 +84,10 @@ def test_task_straddling_partitions(client):
     _assert_same_fit(_fit(ddf), _fit(frame))
 
 
-def test_fewer_tasks_than_partitions(client):
+@pytest.mark.parametrize("tasks", [["a", "b", "c"], [10, 20, 30]])
+def test_fewer_tasks_than_partitions(client, tasks):
     """The shuffle by task leaves partitions without rows: they count nothing."""
-    frame = pd.DataFrame({"task": ["a", "a", "a", "b", "b", "b", "c", "c", "c"],
+    frame = pd.DataFrame({"task": np.repeat(tasks, 3),
                           "worker": ["u", "v", "w"] * 3,
                           "label": ["x", "x", "y", "y", "y", "y", "x", "y", "x"]})
     ddf = dd.from_pandas(frame, npartitions=3).repartition(npartitions=8)
