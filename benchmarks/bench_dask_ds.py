@@ -7,7 +7,8 @@ task drawn uniformly; the labels by :func:`~pyromodels.data.simulate_crowd.emit_
 ``K = 5`` classes), written once as parquet files to a cache folder
 (``$PYROMODELS_BENCH_CACHE``, default ``<tmp>/pyromodels-bench``), one file per chunk of
 1,000,000 tasks (6,000,000 labels), so the table is never all in memory while it is written
-(:func:`labels_parquet`). The workers of each task are drawn here, ``O(N r)``, rather than by
+(:func:`labels_parquet`). The workers of each task come from
+:func:`~pyromodels.crowd.simulate.distinct_workers`, ``O(N r)``, rather than from
 :func:`~pyromodels.data.simulate_crowd.who_labels`, which sorts an ``N x M`` matrix of keys
 (20 GB for one chunk of 1,000,000 tasks and 2,400 workers). Every fit is
 ``DawidSkeneEstimator()`` with its defaults, in float64.
@@ -54,6 +55,7 @@ import torch
 from pyromodels.core.device import default_dtype
 from pyromodels.core.seeding import derive_seed, make_generator
 from pyromodels.crowd.estimators import DawidSkeneEstimator
+from pyromodels.crowd.simulate import distinct_workers
 from pyromodels.data import WorkerPopulation, random_confusions
 from pyromodels.data.simulate_crowd import emit_labels
 
@@ -92,19 +94,6 @@ def _cache_root() -> str:
                           os.path.join(tempfile.gettempdir(), "pyromodels-bench"))
 
 
-def _who_labels(n: int, m: int, r: int, rng: np.random.Generator):
-    """``(items, workers)`` codes: ``r`` distinct workers per item, uniformly (rows with a
-    repeated worker are drawn again)."""
-    chosen = rng.integers(0, m, size=(n, r))
-    while True:
-        ordered = np.sort(chosen, axis=1)
-        again = (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
-        if not again.any():
-            break
-        chosen[again] = rng.integers(0, m, size=(int(again.sum()), r))
-    return torch.arange(n).repeat_interleave(r), torch.from_numpy(chosen.reshape(-1))
-
-
 def labels_parquet(num_items: int, num_workers: int, chunk_items: int) -> str:
     """The folder of parquet files of the simulated labels (columns ``task``, ``worker``,
     ``label``, integers), written once: one file per ``chunk_items`` tasks, each simulated
@@ -128,7 +117,8 @@ def labels_parquet(num_items: int, num_workers: int, chunk_items: int) -> str:
         gen = make_generator(derive_seed(SEED, "chunk", i))
         z = torch.multinomial(prior, n, replacement=True, generator=gen)
         rng = np.random.default_rng(derive_seed(SEED, "workers", i))
-        items, workers = _who_labels(n, num_workers, LABELS_PER_ITEM, rng)
+        workers = torch.from_numpy(distinct_workers(rng, n, num_workers, LABELS_PER_ITEM).reshape(-1))
+        items = torch.arange(n).repeat_interleave(LABELS_PER_ITEM)
         frame = emit_labels(z, confusion, items, workers, gen).to_frame()
         frame["task"] += start
         frame.to_parquet(os.path.join(folder, f"part-{i:05d}.parquet"), index=False)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 QUICK_LABELS = {
@@ -44,13 +43,3 @@ def test_worker_figures_are_recorded(records):
             peaks = worker["worker_peak_rss_mib"]
             assert len(peaks) == 2 and all(p > 0 for p in peaks)
             assert worker["max_abs_diff"] == pytest.approx(max(peaks) * 2**20)
-
-
-def test_who_labels_draws_distinct_workers_per_task(import_benchmarks):
-    (bench,) = import_benchmarks("bench_dask_ds")
-    items, workers = bench._who_labels(20_000, 10, 6, np.random.default_rng(0))
-    grid = workers.numpy().reshape(20_000, 6)
-    assert (np.sort(grid, axis=1)[:, 1:] != np.sort(grid, axis=1)[:, :-1]).all()
-    assert items.tolist()[:7] == [0] * 6 + [1]
-    share = np.bincount(grid.ravel(), minlength=10) / grid.size  # uniform: 0.1 each
-    assert np.abs(share - 0.1).max() < 5 * np.sqrt(0.1 * 0.9 / grid.size)
