@@ -177,6 +177,7 @@ def test_discovery_and_duplicate_labels(bench):
         "benchmarks.bench_callables",
         "benchmarks.bench_crowd_ds",
         "benchmarks.bench_crowd_hmm",
+        "benchmarks.bench_dask_ds",
         "benchmarks.bench_ddpm_mcem",
         "benchmarks.bench_ds_partial_fit",
         "benchmarks.bench_inference_data",

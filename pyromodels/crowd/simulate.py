@@ -13,15 +13,15 @@ import pandas as pd
 
 from ..checks import check_int, check_positive, check_probability
 
-__all__ = ["simulate_label_frame"]
+__all__ = ["simulate_label_frame", "distinct_workers"]
 
 #: labels drawn per chunk (bounds the temporary ``chunk x K`` arrays)
 CHUNK = 1 << 20
 
 
-def _distinct_workers(rng: np.random.Generator, n: int, m: int, r: int) -> np.ndarray:
-    """``(n, r)`` workers, ``r`` distinct ones per task drawn uniformly (draws with a repeated
-    worker are drawn again)."""
+def distinct_workers(rng: np.random.Generator, n: int, m: int, r: int) -> np.ndarray:
+    """``(n, r)`` workers of ``0 .. m - 1``, ``r`` distinct ones per task drawn uniformly
+    (draws with a repeated worker are drawn again); memory linear in ``n r``."""
     chosen = rng.integers(0, m, size=(n, r))
     while True:
         ordered = np.sort(chosen, axis=1)
@@ -81,7 +81,7 @@ def simulate_label_frame(num_tasks: int, num_workers: int, num_classes: int, *,
     confusion = np.stack([[rng.dirichlet(concentration * base[c]) for c in range(k)]
                           for _ in range(m)])
     z = rng.integers(0, k, size=n)
-    workers = _distinct_workers(rng, n, m, r).reshape(-1)
+    workers = distinct_workers(rng, n, m, r).reshape(-1)
     tasks = np.repeat(np.arange(n, dtype=np.int64), r)
     cumulative = np.cumsum(confusion, axis=-1)
     labels = np.empty(n * r, dtype=np.int64)

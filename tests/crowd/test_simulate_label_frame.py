@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from pyromodels.crowd import simulate_label_frame
+from pyromodels.crowd.simulate import distinct_workers
 
 
 def test_shape_distinct_workers_and_reproducible():
@@ -43,3 +44,12 @@ def test_bad_arguments(kw, error, message):
     args = {"num_tasks": 10, "num_workers": 6, "num_classes": 3, "labels_per_task": 4, "seed": 0}
     with pytest.raises(error, match=message):
         simulate_label_frame(**{**args, **kw})
+
+
+def test_distinct_workers_draws_distinct_workers_per_task():
+    # the benchmark's parquet chunks draw each task's workers with this function
+    grid = distinct_workers(np.random.default_rng(0), 20_000, 10, 6)
+    assert grid.shape == (20_000, 6)
+    assert (np.sort(grid, axis=1)[:, 1:] != np.sort(grid, axis=1)[:, :-1]).all()
+    share = np.bincount(grid.ravel(), minlength=10) / grid.size  # uniform: 0.1 each
+    assert np.abs(share - 0.1).max() < 5 * np.sqrt(0.1 * 0.9 / grid.size)

@@ -17,6 +17,7 @@ import pandas as pd
 
 from ...checks import check_in
 from ...data.columns import check_columns
+from ...data.dask_labels import is_dask_source
 from .array_fit import ARRAY_FRAMES, ARRAY_RESULTS, array_attribute, fit_on_arrays
 from .base import CrowdAggregator, errors_row_order
 from .em_prior import em_diagonal
@@ -328,7 +329,8 @@ class DawidSkeneEstimator(CrowdAggregator):
                                  "matrices: give one")
 
     def fit(self, df, true_labels: pd.Series | None = None,
-            initial_error: pd.DataFrame | None = None) -> DawidSkeneEstimator:
+            initial_error: pd.DataFrame | None = None, *,
+            to_parquet=None) -> DawidSkeneEstimator:
         """Fit the model to ``df`` (one row per judgement).
 
         Args:
@@ -339,7 +341,10 @@ class DawidSkeneEstimator(CrowdAggregator):
                 ``errors_`` (rows ``(worker, label given)``, true labels as columns), used as
                 ``initial_error_strategy`` says (``method="em"``). Columns that are not
                 classes are ignored, as crowd-kit ignores them, with a ``UserWarning``.
+            to_parquet: with a Dask ``df``, a folder to write the task posteriors to.
 
+        A Dask DataFrame, or a path or glob of parquet or CSV files, as ``df`` runs EM
+        data-parallel on the current ``distributed.Client``'s cluster (:mod:`.dask_fit`).
         ``method="em"`` on the CPU without ``true_labels``, ``initial_error`` or
         ``init_confusion`` runs on NumPy arrays and the C passes (:mod:`.array_fit`) with the
         same results, importing neither torch nor Pyro; ``posterior_``, ``model_``,
@@ -349,6 +354,9 @@ class DawidSkeneEstimator(CrowdAggregator):
         self._check_method_params()
         self._check_em_inputs(true_labels, initial_error)
         self.__dict__.pop("_em_arrays", None)
+        if is_dask_source(df) or to_parquet is not None:
+            from .dask_fit import fit_on_cluster
+            return fit_on_cluster(self, df, true_labels, initial_error, to_parquet)
         if self._empty_input(df):
             return self._fit_empty(true_labels, initial_error)
         codes = self._codes(df)
