@@ -28,7 +28,9 @@ deep) travel as NumPy arrays, which joblib writes once to a memory-mapped file (
 same values and dtype. With Dask, ``shared`` is scattered once to the cluster with
 ``client.scatter`` and every run receives a reference to it.
 
-**Threads.** Each run in a worker uses one torch thread (the workers already share the cores).
+**Worker settings.** Each run in a worker uses one torch thread (the workers already share
+the cores) and the caller's torch default dtype (``torch.set_default_dtype``), which a fresh
+worker process would not otherwise have.
 
 **Progress.** With ``progress=True`` and several workers, one bar counts the finished runs
 (tqdm, see :mod:`pyromodels.core.progress`), updated as each run finishes, whatever the
@@ -154,14 +156,22 @@ def _unpack(value):
     return value
 
 
-def _run_one(func: Callable, index: int, task, shared, packed: bool):
-    """One run in a worker: one torch thread, ``shared`` unpacked; returns ``(index, result)``."""
+def _run_one(func: Callable, index: int, task, shared, packed: bool, dtype):
+    """One run in a worker: one torch thread, the caller's default dtype, ``shared``
+    unpacked; returns ``(index, result)``."""
+    import torch
+
     from .threads import fit_threads
 
     if packed:
         shared = _map_tree(shared, _unpack)
-    with fit_threads(None, 1):
-        return index, func(task, shared)
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with fit_threads(None, 1):
+            return index, func(task, shared)
+    finally:
+        torch.set_default_dtype(old)
 
 
 def _report(bar, lines: bool, desc: str, label: str, finished: int, total: int) -> None:
@@ -221,6 +231,7 @@ def _results(func: Callable, tasks: list, shared, workers: int):
         for index, task in enumerate(tasks):
             yield index, func(task, shared)
         return
+    import torch
     from joblib import Parallel, delayed
 
     client = _dask_client()
@@ -231,7 +242,8 @@ def _results(func: Callable, tasks: list, shared, workers: int):
         shared = client.scatter([shared], hash=False)[0]
     parallel = Parallel(n_jobs=min(workers, len(tasks)), return_as="generator_unordered",
                         mmap_mode="c")
-    calls = (delayed(_run_one)(func, index, task, shared, packed)
+    dtype = torch.get_default_dtype()
+    calls = (delayed(_run_one)(func, index, task, shared, packed, dtype)
              for index, task in enumerate(tasks))
     with contextlib.closing(parallel(calls)) as outputs:
         yield from outputs

@@ -3,10 +3,12 @@
 import io
 
 import joblib
+import pyro
+import pyro.distributions as dist
 import pytest
 import torch
 
-from pyromodels.core import run_em, run_gibbs
+from pyromodels.core import Model, run_em, run_gibbs, run_nuts
 from pyromodels.core.parallel import check_n_jobs, resolve_n_jobs, run_jobs
 from pyromodels.mixture import GaussianMixtureModel
 
@@ -150,3 +152,25 @@ def test_parallel_gibbs_checkpoint_resumes_to_the_serial_result(tmp_path):
     resumed = run_gibbs(GaussianMixtureModel(2), _points(), resume=ck, num_samples=4,
                         num_warmup=3, num_chains=3, progress=False, diagnostic_warnings=False)
     _same_samples(parallel, resumed)
+
+
+class _NormalLoc(Model):
+    """Normal observations with an unknown location."""
+
+    def model(self, data):
+        loc = pyro.sample("loc", dist.Normal(0.0, 10.0))
+        with pyro.plate("points", len(data)):
+            pyro.sample("y", dist.Normal(loc, 1.0), obs=data)
+
+
+def test_nuts_chains_in_loky_workers_equal_the_serial_chains(tmp_path):
+    opts = dict(num_samples=3, num_warmup=3, num_chains=2, seed=2, progress=False, lp=False,
+                diagnostic_warnings=False)
+    y = _points()[:, 0]
+    serial = run_nuts(_NormalLoc(), y, **opts)
+    ck = tmp_path / "nuts.ckpt"
+    parallel = run_nuts(_NormalLoc(), y, n_jobs=2, checkpoint=ck, **opts)
+    assert torch.equal(serial.samples["loc"], parallel.samples["loc"])
+    assert not torch.equal(serial.samples["loc"][0], serial.samples["loc"][1])
+    resumed = run_nuts(_NormalLoc(), y, resume=ck, **opts)
+    assert torch.equal(serial.samples["loc"], resumed.samples["loc"])
