@@ -12,7 +12,12 @@ runs run one after another in the calling process, as if joblib were not there.
 **Backends.** Several workers are loky processes by default. Whatever backend is active
 through ``joblib.parallel_config`` is used instead: ``with joblib.parallel_config(
 backend="dask")`` with a ``dask.distributed.Client`` connected sends the runs to that
-cluster's workers (see ``guides/scale-out.md``).
+cluster's workers (see ``guides/scale-out.md``). Runs need worker *processes*: Pyro keeps its
+effect-handler stack and its random generator in globals that the threads of one process
+share, so two runs tracing a program at once in one process corrupt each other. joblib's
+``"threading"`` backend is therefore refused (a ``ValueError``), and Dask workers should be
+processes with one thread each (``LocalCluster(processes=True, threads_per_worker=1)``,
+``dask worker --nthreads 1``).
 
 **Reproducibility.** Each run's seed is derived by the caller from the fit's seed (with
 :func:`~pyromodels.core.seeding.derive_seed`) *before* dispatch and travels with the run, so
@@ -103,6 +108,17 @@ def configured_n_jobs() -> int | None:
     from joblib.parallel import get_active_backend
 
     return get_active_backend()[1]
+
+
+def _check_backend() -> None:
+    """Refuse joblib's thread backend (see the module doc)."""
+    from joblib.parallel import get_active_backend
+
+    backend = get_active_backend()[0]
+    if type(backend).__name__ == "ThreadingBackend":
+        raise ValueError("joblib's 'threading' backend runs the runs as threads of one "
+                         "process, which share Pyro's global state; use the default loky "
+                         "backend (processes) or Dask workers that are processes")
 
 
 def _dask_client():
@@ -234,6 +250,7 @@ def _results(func: Callable, tasks: list, shared, workers: int):
     import torch
     from joblib import Parallel, delayed
 
+    _check_backend()
     client = _dask_client()
     packed = client is None
     if packed:

@@ -21,8 +21,10 @@ def _points(seed=0):
 
 @pytest.fixture(scope="module")
 def dask_client():
+    # one worker thread in this process: the Dask path (scatter, submit, gather) without a
+    # process start-up; runs never overlap, as Pyro's global state requires in one process
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         yield client
@@ -107,9 +109,8 @@ def _echo(task, shared):
 def test_one_line_per_finished_run_when_stderr_is_not_a_terminal(monkeypatch):
     err = io.StringIO()
     monkeypatch.setattr("sys.stderr", err)
-    with joblib.parallel_config(backend="threading"):
-        out = run_jobs(_echo, ["a", "b", "c"], n_jobs=2, desc="chains",
-                       labels=["chain 0", "chain 1", "chain 2"])
+    out = run_jobs(_echo, ["a", "b", "c"], n_jobs=2, desc="chains",
+                   labels=["chain 0", "chain 1", "chain 2"])
     assert out == ["a", "b", "c"]
     lines = err.getvalue().splitlines()
     assert sorted(lines) == sorted(f"chains: chain {i} finished ({k}/3)"
@@ -126,10 +127,16 @@ def _orders(lines):
 def test_no_lines_without_progress_or_with_one_worker(monkeypatch):
     err = io.StringIO()
     monkeypatch.setattr("sys.stderr", err)
-    with joblib.parallel_config(backend="threading"):
-        run_jobs(_echo, [1, 2], n_jobs=2, progress=False)
+    run_jobs(_echo, [1, 2], n_jobs=2, progress=False)
     run_jobs(_echo, [1, 2], n_jobs=1)
     assert err.getvalue() == ""
+
+
+def test_the_threading_backend_is_refused():
+    with joblib.parallel_config(backend="threading"), \
+            pytest.raises(ValueError, match="^joblib's 'threading' backend runs the runs as "
+                                            "threads of one process"):
+        run_jobs(_echo, [1, 2], n_jobs=2, progress=False)
 
 
 def test_results_finished_before_an_interrupt_were_handed_over():
