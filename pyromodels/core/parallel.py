@@ -61,6 +61,7 @@ import contextlib
 import copy
 import dataclasses
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -232,12 +233,19 @@ def run_jobs(func: Callable, tasks: Sequence, *, n_jobs: int | None = None, shar
     results: dict[int, object] = {}
     show = progress and len(tasks) > 1 and workers > 1
     lines = show and not bars_drawn(True)
+    outputs = _results(func, tasks, shared, workers)
     with progress_bar(len(tasks), desc, show) as bar:
-        for index, result in _results(func, tasks, shared, workers):
-            results[index] = result
-            if on_result is not None:
-                on_result(index, result)
-            _report(bar, lines, desc, labels[index], len(results), len(tasks))
+        try:
+            for index, result in outputs:
+                results[index] = result
+                if on_result is not None:
+                    on_result(index, result)
+                _report(bar, lines, desc, labels[index], len(results), len(tasks))
+        finally:  # on an error or Ctrl-C: stop the workers, without joblib's advice on it
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", "[0-9]+ tasks which were still being",
+                                        UserWarning)
+                outputs.close()
     return [results[i] for i in range(len(tasks))]
 
 
