@@ -5,9 +5,10 @@ Monte Carlo EM restarts, BHMC chains) hands them to :func:`run_jobs`, which hand
 joblib. No scheduler of our own: joblib decides where the runs go.
 
 **n_jobs** has joblib's meaning: ``None`` takes the ``n_jobs`` of an enclosing
-``joblib.parallel_config(...)`` (1 when there is none), ``-1`` all cores, ``-2`` all but one,
-an integer ``>= 1`` that many workers; ``0`` is an error. When this comes to one worker, the
-runs run one after another in the calling process, as if joblib were not there.
+``joblib.parallel_config(...)`` (1 when there is none; under the Dask backend, the cluster's
+worker threads), ``-1`` all cores, ``-2`` all but one, an integer ``>= 1`` that many
+workers; ``0`` is an error. When this comes to one worker (or there is one run), the runs run
+one after another in the calling process, as joblib itself does.
 
 **Backends.** Several workers are loky processes by default. Whatever backend is active
 through ``joblib.parallel_config`` is used instead: ``with joblib.parallel_config(
@@ -251,7 +252,7 @@ def run_jobs(func: Callable, tasks: Sequence, *, n_jobs: int | None = None, shar
 
 def _results(func: Callable, tasks: list, shared, workers: int):
     """``(index, result)`` pairs as the runs finish."""
-    if workers == 1 or (len(tasks) <= 1 and _dask_client() is None):
+    if workers == 1 or len(tasks) <= 1:  # joblib too runs one worker's runs in process
         for index, task in enumerate(tasks):
             yield index, func(task, shared)
         return

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from pyromodels.core import Model, run_em, run_gibbs, run_nuts
-from pyromodels.core.parallel import check_n_jobs, resolve_n_jobs, run_jobs
+from pyromodels.core.parallel import _run_one, check_n_jobs, resolve_n_jobs, run_jobs
 from pyromodels.mixture import GaussianMixtureModel
 
 
@@ -23,10 +23,9 @@ def _points(seed=0):
 
 @pytest.fixture(scope="module")
 def dask_client():
-    # one worker thread in this process: the Dask path (scatter, submit, gather) without a
-    # process start-up; runs never overlap, as Pyro's global state requires in one process
+    # two worker processes of one thread: runs that trace Pyro programs need processes
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         yield client
@@ -48,6 +47,7 @@ def test_mixture_gibbs_chains_are_bit_identical_serial_loky_and_dask(dask_client
     serial = _gibbs()
     _same_samples(serial, _gibbs(n_jobs=2))
     with joblib.parallel_config(backend="dask"):
+        assert resolve_n_jobs(None) == 2  # the runs go to the cluster's two workers
         _same_samples(serial, _gibbs())
     # the chains differ from each other: the comparison is not of three copies of one chain
     assert not torch.equal(serial.samples["locs"][0], serial.samples["locs"][1])
@@ -92,6 +92,20 @@ def test_none_takes_the_enclosing_parallel_config():
     assert resolve_n_jobs(None) == 1
     with joblib.parallel_config(n_jobs=3):
         assert resolve_n_jobs(None) == 3
+
+
+def _threads(task, shared):
+    return torch.get_num_threads(), torch.get_default_dtype()
+
+
+def test_a_run_in_a_worker_uses_one_torch_thread_and_the_callers_dtype():
+    before, dtype = torch.get_num_threads(), torch.get_default_dtype()
+    torch.set_num_threads(2)
+    try:  # what a worker runs around each run, called here
+        assert _run_one(_threads, 7, None, None, False, torch.float32) == (7, (1, torch.float32))
+        assert torch.get_num_threads() == 2 and torch.get_default_dtype() == dtype
+    finally:
+        torch.set_num_threads(before)
 
 
 def _shifted(task, shared):
