@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 
@@ -54,7 +55,7 @@ def _check_rule(verdict) -> bool:
 def _em_start(task, shared) -> tuple:
     """Start ``r`` of :func:`run_em` from its own seed, run to convergence: ``(monitor,
     parameters)`` (a :func:`~.parallel.run_jobs` function)."""
-    r, start_seed = task
+    r, start_seed, bar = task
     model, data, init, rule = (shared[k] for k in ("model", "data", "init", "rule"))
     max_iter, n_init, callbacks = shared["max_iter"], shared["n_init"], shared["callbacks"]
     gen = make_generator(start_seed, shared["device"])
@@ -69,8 +70,12 @@ def _em_start(task, shared) -> tuple:
         name="EM objective",
         rule=None if rule is None else f"{type(model).__name__}.em_converged",
     )
-    desc = f"em start {r + 1}/{n_init}" if n_init > 1 else "em"
-    with progress_bar(max_iter, desc, shared["progress"]) as bar:
+    # the caller's bar in this process (reset for each start); none in a worker
+    with contextlib.nullcontext(bar) if bar is not None else progress_bar(max_iter, "em",
+                                                                          False) as bar:
+        if n_init > 1:  # the bar counts the steps of the current start
+            bar.reset(total=max_iter)
+            bar.set_description(f"em start {r + 1}/{n_init}")
         steps = _iterates(model, data, params)
         params, value = next(steps)
         done = mon.update(value)  # max_iter=0: the start is the result
@@ -197,9 +202,7 @@ def run_em(
     start = time.perf_counter()
     workers = resolve_n_jobs(n_jobs)
     shared = {"model": model, "data": data, "init": init, "device": device, "tol": tol,
-              "max_iter": max_iter, "n_init": n_init, "rule": rule, "callbacks": callbacks,
-              "progress": progress and workers == 1}
-    tasks = [(r, derive_seed(seed, "restart", r)) for r in range(len(monitors), n_init)]
+              "max_iter": max_iter, "n_init": n_init, "rule": rule, "callbacks": callbacks}
     finished: dict[int, tuple] = {}
     base = len(monitors)  # starts read from the checkpoint
 
@@ -216,9 +219,11 @@ def run_em(
                                             "best": monitors.index(best),
                                             "best_params": clone_tree(best_params)})
 
-    with ckpt.guard():
+    with ckpt.guard(), progress_bar(max_iter, "em", progress and workers == 1) as bar:
+        tasks = [(r, derive_seed(seed, "restart", r), bar if workers == 1 else None)
+                 for r in range(len(monitors), n_init)]
         run_jobs(_em_start, tasks, n_jobs=n_jobs, shared=shared, progress=progress,
-                 desc="em starts", labels=[f"start {r + 1}" for r, _ in tasks],
+                 desc="em starts", labels=[f"start {t[0] + 1}" for t in tasks],
                  on_result=on_result)
     ckpt.write()
     if warn_not_converged:
