@@ -224,6 +224,7 @@ def run_search(
     checkpoint_every: int | None = None,
     resume=None,
     data=None,
+    settings: dict | None = None,
 ) -> SearchResult:
     """Hill-climb from ``start`` through ``phases`` until no phase improves the score.
 
@@ -264,6 +265,9 @@ def run_search(
         data: what the search is fitted to (tensors, arrays, numbers, in lists, tuples or
             dicts), fingerprinted in the checkpoint so that ``resume`` refuses a run on other
             data; ``None`` when the callables hold their data themselves.
+        settings: the problem's own settings that change what ``score`` and ``screen``
+            compute (``{name: number, string or tuple}``, such as an EM's step budget),
+            recorded in the checkpoint so that ``resume`` refuses a run with other ones.
 
     Returns:
         A :class:`SearchResult`.
@@ -295,6 +299,13 @@ def run_search(
     config = {"phases": tuple(p.name for p in phases), "repeat": tuple(p.repeat for p in phases),
               "screen": screen is not None, "refine_top": refine_top, "tol": tol,
               "max_steps": max_steps, "cycle": cycle}
+    if settings is not None:
+        if not isinstance(settings, dict):
+            raise TypeError(f"settings must be a dict or None, got {type(settings).__name__}")
+        clash = sorted(set(settings) & set(config))
+        if clash:
+            raise ValueError(f"settings may not name the search's own settings {clash}")
+        config.update(settings)
     seed = None if seed is None else resolve_seed(seed)
     cur = None
     if resume is not None:

@@ -45,6 +45,7 @@ _ORIGINS = {
     "fit_sequential_moments": ".moments.sequential",
     "population_moments": ".moments.statistics",
     "sample_moments": ".moments.statistics",
+    "simulate_label_frame": ".simulate",
     "NetworkedData": ".mrf",
     "NetworkedDawidSkene": ".mrf",
 }
@@ -75,6 +76,7 @@ __all__ = [
     "normalize_rows",
     "population_moments",
     "sample_moments",
+    "simulate_label_frame",
     "vote_fractions",
 ]
 

@@ -15,7 +15,7 @@ import torch
 
 from ..checks import as_float_tensor, as_label_tensor
 from ..core.inference_data import inference_attrs, to_numpy
-from ..core.posterior import check_posterior, to_inference_data
+from ..core.posterior import Posterior, check_posterior, to_inference_data
 from .label_invariant import label_invariant_stats
 
 with warnings.catch_warnings():
@@ -292,7 +292,8 @@ def plot_loss(posterior, ax=None) -> plt.Figure:
     Returns:
         The figure (one axis).
     """
-    posterior = check_posterior(posterior)
+    if not isinstance(posterior, Posterior):  # draws are not needed: a networks-only fit has none
+        raise TypeError(f"posterior must be a pyromodels Posterior, got {type(posterior).__name__}")
     if posterior.losses is None:
         raise ValueError(
             f"posterior.losses is None: a {posterior.method!r} fit records no optimisation trace"

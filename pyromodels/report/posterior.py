@@ -100,18 +100,25 @@ def result_from_posterior(posterior, name: str) -> DemoResult:
         f"{posterior.num_draws} draw(s), seed {attrs.get('seed')}{timing}."
     )
     note = _diagnostics_note(posterior)
+    if not posterior.samples:  # a fit that keeps networks, not draws (a VAE's SVI)
+        summary = (f"{name} fitted with {method}, seed {attrs.get('seed')}{timing}. The fit keeps "
+                   "its networks and draws no samples, so there is no summary table nor "
+                   "InferenceData; the figure shows its objective per step.")
+        note = ""
     if note:
         summary += "\n\n" + note
-    tables = _tables(posterior)
+    tables = _tables(posterior) if posterior.samples else {}
+    idata = {method: posterior.to_inference_data()} if posterior.samples else {}
     result = DemoResult(
         name=name,
         summary=summary,
         metrics={method: metrics},
         tables=tables,
         figures=figures,
-        inference_data={method: posterior.to_inference_data()},
+        inference_data=idata,
     )
-    return with_warnings(result, method, mcmc_warnings(posterior) + collapse_warnings(posterior))
+    sampling = mcmc_warnings(posterior) if posterior.samples else []
+    return with_warnings(result, method, sampling + collapse_warnings(posterior))
 
 
 def _is_mcmc(posterior) -> bool:

@@ -142,6 +142,17 @@ class _Fitter:
         self.em_tol, self.restarts, self.mode = em_tol, restarts, screen
         self.screen_z = z if screen_rows is None else z[screen_rows]
 
+    def settings(self, operators: dict) -> dict:
+        """What a search checkpoint records of the learner (beside the search's own
+        settings): a resumed search must screen and fit as the interrupted one did."""
+        mode, alpha, floor = self.covariance
+        rows = None if self.screen_z is self.z else int(self.screen_z.shape[0])
+        return {"covariance": mode, "alpha": alpha, "floor": floor, "screening": self.mode,
+                "screen_steps": self.screen_steps, "screen_points": rows,
+                "em_steps": self.em_steps, "em_tol": self.em_tol, "em_restarts": self.restarts,
+                "operators": tuple((name, (codes,) if isinstance(codes, str) else tuple(codes))
+                                   for name, codes in operators.items())}
+
     def _em(self, tree: LatentTree, start: TreeParams | None, generator, max_iter: int,
             part: ParameterPart | None = None, data: torch.Tensor | None = None
             ) -> tuple[float, TreeParams]:
@@ -380,7 +391,8 @@ def fit_structure(z: torch.Tensor, *, start, covariance, alpha, floor, operators
     search = run_search(start, phases, fitter, screen=fitter.screen, refine_top=refine_top,
                         tol=tol, max_steps=max_steps, seed=seed, progress=progress,
                         callbacks=callbacks, checkpoint=checkpoint,
-                        checkpoint_every=checkpoint_every, resume=resume, data=z)
+                        checkpoint_every=checkpoint_every, resume=resume, data=z,
+                        settings=fitter.settings(PHASES if operators is None else operators))
     params = search.state
     loglik = float(tree_log_likelihood(params, z).sum())
     return StructureResult(params.tree, params, search.score, loglik, search.history, search)

@@ -269,6 +269,19 @@ def test_a_search_stopped_by_a_callback_resumes_to_the_uninterrupted_result(tmp_
     assert len(_SCORED) == full.n_scored - stopped.n_scored  # it continued, not restarted
 
 
+def test_resume_checks_the_problems_own_settings(tmp_path):
+    ckpt = tmp_path / "search.ckpt"
+    _run_random(callbacks=[lambda step, info: step == 2], checkpoint=ckpt,
+                settings={"em_steps": 10})
+    with pytest.raises(ValueError, match="em_steps=10"):
+        _run_random(resume=ckpt, settings={"em_steps": 20})
+    assert _run_random(resume=ckpt, settings={"em_steps": 10}).state == TARGET
+    with pytest.raises(ValueError, match="search's own settings"):
+        _run_random(settings={"tol": 1.0})
+    with pytest.raises(TypeError, match="settings must be a dict"):
+        _run_random(settings=[("em_steps", 10)])
+
+
 def test_an_interrupted_search_resumes_from_its_checkpoint(tmp_path):
     full = _run_random()
     calls = [0]

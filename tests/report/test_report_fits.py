@@ -59,3 +59,15 @@ def test_every_trace_axis_is_labelled():
     trace = next(f for name, f in result.figures.items() if name.startswith("trace"))
     for ax in trace.axes:
         assert ax.get_xlabel() and ax.get_ylabel()
+
+
+def test_fit_without_draws_reports_its_objective():
+    # a VAE's SVI fit keeps networks, not draws: its report is the loss curve, with no table
+    # nor InferenceData (both need draws), and says so
+    post = Posterior(samples={}, method="svi", losses=torch.linspace(10.0, 2.0, 30),
+                     attrs={"seed": 3, "wall_time_s": 0.5})
+    result = result_from_posterior(post, "toy-vae")
+    assert list(result.figures) == ["optimisation trace"]
+    assert result.tables == {} and result.inference_data == {}
+    assert "draws no samples" in result.summary
+    assert abs(result.metrics["svi"]["final_objective"] - 2.0) < 1e-6

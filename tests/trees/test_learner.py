@@ -131,6 +131,18 @@ def test_checkpoint_and_resume_give_the_identical_result(tmp_path):
         assert torch.equal(a, b)
 
 
+def test_resume_refuses_other_learner_settings(tmp_path):
+    # the checkpoint records how candidates are screened and fitted: a resumed search with
+    # other EM budgets or screening would not be the interrupted search continued
+    z, _ = planted(300, 7, states=3)
+    path = tmp_path / "search.ckpt"
+    learn_structure(z, seed=0, checkpoint=path, callbacks=[lambda step, info: True], **FAST)
+    for change in ({"em_steps": FAST.get("em_steps", 200) + 1}, {"screen": "full"},
+                   {"covariance": "fixed"}, {"operators": {"expand": ("SI",)}}):
+        with pytest.raises(ValueError, match="resume: the checkpoint's run has"):
+            learn_structure(z, seed=0, resume=path, **{**FAST, **change})
+
+
 def test_node_names_stay_stable():
     z, _ = planted(300, 100)
     result = learn_structure(z, seed=0, **FAST)

@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import numbers
 import sys
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -44,7 +45,8 @@ from ...core.monitor import ConvergenceMonitor
 from .kernels import array_passes
 
 __all__ = ["working_dtype", "ArrayPrior", "resolve_prior", "normalize_rows", "map_params",
-           "log_prior", "objective", "vote_fractions", "ArrayFit", "fit_em"]
+           "log_prior", "objective", "vote_fractions", "ArrayFit", "EMPasses", "local_passes",
+           "EMRun", "em_loop", "fit_em"]
 
 
 def working_dtype() -> np.dtype:
@@ -201,23 +203,91 @@ class ArrayFit(NamedTuple):
         return self.monitor.n_iter - 1
 
 
-def _step(labels, spec: ArrayPrior, params, floor: float):
-    """``(the next params, the objective of params)`` from one C pass, or ``None`` when an
-    item is impossible under every class (only with exact zeros in the confusions)."""
+class EMPasses(NamedTuple):
+    """The passes over the labels that one EM fit needs, as callables (float64 arrays in
+    and out): the local C passes (:func:`local_passes`) or a cluster's
+    (:mod:`.distributed`), under the same loop (:func:`em_loop`).
+
+    Attributes:
+        vote_counts: ``() -> (counts [m, j, k], class_totals)`` of the majority-vote
+            fractions (see :func:`~.kernels.array_passes.vote_counts`).
+        em_counts: ``(pi (K,), conf (M, K, K) columns) -> (counts [m, j, k], class_totals,
+            log_marginal)`` of one E-step (see :func:`~.kernels.array_passes.em_counts`).
+    """
+
+    vote_counts: Callable[[], tuple[np.ndarray, np.ndarray]]
+    em_counts: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, float]]
+
+
+def local_passes(labels) -> EMPasses:
+    """The C passes over ``labels`` in this process."""
+    return EMPasses(
+        lambda: array_passes.vote_counts(labels, labels.num_workers),
+        lambda pi, conf: array_passes.em_counts(labels, pi, conf, labels.num_workers, "c"),
+    )
+
+
+class EMRun(NamedTuple):
+    """What :func:`em_loop` returns: the fitted ``(prior, confusion)``, the parameters the
+    last step started from (``None`` when no step was taken) and the monitor."""
+
+    params: tuple[np.ndarray, np.ndarray]
+    previous: tuple[np.ndarray, np.ndarray] | None
+    monitor: ConvergenceMonitor
+
+
+def _step(passes: EMPasses, spec: ArrayPrior, params, floor: float):
+    """``(the next params, the objective of params)`` from one E-step pass, or ``None`` when
+    an item is impossible under every class (only with exact zeros in the confusions)."""
     prior, confusion = params
     pi = np.ascontiguousarray(prior, dtype=np.float64)
-    counts, totals, loglik = array_passes.em_counts(labels, pi, array_passes.columns(confusion),
-                                                    labels.num_workers, "c")
+    counts, totals, loglik = passes.em_counts(pi, array_passes.columns(confusion))
     if not math.isfinite(loglik):
         return None
     new = map_params(spec, counts.transpose(0, 2, 1), totals, floor)
     return new, objective(spec, loglik, prior, confusion)
 
 
+def em_loop(passes: EMPasses, spec: ArrayPrior, floor: float, max_iter: int, tol: float,
+            warn_not_converged: bool = True, start=None) -> EMRun | None:
+    """EM from crowd-kit's start (one M-step from the majority-vote fractions) or from
+    ``start``: the loop and stopping rule of :func:`~pyromodels.core.run_em` with one start,
+    each E-step one call of ``passes.em_counts`` and each M-step :func:`map_params` here.
+
+    Args, and ``None``: as :func:`fit_em`.
+    """
+    if start is None:
+        counts, totals = passes.vote_counts()
+        params = map_params(spec, counts.transpose(0, 2, 1), totals, floor)
+    else:
+        params = tuple(np.array(p, dtype=spec.dtype, order="C") for p in start)  # owned copies
+    # the parameters the last step started from (a warm start's result is its own E-step)
+    previous = None if start is None else params
+    monitor = ConvergenceMonitor(
+        tol=tol, max_iter=max_iter + 1, monotone=True,
+        monotone_slack=max(1e-9, 16 * float(np.finfo(spec.dtype).eps)), name="EM objective",
+    )
+    step = _step(passes, spec, params, floor)
+    if step is None:
+        return None
+    new, value = step
+    done = monitor.update(value)  # max_iter=0: the start is the result
+    while not done:
+        previous, params, step = params, new, _step(passes, spec, new, floor)
+        if step is None:
+            return None
+        new, value = step
+        done = monitor.update(value)
+    if warn_not_converged:
+        monitor.finish("EM", iterations=max_iter)
+    return EMRun(params, previous, monitor)
+
+
 def fit_em(labels, spec: ArrayPrior, floor: float, max_iter: int, tol: float,
-           warn_not_converged: bool = True) -> ArrayFit | None:
-    """EM from crowd-kit's start (one M-step from the majority-vote fractions) on the C
-    passes: the loop of :func:`~pyromodels.core.run_em` with one start.
+           warn_not_converged: bool = True, start=None) -> ArrayFit | None:
+    """EM from crowd-kit's start (one M-step from the majority-vote fractions), or from
+    ``start``, on the C passes: the loop of :func:`~pyromodels.core.run_em` with one start
+    (:func:`em_loop`).
 
     Args:
         labels: the coded labels (:class:`~pyromodels.data.columns.LabelCodes` or a CPU
@@ -228,39 +298,26 @@ def fit_em(labels, spec: ArrayPrior, floor: float, max_iter: int, tol: float,
             ``tol=0`` never stops early).
         warn_not_converged: warn (``ConvergenceWarning``) when ``max_iter`` steps did not
             converge.
+        start: ``(prior (K,), confusion (M, K, K))``, parameters to start from instead of
+            crowd-kit's start (a warm start); with ``max_iter=0`` the result is ``start``
+            and ``probas`` is its E-step.
 
     Returns:
         The fit (see :class:`ArrayFit`), or ``None`` when an item is impossible under every
         class (exact zeros in the confusions, ``floor=0`` only): the torch path handles such
         items.
     """
-    counts, totals = array_passes.vote_counts(labels, labels.num_workers)
-    params = map_params(spec, counts.transpose(0, 2, 1), totals, floor)
-    previous = None  # the parameters the last step started from
-    monitor = ConvergenceMonitor(
-        tol=tol, max_iter=max_iter + 1, monotone=True,
-        monotone_slack=max(1e-9, 16 * float(np.finfo(spec.dtype).eps)), name="EM objective",
-    )
-    step = _step(labels, spec, params, floor)
-    if step is None:
+    run = em_loop(local_passes(labels), spec, floor, max_iter, tol, warn_not_converged,
+                  start=start)
+    if run is None:
         return None
-    new, value = step
-    done = monitor.update(value)  # max_iter=0: the start is the result
-    while not done:
-        previous, params, step = params, new, _step(labels, spec, new, floor)
-        if step is None:
-            return None
-        new, value = step
-        done = monitor.update(value)
-    if warn_not_converged:
-        monitor.finish("EM", iterations=max_iter)
-    if previous is None:  # the start: fitted to the vote fractions
+    if run.previous is None:  # the start: fitted to the vote fractions
         q = vote_fractions(labels, spec.dtype)
         best = q.argmax(-1)
     else:
         q, loglik, best = array_passes.posteriors(
-            labels, np.ascontiguousarray(previous[0], dtype=np.float64),
-            array_passes.columns(previous[1]), "c", best=True)
+            labels, np.ascontiguousarray(run.previous[0], dtype=np.float64),
+            array_passes.columns(run.previous[1]), "c", best=True)
         if not np.isfinite(loglik).all():
             return None
-    return ArrayFit(*params, q.astype(spec.dtype), best, monitor)
+    return ArrayFit(*run.params, q.astype(spec.dtype), best, run.monitor)

@@ -52,10 +52,11 @@ class ArrayState(NamedTuple):
     wall_time_s: float
 
 
-def _eligible(est, codes) -> bool:
+def _eligible(est, codes, warm: bool) -> bool:
     device = est.device
     floor = est.em_floor
-    return (est.method == "em" and est.init_confusion is None and est.progress is False
+    # a warm start replaces the start that init_confusion sets
+    return (est.method == "em" and (warm or est.init_confusion is None) and est.progress is False
             and (device is None or device == "cpu") and have_c()
             and c_table_passes() is not None and isinstance(est.update_prior, bool)
             and isinstance(floor, numbers.Real) and not isinstance(floor, bool) and floor >= 0
@@ -63,10 +64,16 @@ def _eligible(est, codes) -> bool:
             and (est.allow_repeats or codes.has_repeats() is False))
 
 
-def fit_on_arrays(est, codes) -> bool:
+def fit_on_arrays(est, codes, warm=None, stacklevel: int = 4) -> bool:
     """Fit ``est`` (a DawidSkeneEstimator) on the arrays when it can (see the module doc)
-    and store its results; ``False`` leaves it to the torch path."""
-    if not _eligible(est, codes):
+    and store its results; ``False`` leaves it to the torch path.
+
+    ``warm`` (``(prior, confusion)`` arrays) is a warm start for EM
+    (:meth:`~pyromodels.crowd.estimators.DawidSkeneEstimator.partial_fit`); it replaces the
+    majority-vote start and ``init_confusion``. ``stacklevel``: that of the label-count
+    warnings, which name the line that called ``fit`` or ``partial_fit``.
+    """
+    if not _eligible(est, codes, warm is not None):
         return False
     args = est._model_args(codes)
     spec = resolve_prior(codes.num_classes, args["prior_concentration"],
@@ -76,15 +83,17 @@ def fit_on_arrays(est, codes) -> bool:
         return False
     options = est._engine_options((est.method,))
     seed = resolve_seed(options["seed"])
-    # the warnings point at the line that called fit
-    check_label_counts(*count_labels(codes, c_table_passes()), codes, False, stacklevel=4)
+    check_label_counts(*count_labels(codes, c_table_passes()), codes, False,
+                       stacklevel=stacklevel)
     start = time.perf_counter()
     # a fixed number of steps (tol=0) or the start itself (n_iter=0) is no failure
     fixed = options["tol"] == 0 or options["max_iter"] == 0
     fit = fit_em(codes, spec, float(args["em_floor"]), options["max_iter"], options["tol"],
-                 warn_not_converged=not fixed)
+                 warn_not_converged=not fixed, start=warm)
     if fit is None:
         return False
+    for name in ARRAY_RESULTS:  # those of an earlier fit, built from its arrays
+        est.__dict__.pop(name, None)
     state = ArrayState(codes, fit, args, est.allow_repeats, seed, options["tol"],
                        time.perf_counter() - start)
     est.probas_ = est._frame(codes, fit.probas)

@@ -187,8 +187,12 @@ class CrowdAggregator(EstimatorParams):
         self.labels_ = pd.Series(dtype=label_dtype, name="agg_label")
 
     def _fitted_table(self) -> AnnotationTable:
-        """``table_``, which a fit to a table without rows does not have."""
+        """``table_``, which a fit to a table without rows, or on a Dask cluster, does not
+        have."""
         table = self.table_
+        if table is None and not isinstance(self.probas_, pd.DataFrame):  # Dask objects
+            raise ValueError(f"this {type(self).__name__} was fitted on a Dask cluster, which "
+                             "keeps no table_ to predict with; fit a pandas DataFrame to predict")
         if table is None:
             raise ValueError(f"this {type(self).__name__} was fitted to a table without rows: "
                              "it knows no workers or classes to predict with; fit it to labels")

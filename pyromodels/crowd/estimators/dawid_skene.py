@@ -17,6 +17,7 @@ import pandas as pd
 
 from ...checks import check_in
 from ...data.columns import check_columns
+from ...data.dask_labels import is_dask_source
 from .array_fit import ARRAY_RESULTS, array_results, fit_on_arrays
 from .base import CrowdAggregator, errors_row_order
 from .em_prior import em_diagonal
@@ -106,7 +107,8 @@ class DawidSkeneEstimator(CrowdAggregator):
         priors_: class prior, Series indexed by class (name ``prior``).
         loss_history_: EM objective (log joint, increasing) per iteration; SVI loss per step;
             Gibbs and NUTS mean log joint per kept draw.
-        n_iter_: EM iterations, SVI steps, or Gibbs sweeps / NUTS steps per chain.
+        n_iter_: EM iterations, SVI steps, or Gibbs sweeps / NUTS steps per chain. After
+            :meth:`partial_fit`, it and ``loss_history_`` are those of the warm-started run.
         converged_: whether EM met ``tol`` (``None`` for the other methods).
         posterior_: the :class:`~pyromodels.core.Posterior` of the fit.
         model_: the :class:`DawidSkene` model.
@@ -267,15 +269,23 @@ class DawidSkeneEstimator(CrowdAggregator):
                                                   data.device)
         return start
 
-    def _fit_em(self, model: DawidSkene, table: AnnotationTable, initial_error):
-        """Run EM from :meth:`_em_start` (``n_iter=0`` returns the start itself); return the
-        posterior and the class posteriors of the tasks that the last M-step was fitted to,
-        with their argmax (see ``probas_``)."""
+    def _fit_em(self, model: DawidSkene, table: AnnotationTable, initial_error, warm=None):
+        """Run EM from :meth:`_em_start`, or from ``warm`` (``(prior, confusion)`` arrays,
+        :meth:`partial_fit`'s start); ``n_iter=0`` returns the start itself. Return the
+        posterior and the class posteriors of the tasks that the last M-step was fitted to
+        (for a warm start not yet stepped from, its own E-step), with their argmax (see
+        ``probas_``)."""
         from .ds_inputs import fitted_posteriors
 
         common = self._engine_options(METHODS)
         data = model.prepare(table, device=self.device)
-        start = self._em_start(model, data, initial_error)
+        if warm is None:
+            start = self._em_start(model, data, initial_error)
+        else:
+            import torch
+
+            start = {name: torch.tensor(value, dtype=data.dtype, device=data.device)
+                     for name, value in zip(("prior", "confusion"), warm)}
         # a fixed number of steps (tol=0) or the start itself (n_iter=0) is no failure
         fixed = common["tol"] == 0 or common["max_iter"] == 0
         last = [start]  # the parameters before and after the last step
@@ -285,7 +295,7 @@ class DawidSkeneEstimator(CrowdAggregator):
 
         post = model.fit(data, method="em", init=start, warn_not_converged=not fixed,
                          callbacks=[keep], **common)
-        previous = last[0] if post.diagnostics["n_iter"] else None
+        previous = last[0] if post.diagnostics["n_iter"] else (None if warm is None else start)
         return post, *fitted_posteriors(model, post.data, previous)
 
     def _run(self, model: DawidSkene, table: AnnotationTable):
@@ -318,7 +328,8 @@ class DawidSkeneEstimator(CrowdAggregator):
                                  "matrices: give one")
 
     def fit(self, df, true_labels: pd.Series | None = None,
-            initial_error: pd.DataFrame | None = None) -> DawidSkeneEstimator:
+            initial_error: pd.DataFrame | None = None, *,
+            to_parquet=None) -> DawidSkeneEstimator:
         """Fit the model to ``df`` (one row per judgement).
 
         Args:
@@ -329,7 +340,10 @@ class DawidSkeneEstimator(CrowdAggregator):
                 ``errors_`` (rows ``(worker, label given)``, true labels as columns), used as
                 ``initial_error_strategy`` says (``method="em"``). Columns that are not
                 classes are ignored, as crowd-kit ignores them, with a ``UserWarning``.
+            to_parquet: with a Dask ``df``, a folder to write the task posteriors to.
 
+        A Dask DataFrame, or a path or glob of parquet or CSV files, as ``df`` runs EM
+        data-parallel on the current ``distributed.Client``'s cluster (:mod:`.dask_fit`).
         ``method="em"`` on the CPU without ``true_labels``, ``initial_error`` or
         ``init_confusion`` runs on NumPy arrays and the C passes (:mod:`.array_fit`) with the
         same results, importing neither torch nor Pyro; ``posterior_``, ``model_`` and
@@ -339,6 +353,9 @@ class DawidSkeneEstimator(CrowdAggregator):
         self._check_method_params()
         self._check_em_inputs(true_labels, initial_error)
         self.__dict__.pop("_em_arrays", None)
+        if is_dask_source(df) or to_parquet is not None:
+            from .dask_fit import fit_on_cluster
+            return fit_on_cluster(self, df, true_labels, initial_error, to_parquet)
         if self._empty_input(df):
             return self._fit_empty(true_labels, initial_error)
         codes = self._codes(df)
@@ -356,12 +373,19 @@ class DawidSkeneEstimator(CrowdAggregator):
             post = self._run(model, table)
             probas = model.predict(post, post.data.table)
             labels = probas.argmax(-1)
-        table = post.data.table
-        self._store(table, probas, labels)
-        self.model_, self.posterior_ = model, post
         # n_iter=0 returns an "assign" initial_error as it is, its rows in its order (crowd-kit)
         kept = initial_error is not None and self.initial_error_strategy == "assign"
         first = initial_error.index if kept and not post.diagnostics["n_iter"] else None
+        return self._store_fit(model, post, probas, labels, first)
+
+    def _store_fit(self, model: DawidSkene, post, probas, labels,
+                   first=None) -> DawidSkeneEstimator:
+        """Store the results of a fit on the torch path (``first``: see
+        :func:`errors_row_order`)."""
+        self.__dict__.pop("_em_arrays", None)
+        table = post.data.table
+        self._store(table, probas, labels)
+        self.model_, self.posterior_ = model, post
         self._store_confusions(table, post.mean("confusion"), first)
         prior = post.data.fixed_prior if post.data.fixed_prior is not None else post.mean("prior")
         self.priors_ = pd.Series(prior.detach().cpu().double().numpy(),
@@ -372,6 +396,119 @@ class DawidSkeneEstimator(CrowdAggregator):
         else:
             self._record_run(post)
         return self
+
+    def partial_fit(self, df) -> DawidSkeneEstimator:
+        """Update a fitted model with more labels (``method="em"``): scikit-learn's meaning.
+
+        The rows of ``df`` may bring new tasks, new workers and more labels for tasks already
+        seen. They are coded and appended to the labels the estimator keeps (its coded arrays,
+        24 bytes a label; :mod:`.ds_partial`), the task and worker ids are extended, and EM
+        runs on all the labels so far from a warm start: the fitted class prior and confusion
+        matrices, with each new worker starting from the pooled confusion matrix of the
+        fitted workers (their rows for each true class averaged, weighted by their numbers of
+        labels) and every task, new ones included, getting its posteriors from the first
+        E-step. EM stops by the rule of :meth:`fit`, with the same ``tol`` and ``n_iter``:
+        when the objective (the log joint of all the labels) changes by less than
+        ``tol * max(1, |objective|)``.
+
+        Why few iterations: EM converges linearly to a fixed point, the distance to it
+        shrinking by a constant factor each step. The fitted parameters are the fixed point
+        for the labels seen so far; the new labels move it by about their share of the
+        sufficient statistics (1% of the labels, about 1%), whereas the majority-vote start of
+        a refit is a distance of order one away, so the warm start meets ``tol`` in fewer
+        steps (counted in ``n_iter_``). Each step is a pass over all the labels, as a refit's.
+
+        The fitted attributes are replaced by those of the updated fit: ``labels_``,
+        ``probas_`` (then indexed by all tasks so far, in the sorted order a fit to all rows
+        gives), ``errors_``, ``confusions_``, ``priors_``, and ``loss_history_``,
+        ``n_iter_`` and ``converged_`` of the warm-started run (``loss_history_[0]`` is the
+        warm start's objective on all the labels). The result is the fit to all the rows
+        up to EM's tolerance; it is that fit exactly when both runs reach the same fixed
+        point. ``diagonal=None`` is worked out again from all the labels, as a refit would.
+
+        Args:
+            df: the new labels, one row per judgement, with the columns of :meth:`fit`.
+
+        Returns:
+            The estimator.
+
+        Raises:
+            NotFittedError: before :meth:`fit`. Unlike scikit-learn's ``SGDClassifier``,
+                whose first ``partial_fit`` fits, a first call is refused here: the class set
+                is declared by ``fit`` (from its labels or ``classes=``) and must stay fixed.
+            ValueError: ``method`` is not ``"em"`` or the fit was not by EM; the fit had
+                ``true_labels`` or no rows; ``df`` has no rows, lacks a column (a
+                :class:`~pyromodels.data.annotations.MissingColumnError`), holds labels
+                outside the fitted classes (or declares another class set, by
+                ``classes=`` or a categorical column), a missing id, ids of another kind
+                than the fitted ones, or a (task, worker) pair labelled twice (unless
+                ``allow_repeats``). A failed call leaves the fit as it was.
+
+        Example:
+            >>> import pandas as pd
+            >>> df = pd.DataFrame({"task": ["a", "a", "a", "b", "b", "b"],
+            ...                    "worker": ["u", "v", "w"] * 2,
+            ...                    "label": ["x", "x", "y", "y", "y", "y"]})
+            >>> est = DawidSkeneEstimator().fit(df)
+            >>> more = pd.DataFrame({"task": ["c", "c", "c"], "worker": ["u", "v", "z"],
+            ...                      "label": ["x", "y", "x"]})
+            >>> est.partial_fit(more).labels_.to_dict()
+            {'a': 'x', 'b': 'y', 'c': 'x'}
+        """
+        from .ds_partial import append_labels, warm_start
+
+        fitted = self._fitted_codes()
+        self._check_columns()
+        appended = append_labels(fitted, df, self.task, self.worker, self.label, self.classes)
+        codes = appended.codes
+        self._check_memory(codes)
+        K = codes.num_classes
+        confusion = self.confusions_.to_numpy().reshape(fitted.num_workers, K, K)
+        start = warm_start(fitted, appended, self.priors_.to_numpy(), confusion)
+        before = dict(self.__dict__)  # a failure part-way through storing restores this fit
+        try:
+            if fit_on_arrays(self, codes, warm=start, stacklevel=3):
+                return self
+            from ...data.annotations import AnnotationTable
+
+            table = AnnotationTable.from_codes(codes, allow_repeats=self.allow_repeats)
+            model = self._model(table)
+            post, probas, labels = self._fit_em(model, table, None, warm=start)
+            return self._store_fit(model, post, probas, labels)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
+
+    def _fitted_codes(self):
+        """The codes of the fitted labels, after checking that :meth:`partial_fit` can update
+        the fit."""
+        from .ds_partial import fitted_codes
+
+        state = self.__dict__
+        if "_em_arrays" in state:
+            codes = state["_em_arrays"].codes
+        elif "table_" in state:
+            if state["table_"] is None:
+                raise ValueError("this DawidSkeneEstimator was fitted to a table without rows, "
+                                 "so it has no classes or workers to update: fit it to labels")
+            if state["posterior_"].method != "em":
+                raise ValueError(f"partial_fit updates an EM fit; this one was fitted with "
+                                 f"method={state['posterior_'].method!r}: refit with all labels")
+            from .ds_inputs import KnownClassesDawidSkene
+
+            if isinstance(state["model_"], KnownClassesDawidSkene):
+                raise ValueError("partial_fit cannot update a fit with true_labels (known "
+                                 "classes): fit again with all labels and true_labels")
+            codes = fitted_codes(state["table_"])
+        else:
+            from ...core.not_fitted import NotFittedError
+
+            raise NotFittedError("this DawidSkeneEstimator is not fitted yet: call fit(df) "
+                                 "before partial_fit (fit fixes the class set)")
+        if self.method != "em":
+            raise ValueError(f"partial_fit runs EM: method must be 'em', got {self.method!r}")
+        return codes
 
     def _store_confusions(self, table, confusion, first=None) -> None:
         """``errors_`` (rows in crowd-kit's order, :func:`errors_row_order`) and

@@ -48,7 +48,7 @@ import numpy as np
 
 from ...data.idmaps import to_numpy
 
-__all__ = ["em_diagonal"]
+__all__ = ["em_diagonal", "diagonal_from_counts"]
 
 
 def em_diagonal(labels) -> tuple[float, ...]:
@@ -64,8 +64,16 @@ def em_diagonal(labels) -> tuple[float, ...]:
         the pseudo-count added on the diagonal of every worker's confusion row of each class,
         0 for a class whose rows hold at least ``K - 1`` labels per worker on average.
     """
-    K, M = labels.num_classes, labels.num_workers
+    K = labels.num_classes
     given = np.bincount(to_numpy(labels.label_idx, "label codes").astype(np.int64),
                         minlength=K)
-    per_worker = given / M if M else np.zeros(K)  # no workers: no labels either
+    return diagonal_from_counts(given, labels.num_workers)
+
+
+def diagonal_from_counts(given, num_workers: int) -> tuple[float, ...]:
+    """:func:`em_diagonal` from the labels per class ``given`` ``(K,)`` and the number of
+    workers (what a data-parallel fit sums over its partitions)."""
+    given = np.asarray(given, dtype=np.float64)
+    K = len(given)
+    per_worker = given / num_workers if num_workers else np.zeros(K)  # no workers: no labels
     return tuple(float(d) for d in np.maximum(0.0, (K - 1) - per_worker))

@@ -58,6 +58,7 @@ def cluster_report(posterior, data, labels, *, name: str, probabilities=None) ->
     import pandas as pd
 
     from ...report import result_from_posterior
+    from ...report.fit_warnings import extend_summary
 
     x = np.asarray(data, dtype=np.float64)
     labels = np.asarray(labels).astype(np.int64)
@@ -72,7 +73,8 @@ def cluster_report(posterior, data, labels, *, name: str, probabilities=None) ->
                                  "largest_cluster": int(sizes.max())}
     figures = {**result.figures,
                "clusters": plot_clusters(x, labels, f"{used} clusters ({posterior.method})")}
-    summary = (result.summary + f" The fit puts the {len(labels)} points in {used} clusters; "
-               "labels.csv gives the cluster of each point (rows in the order of the data).")
+    summary = extend_summary(result.summary, f" The fit puts the {len(labels)} points in {used} "
+                             "clusters; labels.csv gives the cluster of each point (rows in the "
+                             "order of the data).")
     result = replace(result, summary=summary.strip(), metrics=metrics, figures=figures)
     return FitOutput(result, {"labels.csv": pd.DataFrame(columns)})

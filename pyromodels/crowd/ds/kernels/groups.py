@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import weakref
+from dataclasses import dataclass
 
 import numpy as np
 
 from .native import c_passes
 
-__all__ = ["item_groups", "item_cells"]
+__all__ = ["item_groups", "item_cells", "GroupedCells", "grouped_cells"]
 
 _GROUPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -69,12 +70,45 @@ def item_groups(table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return _cached(table, "groups", build)
 
 
+@dataclass(frozen=True, eq=False)
+class GroupedCells:
+    """Labels already grouped by item as the C passes read them (:func:`item_cells`), with
+    their sizes: what a data-parallel fit keeps of each partition (4 bytes a label).
+
+    Attributes:
+        ptr: ``(N + 1,)`` int64, item ``n``'s labels are ``cells[ptr[n]:ptr[n + 1]]``.
+        cells: ``(L,)`` int32, ``worker * K + label``.
+        num_workers, num_classes: ``M`` and ``K`` of the codes.
+    """
+
+    ptr: np.ndarray
+    cells: np.ndarray
+    num_workers: int
+    num_classes: int
+
+    @property
+    def num_items(self) -> int:
+        return len(self.ptr) - 1
+
+    @property
+    def num_labels(self) -> int:
+        return len(self.cells)
+
+
+def grouped_cells(table) -> GroupedCells:
+    """:func:`item_cells` of ``table`` kept with its sizes, without the codes themselves."""
+    return GroupedCells(*item_cells(table), table.num_workers, table.num_classes)
+
+
 def item_cells(table) -> tuple[np.ndarray, np.ndarray]:
     """``(ptr, cells)``: the table's labels grouped by item as the C passes read them, one
     int32 per label, ``cell = worker * K + label`` (the row of that pair in the confusion
     columns and the counts); cached per table. Built by one C pass (a stable counting sort by
     item; rows already in item order are only coded). Needs the C passes and ``M * K`` below
-    ``2^31``."""
+    ``2^31``. A :class:`GroupedCells` holds them already."""
+    if isinstance(table, GroupedCells):
+        return table.ptr, table.cells
+
     def build():
         ptr = _ptr(table)
         cells = np.empty(table.num_labels, dtype=np.int32)
