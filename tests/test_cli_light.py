@@ -27,7 +27,7 @@ print(json.dumps({"status": status, "modules": sorted(sys.modules)}))
 LIGHT = {"pyromodels", "pyromodels.__main__", "pyromodels.checks", "pyromodels.lazy", "pyromodels.registry",
          "pyromodels.models_index", "pyromodels.experiments", "pyromodels.experiments.catalogue",
          "pyromodels.cli", "pyromodels.cli.commands", "pyromodels.cli.common",
-         "pyromodels.cli.fit", "pyromodels.cli.parser"}
+         "pyromodels.cli.fit", "pyromodels.cli.parallel", "pyromodels.cli.parser"}
 HEAVY = ("torch", "pyro", "arviz", "matplotlib", "pandas", "scipy", "sklearn", "numba")
 
 

@@ -46,6 +46,7 @@ import torch
 from ..checks import as_float_tensor, check_bool, check_in, check_int, check_positive
 from ..core.checkpoint import Checkpointer, read_checkpoint
 from ..core.diagnostic_warnings import warn_sampling_problems
+from ..core.parallel import check_n_jobs, resolve_n_jobs, run_jobs
 from ..core.posterior import Posterior, make_attrs
 from ..core.progress import progress_bar
 from ..core.seeding import derive_seed, make_generator, resolve_seed
@@ -78,10 +79,27 @@ def _piece_done(keeper, bar, records: list, chain: int, total: int, gen, shown: 
                                            "done": sweeps, "generator": gen.get_state()})
 
 
-def _run_chains(model, x, prior, warm, draws, chains, seed, C, eps0, paper_literal, bar,
-                checkpoint, checkpoint_every, resume):
+def _bhmc_chain(task, shared):
+    """Chain ``i`` of :func:`fit_bhmc` from its own seed (or from the checkpoint's partial
+    chain): the sampler's record (a :func:`~pyromodels.core.parallel.run_jobs` function)."""
+    i, chain_seed, partial, report = task
+    gen = make_generator(chain_seed)
+    start, done = None, 0
+    if partial is not None:  # the chain the checkpoint stopped in
+        start, done = partial["partial"], partial["done"]
+        gen.set_state(partial["generator"])
+    if report is not None:
+        report = functools.partial(report, gen, [done])
+    return run_pieces(shared["x"], shared["prior"], shared["warm"], shared["draws"], gen,
+                      shared["every"] if report is not None else None, shared["C"],
+                      shared["eps0"], shared["paper_literal"], start, done, report)
+
+
+def _run_chains(model, x, prior, warm, draws, chains, seed, C, eps0, paper_literal, progress,
+                checkpoint, checkpoint_every, resume, n_jobs):
     """The records of every chain, in pieces of ``checkpoint_every`` sweeps with a checkpoint
-    after each (see :mod:`pyromodels.bhmc.resume`); ``(seed, records)``."""
+    after each when they run in this process (see :mod:`pyromodels.bhmc.resume`), or after
+    each chain with several workers; ``(seed, records)``."""
     config = run_config(prior, C, eps0, paper_literal, warm, draws, chains)
     saved = {"records": [], "partial": None, "done": 0, "generator": None}
     if resume is not None:
@@ -90,23 +108,38 @@ def _run_chains(model, x, prior, warm, draws, chains, seed, C, eps0, paper_liter
     seed = resolve_seed(seed)
     keeper = Checkpointer(checkpoint, checkpoint_every, engine="bhmc", model=model, seed=seed,
                           config=config, data=x, build=lambda snapshot: snapshot)
-    every = checkpoint_every if keeper.enabled else None
+    workers = resolve_n_jobs(n_jobs)
     records, total = list(saved["records"]), warm + draws
-    bar.update(len(records) * total)
-    with keeper.guard():
-        for i in range(len(records), chains):
-            gen = make_generator(derive_seed(seed, "chain", i))
-            start, done = None, 0
-            if saved["partial"] is not None:  # the chain the checkpoint stopped in
-                start, done = saved["partial"], saved["done"]
-                gen.set_state(saved["generator"])
-                saved["partial"] = None
-                bar.update(done)
-            report = functools.partial(_piece_done, keeper, bar, records, i, total, gen, [done])
-            records.append(run_pieces(x, prior, warm, draws, gen, every, C, eps0,
-                                      paper_literal, start, done, report))
-            keeper.commit((i + 1) * total, {"records": list(records), "partial": None,
-                                            "done": 0, "generator": None})
+    first = len(records)
+    shared = {"x": x, "prior": prior, "warm": warm, "draws": draws, "C": C, "eps0": eps0,
+              "paper_literal": paper_literal,
+              "every": checkpoint_every if keeper.enabled else None}
+    label = "BHMC sweeps" if C is None else "RBHMC sweeps"
+    with progress_bar(chains * total, label, progress and workers == 1) as bar:
+        bar.update(first * total)
+        tasks = [(i, derive_seed(seed, "chain", i),
+                  saved if i == first and saved["partial"] is not None else None,
+                  functools.partial(_piece_done, keeper, bar, records, i, total)
+                  if workers == 1 else None)
+                 for i in range(first, chains)]
+        if tasks and tasks[0][2] is not None:
+            bar.update(saved["done"])
+        finished: dict = {}
+
+        def on_result(index, record):  # the finished chains, in chain order
+            finished[index] = record
+            while len(records) - first in finished:
+                records.append(finished.pop(len(records) - first))
+                keeper.commit(len(records) * total, {"records": list(records),
+                                                     "partial": None, "done": 0,
+                                                     "generator": None})
+                if workers > 1:
+                    keeper.write()
+
+        with keeper.guard():
+            run_jobs(_bhmc_chain, tasks, n_jobs=n_jobs, shared=shared, progress=progress,
+                     desc=label.replace("sweeps", "chains"),
+                     labels=[f"chain {t[0]}" for t in tasks], on_result=on_result)
         keeper.write()
     return seed, records
 
@@ -121,7 +154,8 @@ def fit_bhmc(model, data, method: str = "gibbs", C=None, eps0: float | None = No
              num_warmup: int = 200, num_samples: int = 500, num_chains: int = 2,
              seed: int | None = None, progress: bool = True, paper_literal: bool = False,
              device=None, checkpoint=None, checkpoint_every: int | None = None,
-             resume=None, diagnostic_warnings: bool = True) -> Posterior:
+             resume=None, diagnostic_warnings: bool = True,
+             n_jobs: int | None = None) -> Posterior:
     r"""Run ``num_chains`` chains of BHMC, or of RBHMC when ``C`` is given.
 
     Args:
@@ -132,7 +166,7 @@ def fit_bhmc(model, data, method: str = "gibbs", C=None, eps0: float | None = No
         eps0: margin :math:`\varepsilon_0 \ge 0` of RBHMC (default 1); only with ``C``.
         num_warmup: sweeps before the recorded draws (``>= 0``).
         num_samples: recorded sweeps per chain (``>= 1``).
-        num_chains: chains (``>= 1``), run one after another.
+        num_chains: chains (``>= 1``), each from its own seed derived from ``seed``.
         seed: the fit's seed (``None`` draws one; recorded in ``attrs``).
         progress: show a progress bar over the sweeps of every chain.
         paper_literal: RBHMC's path ratio as printed (datum ``n``'s kernel only) instead of
@@ -148,6 +182,11 @@ def fit_bhmc(model, data, method: str = "gibbs", C=None, eps0: float | None = No
             of the label-invariant draws (``cdl``, ``rcdl``, ``num_leaves``,
             ``nodes_per_level``) says they are not yet reliable (see
             :mod:`pyromodels.core.diagnostic_warnings`); ``False`` silences it.
+        n_jobs: chains run at once, joblib's meaning (``None``: one after another, or the
+            ``n_jobs`` of an enclosing ``joblib.parallel_config``; ``-1``: all cores; see
+            :mod:`pyromodels.core.parallel`); the result does not depend on it. With several
+            workers a checkpoint is written after each finished chain (in chain order)
+            rather than every ``checkpoint_every`` sweeps.
 
     Returns:
         :class:`~pyromodels.core.Posterior` (``method="gibbs"``; see the module doc). ``params``:
@@ -180,11 +219,10 @@ def fit_bhmc(model, data, method: str = "gibbs", C=None, eps0: float | None = No
     diagnostic_warnings = check_bool(diagnostic_warnings, "diagnostic_warnings")
     if device is not None and torch.device(device).type != "cpu":
         raise ValueError(f"device must be the CPU (the samplers are sequential), got {device}")
-    prior = model.prior
-    label = "BHMC sweeps" if C is None else "RBHMC sweeps"
-    with progress_bar(chains * (warm + draws), label, progress) as bar:
-        seed, records = _run_chains(model, x, prior, warm, draws, chains, seed, C, eps0,
-                                    paper_literal, bar, checkpoint, checkpoint_every, resume)
+    n_jobs = check_n_jobs(n_jobs)
+    seed, records = _run_chains(model, x, model.prior, warm, draws, chains, seed, C, eps0,
+                                paper_literal, progress, checkpoint, checkpoint_every, resume,
+                                n_jobs)
     criterion = "cdl" if C is None else "rcdl"
     keep = slice(warm, warm + draws)
     samples = {"cdl": torch.stack([r.cdl[keep] for r in records])}
@@ -212,7 +250,8 @@ def fit_bhmc(model, data, method: str = "gibbs", C=None, eps0: float | None = No
     if C is not None:
         params["eta"] = {z: e.clone() for z, e in best.eta.items()}
         params["rcdl_trace"] = torch.stack([r.rcdl for r in records])
-    diagnostics = {"path_acceptance": float(accept.mean()), "chains": "sequential",
+    diagnostics = {"path_acceptance": float(accept.mean()),
+                   "chains": "sequential" if resolve_n_jobs(n_jobs) == 1 else "parallel",
                    "num_warmup": warm}
     attrs = make_attrs("gibbs", seed, "cpu", start, model="RBHMC" if C is not None else "BHMC",
                        C=float("nan") if C is None else C, eps0=eps0,

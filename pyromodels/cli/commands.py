@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .. import registry
 from .common import UsageError, check_out, check_result, use_agg, write_and_print
+from .parallel import parallel_runs
 
 __all__ = ["cmd_list", "cmd_demo", "cmd_reproduce", "cmd_report"]
 
@@ -108,21 +109,27 @@ def _reproduced(model: str, scale: str) -> list[str]:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    """Reproduce one paper's experiments (or ``all`` of them) at the chosen scale; write the report."""
+    """Reproduce one paper's experiments (or ``all`` of them) at the chosen scale; write the report.
+
+    ``--n-jobs`` and ``--scheduler`` (see :mod:`.parallel`) are applied first, so an
+    unreachable scheduler is reported within seconds, before the report machinery and any
+    model are loaded."""
     names = _reproduced(args.model, args.scale)
-    out = check_out(args.out) if args.out is not None else None
-    entries = [registry.get(name) for name in names]
-    if args.model == "all":
-        entries = [e for e in entries if e.reproduce is not None]
-        if not entries:
-            raise UsageError(f"no registered model has a paper reproduction at scale {args.scale!r}")
-    elif entries[0].reproduce is None:
-        raise UsageError(f"model {entries[0].name!r} has no paper reproduction")
-    use_agg()
-    results = []
-    for e in entries:
-        result = e.reproduce(scale=args.scale, progress=args.progress, seed=args.seed)
-        results.append(check_result(result, e, "reproduction"))
+    with parallel_runs(args.n_jobs, args.scheduler):
+        out = check_out(args.out) if args.out is not None else None
+        entries = [registry.get(name) for name in names]
+        if args.model == "all":
+            entries = [e for e in entries if e.reproduce is not None]
+            if not entries:
+                raise UsageError(f"no registered model has a paper reproduction at scale "
+                                 f"{args.scale!r}")
+        elif entries[0].reproduce is None:
+            raise UsageError(f"model {entries[0].name!r} has no paper reproduction")
+        use_agg()
+        results = []
+        for e in entries:
+            result = e.reproduce(scale=args.scale, progress=args.progress, seed=args.seed)
+            results.append(check_result(result, e, "reproduction"))
     if out is None:
         out = Path("reports") / "reproduce" / f"{args.model}-{args.scale}"
     title = "all models" if args.model == "all" else entries[0].title

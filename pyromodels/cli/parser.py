@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .. import registry
 from ..checks import check_int, check_positive
+from .parallel import add_parallel_options
 
 __all__ = ["Parser", "build_parser", "fit_help", "ENGINE_OPTIONS", "CHECKPOINT_ENGINES",
            "FIT_OPTIONS", "argument_dests", "engine_options_of", "flag"]
@@ -329,6 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="problem size (default small; smoke: seconds, where a reproduction offers it)"
     )
     _add_run_options(rep, "report directory (default reports/reproduce/MODEL-SCALE)")
+    add_parallel_options(rep)
 
     show = sub.add_parser("report", help="show the path and metrics of an existing report")
     show.add_argument("dir", type=Path, help="a report directory")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 
@@ -12,6 +13,7 @@ from .checkpoint import Checkpointer, check_shapes, clone_tree, read_checkpoint
 from .device import resolve_device
 from .entry import engine_entry
 from .monitor import ConvergenceMonitor
+from .parallel import check_n_jobs, resolve_n_jobs, run_jobs
 from .posterior import Posterior, make_attrs
 from .progress import check_callbacks, progress_bar, run_callbacks
 from .seeding import derive_seed, make_generator, resolve_seed
@@ -50,6 +52,46 @@ def _check_rule(verdict) -> bool:
     return verdict
 
 
+def _em_start(task, shared) -> tuple:
+    """Start ``r`` of :func:`run_em` from its own seed, run to convergence: ``(monitor,
+    parameters)`` (a :func:`~.parallel.run_jobs` function)."""
+    r, start_seed, bar = task
+    model, data, init, rule = (shared[k] for k in ("model", "data", "init", "rule"))
+    max_iter, n_init, callbacks = shared["max_iter"], shared["n_init"], shared["callbacks"]
+    gen = make_generator(start_seed, shared["device"])
+    params = dict(init) if init is not None else model.em_init(data, gen)
+    # the start's objective is recorded too, so max_iter EM steps give max_iter + 1 values
+    mon = ConvergenceMonitor(
+        tol=shared["tol"],
+        max_iter=max_iter + 1,
+        monotone=getattr(model, "em_monotone", True),
+        # rounding of the objective in the working precision is not a decrease
+        monotone_slack=max(1e-9, 16 * _working_eps(params)),
+        name="EM objective",
+        rule=None if rule is None else f"{type(model).__name__}.em_converged",
+    )
+    # the caller's bar in this process (reset for each start); none in a worker
+    with contextlib.nullcontext(bar) if bar is not None else progress_bar(max_iter, "em",
+                                                                          False) as bar:
+        if n_init > 1:  # the bar counts the steps of the current start
+            bar.reset(total=max_iter)
+            bar.set_description(f"em start {r + 1}/{n_init}")
+        steps = _iterates(model, data, params)
+        params, value = next(steps)
+        done = mon.update(value)  # max_iter=0: the start is the result
+        for new, value in ([] if done else steps):
+            bar.update()
+            if not bar.disable:
+                bar.set_postfix(objective=f"{float(value):.6g}", refresh=False)
+            settled = True if rule is None else _check_rule(rule(data, params, new))
+            params = new
+            stop = mon.update(value, settled=settled)
+            info = {"objective": value, "restart": r, "params": params}
+            if (callbacks and run_callbacks(callbacks, mon.n_iter - 1, info)) or stop:
+                break
+    return mon, params
+
+
 @engine_entry()
 @with_fit_threads
 def run_em(
@@ -69,6 +111,7 @@ def run_em(
     checkpoint_every: int | None = None,
     resume=None,
     num_threads: int | None = None,
+    n_jobs: int | None = None,
 ) -> Posterior:
     """Run the model's EM steps from ``n_init`` starts and keep the best objective.
 
@@ -117,6 +160,11 @@ def run_em(
             size, never more than the caller's ``torch.get_num_threads()``; an integer
             ``>= 1`` fixes them (see :mod:`pyromodels.core.threads`). The caller's count is
             restored afterwards.
+        n_jobs: starts run at once, joblib's meaning (``None``: one after another, or the
+            ``n_jobs`` of an enclosing ``joblib.parallel_config``; ``-1``: all cores; see
+            :mod:`pyromodels.core.parallel`). The result does not depend on it: each start's
+            seed is derived before dispatch and the best is chosen in start order. With
+            several workers, ``callbacks`` run in the workers.
 
     Returns:
         A :class:`Posterior` whose samples hold the point estimate as one chain of one draw,
@@ -127,6 +175,7 @@ def run_em(
     max_iter = check_int(max_iter, "max_iter", minimum=0)
     tol = check_positive(tol, "tol", strict=False)
     n_init = check_int(n_init, "n_init", minimum=1)
+    n_jobs = check_n_jobs(n_jobs)
     if init is not None and n_init != 1:
         raise ValueError(f"init fixes the start, so n_init must be 1, got {n_init}")
     callbacks = check_callbacks(callbacks)
@@ -151,43 +200,31 @@ def run_em(
     ckpt = Checkpointer(checkpoint, checkpoint_every, engine="em", model=model, seed=seed,
                         config=config, data=data, build=lambda snapshot: snapshot)
     start = time.perf_counter()
-    with ckpt.guard(), progress_bar(max_iter, "em", progress) as bar:
-        for r in range(len(monitors), n_init):
-            if n_init > 1:  # the bar counts the steps of the current start
-                bar.reset(total=max_iter)
-                bar.set_description(f"em start {r + 1}/{n_init}")
-            gen = make_generator(derive_seed(seed, "restart", r), device)
-            params = dict(init) if init is not None else model.em_init(data, gen)
-            # the start's objective is recorded too, so max_iter EM steps give max_iter + 1 values
-            mon = ConvergenceMonitor(
-                tol=tol,
-                max_iter=max_iter + 1,
-                monotone=getattr(model, "em_monotone", True),
-                # rounding of the objective in the working precision is not a decrease
-                monotone_slack=max(1e-9, 16 * _working_eps(params)),
-                name="EM objective",
-                rule=None if rule is None else f"{type(model).__name__}.em_converged",
-            )
-            steps = _iterates(model, data, params)
-            params, value = next(steps)
-            done = mon.update(value)  # max_iter=0: the start is the result
-            for new, value in ([] if done else steps):
-                bar.update()
-                if not bar.disable:
-                    bar.set_postfix(objective=f"{float(value):.6g}", refresh=False)
-                settled = True if rule is None else _check_rule(rule(data, params, new))
-                params = new
-                stop = mon.update(value, settled=settled)
-                info = {"objective": value, "restart": r, "params": params}
-                if (callbacks and run_callbacks(callbacks, mon.n_iter - 1, info)) or stop:
-                    break
+    workers = resolve_n_jobs(n_jobs)
+    shared = {"model": model, "data": data, "init": init, "device": device, "tol": tol,
+              "max_iter": max_iter, "n_init": n_init, "rule": rule, "callbacks": callbacks}
+    finished: dict[int, tuple] = {}
+    base = len(monitors)  # starts read from the checkpoint
+
+    def on_result(index, out):  # keep the starts in order: the first best wins ties
+        nonlocal best, best_params
+        finished[index] = out
+        while len(monitors) - base in finished:
+            mon, params = finished.pop(len(monitors) - base)
             monitors.append(mon)
             if best is None or mon.history[-1] > best.history[-1]:
                 best, best_params = mon, params
             if ckpt.enabled:
-                ckpt.commit(r + 1, {"monitors": copy.deepcopy(monitors),
-                                    "best": monitors.index(best),
-                                    "best_params": clone_tree(best_params)})
+                ckpt.commit(len(monitors), {"monitors": copy.deepcopy(monitors),
+                                            "best": monitors.index(best),
+                                            "best_params": clone_tree(best_params)})
+
+    with ckpt.guard(), progress_bar(max_iter, "em", progress and workers == 1) as bar:
+        tasks = [(r, derive_seed(seed, "restart", r), bar if workers == 1 else None)
+                 for r in range(len(monitors), n_init)]
+        run_jobs(_em_start, tasks, n_jobs=n_jobs, shared=shared, progress=progress,
+                 desc="em starts", labels=[f"start {t[0] + 1}" for t in tasks],
+                 on_result=on_result)
     ckpt.write()
     if warn_not_converged:
         best.finish("EM", iterations=max_iter)

@@ -19,6 +19,7 @@ from .checkpoint import chain_checkpoints, check_shapes
 from .device import resolve_device
 from .diagnostic_warnings import label_switch_attrs, warn_sampling_problems
 from .entry import engine_entry
+from .parallel import check_n_jobs, resolve_n_jobs, run_jobs
 from .posterior import Posterior, make_attrs, stack_chains
 from .progress import check_callbacks, progress_bar, run_callbacks
 from .seeding import derive_seed, make_generator, resolve_seed
@@ -175,6 +176,7 @@ def run_gibbs(
     resume=None,
     num_threads: int | None = None,
     diagnostic_warnings: bool = True,
+    n_jobs: int | None = None,
 ) -> Posterior:
     """Blocked Gibbs sampling with the model's sweep.
 
@@ -190,7 +192,8 @@ def run_gibbs(
             ``model(data)`` takes one argument gets its data validated by ``model.prepare``.
         num_samples: kept draws per chain.
         num_warmup: discarded sweeps per chain.
-        num_chains: chains, run one after another, each with its own seed derived from ``seed``.
+        num_chains: chains, each with its own seed derived from ``seed`` (so the result
+            does not depend on ``n_jobs``).
         thin: keep every ``thin``-th sweep after warm-up.
         seed: the fit's seed; ``None`` draws one (recorded in ``attrs``).
         sweep: a :class:`GibbsSweep` or a sequence of :class:`GibbsBlock`; replaces
@@ -213,6 +216,11 @@ def run_gibbs(
         diagnostic_warnings: after the fit, emit a
             :class:`~pyromodels.core.SamplingWarning` when its diagnostics say the draws are not
             yet reliable (see :mod:`pyromodels.core.diagnostic_warnings`); ``False`` silences it.
+        n_jobs: chains run at once, joblib's meaning (``None``: one after another, or the
+            ``n_jobs`` of an enclosing ``joblib.parallel_config``; ``-1``: all cores; see
+            :mod:`pyromodels.core.parallel`). With several workers, ``callbacks`` run in the
+            workers and a checkpoint is written as each chain finishes (in chain order)
+            rather than every ``checkpoint_every`` sweeps.
 
     Returns:
         A :class:`Posterior` with samples ``(chain, draw, ...)`` and ``sample_stats["lp"]``.
@@ -223,6 +231,7 @@ def run_gibbs(
     num_samples = check_int(num_samples, "num_samples", minimum=1)
     num_warmup = check_int(num_warmup, "num_warmup", minimum=0)
     num_chains = check_int(num_chains, "num_chains", minimum=1)
+    n_jobs = check_n_jobs(n_jobs)
     thin = check_int(thin, "thin", minimum=1)
     lp_every = check_int(lp_every, "lp_every", minimum=0)
     callbacks = check_callbacks(callbacks)
@@ -240,43 +249,44 @@ def run_gibbs(
                                           model=model, seed=seed, config=config,
                                           data=data, build=_checkpoint_state)
     start = time.perf_counter()
-    chains, lps = [], []
-    first = 0
+    chains, lps, first = [], [], 0
     if saved is not None:
         chains, lps = list(saved["chains"]), list(saved["chain_lps"])
         first = saved["chain"]
+    workers = resolve_n_jobs(n_jobs)
+    shared = {"model": model, "data": data, "sweep": sweep, "device": device,
+              "num_warmup": num_warmup, "num_samples": num_samples, "thin": thin,
+              "lp_every": lp_every, "progress": progress and workers == 1,
+              "callbacks": callbacks}
+
+    def commit_chain(c):  # the per-sweep checkpoint of chain c, run in this process
+        def commit(done, state, kept, chain_lps, stop, generator):
+            ckpt.commit(done, _snapshot(c, done, state, generator, kept, chain_lps, stop,
+                                        chains, lps, num_samples))
+        return commit
+
+    tasks = [(c, derive_seed(seed, "chain", c), saved if c == first else None,
+              commit_chain(c) if ckpt.enabled and workers == 1 else None)
+             for c in range(first, num_chains)]
+    finished: dict[int, dict] = {}
+
+    def on_result(index, out):  # with several workers: checkpoint the finished chains in order
+        finished[index] = out
+        while len(chains) - first in finished:
+            out = finished.pop(len(chains) - first)
+            if ckpt.enabled and workers > 1:
+                ckpt.commit(len(chains) + 1, _snapshot(
+                    len(chains), out["done"], out["state"], out["generator"],
+                    {k: list(v) for k, v in out["samples"].items()}, out["lp"].tolist(),
+                    out["stopped"], chains, lps, num_samples))
+                ckpt.write()
+            chains.append(out["samples"])
+            lps.append(out["lp"])
+
     with ckpt.guard():
-        for c in range(first, num_chains):
-            gen = make_generator(derive_seed(seed, "chain", c), device)
-            state = model.init_state(data, gen)
-            sweep.check_covers(state)
-            resumed = None
-            if saved is not None and c == first:
-                check_shapes(saved["state"], state, "Gibbs state")
-                state = {k: v.to(device) for k, v in saved["state"].items()}
-                gen.set_state(saved["generator"])
-                kept = {k: list(v) for k, v in saved["kept"].items()}
-                resumed = (saved["done"], kept, list(saved["lps"]))
-
-            def commit(done, state, kept, chain_lps, stop, c=c, gen=gen):
-                snapshot = (c, done, state, gen.get_state(), kept, chain_lps, len(chain_lps),
-                            list(chains), list(lps), stop, num_samples)
-                ckpt.commit(done, snapshot)
-
-            if saved is not None and c == first and saved["stopped"]:
-                samples = {k: torch.stack(v) for k, v in resumed[1].items()}
-                lp = torch.tensor(resumed[2], dtype=torch.float64)
-            else:
-                if resumed is None:
-                    commit(0, state, {k: [] for k in sweep.sites}, [], False)
-                samples, lp = run_chain(
-                    model, data, sweep, state, gen,
-                    num_warmup=num_warmup, num_samples=num_samples, thin=thin,
-                    lp_every=lp_every, progress=progress, callbacks=callbacks,
-                    desc=f"gibbs chain {c}", start=resumed, commit=commit if ckpt.enabled else None,
-                )
-            chains.append(samples)
-            lps.append(lp)
+        run_jobs(_gibbs_chain, tasks, n_jobs=n_jobs, shared=shared, progress=progress,
+                 desc="gibbs chains", labels=[f"chain {t[0]}" for t in tasks],
+                 on_result=on_result)
     ckpt.write()
     n = min(len(v) for v in lps)
     chains = [{k: v[:n] for k, v in c.items()} for c in chains]
@@ -291,6 +301,53 @@ def run_gibbs(
         data=data,
     ), diagnostic_warnings)
 
+
+
+def _snapshot(c, done, state, generator, kept, chain_lps, stop, chains, lps, num_samples):
+    """A cheap reference to the state of chain ``c`` after ``done`` sweeps (copied by
+    :func:`_checkpoint_state` when written)."""
+    return (c, done, state, generator, kept, chain_lps, len(chain_lps), list(chains), list(lps),
+            stop, num_samples)
+
+
+def _gibbs_chain(task, shared) -> dict:
+    """Chain ``c`` of :func:`run_gibbs` from its own seed (or from a checkpoint's state):
+    its draws, log joints and final state (a :func:`~.parallel.run_jobs` function)."""
+    c, chain_seed, saved, commit = task
+    model, data, sweep, device = (shared[k] for k in ("model", "data", "sweep", "device"))
+    gen = make_generator(chain_seed, device)
+    state = model.init_state(data, gen)
+    sweep.check_covers(state)
+    resumed = None
+    if saved is not None:
+        check_shapes(saved["state"], state, "Gibbs state")
+        state = {k: v.to(device) for k, v in saved["state"].items()}
+        gen.set_state(saved["generator"])
+        resumed = (saved["done"], {k: list(v) for k, v in saved["kept"].items()},
+                   list(saved["lps"]))
+    last = {"done": 0 if resumed is None else resumed[0], "state": state,
+            "stopped": saved is not None and saved["stopped"]}
+
+    def record(done, state, kept, chain_lps, stop):
+        last.update(done=done, state=state, stopped=stop)
+        if commit is not None:
+            commit(done, state, kept, chain_lps, stop, gen.get_state())
+
+    if last["stopped"]:
+        samples = {k: torch.stack(v) for k, v in resumed[1].items()}
+        lp = torch.tensor(resumed[2], dtype=torch.float64)
+    else:
+        if resumed is None:
+            record(0, state, {k: [] for k in sweep.sites}, [], False)
+        samples, lp = run_chain(
+            model, data, sweep, state, gen, num_warmup=shared["num_warmup"],
+            num_samples=shared["num_samples"], thin=shared["thin"],
+            lp_every=shared["lp_every"], progress=shared["progress"],
+            callbacks=shared["callbacks"], desc=f"gibbs chain {c}", start=resumed,
+            commit=record,
+        )
+    return {"samples": samples, "lp": lp, "done": last["done"], "state": last["state"],
+            "generator": gen.get_state(), "stopped": last["stopped"]}
 
 
 def _checkpoint_state(snapshot) -> dict:

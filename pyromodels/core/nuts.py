@@ -23,6 +23,7 @@ from .device import cuda_devices, resolve_device
 from .diagnostic_warnings import label_switch_attrs, warn_sampling_problems
 from .entry import engine_entry
 from .enumeration import marginal_log_joint, sample_discrete
+from .parallel import check_n_jobs, resolve_n_jobs, run_jobs
 from .posterior import Posterior, make_attrs
 from .progress import progress_bar
 from .seeding import derive_seed, make_generator, resolve_seed, seeded
@@ -87,8 +88,10 @@ def run_nuts(
     resume=None,
     num_threads: int | None = None,
     diagnostic_warnings: bool = True,
+    n_jobs: int | None = None,
 ) -> Posterior:
-    """NUTS on the model with its discrete sites enumerated, chains run one after another.
+    """NUTS on the model with its discrete sites enumerated, chains run one after another or
+    in parallel (``n_jobs``).
 
     After sampling, the discrete sites are drawn from their conditional posterior given each
     continuous draw (:func:`~pyromodels.core.enumeration.sample_discrete`).
@@ -127,6 +130,12 @@ def run_nuts(
         diagnostic_warnings: after the fit, emit a
             :class:`~pyromodels.core.SamplingWarning` when its diagnostics say the draws are not
             yet reliable (see :mod:`pyromodels.core.diagnostic_warnings`); ``False`` silences it.
+        n_jobs: chains run at once, joblib's meaning (``None``: one after another, or the
+            ``n_jobs`` of an enclosing ``joblib.parallel_config``; ``-1``: all cores; see
+            :mod:`pyromodels.core.parallel`). Each chain draws from Pyro's global generator
+            seeded with its own seed, so parallel chains need worker processes (loky, or
+            Dask workers that are processes) for the result to equal the serial one. With
+            several workers a checkpoint is written as each chain finishes (in chain order).
 
     Returns:
         A :class:`Posterior` with samples ``(chain, draw, ...)``, ``sample_stats["diverging"]``,
@@ -137,6 +146,7 @@ def run_nuts(
     num_samples = check_int(num_samples, "num_samples", minimum=1)
     num_warmup = check_int(num_warmup, "num_warmup", minimum=0)
     num_chains = check_int(num_chains, "num_chains", minimum=1)
+    n_jobs = check_n_jobs(n_jobs)
     target_accept_prob = check_probability(target_accept_prob, "target_accept_prob")
     max_tree_depth = check_int(max_tree_depth, "max_tree_depth", minimum=1)
     seed = None if seed is None else resolve_seed(seed)
@@ -150,31 +160,39 @@ def run_nuts(
                                           data=data, build=_checkpoint_state)
     start = time.perf_counter()
     chains = [] if saved is None else list(saved["chains"])
+    first = len(chains)
+    workers = resolve_n_jobs(n_jobs)
+    shared = {"model": model, "data": data, "device": device, "num_warmup": num_warmup,
+              "num_samples": num_samples, "target_accept_prob": target_accept_prob,
+              "max_tree_depth": max_tree_depth, "progress": progress and workers == 1,
+              "final_state": ckpt.enabled and workers > 1}
+
+    def commit_chain(c):  # the per-transition checkpoint of chain c, run in this process
+        def commit(done, params, kept, kernel):
+            ckpt.commit(done, (c, done, params, _kernel_state(kernel), rng_states(), kept,
+                               len(kept), list(chains), num_samples))
+        return commit
+
+    tasks = [(c, derive_seed(seed, "chain", c),
+              saved if saved is not None and c == saved["chain"] else None,
+              commit_chain(c) if ckpt.enabled and workers == 1 else None)
+             for c in range(first, num_chains)]
+    finished: dict[int, dict] = {}
+
+    def on_result(index, out):  # with several workers: checkpoint the finished chains in order
+        finished[index] = out
+        while len(chains) - first in finished:
+            out = finished.pop(len(chains) - first)
+            if shared["final_state"]:
+                ckpt.commit(len(chains) + 1, (len(chains), *out.pop("final"), list(chains),
+                                              num_samples))
+                ckpt.write()
+            chains.append(out)
+
     with ckpt.guard():
-        for c in range(len(chains), num_chains):
-            chain_seed = derive_seed(seed, "chain", c)
-            init = init_to_sample
-            if callable(getattr(model, "init_values", None)):
-                init = init_to_value(values=model.init_values(data, make_generator(chain_seed, device)))
-            kernel = _EnergyRecordingNUTS(
-                model.model,
-                max_plate_nesting=model.max_plate_nesting,
-                target_accept_prob=target_accept_prob,
-                max_tree_depth=max_tree_depth,
-                init_strategy=init,
-                jit_compile=False,
-            )
-
-            def commit(done, params, kept, kernel=kernel, c=c):
-                ckpt.commit(done, (c, done, params, _kernel_state(kernel), rng_states(), kept,
-                                   len(kept), list(chains), num_samples))
-
-            with seeded(chain_seed, devices=cuda_devices(device)):
-                chains.append(_run_chain(
-                    kernel, data, num_warmup, num_samples, progress, f"nuts chain {c}",
-                    saved if saved is not None and c == saved["chain"] else None,
-                    commit if ckpt.enabled else None, device,
-                ))
+        run_jobs(_nuts_chain, tasks, n_jobs=n_jobs, shared=shared, progress=progress,
+                 desc="nuts chains", labels=[f"chain {t[0]}" for t in tasks],
+                 on_result=on_result)
     ckpt.write()
     per_chain = [ch["samples"] for ch in chains]
     energy = [ch["energy"] for ch in chains]
@@ -202,6 +220,39 @@ def run_nuts(
         model=model,
         data=data,
     ), diagnostic_warnings)
+
+
+def _nuts_chain(task, shared) -> dict:
+    """Chain ``c`` of :func:`run_nuts` from its own seed (or a checkpoint's state), under
+    that seed's global generators (a :func:`~.parallel.run_jobs` function)."""
+    c, chain_seed, saved, commit = task
+    model, data, device = shared["model"], shared["data"], shared["device"]
+    init = init_to_sample
+    if callable(getattr(model, "init_values", None)):
+        init = init_to_value(values=model.init_values(data, make_generator(chain_seed, device)))
+    kernel = _EnergyRecordingNUTS(
+        model.model,
+        max_plate_nesting=model.max_plate_nesting,
+        target_accept_prob=shared["target_accept_prob"],
+        max_tree_depth=shared["max_tree_depth"],
+        init_strategy=init,
+        jit_compile=False,
+    )
+    total = shared["num_warmup"] + shared["num_samples"]
+    final = []
+
+    def record(done, params, kept):
+        if commit is not None:
+            commit(done, params, kept, kernel)
+        if shared["final_state"] and done == total:  # for the checkpoint of the finished chain
+            final[:] = [done, params, _kernel_state(kernel), rng_states(), kept, len(kept)]
+
+    with seeded(chain_seed, devices=cuda_devices(device)):
+        out = _run_chain(kernel, data, shared["num_warmup"], shared["num_samples"],
+                         shared["progress"], f"nuts chain {c}", saved, record, device)
+    if final:
+        out["final"] = final
+    return out
 
 
 #: the kernel's attributes that change from one transition to the next

@@ -52,6 +52,7 @@ from ..bnp import (
 )
 from ..checks import check_bool, check_in, check_int, check_positive
 from ..core.diagnostic_warnings import warn_sampling_problems
+from ..core.parallel import check_n_jobs, resolve_n_jobs, run_jobs
 from ..core.posterior import Posterior, make_attrs, stack_chains
 from ..core.progress import progress_bar
 from ..core.seeding import derive_seed, make_generator, resolve_seed
@@ -102,13 +103,43 @@ def _blocked_chain(z, base, alpha, gen, init, total, truncation, opts):
         yield current.labels, float(current.alpha)
 
 
+def _dp_chain(task, shared) -> tuple[dict, torch.Tensor]:
+    """One chain of :func:`fit_gibbs` from its own seed: its kept draws and collapsed log
+    joints (a :func:`~pyromodels.core.parallel.run_jobs` function)."""
+    chain_seed, bar = task
+    z, base, alpha, opts = shared["z"], shared["base"], shared["alpha"], shared["opts"]
+    num_warmup, thin, total = shared["num_warmup"], shared["thin"], shared["total"]
+    gen = make_generator(chain_seed)
+    if shared["sampler"] == "blocked":
+        steps = _blocked_chain(z, base, alpha, gen, shared["init"], total, shared["truncation"],
+                               opts)
+    else:
+        steps = _neal_chain(z, base, alpha, gen, shared["sampler"], shared["init"], total, opts)
+    kept = {"c": [], "num_clusters": [], "alpha": []}
+    lp = []
+    for t, (labels, a) in enumerate(steps):
+        if bar is not None:
+            bar.update()
+        if t < num_warmup or (t - num_warmup) % thin:
+            continue
+        labels = canonical_labels(labels)
+        kept["c"].append(labels)
+        kept["num_clusters"].append(int(labels.max()) + 1)
+        kept["alpha"].append(float(a))
+        lp.append(float(collapsed_log_joint(z, labels, base, a)))
+    return ({"c": torch.stack(kept["c"]), "num_clusters": torch.tensor(kept["num_clusters"]),
+             "alpha": torch.tensor(kept["alpha"], dtype=torch.float64)},
+            torch.tensor(lp, dtype=torch.float64))
+
+
 @with_fit_threads(data="x")
 def fit_gibbs(model, x: torch.Tensor, *, algorithm=3, num_samples: int = 200,
               num_warmup: int = 50, num_chains: int = 2, thin: int = 1, seed: int | None = None,
               init: str = "sequential", truncation: int = 50,
               alpha_prior: tuple[float, float] | None = None, backend: str = "auto",
               paper_literal: bool = False, progress: bool = True,
-              num_threads: int | None = None, diagnostic_warnings: bool = True) -> Posterior:
+              num_threads: int | None = None, diagnostic_warnings: bool = True,
+              n_jobs: int | None = None) -> Posterior:
     """Gibbs sampling of a :class:`~pyromodels.ddpm.DPMixture` (see the module doc).
 
     Args:
@@ -136,6 +167,9 @@ def fit_gibbs(model, x: torch.Tensor, *, algorithm=3, num_samples: int = 200,
             :class:`~pyromodels.core.SamplingWarning` when R-hat or the effective sample size
             of the label-invariant draws (``num_clusters`` and ``alpha``) says they are not yet reliable (see
             :mod:`pyromodels.core.diagnostic_warnings`); ``False`` silences it.
+        n_jobs: chains run at once, joblib's meaning (``None``: one after another, or the
+            ``n_jobs`` of an enclosing ``joblib.parallel_config``; ``-1``: all cores; see
+            :mod:`pyromodels.core.parallel`); the result does not depend on it.
 
     Returns:
         A :class:`~pyromodels.core.Posterior` with ``method="gibbs"``: samples ``c``
@@ -155,6 +189,7 @@ def fit_gibbs(model, x: torch.Tensor, *, algorithm=3, num_samples: int = 200,
     num_samples = check_int(num_samples, "num_samples", minimum=1)
     num_warmup = check_int(num_warmup, "num_warmup", minimum=0)
     num_chains = check_int(num_chains, "num_chains", minimum=1)
+    n_jobs = check_n_jobs(n_jobs)
     thin = check_int(thin, "thin", minimum=1)
     truncation = check_int(truncation, "truncation", minimum=1)
     check_in(init, "init", GIBBS_INITS)
@@ -170,29 +205,18 @@ def fit_gibbs(model, x: torch.Tensor, *, algorithm=3, num_samples: int = 200,
     base = prior.normal_gamma(z.shape[1], data=z)
     alpha = prior.alpha
     total = num_warmup + num_samples * thin
-    chains, lps = [], []
-    with progress_bar(num_chains * total, f"DP mixture gibbs ({sampler})", progress) as bar:
-        for c in range(num_chains):
-            gen = make_generator(derive_seed(seed, "chain", c))
-            if sampler == "blocked":
-                steps = _blocked_chain(z, base, alpha, gen, init, total, truncation, opts)
-            else:
-                steps = _neal_chain(z, base, alpha, gen, sampler, init, total, opts)
-            kept = {"c": [], "num_clusters": [], "alpha": []}
-            lp = []
-            for t, (labels, a) in enumerate(steps):
-                bar.update()
-                if t < num_warmup or (t - num_warmup) % thin:
-                    continue
-                labels = canonical_labels(labels)
-                kept["c"].append(labels)
-                kept["num_clusters"].append(int(labels.max()) + 1)
-                kept["alpha"].append(float(a))
-                lp.append(float(collapsed_log_joint(z, labels, base, a)))
-            chains.append({"c": torch.stack(kept["c"]),
-                           "num_clusters": torch.tensor(kept["num_clusters"]),
-                           "alpha": torch.tensor(kept["alpha"], dtype=torch.float64)})
-            lps.append(torch.tensor(lp, dtype=torch.float64))
+    workers = resolve_n_jobs(n_jobs)
+    shared = {"z": z, "base": base, "alpha": alpha, "sampler": sampler, "init": init,
+              "total": total, "truncation": truncation, "opts": opts,
+              "num_warmup": num_warmup, "thin": thin}
+    with progress_bar(num_chains * total, f"DP mixture gibbs ({sampler})",
+                      progress and workers == 1) as bar:
+        tasks = [(derive_seed(seed, "chain", c), bar if workers == 1 else None)
+                 for c in range(num_chains)]
+        out = run_jobs(_dp_chain, tasks, n_jobs=n_jobs, shared=shared, progress=progress,
+                       desc=f"DP mixture gibbs ({sampler}) chains",
+                       labels=[f"chain {c}" for c in range(num_chains)])
+    chains, lps = [c for c, _ in out], [lp for _, lp in out]
     extra = {"truncation": truncation} if sampler == "blocked" else {}
     return warn_sampling_problems(Posterior(
         samples=stack_chains(chains),

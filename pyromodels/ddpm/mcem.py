@@ -39,6 +39,7 @@ import torch
 from ..bnp import DPState, canonical_labels, init_state, log_joint, resample_params, run_chain
 from ..checks import as_float_tensor, check_bool, check_in, check_int, check_positive
 from ..core.checkpoint import Checkpointer, clone_tree, read_checkpoint
+from ..core.parallel import check_n_jobs, resolve_n_jobs, run_jobs
 from ..core.posterior import Posterior, make_attrs
 from ..core.progress import progress_bar
 from ..core.seeding import derive_seed, make_generator, resolve_seed
@@ -294,11 +295,31 @@ def _label_order(assignments: torch.Tensor, ids: torch.Tensor):
     return labels, torch.tensor([row[int(i)] for i in id_of_label.tolist()], dtype=torch.long)
 
 
+def _mcem_restart(task, shared) -> dict:
+    """Restart ``r`` of :func:`fit_mcem` from its own seed (or from the checkpoint's partial
+    restart), run for every round: its outcome (a
+    :func:`~pyromodels.core.parallel.run_jobs` function)."""
+    r, restart_seed, partial, commit, bar = task
+    y, prior, settings = shared["y"], shared["prior"], shared["settings"]
+    run = _Run(y, shared["flow"], prior, settings, restart_seed, partial)
+    if bar is not None:
+        bar.update(run.rounds_done)
+    for t in range(run.rounds_done, settings.rounds):
+        for name, value in _round(y, run, prior, settings, t).items():
+            run.traces[name].append(value)
+        if bar is not None:
+            bar.update()
+            bar.set_postfix(K=run.traces["num_clusters"][-1])
+        if commit is not None:
+            commit(t + 1, run.snapshot())
+    return _outcome(run, y)
+
+
 @with_fit_threads(data="y")
 def fit_mcem(model, y, prior: DPMixturePrior, flow=None, settings: MCEMSettings | None = None,
              *, seed: int | None = None, progress: bool = True, checkpoint=None,
              checkpoint_every: int | None = None, resume=None,
-             num_threads: int | None = None) -> Posterior:
+             num_threads: int | None = None, n_jobs: int | None = None) -> Posterior:
     """Run Monte Carlo EM (see the module doc) and return the best restart as a Posterior.
 
     Args:
@@ -317,6 +338,11 @@ def fit_mcem(model, y, prior: DPMixturePrior, flow=None, settings: MCEMSettings 
         num_threads: CPU threads of the fit: ``None`` (default) chooses them for the data's
             size, never more than the caller's ``torch.get_num_threads()``; an integer
             ``>= 1`` fixes them (see :mod:`pyromodels.core.threads`).
+        n_jobs: restarts run at once, joblib's meaning (``None``: one after another, or the
+            ``n_jobs`` of an enclosing ``joblib.parallel_config``; ``-1``: all cores; see
+            :mod:`pyromodels.core.parallel`); the result does not depend on it. With several
+            workers a checkpoint is written after each finished restart (in restart order)
+            rather than every ``checkpoint_every`` rounds.
 
     Returns:
         A :class:`~pyromodels.core.Posterior` with ``method="mcem"``: ``samples``
@@ -339,6 +365,7 @@ def fit_mcem(model, y, prior: DPMixturePrior, flow=None, settings: MCEMSettings 
     if not isinstance(prior, DPMixturePrior):
         raise TypeError(f"prior must be a DPMixturePrior, got {type(prior).__name__}")
     y = as_float_tensor(y, "y", ndim=2)
+    n_jobs = check_n_jobs(n_jobs)
     params = trainable_parameters(flow)
     if params:
         y = y.to(dtype=params[0].dtype, device=params[0].device)
@@ -350,34 +377,47 @@ def fit_mcem(model, y, prior: DPMixturePrior, flow=None, settings: MCEMSettings 
                                       config=config, data=y)
     seed = resolve_seed(seed)
     done: list[dict] = [] if saved is None else saved["done"]
-    current: list = [None]
     keeper = Checkpointer(checkpoint, checkpoint_every, engine="mcem", model=model, seed=seed,
                           config=config, data=y, build=_saved_state)
     total = settings.restarts * settings.rounds
     best = None if saved is None else saved["best"]
-    with keeper.guard(), progress_bar(total, "mcem rounds", progress) as bar:
-        bar.update(len(done) * settings.rounds)
-        for r in range(len(done), settings.restarts):
-            partial = saved["current"] if saved is not None and saved["current"] else None
-            run = _Run(y, flow, prior, settings, derive_seed(seed, "restart", r), partial)
-            saved = None
-            current[0] = run
-            bar.update(run.rounds_done)
-            for t in range(run.rounds_done, settings.rounds):
-                for name, value in _round(y, run, prior, settings, t).items():
-                    run.traces[name].append(value)
-                bar.update()
-                bar.set_postfix(K=run.traces["num_clusters"][-1])
-                if keeper.enabled:  # finished restarts' traces are never changed: no copies
-                    keeper.commit(r * settings.rounds + t + 1,
-                                  {"done": list(done), "best": best, "current": run.snapshot()})
-            outcome = _outcome(run, y)
+    workers = resolve_n_jobs(n_jobs)
+    first = len(done)
+    partial = saved["current"] if saved is not None and saved["current"] else None
+
+    def commit_rounds(r):  # the per-round checkpoint of restart r, run in this process
+        def commit(rounds, snapshot):
+            # finished restarts' traces are never changed: no copies
+            keeper.commit(r * settings.rounds + rounds,
+                          {"done": list(done), "best": best, "current": snapshot})
+        return commit
+
+    def on_result(index, outcome):  # the finished restarts, in restart order
+        nonlocal best
+        finished[index] = outcome
+        while len(done) - first in finished:
+            outcome = finished.pop(len(done) - first)
+            r = len(done)
             done.append(outcome["traces"])
             if best is None or outcome["log_joint"] > best["log_joint"]:
                 best = {k: v for k, v in outcome.items() if k != "traces"}
                 best["restart"] = r
             keeper.commit((r + 1) * settings.rounds,
                           {"done": list(done), "best": best, "current": None})
+            if workers > 1:
+                keeper.write()
+
+    finished: dict = {}
+    with keeper.guard(), progress_bar(total, "mcem rounds", progress and workers == 1) as bar:
+        bar.update(first * settings.rounds)
+        serial = workers == 1
+        tasks = [(r, derive_seed(seed, "restart", r), partial if r == first else None,
+                  commit_rounds(r) if serial and keeper.enabled else None,
+                  bar if serial else None) for r in range(first, settings.restarts)]
+        run_jobs(_mcem_restart, tasks, n_jobs=n_jobs, progress=progress,
+                 shared={"y": y, "flow": flow, "prior": prior, "settings": settings},
+                 desc="mcem restarts", labels=[f"restart {t[0]}" for t in tasks],
+                 on_result=on_result)
         keeper.write()
     labels, order = _label_order(best["assignments"], best["ids"])
     traces = {name: torch.tensor([d[name] for d in done], dtype=torch.float64)

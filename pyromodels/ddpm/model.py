@@ -334,7 +334,9 @@ class DPMixture(Model):
                 ``diagnostic_warnings`` (``False`` silences the
                 :class:`~pyromodels.core.SamplingWarning` after the chains); for
                 ``"mcem"``: ``settings`` (:class:`~pyromodels.ddpm.mcem.MCEMSettings`),
-                ``seed``, ``progress``, ``checkpoint``, ``checkpoint_every``, ``resume``.
+                ``seed``, ``progress``, ``checkpoint``, ``checkpoint_every``, ``resume``; for
+                both: ``n_jobs``, the chains or restarts run at once (joblib's meaning, see
+                :mod:`pyromodels.core.parallel`).
 
         Returns:
             A :class:`~pyromodels.core.Posterior` (see the engine's function).

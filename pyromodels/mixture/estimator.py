@@ -18,6 +18,7 @@ import torch
 
 from ..checks import check_bool, check_in, check_int, check_positive
 from ..core.estimator import MixtureClusterer
+from ..core.parallel import check_n_jobs
 from ..diagnostics import relabel
 from .densities import component_log_density
 from .gaussian import GaussianMixtureModel
@@ -63,6 +64,9 @@ class BayesianGaussianMixture(MixtureClusterer):
         verbose: ``> 0`` shows a progress bar.
         diagnostic_warnings: ``False`` silences the :class:`~pyromodels.core.SamplingWarning`
             of a Gibbs fit (``"gibbs"``) whose diagnostics say the draws are not yet reliable.
+        n_jobs: EM starts or Gibbs chains run at once, joblib's meaning (scikit-learn's too:
+            ``None`` one at a time unless a ``joblib.parallel_config`` says otherwise, ``-1``
+            all cores; see :mod:`pyromodels.core.parallel`); the fit does not depend on it.
 
     Arguments are stored as given and checked at ``fit`` (scikit-learn's rule).
 
@@ -96,7 +100,7 @@ class BayesianGaussianMixture(MixtureClusterer):
                  mean_precision_prior=None, mean_prior=None, degrees_of_freedom_prior=None,
                  covariance_prior=None, method="em", max_iter=100, tol=1e-6, n_init=1,
                  num_warmup=200, num_samples=200, num_chains=1, random_state=None, verbose=0,
-                 diagnostic_warnings=True):
+                 diagnostic_warnings=True, n_jobs=None):
         self.n_components = n_components
         self.weight_concentration_prior = weight_concentration_prior
         self.mean_precision_prior = mean_precision_prior
@@ -113,15 +117,19 @@ class BayesianGaussianMixture(MixtureClusterer):
         self.random_state = random_state
         self.verbose = verbose
         self.diagnostic_warnings = diagnostic_warnings
+        self.n_jobs = n_jobs
 
     def _engine_options(self) -> dict:
         check_in(self.method, "method", METHODS)
         progress = check_int(self.verbose, "verbose", minimum=0) > 0
+        n_jobs = check_n_jobs(self.n_jobs)
         if self.method == "em":
             return {"max_iter": check_int(self.max_iter, "max_iter", minimum=1),
                     "tol": check_positive(self.tol, "tol", strict=False),
-                    "n_init": check_int(self.n_init, "n_init", minimum=1), "progress": progress}
-        return {"num_warmup": check_int(self.num_warmup, "num_warmup", minimum=0),
+                    "n_init": check_int(self.n_init, "n_init", minimum=1), "progress": progress,
+                    "n_jobs": n_jobs}
+        return {"n_jobs": n_jobs,
+                "num_warmup": check_int(self.num_warmup, "num_warmup", minimum=0),
                 "num_samples": check_int(self.num_samples, "num_samples", minimum=1),
                 "num_chains": check_int(self.num_chains, "num_chains", minimum=1),
                 "progress": progress,

@@ -163,9 +163,10 @@ class _Fitter:
             model = LocalTreeModel(tree, part, covariance=mode, alpha=alpha, floor=floor)
         init = None if start is None else model.em_start(self._start(start))
         seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+        # n_jobs=1: a candidate's few short starts cost less than sending them to workers
         fit = run_em(model, self.z if data is None else data, max_iter=max_iter, tol=self.em_tol,
                      n_init=self.restarts if init is None else 1, init=init, seed=seed,
-                     progress=False, warn_not_converged=False)
+                     progress=False, warn_not_converged=False, n_jobs=1)
         return float(fit.params["bic"]), model.tree_params(fit)
 
     def _start(self, params: TreeParams) -> TreeParams:

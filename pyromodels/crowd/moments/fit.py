@@ -35,6 +35,7 @@ import torch
 
 from ...checks import check_int, check_positive
 from ...core.monitor import ConvergenceMonitor
+from ...core.parallel import check_n_jobs, run_jobs
 from ...core.seeding import derive_seed
 from ...data.simulate_crowd import random_confusions
 from ..emissions import confusion_counts, log_emissions, normalize_rows
@@ -168,6 +169,13 @@ def _extrapolate(design, old, new, value, step):
     return best, lam / 2
 
 
+def _descend_start(start, shared):
+    """One start of :func:`solve_moments` (a :func:`~pyromodels.core.parallel.run_jobs`
+    function): ``start = (prior, confusion)``."""
+    settings = {k: v for k, v in shared.items() if k != "design"}
+    return _descend(shared["design"], *start, **settings)
+
+
 def _descend(design: MomentDesign, prior, confusion, *, max_iter, tol, inner_tol, inner_max_iter):
     k, dev = confusion.shape[1], confusion.device
     eye, one = torch.eye(k, dtype=DTYPE, device=dev), torch.ones(1, 1, dtype=DTYPE, device=dev)
@@ -198,7 +206,8 @@ def _descend(design: MomentDesign, prior, confusion, *, max_iter, tol, inner_tol
 
 def solve_moments(moments: Moments, *, n_init: int = 5, init=None, max_iter: int = 500,
                   tol: float = 1e-10, inner_tol: float = 1e-12, inner_max_iter: int = 5,
-                  min_overlap: int = 1, seed: int = 0) -> MomentSolution:
+                  min_overlap: int = 1, seed: int = 0,
+                  n_jobs: int | None = None) -> MomentSolution:
     r"""Minimise eq. 17 over the prior and the confusion matrices of the moments' workers.
 
     Args:
@@ -214,6 +223,10 @@ def solve_moments(moments: Moments, *, n_init: int = 5, init=None, max_iter: int
         inner_max_iter: iteration budget of each block solve.
         min_overlap: moments resting on fewer items are left out (weight 0).
         seed: seed of the random starts.
+        n_jobs: starts run at once, joblib's meaning (``None``: one after another, or the
+            ``n_jobs`` of an enclosing ``joblib.parallel_config``; ``-1``: all cores; see
+            :mod:`pyromodels.core.parallel`). The starts are drawn before dispatch and the
+            best is chosen in start order, so the result does not depend on it.
 
     Returns:
         :class:`MomentSolution` with classes aligned by As2 (:func:`align_classes`).
@@ -235,6 +248,7 @@ def solve_moments(moments: Moments, *, n_init: int = 5, init=None, max_iter: int
     inner_tol = check_positive(inner_tol, "inner_tol")
     inner_max_iter = check_int(inner_max_iter, "inner_max_iter", minimum=1)
     seed = check_int(seed, "seed", minimum=0)
+    n_jobs = check_n_jobs(n_jobs)
     m, k = moments.num_workers, moments.num_classes
     if m < 3:
         raise ValueError(f"moment matching needs at least 3 workers (third-order moments), got {m}")
@@ -250,10 +264,12 @@ def solve_moments(moments: Moments, *, n_init: int = 5, init=None, max_iter: int
         if init[1].shape[0] != m:
             raise ValueError(f"init[1] must have shape ({m}, {k}, {k}), got {tuple(init[1].shape)}")
     best, finals = None, []
-    for prior0, conf0 in _starts(moments, n_init, init, seed):
-        prior, conf, history, monitor = _descend(
-            design, prior0, conf0, max_iter=max_iter, tol=tol, inner_tol=inner_tol,
-            inner_max_iter=inner_max_iter)
+    settings = {"max_iter": max_iter, "tol": tol, "inner_tol": inner_tol,
+                "inner_max_iter": inner_max_iter}
+    starts = _starts(moments, n_init, init, seed)  # drawn here, before dispatch
+    for prior, conf, history, monitor in run_jobs(
+            _descend_start, starts, n_jobs=n_jobs, shared={"design": design, **settings},
+            progress=False, desc="moment starts"):
         finals.append(history[-1])
         if best is None or history[-1] < best[2][-1]:
             best = (prior, conf, history, monitor)
@@ -311,7 +327,7 @@ def _majority_start(table, workers) -> tuple[torch.Tensor, torch.Tensor]:
 def fit_moments(table, num_classes: int | None = None, *, n_init: int = 5, max_iter: int = 500,
                 tol: float = 1e-10, max_workers: int | None = None, workers=None,
                 min_overlap: int = 1, inner_tol: float = 1e-12, inner_max_iter: int = 5,
-                seed: int = 0) -> MomentEstimate:
+                seed: int = 0, n_jobs: int | None = None) -> MomentEstimate:
     r"""Moment-matching estimate of the class prior and confusion matrices (eq. 17).
 
     The first start is the majority-vote one (one M-step, eq. 11, against the vote
@@ -321,7 +337,7 @@ def fit_moments(table, num_classes: int | None = None, *, n_init: int = 5, max_i
         table: :class:`~pyromodels.data.AnnotationTable` (``K >= 2``, one label per item and
             worker, at least 3 workers sharing items).
         num_classes: expected ``K`` (checked against the table).
-        n_init, max_iter, tol, inner_tol, inner_max_iter, min_overlap, seed: see
+        n_init, max_iter, tol, inner_tol, inner_max_iter, min_overlap, seed, n_jobs: see
             :func:`solve_moments`.
         max_workers: match the moments of only the workers with the most labels (the
             number of third-order terms grows as :math:`\binom{M}{3}`).
@@ -342,7 +358,7 @@ def fit_moments(table, num_classes: int | None = None, *, n_init: int = 5, max_i
     start = _majority_start(table, moments.workers)
     sol = solve_moments(moments, n_init=n_init, init=start, max_iter=max_iter, tol=tol,
                         inner_tol=inner_tol, inner_max_iter=inner_max_iter,
-                        min_overlap=min_overlap, seed=seed)
+                        min_overlap=min_overlap, seed=seed, n_jobs=n_jobs)
     confusion = torch.zeros(table.num_workers, k, k, dtype=DTYPE, device=table.device)
     confusion[moments.workers] = sol.confusion
     if moments.num_workers < table.num_workers:

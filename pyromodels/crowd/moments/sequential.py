@@ -247,8 +247,8 @@ def fit_sequential_moments(sequences, moment_estimate: MomentEstimate | None = N
                            pairs: str = "distinct", workers=None, min_overlap: int = 1,
                            qp_tol: float = 1e-14, qp_max_iter: int = 20000, n_init: int = 5,
                            max_iter: int = 500, tol: float = 1e-10,
-                           max_workers: int | None = None,
-                           seed: int = 0) -> SequentialMomentEstimate:
+                           max_workers: int | None = None, seed: int = 0,
+                           n_jobs: int | None = None) -> SequentialMomentEstimate:
     r"""Alg. 2: confusion matrices by i.i.d. moment matching, then the chain by eqs. 22–23.
 
     Args:
@@ -261,8 +261,9 @@ def fit_sequential_moments(sequences, moment_estimate: MomentEstimate | None = N
             ``workers_used``.
         min_overlap: lag moments resting on fewer consecutive pairs are left out.
         qp_tol, qp_max_iter: see ``tol`` and ``max_iter`` of :func:`solve_joint`.
-        n_init, max_iter, tol, max_workers, seed: passed to
-            :func:`~pyromodels.crowd.moments.fit.fit_moments` when no estimate is given.
+        n_init, max_iter, tol, max_workers, seed, n_jobs: passed to
+            :func:`~pyromodels.crowd.moments.fit.fit_moments` when no estimate is given
+            (``n_jobs``: its starts run at once, joblib's meaning).
 
     Returns:
         :class:`SequentialMomentEstimate`.
@@ -281,7 +282,7 @@ def fit_sequential_moments(sequences, moment_estimate: MomentEstimate | None = N
     check_in(pairs, "pairs", PAIRS)
     if moment_estimate is None:
         moment_estimate = fit_moments(table, n_init=n_init, max_iter=max_iter, tol=tol,
-                                      max_workers=max_workers, seed=seed)
+                                      max_workers=max_workers, seed=seed, n_jobs=n_jobs)
     elif not isinstance(moment_estimate, MomentEstimate):
         raise TypeError("moment_estimate must be a MomentEstimate or None, got "
                         f"{type(moment_estimate).__name__}")

@@ -4,7 +4,6 @@ F-measure tables, figures, JSON-ready metrics, ArviZ data and the summary."""
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import asdict
 
 import pandas as pd
@@ -183,8 +182,8 @@ def assemble(name: str, plan, results: dict, skipped: dict, seconds: float):
         "settings beside the paper's and report what we measured.",
         "What we found: " + ("; ".join(findings) if findings else "no data set ran") + ".",
         EXACTNESS,
-        ("Chains ran one after another in one process. " if plan.workers == 1 else
-         f"Chains ran in a pool of {plan.workers or os.cpu_count()} processes. ")
+        ("Chains ran one after another in one process. " if plan.n_jobs == 1 else
+         f"Chains ran on {plan.n_jobs} joblib workers. ")
         + (f"Skipped: {', '.join(skipped)} (files not installed)." if skipped else "")])
     return DemoResult(name=name, summary=summary, metrics=json_ready(metrics), tables=tables,
                       figures=_figures(results), inference_data=inference_data)

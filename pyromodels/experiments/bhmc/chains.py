@@ -1,5 +1,6 @@
-"""The chains of a reproduction: listed from the protocols' runs, run once each (in a process
-pool when asked) and served to the protocols (:mod:`.protocol`) as their sampler.
+"""The chains of a reproduction: listed from the protocols' runs, run once each (in parallel
+through joblib when asked, see :mod:`pyromodels.core.parallel`) and served to the protocols
+(:mod:`.protocol`) as their sampler.
 
 Example:
     >>> from .data import planted_hierarchy
@@ -15,12 +16,10 @@ Example:
 from __future__ import annotations
 
 import math
-import multiprocessing
-import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 
 from ...bhmc import BHMC, BHMCPrior
+from ...core.parallel import run_jobs
 from .protocol import ChainOutput, ChainRequest, run_seed
 
 __all__ = ["ChainSampler", "planned_requests"]
@@ -51,10 +50,15 @@ def planned_requests(data, hyper, runs: dict, seed: int) -> list[ChainRequest]:
     return out
 
 
-def _fit_one(prior: BHMCPrior, x, C, eps0, burn_in: int, draws: int, seed: int):
+def _fit_one(task, shared):
+    """One chain of a request (a :func:`~pyromodels.core.parallel.run_jobs` function):
+    ``task`` is ``(data index, C, eps0, burn_in, draws, seed)``, ``shared`` holds the prior
+    and the data sets, sent to the workers once."""
+    data, C, eps0, burn_in, draws, seed = task
     margin = {} if C is None else {"eps0": eps0}
-    return BHMC(prior).fit(x, C=C, **margin, num_warmup=burn_in,
-                           num_samples=draws, num_chains=1, seed=seed, progress=False)
+    return BHMC(shared["prior"]).fit(shared["data"][data], C=C, **margin, num_warmup=burn_in,
+                                     num_samples=draws, num_chains=1, seed=seed,
+                                     progress=False, n_jobs=1)
 
 
 class ChainSampler:
@@ -84,21 +88,24 @@ class ChainSampler:
                 out.setdefault(self.key(r), r)
         return out
 
-    def prefetch(self, requests, workers: int | None = 1) -> None:
-        """Run the chains of ``requests`` not run yet: in this process when ``workers`` is 1
-        (or one chain is missing), else in a pool of ``workers`` processes (``None``: one per
-        CPU core; spawned, so that no thread state is forked)."""
+    def prefetch(self, requests, n_jobs: int | None = 1, progress: bool = False) -> None:
+        """Run the chains of ``requests`` not run yet, ``n_jobs`` at once through joblib
+        (:func:`~pyromodels.core.parallel.run_jobs`: ``1`` in this process, ``-1`` all
+        cores, ``None`` the enclosing ``joblib.parallel_config``'s, a Dask cluster's
+        workers under ``parallel_config(backend="dask")``); each chain's seed is the
+        request's, so the chains do not depend on ``n_jobs``."""
         todo = self.missing(requests)
-        workers = (os.cpu_count() or 1) if workers is None else workers
         start = time.perf_counter()
-        jobs = [(self.prior, r.data.x, r.C, r.eps0, r.burn_in, r.draws, r.seed)
-                for r in todo.values()]
-        if workers <= 1 or len(jobs) <= 1:
-            fits = [_fit_one(*job) for job in jobs]
-        else:
-            context = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=context) as pool:
-                fits = list(pool.map(_fit_one, *zip(*jobs)))
+        data: dict[int, object] = {}  # the data sets, each sent once
+        for r in todo.values():
+            data.setdefault(id(r.data.x), r.data.x)
+        index = {key: i for i, key in enumerate(data)}
+        tasks = [(index[id(r.data.x)], r.C, r.eps0, r.burn_in, r.draws, r.seed)
+                 for r in todo.values()]
+        fits = run_jobs(_fit_one, tasks, n_jobs=n_jobs, progress=progress,
+                        shared={"prior": self.prior, "data": list(data.values())},
+                        desc=f"{self.name} chains",
+                        labels=[f"C={r.C} seed={r.seed}" for r in todo.values()])
         self.fits.update(zip(todo, fits))
         self.seconds += time.perf_counter() - start
 

@@ -17,18 +17,19 @@ The paper prints no numbers (its figures are lost), so the tables put our settin
 paper's and report what we measured. Every chain a plan needs is listed first and run once
 (:class:`~.chains.ChainSampler`; a chain that serves several protocols with the same seed and
 length is shared, which the ``demo`` and ``smoke`` plans use to keep to one set of chains per
-setting): one after another for ``smoke`` and ``demo``, in a process pool with one worker per
-core for ``small``, ``medium`` and ``paper``.
+setting): one after another for ``smoke`` and ``demo``, through joblib with one worker per
+core for ``small``, ``medium`` and ``paper`` (``pyromodels reproduce --n-jobs`` or
+``--scheduler`` choose otherwise; see ``guides/scale-out.md``).
 """
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ...bhmc import BHMC, BHMCPrior
+from ...core.parallel import configured_n_jobs, resolve_n_jobs
 from ...registry import register
 from ..arguments import demo_arguments, reproduction_arguments
 from ..catalogue import BHMC as BHMC_INFO
@@ -66,11 +67,13 @@ class DatasetPlan:
 
 @dataclass(frozen=True)
 class Plan:
-    """What one run computes: one :class:`DatasetPlan` per data set; ``workers`` processes run
-    the chains (``None``: one per CPU core; 1: one after another in this process)."""
+    """What one run computes: one :class:`DatasetPlan` per data set; ``n_jobs`` workers run
+    the chains through joblib (``-1``: one per CPU core; ``1``: one after another in this
+    process), unless an enclosing ``joblib.parallel_config`` (the command line's
+    ``--n-jobs`` and ``--scheduler``) sets its own."""
 
     datasets: tuple[DatasetPlan, ...]
-    workers: int | None = 1
+    n_jobs: int = 1
 
 
 def shared_runs(settings, chains: int, burn_in: int, draws: int) -> dict:
@@ -97,11 +100,11 @@ PLANS = {
                    DatasetPlan("planted", shared_runs(((1.0, 1.0),), 1, 2, 3), 2))),
     "demo": Plan((DatasetPlan("animals", shared_runs(_DEMO_SETTINGS, 2, 6, 18)),
                   DatasetPlan("planted", shared_runs(((1.0, 1.0),), 2, 6, 18), 3))),
-    "small": Plan((_scaled("animals", "small"), _scaled("planted", "small")), None),
+    "small": Plan((_scaled("animals", "small"), _scaled("planted", "small")), -1),
     "medium": Plan(tuple(_scaled(d, "medium") for d in ("animals", "fashion_mnist", "planted")),
-                   None),
+                   -1),
     "paper": Plan(tuple(_scaled(d, "paper") for d in ("animals", "fashion_mnist", "planted")),
-                  None),
+                  -1),
 }
 
 
@@ -133,6 +136,7 @@ def run(plan: Plan, name: str, *, progress: bool, seed: int) -> DemoResult:
     report = stage_reporter(NAME, progress)
     start = time.perf_counter()
     results, skipped = {}, {}
+    n_jobs = configured_n_jobs() or plan.n_jobs
     for dplan in plan.datasets:
         try:
             data = load_dataset(dplan, seed=0)
@@ -146,8 +150,8 @@ def run(plan: Plan, name: str, *, progress: bool, seed: int) -> DemoResult:
         requests = planned_requests(data, hyper, dplan.runs, seed)
         if report:
             report(f"{dplan.dataset}: {len(sampler.missing(requests))} chains, "
-                   f"{plan.workers or os.cpu_count()} process(es)")
-        sampler.prefetch(requests, plan.workers)
+                   f"{resolve_n_jobs(n_jobs)} worker(s)")
+        sampler.prefetch(requests, n_jobs, progress=progress)
         for protocol, fn in (("convergence", run_convergence), ("sensitivity", run_sensitivity),
                              ("f_measure", run_f_measure)):
             if report:
@@ -162,7 +166,8 @@ def run(plan: Plan, name: str, *, progress: bool, seed: int) -> DemoResult:
                 run_seed(seed, index, chain))).paths
             for index, method, c, e in settings for chain in range(min(2, case.chains))}
         results[dplan.dataset] = out
-    return assemble(name, plan, results, skipped, time.perf_counter() - start)
+    return assemble(name, replace(plan, n_jobs=resolve_n_jobs(n_jobs)), results, skipped,
+                    time.perf_counter() - start)
 
 
 def demo(*, smoke: bool = False, progress: bool = True, seed: int = 0) -> DemoResult:

@@ -120,7 +120,7 @@ def test_planned_requests_are_the_chains_the_protocols_ask_for():
     assert planned == asked == set(sampler.fits)
 
 
-def test_a_process_pool_gives_the_chains_of_a_sequential_run():
+def test_joblib_workers_give_the_chains_of_a_sequential_run():
     data = planted_hierarchy(n_per_leaf=2)
     runs = {"f_measure": protocol_settings("planted", "f_measure", "smoke")}
     requests = planned_requests(data, HYPERPARAMETERS["animals"], runs, seed=0)[:3]
@@ -140,7 +140,7 @@ def test_plans_follow_the_brief_and_the_paper():
     assert paper["animals"].runs["f_measure"].draws == 10000
     assert paper["fashion_mnist"].runs["convergence"].chains == 5
     assert rep.prior_for("fashion_mnist").depth == 4 and rep.prior_for("planted").alpha == 0.4
-    assert rep.PLANS["demo"].workers == 1 and rep.PLANS["paper"].workers is None
+    assert rep.PLANS["demo"].n_jobs == 1 and rep.PLANS["paper"].n_jobs == -1
 
 
 def test_json_ready_and_f_summary():
