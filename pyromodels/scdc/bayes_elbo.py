@@ -26,6 +26,14 @@ global KL, eqs. 23-25) and returns the expected statistics of eqs. 26-29 for
   workers' counts by :math:`N |S|^2 / N_a^2`, spec §9 item 9), and
   :math:`(N_a / |S|) \sum_{l \in S}` eq. 20 to :math:`J`.
 
+The links are drawn first; then the recognition network runs once over the distinct items of
+both streams (an item drawn in both, or in several links, is encoded once) and each stream
+reads its items' potentials. The potential is a deterministic function of the item, so the
+two estimators, their weights and their gradients are what two separate passes give: only
+the message passing and the local factors stay per stream (the data branch's ``q(z_i)``
+must not see the drawn links, or its :math:`N / |B|`-weighted terms would depend on the
+link draw and no longer be those of eqs. 26-27).
+
 During ``warmup_epochs`` the step returns no statistics: the globals keep their initial
 factors while the networks learn to spread the items over the initial components. Without it,
 the first global steps see every item at the same place (an untrained recognition network's
@@ -186,11 +194,10 @@ class BayesLocalStep:
     def num_links(self) -> int:
         return int(self.link.shape[0])
 
-    def _vmp(self, o, g, links, generator) -> tuple[LocalPosterior, torch.Tensor, torch.Tensor]:
-        h_r, lam_r = self.observation.potential(o)
-        local = run_vmp(h_r, lam_r, g, links, num_sweeps=self.num_sweeps, schedule=self.schedule,
-                        z_init=self.z_init, generator=generator)
-        return local, h_r, lam_r
+    def _run(self, potential, g, links, generator) -> LocalPosterior:
+        """Message passing on the potentials ``(h, precision)`` with this step's settings."""
+        return run_vmp(*potential, g, links, num_sweeps=self.num_sweeps, schedule=self.schedule,
+                       z_init=self.z_init, generator=generator)
 
     def _worker_stats(self, globals_, probs, links: LinkBatch) -> dict:
         rho = co_cluster_probability(probs, links.i, links.j)
@@ -203,6 +210,33 @@ class BayesLocalStep:
             return num_items * drawn / self.num_links
         return self.num_links / drawn
 
+    def _draw_links(self, generator: torch.Generator) -> tuple[LinkBatch, torch.Tensor]:
+        """``|S|`` links drawn uniformly without replacement, as a :class:`LinkBatch` over
+        their distinct items, and those items' rows of ``o`` (each once, however many of the
+        drawn links it is in)."""
+        drawn = torch.randperm(self.num_links, generator=generator,
+                               device=generator.device)[: self.pair_batch_size].to(self.o.device)
+        ends = torch.cat([self.i_idx[drawn], self.j_idx[drawn]])
+        items, inverse = torch.unique(ends, return_inverse=True)
+        size = drawn.numel()
+        return LinkBatch(inverse[:size], inverse[size:], self.worker_idx[drawn],
+                         self.link[drawn]), items
+
+    def _potentials(self, batch: Minibatch, items: torch.Tensor | None):
+        """The recognition potentials ``(h, precision)`` of the batch's items and of the link
+        items ``items`` (``None``: no links, ``None`` returned for them), from one pass of the
+        recognition network over the distinct rows of both: an item in both streams is
+        encoded once and its potential read by each (the potential is a deterministic
+        function of the item, so each stream's terms, and their gradients, are unchanged)."""
+        if items is None:
+            return self.observation.potential(batch.data), None
+        size = batch.indices.numel()
+        rows, where = torch.unique(torch.cat([batch.indices.to(items.device), items]),
+                                   return_inverse=True)
+        h, lam = self.observation.potential(self.o[rows])
+        mine, theirs = where[:size], where[size:]
+        return (h[mine], lam[mine]), (h[theirs], lam[theirs])
+
     def __call__(self, globals_: dict, batch: Minibatch, generator: torch.Generator) -> LocalStep:
         g = global_means(globals_)
         n = self.o.shape[0]
@@ -210,20 +244,17 @@ class BayesLocalStep:
         if has_links and batch.indices.numel() == n and self.pair_batch_size == self.num_links:
             return self._warm(self._joint(globals_, g, batch, generator), batch, globals_,
                               generator)
-        o = batch.data
-        local, _, _ = self._vmp(o, g, None, generator)
-        objective = batch.scale * local_terms(self.observation, o, local, g, generator).sum()
+        links, items = self._draw_links(generator) if has_links else (None, None)
+        data_potential, link_potential = self._potentials(batch, items)
+        local = self._run(data_potential, g, None, generator)
+        objective = batch.scale * local_terms(self.observation, batch.data, local, g,
+                                              generator).sum()
         stats = {"weights": globals_["weights"].observation_stats(local.probs.sum(0)),
                  "components": _component_stats(globals_["components"], local.probs, local.x)}
         scales = {}
         if has_links:
-            drawn = torch.randperm(self.num_links, generator=generator,
-                                   device=generator.device)[: self.pair_batch_size].to(self.o.device)
-            ends = torch.cat([self.i_idx[drawn], self.j_idx[drawn]])
-            items, inverse = torch.unique(ends, return_inverse=True)
-            size = drawn.numel()
-            links = LinkBatch(inverse[:size], inverse[size:], self.worker_idx[drawn], self.link[drawn])
-            pair_local, _, _ = self._vmp(self.o[items], g, links, generator)
+            size = links.link.numel()
+            pair_local = self._run(link_potential, g, links, generator)
             objective = objective + (self.num_links / size) * annotation_term(
                 pair_local.probs, links, g).sum()
             stats.update(self._worker_stats(globals_, pair_local.probs, links))
@@ -283,7 +314,7 @@ class BayesLocalStep:
         position[batch.indices] = torch.arange(batch.indices.numel(), device=batch.indices.device)
         links = LinkBatch(position[self.i_idx], position[self.j_idx], self.worker_idx, self.link)
         o = batch.data
-        local, _, _ = self._vmp(o, g, links, generator)
+        local = self._run(self.observation.potential(o), g, links, generator)
         objective = (local_terms(self.observation, o, local, g, generator).sum()
                      + annotation_term(local.probs, links, g).sum())
         stats = self._full_stats(globals_, local, links)
