@@ -344,8 +344,8 @@ class BayesSCDC:
         init = initial_globals(priors, make_generator(derive_seed(seed, "init")),
                                self.mean_precision)
         params = list(observation.parameters())
-        opt = _adam(params, lr) if optimizer == "adam" else torch.optim.SGD(params, lr=lr,
-                                                                            momentum=0.9)
+        opt = (torch.optim.Adam(params, lr=lr) if optimizer == "adam"
+               else torch.optim.SGD(params, lr=lr, momentum=0.9))
         step = BayesLocalStep(observation, data.o, data.i_idx, data.j_idx, data.worker_idx,
                               data.link, data.num_workers, data.pair_batch_size, num_sweeps,
                               schedule, z_init, worker_scaling, warmup_epochs, global_init,
@@ -492,16 +492,6 @@ def prior_variance(factors: dict) -> torch.Tensor:
     locs = (covariance @ g.precision_mean.unsqueeze(-1)).squeeze(-1)
     return mixture_variance(factors["weights"].mean(), locs,
                             covariance.diagonal(dim1=-2, dim2=-1))
-
-
-def _adam(params: list, lr: float) -> torch.optim.Adam:
-    """Adam on the networks, with torch's fused kernel where it has one for their device (the
-    same update in one pass over each tensor: a third of the unfused step's time on the CPU
-    for the 2 x 500 networks)."""
-    try:
-        return torch.optim.Adam(params, lr=lr, fused=True)
-    except RuntimeError:  # no fused kernel for this device (the CPU before torch 2.4)
-        return torch.optim.Adam(params, lr=lr)
 
 
 def _site_names(samples: dict) -> dict:

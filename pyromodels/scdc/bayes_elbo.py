@@ -26,13 +26,14 @@ global KL, eqs. 23-25) and returns the expected statistics of eqs. 26-29 for
   workers' counts by :math:`N |S|^2 / N_a^2`, spec §9 item 9), and
   :math:`(N_a / |S|) \sum_{l \in S}` eq. 20 to :math:`J`.
 
-The links are drawn first; then the recognition network runs once over the distinct items of
-both streams (an item drawn in both, or in several links, is encoded once) and each stream
-reads its items' potentials. The potential is a deterministic function of the item, so the
-two estimators, their weights and their gradients are what two separate passes give: only
-the message passing and the local factors stay per stream (the data branch's ``q(z_i)``
-must not see the drawn links, or its :math:`N / |B|`-weighted terms would depend on the
-link draw and no longer be those of eqs. 26-27).
+The recognition network encodes each distinct item of a step once: the link branch reads
+the potentials of its items that are in the data batch from the data branch's pass and
+encodes only the others (each once, however many drawn links it is in). The potential is a
+deterministic function of the item, so the two estimators, their weights and their
+gradients are what two separate passes give; the message passing and the local factors stay
+per stream (the data branch's ``q(z_i)`` must not see the drawn links, or its
+:math:`N / |B|`-weighted terms would depend on the link draw and no longer be those of eqs.
+26-27).
 
 During ``warmup_epochs`` the step returns no statistics: the globals keep their initial
 factors while the networks learn to spread the items over the initial components. Without it,
@@ -222,20 +223,24 @@ class BayesLocalStep:
         return LinkBatch(inverse[:size], inverse[size:], self.worker_idx[drawn],
                          self.link[drawn]), items
 
-    def _potentials(self, batch: Minibatch, items: torch.Tensor | None):
-        """The recognition potentials ``(h, precision)`` of the batch's items and of the link
-        items ``items`` (``None``: no links, ``None`` returned for them), from one pass of the
-        recognition network over the distinct rows of both: an item in both streams is
-        encoded once and its potential read by each (the potential is a deterministic
-        function of the item, so each stream's terms, and their gradients, are unchanged)."""
-        if items is None:
-            return self.observation.potential(batch.data), None
+    def _link_potentials(self, batch: Minibatch, items: torch.Tensor, batch_potential):
+        """The recognition potentials ``(h, precision)`` of the link items ``items``: those in
+        the data batch read from the batch's ``batch_potential``, the others from one pass of
+        the recognition network over their rows. The potential is a deterministic function of
+        the item, so the link branch's terms, and their gradients, are those of encoding every
+        item anew; each distinct item of the step is encoded once."""
         size = batch.indices.numel()
-        rows, where = torch.unique(torch.cat([batch.indices.to(items.device), items]),
-                                   return_inverse=True)
-        h, lam = self.observation.potential(self.o[rows])
-        mine, theirs = where[:size], where[size:]
-        return (h[mine], lam[mine]), (h[theirs], lam[theirs])
+        position = torch.full((self.o.shape[0],), -1, dtype=torch.long, device=items.device)
+        position[batch.indices.to(items.device)] = torch.arange(size, device=items.device)
+        source = position[items]
+        fresh = source < 0
+        h, lam = batch_potential
+        if bool(fresh.any()):
+            h_new, lam_new = self.observation.potential(self.o[items[fresh]])
+            source = source.masked_scatter(fresh, torch.arange(
+                size, size + h_new.shape[0], device=items.device))
+            h, lam = torch.cat([h, h_new]), torch.cat([lam, lam_new])
+        return h[source], lam[source]
 
     def __call__(self, globals_: dict, batch: Minibatch, generator: torch.Generator) -> LocalStep:
         g = global_means(globals_)
@@ -244,17 +249,18 @@ class BayesLocalStep:
         if has_links and batch.indices.numel() == n and self.pair_batch_size == self.num_links:
             return self._warm(self._joint(globals_, g, batch, generator), batch, globals_,
                               generator)
-        links, items = self._draw_links(generator) if has_links else (None, None)
-        data_potential, link_potential = self._potentials(batch, items)
-        local = self._run(data_potential, g, None, generator)
-        objective = batch.scale * local_terms(self.observation, batch.data, local, g,
-                                              generator).sum()
+        o = batch.data
+        potential = self.observation.potential(o)
+        local = self._run(potential, g, None, generator)
+        objective = batch.scale * local_terms(self.observation, o, local, g, generator).sum()
         stats = {"weights": globals_["weights"].observation_stats(local.probs.sum(0)),
                  "components": _component_stats(globals_["components"], local.probs, local.x)}
         scales = {}
         if has_links:
+            links, items = self._draw_links(generator)
             size = links.link.numel()
-            pair_local = self._run(link_potential, g, links, generator)
+            pair_local = self._run(self._link_potentials(batch, items, potential), g, links,
+                                   generator)
             objective = objective + (self.num_links / size) * annotation_term(
                 pair_local.probs, links, g).sum()
             stats.update(self._worker_stats(globals_, pair_local.probs, links))

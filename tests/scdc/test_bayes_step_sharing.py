@@ -1,5 +1,6 @@
-"""BayesSCDC's step encodes each distinct item once (the data batch and the drawn links'
-items together) and gives what separate per-branch, per-endpoint encoding gives."""
+"""BayesSCDC's step encodes each distinct item once (the link branch reads the potentials of
+its items in the data batch from the data branch's pass) and gives what separate per-branch,
+per-endpoint encoding gives."""
 
 import pytest
 import torch
@@ -8,7 +9,7 @@ from pyromodels.core.conjugate_factors import Minibatch
 from pyromodels.data import simulate_block_pairs, simulate_pinwheel
 from pyromodels.scdc import BayesSCDC
 from pyromodels.scdc.bayes import initial_globals
-from pyromodels.scdc.bayes_elbo import BayesLocalStep, local_terms
+from pyromodels.scdc.bayes_elbo import BayesLocalStep, GaussianObservation, local_terms
 from pyromodels.scdc.links import co_cluster_probability, worker_counts
 from pyromodels.scdc.vmp import LinkBatch, annotation_term, global_means, run_vmp
 
@@ -38,11 +39,10 @@ def _batch(o):
     return Minibatch(o[indices], indices, NUM_ITEMS / BATCH, 0, 0)
 
 
-class _Counting(torch.nn.Module):
-    """The recognition network and decoder, recording every row the encoder is given."""
+class _Counting:
+    """An observation model recording every row its potential is asked for."""
 
     def __init__(self, inner):
-        super().__init__()
         self.inner, self.rows = inner, []
 
     def potential(self, o):
@@ -55,11 +55,10 @@ class _Counting(torch.nn.Module):
 
 def test_each_distinct_item_is_encoded_once_per_step(problem):
     o, pairs, model, init = problem
-    observation = _Counting(model.networks(2, "normal", torch.Generator().manual_seed(0),
-                                           torch.float64, None))
-    step = _step(model, o, pairs, observation)
-    step(init, _batch(o), torch.Generator().manual_seed(3))
-    # the items the step used: the batch's and the drawn links' (same generator, same draw)
+    # closed-form likelihood and q(z) started from the responsibilities: the step's one
+    # random draw is the links'
+    observation = _Counting(GaussianObservation(4.0))
+    _step(model, o, pairs, observation)(init, _batch(o), torch.Generator().manual_seed(3))
     drawn = torch.randperm(pairs.num_pairs, generator=torch.Generator().manual_seed(3))[:DRAWN]
     link_items = torch.cat([pairs.i_idx[drawn], pairs.j_idx[drawn]]).unique()
     used = torch.cat([torch.arange(BATCH), link_items]).unique()
@@ -76,11 +75,11 @@ def _reference(model, o, pairs, init, observation, seed):
     separately, each distinct item's potential read from its first endpoint."""
     generator = torch.Generator().manual_seed(seed)
     g = global_means(init)
-    drawn = torch.randperm(pairs.num_pairs, generator=generator)[:DRAWN]
     batch = _batch(o)
     h, lam = observation.potential(batch.data)
     local = run_vmp(h, lam, g, None, num_sweeps=4, z_init="responsibilities")
     objective = batch.scale * local_terms(observation, batch.data, local, g, generator).sum()
+    drawn = torch.randperm(pairs.num_pairs, generator=generator)[:DRAWN]  # after the draws above
     ends = torch.cat([pairs.i_idx[drawn], pairs.j_idx[drawn]])
     h_end, lam_end = observation.potential(o[ends])  # one row per endpoint
     items, inverse = torch.unique(ends, return_inverse=True)
