@@ -206,7 +206,8 @@ _ENGINE_HELP: dict[str, tuple[str, object, str]] = {
     "num_chains": ("N", _count, "number of chains"),
     "num_steps": ("N", _count, "SVI optimisation steps"),
     "lr": ("RATE", _positive_float, "learning rate (SVI's; Monte Carlo EM's Adam steps on the "
-           "flow; natgrad's Adam steps on the networks, default 0.01; ltvae's, default 0.01)"),
+           "flow; natgrad's Adam steps on the networks, default 0.01 for networks of at most "
+           "64 units a layer, else 1e-3; ltvae's, default 0.01)"),
     "max_iter": ("N", _count, "EM iterations at most"),
     "n_init": ("N", _count, "restarts (the best one is kept)"),
     "rounds": ("N", _count, "Monte Carlo EM rounds"),

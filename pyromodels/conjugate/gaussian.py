@@ -34,6 +34,7 @@ from ._base import (
     LOG_2PI,
     ConjugateFamily,
     as_data_tensor,
+    build_unchecked,
     check_generator,
     check_last_dim,
     coerce_params,
@@ -112,6 +113,16 @@ class GaussianNatural(ConjugateFamily):
         precision = 0.5 * (precision + precision.mT)
         h = (precision @ p["loc"].unsqueeze(-1)).squeeze(-1)
         return cls(h, -0.5 * precision)
+
+    @classmethod
+    def from_factored(cls, h: torch.Tensor, precision: torch.Tensor,
+                      precision_tril: torch.Tensor) -> GaussianNatural:
+        """The Gaussian with ``h`` ``(..., d)`` and precision ``P`` ``(..., d, d)`` (same batch
+        shape) whose lower Cholesky factor ``precision_tril`` the caller has already computed
+        and checked (``torch.linalg.cholesky_ex`` with its ``info`` all zero), so nothing is
+        factored or checked again: for inner loops that build many Gaussians. Differentiable
+        through the three tensors as given."""
+        return build_unchecked(cls, h=h, J=-0.5 * precision, precision_tril=precision_tril)
 
     @property
     def dim(self) -> int:

@@ -26,6 +26,15 @@ global KL, eqs. 23-25) and returns the expected statistics of eqs. 26-29 for
   workers' counts by :math:`N |S|^2 / N_a^2`, spec §9 item 9), and
   :math:`(N_a / |S|) \sum_{l \in S}` eq. 20 to :math:`J`.
 
+The recognition network encodes each distinct item of a step once: the link branch reads
+the potentials of its items that are in the data batch from the data branch's pass and
+encodes only the others (each once, however many drawn links it is in). The potential is a
+deterministic function of the item, so the two estimators, their weights and their
+gradients are what two separate passes give; the message passing and the local factors stay
+per stream (the data branch's ``q(z_i)`` must not see the drawn links, or its
+:math:`N / |B|`-weighted terms would depend on the link draw and no longer be those of eqs.
+26-27).
+
 During ``warmup_epochs`` the step returns no statistics: the globals keep their initial
 factors while the networks learn to spread the items over the initial components. Without it,
 the first global steps see every item at the same place (an untrained recognition network's
@@ -186,11 +195,10 @@ class BayesLocalStep:
     def num_links(self) -> int:
         return int(self.link.shape[0])
 
-    def _vmp(self, o, g, links, generator) -> tuple[LocalPosterior, torch.Tensor, torch.Tensor]:
-        h_r, lam_r = self.observation.potential(o)
-        local = run_vmp(h_r, lam_r, g, links, num_sweeps=self.num_sweeps, schedule=self.schedule,
-                        z_init=self.z_init, generator=generator)
-        return local, h_r, lam_r
+    def _run(self, potential, g, links, generator) -> LocalPosterior:
+        """Message passing on the potentials ``(h, precision)`` with this step's settings."""
+        return run_vmp(*potential, g, links, num_sweeps=self.num_sweeps, schedule=self.schedule,
+                       z_init=self.z_init, generator=generator)
 
     def _worker_stats(self, globals_, probs, links: LinkBatch) -> dict:
         rho = co_cluster_probability(probs, links.i, links.j)
@@ -203,6 +211,37 @@ class BayesLocalStep:
             return num_items * drawn / self.num_links
         return self.num_links / drawn
 
+    def _draw_links(self, generator: torch.Generator) -> tuple[LinkBatch, torch.Tensor]:
+        """``|S|`` links drawn uniformly without replacement, as a :class:`LinkBatch` over
+        their distinct items, and those items' rows of ``o`` (each once, however many of the
+        drawn links it is in)."""
+        drawn = torch.randperm(self.num_links, generator=generator,
+                               device=generator.device)[: self.pair_batch_size].to(self.o.device)
+        ends = torch.cat([self.i_idx[drawn], self.j_idx[drawn]])
+        items, inverse = torch.unique(ends, return_inverse=True)
+        size = drawn.numel()
+        return LinkBatch(inverse[:size], inverse[size:], self.worker_idx[drawn],
+                         self.link[drawn]), items
+
+    def _link_potentials(self, batch: Minibatch, items: torch.Tensor, batch_potential):
+        """The recognition potentials ``(h, precision)`` of the link items ``items``: those in
+        the data batch read from the batch's ``batch_potential``, the others from one pass of
+        the recognition network over their rows. The potential is a deterministic function of
+        the item, so the link branch's terms, and their gradients, are those of encoding every
+        item anew; each distinct item of the step is encoded once."""
+        size = batch.indices.numel()
+        position = torch.full((self.o.shape[0],), -1, dtype=torch.long, device=items.device)
+        position[batch.indices.to(items.device)] = torch.arange(size, device=items.device)
+        source = position[items]
+        fresh = source < 0
+        h, lam = batch_potential
+        if bool(fresh.any()):
+            h_new, lam_new = self.observation.potential(self.o[items[fresh]])
+            source = source.masked_scatter(fresh, torch.arange(
+                size, size + h_new.shape[0], device=items.device))
+            h, lam = torch.cat([h, h_new]), torch.cat([lam, lam_new])
+        return h[source], lam[source]
+
     def __call__(self, globals_: dict, batch: Minibatch, generator: torch.Generator) -> LocalStep:
         g = global_means(globals_)
         n = self.o.shape[0]
@@ -211,19 +250,17 @@ class BayesLocalStep:
             return self._warm(self._joint(globals_, g, batch, generator), batch, globals_,
                               generator)
         o = batch.data
-        local, _, _ = self._vmp(o, g, None, generator)
+        potential = self.observation.potential(o)
+        local = self._run(potential, g, None, generator)
         objective = batch.scale * local_terms(self.observation, o, local, g, generator).sum()
         stats = {"weights": globals_["weights"].observation_stats(local.probs.sum(0)),
                  "components": _component_stats(globals_["components"], local.probs, local.x)}
         scales = {}
         if has_links:
-            drawn = torch.randperm(self.num_links, generator=generator,
-                                   device=generator.device)[: self.pair_batch_size].to(self.o.device)
-            ends = torch.cat([self.i_idx[drawn], self.j_idx[drawn]])
-            items, inverse = torch.unique(ends, return_inverse=True)
-            size = drawn.numel()
-            links = LinkBatch(inverse[:size], inverse[size:], self.worker_idx[drawn], self.link[drawn])
-            pair_local, _, _ = self._vmp(self.o[items], g, links, generator)
+            links, items = self._draw_links(generator)
+            size = links.link.numel()
+            pair_local = self._run(self._link_potentials(batch, items, potential), g, links,
+                                   generator)
             objective = objective + (self.num_links / size) * annotation_term(
                 pair_local.probs, links, g).sum()
             stats.update(self._worker_stats(globals_, pair_local.probs, links))
@@ -283,7 +320,7 @@ class BayesLocalStep:
         position[batch.indices] = torch.arange(batch.indices.numel(), device=batch.indices.device)
         links = LinkBatch(position[self.i_idx], position[self.j_idx], self.worker_idx, self.link)
         o = batch.data
-        local, _, _ = self._vmp(o, g, links, generator)
+        local = self._run(self.observation.potential(o), g, links, generator)
         objective = (local_terms(self.observation, o, local, g, generator).sum()
                      + annotation_term(local.probs, links, g).sum())
         stats = self._full_stats(globals_, local, links)

@@ -46,6 +46,9 @@ __all__ = [
     "link_log_prob",
     "message_weights",
     "pair_messages",
+    "DirectedEdges",
+    "both_directions",
+    "directed_messages",
     "worker_counts",
     "worker_weights",
     "observe_links",
@@ -174,11 +177,32 @@ def pair_messages(q: torch.Tensor, i_idx: torch.Tensor, j_idx: torch.Tensor,
         with no links gets zeros. It is the gradient of
         :math:`\sum_l \rho_l w_l` in ``q`` (each link counted once).
     """
+    return directed_messages(q, both_directions(i_idx, j_idx, weights))
+
+
+class DirectedEdges(NamedTuple):
+    """Every link as two directed edges: ``target``, ``source`` ``(2 L,)`` and ``weight``
+    ``(2 L, 1)``, the link's message weight on both (:func:`both_directions`)."""
+
+    target: torch.Tensor
+    source: torch.Tensor
+    weight: torch.Tensor
+
+
+def both_directions(i_idx: torch.Tensor, j_idx: torch.Tensor,
+                    weights: torch.Tensor) -> DirectedEdges:
+    """The links ``(i, j)`` with weights ``(L,)`` as the directed edges ``i <- j`` then
+    ``j <- i``: built once, they serve every sweep of message passing."""
+    w = weights.unsqueeze(-1)
+    return DirectedEdges(torch.cat([i_idx, j_idx]), torch.cat([j_idx, i_idx]), torch.cat([w, w]))
+
+
+def directed_messages(q: torch.Tensor, edges: DirectedEdges) -> torch.Tensor:
+    """``(N, K)``: each item's sum of ``weight * q[source]`` over the edges that target it
+    (:func:`pair_messages` on edges from :func:`both_directions`); one gather and one
+    scatter-add."""
     out = torch.zeros_like(q)
-    w = weights.to(q.dtype).unsqueeze(-1)
-    out.index_add_(0, i_idx, w * q[j_idx])
-    out.index_add_(0, j_idx, w * q[i_idx])
-    return out
+    return out.index_add_(0, edges.target, edges.weight.to(q.dtype) * q[edges.source])
 
 
 def worker_counts(same: torch.Tensor, link: torch.Tensor, worker_idx: torch.Tensor,

@@ -34,7 +34,14 @@ from typing import NamedTuple
 import torch
 
 from ..conjugate.gaussian import GaussianNatural
-from .links import WorkerLogs, co_cluster_probability, link_log_prob, message_weights, pair_messages
+from .links import (
+    WorkerLogs,
+    both_directions,
+    co_cluster_probability,
+    directed_messages,
+    link_log_prob,
+    message_weights,
+)
 
 __all__ = [
     "GlobalMeans",
@@ -129,21 +136,63 @@ def expected_log_normal(mean: torch.Tensor, second: torch.Tensor, g: GlobalMeans
             + 0.5 * g.log_det_precision - 0.5 * d * _LOG_2PI)
 
 
+def _z_weights(g: GlobalMeans) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""``(d d + d, K)`` weights ``W`` and ``(K,)`` offsets ``c`` such that
+    :math:`[\mathrm{vec}\,E[x_i x_i^\top], E[x_i]]\,W + c` is :math:`E\log\pi_k +
+    E\log N(x_i \mid \mu_k, \Sigma_k)` (eq. 14 without the links; the sum of
+    :func:`expected_log_normal` and the log weights as one matrix product)."""
+    K, d = g.precision_mean.shape
+    weights = torch.cat([-0.5 * g.precision.reshape(K, d * d), g.precision_mean], -1).mT
+    offsets = (g.log_weights - 0.5 * g.mean_precision_mean + 0.5 * g.log_det_precision
+               - 0.5 * d * _LOG_2PI)
+    return weights, offsets
+
+
+def _x_natural(probs: torch.Tensor, g: GlobalMeans, h_r: torch.Tensor,
+               diag_r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eq. 12 as ``(h, P)``: ``P = sum_k q_ik E[Lambda_k] + diag(lambda^r_i)`` (``diag_r`` the
+    flattened ``(N, d d)`` diagonals) and ``h = sum_k q_ik E[Lambda_k mu_k] + h^r_i``, one
+    product with the globals each."""
+    n, (K, d) = probs.shape[0], g.precision_mean.shape
+    precision = torch.addmm(diag_r, probs, g.precision.reshape(K, d * d)).view(n, d, d)
+    return torch.addmm(h_r, probs, g.precision_mean), precision
+
+
+def _z_base(h: torch.Tensor, precision: torch.Tensor, weights: torch.Tensor,
+            offsets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eq. 14 without the links, ``(N, K)``, from ``q(x_i)``'s ``h`` and precision
+    (:func:`_z_weights`), and the inverses' ``info`` (non-zero where a precision is
+    singular). The ``d x d`` inverses are batched LU inverses: for the small ``d`` of these
+    models they cost less than a Cholesky factorisation and its inverse, forward and
+    backward."""
+    covariance, info = torch.linalg.inv_ex(precision)
+    mean = (covariance * h.unsqueeze(-2)).sum(-1)
+    second = covariance + mean.unsqueeze(-1) * mean.unsqueeze(-2)
+    return torch.addmm(offsets, torch.cat([second.flatten(-2), mean], -1), weights), info
+
+
+def _factored(h: torch.Tensor, precision: torch.Tensor, infos: list[torch.Tensor]) -> GaussianNatural:
+    """:math:`q(x_i)` from eq. 12's ``(h, P)``, after one check (one device synchronisation)
+    of every factorisation of a run, this one's Cholesky factor included."""
+    tril, info = torch.linalg.cholesky_ex(precision)
+    if bool(torch.stack([i.ne(0).any() for i in (*infos, info)]).any()):
+        raise ValueError("message passing: the precision of q(x) (eq. 12) is not positive "
+                         "definite; the recognition precisions must be positive and finite")
+    return GaussianNatural.from_factored(h, precision, tril)
+
+
 def x_update(probs: torch.Tensor, g: GlobalMeans, h_r: torch.Tensor,
              precision_r: torch.Tensor) -> GaussianNatural:
     """Eq. 12: :math:`q^*(x_i)` given :math:`q(z_i)` ``(N, K)`` and the potential ``h_r``,
     ``precision_r`` (each ``(N, d)``)."""
-    h = probs @ g.precision_mean + h_r
-    precision = torch.einsum("nk,kab->nab", probs, g.precision) + torch.diag_embed(precision_r)
-    precision = 0.5 * (precision + precision.mT)
-    return GaussianNatural(h, -0.5 * precision)
+    h, precision = _x_natural(probs, g, h_r, torch.diag_embed(precision_r).flatten(-2))
+    return _factored(h, precision, [])
 
 
 def z_natural(qx: GaussianNatural, g: GlobalMeans, messages: torch.Tensor | None = None) -> torch.Tensor:
-    """Eq. 14's :math:`\\eta^*_{z_i}` ``(N, K)`` (unnormalised) given :math:`q(x_i)` and the
-    relational messages :math:`\\sum_j w_{ij} q_j` (``None``: none)."""
-    stats = qx.expected_stats()
-    eta = g.log_weights + expected_log_normal(stats.linear, stats.quadratic, g)
+    r"""Eq. 14's :math:`\eta^*_{z_i}` ``(N, K)`` (unnormalised) given :math:`q(x_i)` and the
+    relational messages :math:`\sum_j w_{ij} q_j` (``None``: none)."""
+    eta, _ = _z_base(qx.h, qx.precision(), *_z_weights(g))
     return eta if messages is None else eta + messages
 
 
@@ -169,7 +218,7 @@ def colour_classes(i: torch.Tensor, j: torch.Tensor, num_items: int) -> list[tor
     return [torch.tensor(classes[c], dtype=torch.long, device=device) for c in sorted(classes)]
 
 
-def _initial_probs(init, g: GlobalMeans, h_r, precision_r, generator) -> torch.Tensor:
+def _initial_probs(init, g: GlobalMeans, h_r, diag_r, zw, generator) -> torch.Tensor:
     n, K = h_r.shape[0], g.log_weights.shape[-1]
     if isinstance(init, torch.Tensor):
         if init.shape != (n, K):
@@ -180,14 +229,18 @@ def _initial_probs(init, g: GlobalMeans, h_r, precision_r, generator) -> torch.T
         u = torch.rand(n, K, generator=generator, dtype=h_r.dtype, device=h_r.device)
         return u / u.sum(-1, keepdim=True)
     prior = torch.softmax(g.log_weights, -1).expand(n, K)
-    return torch.softmax(z_natural(x_update(prior, g, h_r, precision_r), g), -1)
+    eta, info = _z_base(*_x_natural(prior, g, h_r, diag_r), *zw)
+    if bool(info.ne(0).any()):
+        raise ValueError("message passing: the precision of q(x) (eq. 12) is singular; the "
+                         "recognition precisions must be positive and finite")
+    return torch.softmax(eta, -1)
 
 
 def run_vmp(h_r: torch.Tensor, precision_r: torch.Tensor, g: GlobalMeans,
             links: LinkBatch | None = None, *, num_sweeps: int = 4,
             schedule: str = "parallel", z_init="responsibilities",
             generator: torch.Generator | None = None, trace=None) -> LocalPosterior:
-    """Alternate eqs. 12 and 14 for ``num_sweeps`` sweeps.
+    r"""Alternate eqs. 12 and 14 for ``num_sweeps`` sweeps.
 
     Args:
         h_r, precision_r: ``(N, d)`` the recognition potential (``precision_r > 0``).
@@ -197,7 +250,7 @@ def run_vmp(h_r: torch.Tensor, precision_r: torch.Tensor, g: GlobalMeans,
         schedule: ``"parallel"`` (Jacobi z updates) or ``"sequential"`` (Gauss-Seidel over
             colour classes of the link graph).
         z_init: ``"responsibilities"``: the mixture responsibilities
-            :math:`\\mathrm{softmax}(E\\log\\pi + E\\log N)` at the x update from the expected
+            :math:`\mathrm{softmax}(E\log\pi + E\log N)` at the x update from the expected
             weights, without links; ``"random"``: normalised uniform draws (released code); or
             an ``(N, K)`` tensor of starting probabilities.
         generator: for ``z_init="random"``.
@@ -206,31 +259,44 @@ def run_vmp(h_r: torch.Tensor, precision_r: torch.Tensor, g: GlobalMeans,
     Returns:
         :class:`LocalPosterior` (its ``x`` is the x update from the final ``q(z)``, so the
         pair is the last block-coordinate state).
+
+    Raises:
+        ValueError: if a precision of :math:`q(x_i)` is not positive definite (a recognition
+            precision not positive or not finite).
+
+    Each sweep is a few batched products: the x update's precisions and linear parts in one
+    product each with the globals, one batch of ``d x d`` inverses, and the z update's expected
+    log densities in one product of :math:`[\mathrm{vec}\,E[x x^\top], E[x]]` with the
+    globals' statistics; the links' messages are one gather and one scatter-add.
     """
-    probs = _initial_probs(z_init, g, h_r, precision_r, generator)
+    zw = _z_weights(g)
+    diag_r = torch.diag_embed(precision_r).flatten(-2)  # the same every sweep
+    probs = _initial_probs(z_init, g, h_r, diag_r, zw, generator)
     use_links = links is not None and links.link.numel() > 0 and g.workers is not None
-    weights = message_weights(links.link, g.workers, links.worker) if use_links else None
+    edges = (both_directions(links.i, links.j, message_weights(links.link, g.workers,
+                                                                links.worker))
+             if use_links else None)
     classes = (colour_classes(links.i, links.j, h_r.shape[0])
                if use_links and schedule == "sequential" else None)
-    log_probs = probs.log()
+    log_probs, infos = probs.log(), []
     for _ in range(num_sweeps):
-        qx = x_update(probs, g, h_r, precision_r)
-        base = z_natural(qx, g)
+        base, info = _z_base(*_x_natural(probs, g, h_r, diag_r), *zw)
+        infos.append(info)
         if not use_links:
             log_probs = torch.log_softmax(base, -1)
             probs = log_probs.exp()
         elif classes is None:
-            log_probs = torch.log_softmax(base + pair_messages(probs, links.i, links.j, weights), -1)
+            log_probs = torch.log_softmax(base + directed_messages(probs, edges), -1)
             probs = log_probs.exp()
         else:
             for rows in classes:
-                eta = base[rows] + pair_messages(probs, links.i, links.j, weights)[rows]
+                eta = base[rows] + directed_messages(probs, edges)[rows]
                 new = torch.log_softmax(eta, -1)
                 log_probs = log_probs.index_put((rows,), new)
                 probs = probs.index_put((rows,), new.exp())
         if trace is not None:
             trace.append((probs, x_update(probs, g, h_r, precision_r)))
-    return LocalPosterior(probs, log_probs, x_update(probs, g, h_r, precision_r))
+    return LocalPosterior(probs, log_probs, _factored(*_x_natural(probs, g, h_r, diag_r), infos))
 
 
 def local_kl_z(local: LocalPosterior, g: GlobalMeans) -> torch.Tensor:

@@ -205,3 +205,10 @@ def test_a_resumed_fit_equals_the_uninterrupted_one(small, tmp_path, stop):
             torch.testing.assert_close(a, b, rtol=0, atol=0)
     torch.testing.assert_close(whole.params["cluster_probs"], resumed.params["cluster_probs"],
                                rtol=0, atol=0)
+
+
+def test_schedule_lr_takes_the_larger_step_only_for_narrow_networks():
+    assert BayesSCDC(3, 2).schedule_lr() == 0.01  # the default 2 x 40
+    assert BayesSCDC(3, 2, hidden=(64, 64)).schedule_lr() == 0.01
+    assert BayesSCDC(3, 2, hidden=(500, 500)).schedule_lr() == 1e-3  # the paper's MNIST nets
+    assert BayesSCDC(3, 2, hidden=(40,), decoder_hidden=(65,)).schedule_lr() == 1e-3

@@ -180,3 +180,14 @@ def test_x_update_is_eq_12():
     h_expected = torch.einsum("nk,kab,kb->na", probs, e_sigma_inv, comps.loc) + h
     torch.testing.assert_close(qx.precision(), precision)
     torch.testing.assert_close(qx.h, h_expected)
+
+
+def test_a_precision_that_is_not_positive_is_named():
+    factors, h, lam, _ = globals_and_potentials(num_items=5)
+    lam = lam.clone()
+    lam[2] = -1e6  # swamps the components' precisions: q(x_2) has no positive precision
+    with pytest.raises(ValueError, match="precision of q\\(x\\)"):
+        run_vmp(h, lam, global_means(factors), None, num_sweeps=2)
+    lam[2] = float("nan")
+    with pytest.raises(ValueError, match="precision of q\\(x\\)"):
+        run_vmp(h, lam, global_means(factors), None, num_sweeps=2, z_init="random")

@@ -12,7 +12,9 @@ column centred, all divided by one overall standard deviation), the globals are 
 first two thirds of the epochs while the networks learn (``warmup_epochs``), restart from
 the data (the fit's default ``global_init="data"``: k-means++ means on the encoded items and
 one full-data CAVI step), then move by natural-gradient steps of size 0.01; the networks'
-Adam steps default to ``lr = 0.01``.
+Adam steps default to :meth:`BayesSCDC.schedule_lr <pyromodels.scdc.BayesSCDC.schedule_lr>`:
+0.01 for networks of at most 64 units a layer (the default 2 x 40), the paper's 1e-3 (the
+library's default) for wider ones, which collapse at 0.01.
 """
 
 from __future__ import annotations
@@ -27,14 +29,13 @@ from .fit_entries import DEFAULT_CLUSTERS, _with_workers, _worker_frame, loader
 
 __all__ = ["bayes_factory", "standardised", "bayes_settings", "fit_bayes",
            "describe_bayes",
-           "ENTRY", "DEFAULT_EPOCHS", "WARMUP_FRACTION", "STEP_SIZE", "LR"]
+           "ENTRY", "DEFAULT_EPOCHS", "WARMUP_FRACTION", "STEP_SIZE"]
 
 #: epochs of a fit without ``--epochs``, of which :data:`WARMUP_FRACTION` hold the globals
 DEFAULT_EPOCHS = 60
 WARMUP_FRACTION = 2 / 3
-#: the globals' natural-gradient step and the networks' Adam step
+#: the globals' natural-gradient step (the networks' Adam step: the model's ``schedule_lr()``)
 STEP_SIZE = 0.01
-LR = 0.01
 
 
 def bayes_factory(n_clusters: int = DEFAULT_CLUSTERS, latent_dim: int = 2,
@@ -67,10 +68,12 @@ def bayes_settings(num_epochs: int) -> dict:
 
 
 def fit_bayes(model, data, *, method: str, seed: int, progress: bool,
-              num_epochs: int = DEFAULT_EPOCHS, lr: float = LR, **options):
+              num_epochs: int = DEFAULT_EPOCHS, lr: float | None = None, **options):
     """``pyromodels fit bayes-scdc``: ``options`` holds what the command line gave
     (``batch_size``, ``device`` and the checkpointing, whose ``checkpoint_every`` counts
-    epochs); ``method`` is ``"natgrad"``, the only one."""
+    epochs); ``method`` is ``"natgrad"``, the only one. Without ``--lr`` the networks take
+    ``model.schedule_lr()`` (0.01 up to 64 units a layer, else 1e-3)."""
+    lr = model.schedule_lr() if lr is None else lr
     return model.fit(standardised(data.x), data.pairs, seed=seed, progress=progress, lr=lr,
                      **bayes_settings(num_epochs), **options)
 

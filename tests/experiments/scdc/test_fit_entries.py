@@ -203,3 +203,27 @@ def test_scdc_kl_warmup_option_reaches_the_fit(files, capsys):
     assert "kl_warmup_epochs must be below num_epochs (2)" in capsys.readouterr().err
     status = main([*base, "--kl-warmup-epochs", "1", "--out", str(files / "klw")])
     assert status == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    ([], 0.01),  # the default 2 x 40 networks: the warm-up schedule's step
+    (["--hidden-width", "500"], 1e-3),  # the paper's 2 x 500: its step, the library's default
+    (["--hidden-width", "500", "--lr", "0.005"], 0.005),  # a given rate is kept
+])
+def test_bayes_fit_default_step_follows_the_network_width(files, capsys, monkeypatch, argv,
+                                                          expected):
+    from pyromodels.scdc import BayesSCDC
+
+    seen = []
+    fit = BayesSCDC.fit
+
+    def recording(self, *args, **kwargs):
+        seen.append(kwargs["lr"])
+        return fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(BayesSCDC, "fit", recording)
+    status = main(["fit", "bayes-scdc", "--data", str(files / "x.csv"), "--epochs", "1",
+                   "--batch-size", "10", "--n-clusters", "2", *argv, "--no-progress",
+                   "--out", str(files / "report")])
+    assert status == 0, capsys.readouterr().err
+    assert seen == [expected]
