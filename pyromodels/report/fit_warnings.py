@@ -12,8 +12,10 @@ Thresholds:
   :mod:`pyromodels.core.diagnostic_warnings`, the checks behind the
   :class:`~pyromodels.core.SamplingWarning` an MCMC fit emits: :func:`mcmc_warnings` turns
   them into report lines;
-* no active latent unit in a deep latent-variable fit (``diagnostics["active_units"] == 0``,
-  the rule of :mod:`pyromodels.core.latent_activity`, the check behind the
+* no active latent unit in a deep latent-variable fit (``diagnostics["active_units"] == 0``),
+  or a clustering fit whose code carries less than one bit about its items
+  (``diagnostics["collapsed"]``), the rules of :mod:`pyromodels.core.latent_activity`, the
+  check behind the
   :class:`~pyromodels.core.PosteriorCollapseWarning` of VAE, LTVAE, SCDC and BayesSCDC fits):
   :func:`collapse_warnings`;
 * a worker confusion matrix whose every row lies within total-variation distance
@@ -102,7 +104,8 @@ def mcmc_warnings(posterior) -> list[str]:
 
 
 def collapse_warnings(posterior) -> list[str]:
-    """One sentence when the fit recorded no active latent unit (posterior collapse), else none.
+    """One sentence when the fit recorded no active latent unit, or (a clustering fit) a code
+    of less than one bit about its items (posterior collapse), else none.
 
     Example:
         >>> from types import SimpleNamespace
@@ -111,14 +114,20 @@ def collapse_warnings(posterior) -> list[str]:
         'posterior collapse: 0 of 10 latent units are a'
     """
     diagnostics = getattr(posterior, "diagnostics", None) or {}
-    if diagnostics.get("active_units") != 0:
-        return []
     dim = diagnostics.get("latent_dim", "?")
-    return [f"posterior collapse: 0 of {dim} latent units are active (their recognition means "
-            "vary across the training items by less than 0.01 times their scale): the "
-            "recognition network encodes every item alike, so the fit's clusters and codes say "
-            "nothing about the data. Refit with a smaller learning rate or a warm-up (the "
-            "fit's PosteriorCollapseWarning names the options)."]
+    advice = ("the recognition network encodes every item alike, so the fit's clusters and "
+              "codes say nothing about the data. Refit with a smaller learning rate or a "
+              "warm-up (the fit's PosteriorCollapseWarning names the options).")
+    if diagnostics.get("active_units") == 0:
+        return [f"posterior collapse: 0 of {dim} latent units are active (their recognition "
+                "means vary across the training items by less than 0.01 times their scale): "
+                + advice]
+    if diagnostics.get("collapsed"):
+        information = diagnostics.get("code_information", float("nan"))
+        return [f"posterior collapse: the items' latent posteriors carry at most "
+                f"{information:.3g} nats about which item they encode, less than one bit: "
+                + advice]
+    return []
 
 
 def near_uniform_workers(confusion: np.ndarray) -> np.ndarray:

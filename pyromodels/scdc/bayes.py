@@ -250,7 +250,7 @@ class BayesSCDC:
             optimizer: str = "adam", num_sweeps: int = 4, schedule: str = "parallel",
             z_init: str = "random", worker_scaling: str = "paper",
             warmup_epochs: int = 0, global_init: str = "data", start_iterations: int = 1,
-            progress: bool = True, callbacks=None, device=None,
+            kl_warmup_epochs: int = 0, progress: bool = True, callbacks=None, device=None,
             dtype: torch.dtype | None = None, checkpoint=None,
             checkpoint_every: int | None = None, resume=None,
             num_threads: int | None = None, num_samples: int = 1000,
@@ -291,6 +291,19 @@ class BayesSCDC:
                 (:mod:`.bayes_start`); ``"prior-draws"``: the paper's initial factors kept
                 (:func:`initial_globals`), as before this option existed.
             start_iterations: CAVI sweeps of the data start (at least 1).
+            kl_warmup_epochs: epochs over which the local KL terms of the networks'
+                objective (eqs. 21-22) are weighted in, by a factor rising linearly, step by
+                step, from ``1 / (kl_warmup_epochs * steps per epoch)`` to 1; the
+                reconstruction and the links keep weight 1, and message passing and the
+                globals' updates are the model's own
+                (:class:`~pyromodels.scdc.bayes_elbo.BayesLocalStep`). ``0`` (default, the
+                paper): the ELBO throughout. SCDC's remedy for posterior collapse
+                (:class:`~pyromodels.scdc.SCDC`'s argument of the same name): while the
+                weight is small the recognition network learns potentials that carry the
+                items, before the KL terms can pull every item onto one component. Must be
+                below ``num_epochs``, so that the fit ends on the ELBO itself; the ``losses``
+                of the warm-up steps are those of the weighted objective. Not combinable
+                with ``resume``.
             progress, callbacks, device, checkpoint, checkpoint_every, resume, num_threads:
                 as for :func:`~pyromodels.core.run_natgrad` (a resumed fit rebuilds the same
                 networks from ``seed`` and continues from the checkpoint's state).
@@ -305,9 +318,11 @@ class BayesSCDC:
                 them; ``0``: none, and then no ArviZ conversion, summary or ``save``).
             diagnostic_warnings: ``False`` silences the
                 :class:`~pyromodels.core.PosteriorCollapseWarning` of a fit whose training
-                items' means :math:`E[x_i]` leave no latent unit active
-                (:mod:`pyromodels.core.latent_activity`, each unit's scale the variance the
-                fitted prior mixture gives it); the count is recorded either way.
+                items' means :math:`E[x_i]` leave no latent unit active (each unit's scale
+                the variance the fitted prior mixture gives it), or whose local posteriors
+                :math:`q(x_i)` carry less than one bit about the items
+                (:mod:`pyromodels.core.latent_activity`); the statistics are recorded either
+                way.
 
         Returns:
             A :class:`~pyromodels.core.Posterior` (``method="natgrad"``, ``model`` this
@@ -322,6 +337,9 @@ class BayesSCDC:
             ``occupied_clusters`` (distinct argmax clusters of the training items),
             ``active_units`` and ``latent_dim`` (the latent units along which the items'
             means :math:`E[x_i]` vary, :func:`~pyromodels.core.active_units`),
+            ``code_information`` (nats: a bound on what the items' :math:`q(x_i)` say about
+            which item they encode, :mod:`pyromodels.core.latent_activity`) and
+            ``collapsed`` (no active unit, or less than one bit of code: the fit warns),
             ``steps_per_epoch`` and ``time_per_epoch`` (seconds); ``attrs`` adds
             ``likelihood`` and ``num_features`` (what ``predict`` needs after
             ``Posterior.load``).
@@ -337,6 +355,13 @@ class BayesSCDC:
         warmup_epochs = check_int(warmup_epochs, "warmup_epochs", minimum=0)
         global_init = check_in(global_init, "global_init", GLOBAL_INITS)
         start_iterations = check_int(start_iterations, "start_iterations", minimum=1)
+        kl_warmup_epochs = check_int(kl_warmup_epochs, "kl_warmup_epochs", minimum=0)
+        if kl_warmup_epochs and kl_warmup_epochs >= num_epochs:
+            raise ValueError(f"kl_warmup_epochs must be below num_epochs ({num_epochs}) so that "
+                             f"the fit ends on the ELBO itself, got {kl_warmup_epochs}")
+        if kl_warmup_epochs and resume is not None:
+            raise ValueError("kl_warmup_epochs cannot be combined with resume (the warm-up's "
+                             "weight is not part of a checkpoint)")
         num_samples = check_int(num_samples, "num_samples", minimum=0)
         diagnostic_warnings = check_bool(diagnostic_warnings, "diagnostic_warnings")
         data = prepare_scdc(o, pairs, likelihood=self.likelihood, batch_size=batch_size,
@@ -355,7 +380,8 @@ class BayesSCDC:
         step = BayesLocalStep(observation, data.o, data.i_idx, data.j_idx, data.worker_idx,
                               data.link, data.num_workers, data.pair_batch_size, num_sweeps,
                               schedule, z_init, worker_scaling, warmup_epochs, global_init,
-                              priors, start_iterations)
+                              priors, start_iterations,
+                              kl_warmup_epochs * math.ceil(data.num_items / data.batch_size))
         from ..core.natgrad import run_natgrad
 
         start = time.perf_counter()
@@ -381,8 +407,10 @@ class BayesSCDC:
         activity = check_latent_activity(
             local.x.mean(), fit="BayesSCDC.fit", scale=prior_variance(factors),
             scale_note="the fitted prior mixture's variance of that unit",
-            remedies="Lower the networks' learning rate lr, or hold the globals while the "
-                     "networks learn (warmup_epochs, e.g. two thirds of num_epochs).",
+            covariances=local.x.covariance(),
+            remedies="Weigh the local KL terms in gradually (kl_warmup_epochs), lower the "
+                     "networks' learning rate lr, or hold the globals while the networks learn "
+                     "(warmup_epochs, e.g. two thirds of num_epochs).",
             diagnostic_warnings=diagnostic_warnings)
         params = {**post.params, **{f"network.{k}": v.detach().clone()
                                     for k, v in observation.state_dict().items()},

@@ -50,6 +50,16 @@ With the full data and every link in one batch (``|B| = N`` and ``|S| = N_a``) t
 *joint*: one message passing over all items with every link gives every statistic at weight 1,
 so a step of size 1 is the coordinate-ascent (CAVI) update of the whole model.
 
+**KL warm-up** (``kl_warmup_steps``; :class:`~pyromodels.scdc.BayesSCDC`'s
+``kl_warmup_epochs``). The networks' objective can weigh the local KL terms (eqs. 21-22) in
+linearly over the first steps, :math:`J_w = E\log p(O \mid X) + E\log p(L \mid Z) - w_t
+(KL_Z + KL_X)` with :math:`w_t = \min(1, t / T)` (Bowman et al. 2016; Sonderby et al.
+2016): while :math:`w_t` is small the recognition network is paid for potentials that let the
+decoder reconstruct each item, before the KL terms can pull every :math:`q(x_i)` onto the
+component the item sits in. Only the networks' gradient changes: message passing, and so the
+local factors and the globals' statistics, are those of the model itself, and from step
+:math:`T` on :math:`J_w` is the paper's :math:`J`.
+
 The observation model is pluggable (:class:`NetworkObservation` for the recognition network
 and decoder; :class:`GaussianObservation` for the conjugate limit, features observed with
 Gaussian noise of known precision).
@@ -139,10 +149,12 @@ class GaussianObservation:
         return potential_expectation(qx, h, lam) + const
 
 
-def local_terms(observation, o, local: LocalPosterior, g, generator) -> torch.Tensor:
-    """``(N,)`` per item: reconstruction minus the local KLs (eqs. 21-22)."""
+def local_terms(observation, o, local: LocalPosterior, g, generator,
+                kl_weight: float = 1.0) -> torch.Tensor:
+    """``(N,)`` per item: reconstruction minus the local KLs (eqs. 21-22), these weighted by
+    ``kl_weight`` (1: the ELBO's terms)."""
     return (observation.expected_log_likelihood(o, local.x, generator)
-            - local_kl_z(local, g) - local_kl_x(local, g))
+            - kl_weight * (local_kl_z(local, g) + local_kl_x(local, g)))
 
 
 def _component_stats(factor, probs: torch.Tensor, qx: GaussianNatural):
@@ -171,6 +183,9 @@ class BayesLocalStep:
             the data (:mod:`.bayes_start`), once per step object (build one per run).
         priors: the prior factors (needed by ``global_init="data"``).
         start_iterations: CAVI sweeps of the data start.
+        kl_warmup_steps: steps over which the local KL terms of the networks' objective are
+            weighted in, by ``min(1, step / kl_warmup_steps)`` (0: the ELBO throughout; see
+            the module docstring).
     """
 
     observation: object
@@ -189,6 +204,7 @@ class BayesLocalStep:
     global_init: str = "prior-draws"
     priors: dict | None = None
     start_iterations: int = 1
+    kl_warmup_steps: int = 0
     _started: bool = field(default=False, init=False, repr=False)
 
     @property
@@ -252,7 +268,8 @@ class BayesLocalStep:
         o = batch.data
         potential = self.observation.potential(o)
         local = self._run(potential, g, None, generator)
-        objective = batch.scale * local_terms(self.observation, o, local, g, generator).sum()
+        objective = batch.scale * local_terms(self.observation, o, local, g, generator,
+                                              self.kl_weight(batch)).sum()
         stats = {"weights": globals_["weights"].observation_stats(local.probs.sum(0)),
                  "components": _component_stats(globals_["components"], local.probs, local.x)}
         scales = {}
@@ -268,6 +285,12 @@ class BayesLocalStep:
             scales = {"alpha": scale, "beta": scale}
         return self._warm(LocalStep(stats=stats, scales=scales, objective=objective), batch,
                           globals_, generator)
+
+    def kl_weight(self, batch: Minibatch) -> float:
+        """The weight of the local KL terms at ``batch``'s step (1 after the KL warm-up)."""
+        if self.kl_warmup_steps <= 0:
+            return 1.0
+        return min(1.0, batch.step / self.kl_warmup_steps)
 
     def _warm(self, result: LocalStep, batch: Minibatch, globals_: dict,
               generator: torch.Generator) -> LocalStep:
@@ -321,7 +344,8 @@ class BayesLocalStep:
         links = LinkBatch(position[self.i_idx], position[self.j_idx], self.worker_idx, self.link)
         o = batch.data
         local = self._run(self.observation.potential(o), g, links, generator)
-        objective = (local_terms(self.observation, o, local, g, generator).sum()
+        objective = (local_terms(self.observation, o, local, g, generator,
+                                 self.kl_weight(batch)).sum()
                      + annotation_term(local.probs, links, g).sum())
         stats = self._full_stats(globals_, local, links)
         scales = {k: 1.0 for k in stats}

@@ -210,3 +210,16 @@ def test_pairwise_worker_warning_names_workers_at_or_below_chance():
     assert pairwise_worker_warnings(["a", "b"], [4.4, 0.1]) == []
     lines = pairwise_worker_warnings(["a", "b", "c"], [4.4, 0.0, -2.0])
     assert len(lines) == 1 and lines[0].startswith("2 of 3 workers") and "(b, c)" in lines[0]
+
+
+def test_a_clustering_fit_whose_code_says_less_than_a_bit_warns_of_posterior_collapse():
+    """Three active units but the ``collapsed`` flag of a code below one bit (0.096 nats, the
+    figure of a collapsed BayesSCDC fit on the digits): the report says so."""
+    fit = Posterior(samples={"pi": torch.full((1, 1, 2), 0.5, dtype=torch.float64)},
+                    method="natgrad", losses=torch.linspace(3.0, 1.0, 5, dtype=torch.float64),
+                    diagnostics={"active_units": 3, "latent_dim": 8, "code_information": 0.096,
+                                 "collapsed": True},
+                    attrs={"seed": 0, "wall_time_s": 1.0})
+    (line,) = [w for w in _warnings(result_from_posterior(fit, "bayes")) if "collapse" in w]
+    assert line.startswith(WARNING_PREFIX + "posterior collapse: the items' latent posteriors "
+                                            "carry at most 0.096 nats")

@@ -43,15 +43,42 @@ def test_fit_gives_predictions_weights_and_workers(small):
         model.worker_table(no_links)
 
 
-def _one_step(o, pairs, pair_batch, scaling):
+def _one_step(o, pairs, pair_batch, scaling, kl_warmup_steps=0, step_number=1):
     model = BayesSCDC(4, 2, hidden=(8,))
     gen = torch.Generator().manual_seed(0)
     obs = model.networks(2, "normal", gen, torch.float64, None)
     priors = model.priors(pairs.num_workers)
     step = BayesLocalStep(obs, o, pairs.i_idx, pairs.j_idx, pairs.worker_idx, pairs.link,
-                          pairs.num_workers, pair_batch, worker_scaling=scaling)
-    batch = Minibatch(o[:20], torch.arange(20), 3.0, 0, 1)
+                          pairs.num_workers, pair_batch, worker_scaling=scaling,
+                          kl_warmup_steps=kl_warmup_steps)
+    batch = Minibatch(o[:20], torch.arange(20), 3.0, 0, step_number)
     return step(priors, batch, torch.Generator().manual_seed(3))
+
+
+def test_the_kl_warmup_weighs_only_the_local_kl_terms_of_the_objective(small):
+    """Over a warm-up of 4 steps the weight is step / 4: the objective at steps 1 and 2 is the
+    ELBO's plus (1 - w) times the batch's local KL terms (positive, and the same KL at both
+    weights), from step 4 on it is the ELBO's; the globals' statistics never change."""
+    o, pairs = small
+    plain = _one_step(o, pairs, 9, "paper")
+    first = _one_step(o, pairs, 9, "paper", kl_warmup_steps=4, step_number=1)
+    second = _one_step(o, pairs, 9, "paper", kl_warmup_steps=4, step_number=2)
+    done = _one_step(o, pairs, 9, "paper", kl_warmup_steps=4, step_number=4)
+    kl_first = float((first.objective - plain.objective).detach()) / 0.75
+    kl_second = float((second.objective - plain.objective).detach()) / 0.5
+    assert kl_first > 0 and kl_first == pytest.approx(kl_second, rel=1e-9)
+    assert float(done.objective.detach()) == pytest.approx(float(plain.objective.detach()),
+                                                           rel=1e-12)
+    for result in (first, second, done):
+        assert result.stats.keys() == plain.stats.keys() and result.scales == plain.scales
+        for name in plain.stats:
+            for got, want in zip(_fields(result.stats[name]), _fields(plain.stats[name]),
+                                 strict=True):
+                torch.testing.assert_close(got, want)
+
+
+def _fields(stats):
+    return [stats] if isinstance(stats, torch.Tensor) else list(stats)
 
 
 def test_the_streams_weigh_items_and_links_unbiasedly(small):
@@ -96,6 +123,11 @@ def test_bad_input_is_named(small):
         BayesSCDC(3, 4, degrees_of_freedom=2.0)
     with pytest.raises(TypeError, match="pairs"):
         BayesSCDC(3, 2).fit(o, "links", progress=False)
+    with pytest.raises(ValueError, match="kl_warmup_epochs must be below num_epochs"):
+        BayesSCDC(3, 2).fit(o, pairs, num_epochs=3, kl_warmup_epochs=3, progress=False)
+    with pytest.raises(ValueError, match="kl_warmup_epochs cannot be combined with resume"):
+        BayesSCDC(3, 2).fit(o, pairs, num_epochs=3, kl_warmup_epochs=1, resume="x.pt",
+                            progress=False)
     assert isinstance(NetworkObservation, type)
 
 

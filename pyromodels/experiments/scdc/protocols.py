@@ -121,8 +121,9 @@ def fit_bayes(x, pairs, *, num_clusters: int, settings: dict, seed: int, callbac
     """BayesSCDC fitted by natural-gradient SVI on ``x`` standardised (unless 0/1), the
     globals held for the first two thirds of the epochs: ``(model, posterior)``.
 
-    ``settings``: ``latent_dim``, ``hidden``, ``epochs``, ``batch_size``, ``lr``;
-    ``callbacks``: as for :meth:`~pyromodels.scdc.BayesSCDC.fit` (called after each step).
+    ``settings``: ``latent_dim``, ``hidden``, ``epochs``, ``batch_size``, ``lr`` and
+    optionally ``kl_warmup_epochs`` (default 0); ``callbacks``: as for
+    :meth:`~pyromodels.scdc.BayesSCDC.fit` (called after each step).
     """
     from ...scdc import BayesSCDC
     from .bayes_entry import bayes_settings, standardised
@@ -130,6 +131,7 @@ def fit_bayes(x, pairs, *, num_clusters: int, settings: dict, seed: int, callbac
     model = BayesSCDC(num_clusters, settings["latent_dim"], hidden=tuple(settings["hidden"]))
     post = model.fit(standardised(x), pairs, batch_size=settings["batch_size"],
                      lr=settings["lr"], seed=seed, progress=False, callbacks=callbacks,
+                     kl_warmup_epochs=settings.get("kl_warmup_epochs", 0),
                      **bayes_settings(settings["epochs"]))
     return model, post
 

@@ -271,6 +271,34 @@ def test_scdc_pinwheel_kl_warmup_reaches_the_fit(monkeypatch):
         assert seen.pop() == expected
 
 
+def test_bayes_scdc_face_kl_warmup_reaches_the_fit(monkeypatch):
+    """From ``medium`` on BayesSCDC fits the Face protocol with a KL warm-up of three
+    quarters of its epochs; the protocol passes it to ``BayesSCDC.fit``, and 0 where a
+    scale's settings give none (the pinwheel's, Table 1's, the ``small`` Face's 3 epochs)."""
+    from pyromodels.scdc import BayesSCDC
+
+    seen = []
+
+    def fake_fit(self, o, pairs, **kwargs):
+        seen.append(kwargs["kl_warmup_epochs"])
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(BayesSCDC, "fit", fake_fit)
+    x = np.zeros((10, 4), dtype=np.float32)
+    for scale in ("medium", "paper"):
+        face = reproduction.SCALE_SETTINGS[scale]["face"]["bayes-scdc"]
+        assert face["kl_warmup_epochs"] == 3 * face["epochs"] // 4 == 45
+    cases = [(reproduction.SCALE_SETTINGS["medium"]["face"]["bayes-scdc"], 45),
+             (reproduction.SCALE_SETTINGS["medium"]["pinwheel"]["bayes-scdc"], 0),
+             (reproduction.SCALE_SETTINGS["medium"]["table1"]["bayes-scdc"], 0),
+             (reproduction.SCALE_SETTINGS["small"]["face"]["bayes-scdc"], 0)]
+    for settings, expected in cases:
+        settings = {**settings, "hidden": (4,)}
+        with pytest.raises(RuntimeError, match="stop"):
+            protocols.fit_bayes_labels(x, None, num_clusters=3, settings=settings, seed=0)
+        assert seen.pop() == expected
+
+
 def test_table1_bayes_scdc_networks_take_the_papers_step(monkeypatch):
     """Table 1's BayesSCDC trains its 2 x 500 networks at the paper's step 1e-3, as SCDC's
     there (the pinwheel's 0.01 collapses the MNIST recognition network), and the protocol
