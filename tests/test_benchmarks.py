@@ -182,6 +182,7 @@ def test_discovery_and_duplicate_labels(bench):
         "benchmarks.bench_ds_partial_fit",
         "benchmarks.bench_inference_data",
         "benchmarks.bench_ltvae",
+        "benchmarks.bench_parallel_runs",
         "benchmarks.bench_reference_mixture",
         "benchmarks.bench_scdc",
         "benchmarks.bench_scdc_pairwise",
