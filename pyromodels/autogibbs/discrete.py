@@ -1,0 +1,106 @@
+"""Gibbs updates of discrete sites by enumerating their support in the model's log density.
+
+Plate-vectorised: with every element of a site set to the same support value ``v``, the log
+density terms of the sites that change with it (their ``log_prob`` tensors, not summed over the
+plate) give each element's unnormalised conditional at ``v``; ``K`` evaluations of the model
+update all ``N`` elements, ``O(N K)`` work. This is exact when the elements are conditionally
+independent given the rest, that is when every term that changes with the site is indexed by
+the site's own plate dimensions; otherwise (:func:`element_logits` returns ``None``) the update
+goes element by element, ``O(N^2 K)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+import torch
+
+from ..conjugate import sample_categorical
+from .trace import element_index, element_log_density, log_joint
+
+__all__ = ["DiscreteUpdate", "element_logits", "brute_force_logits"]
+
+logger = logging.getLogger(__name__)
+
+
+def brute_force_logits(model, args, kwargs, state: dict, site: str, index: tuple,
+                       support: torch.Tensor) -> torch.Tensor:
+    """The log joint with element ``index`` of ``site`` set to each support value (``(K,)``)."""
+    out = []
+    for v in support.tolist():
+        value = state[site].clone()
+        value[index] = v
+        out.append(log_joint(model, args, kwargs, {**state, site: value}).to(torch.float64))
+    return torch.stack(out)
+
+
+class DiscreteUpdate:
+    """The update of one discrete site (a picklable callable for a
+    :class:`~pyromodels.core.GibbsBlock`).
+
+    Args:
+        model: the Pyro program.
+        site: the site's name.
+        support: its support values, ``(K,)``.
+        vectorised: update all elements at once (else element by element).
+        verify: on the first call, compare the vectorised conditional of two random elements
+            with brute-force enumeration of the joint, and fall back to element by element
+            (with a warning naming the site) on a mismatch.
+    """
+
+    def __init__(self, model, site: str, support: torch.Tensor, vectorised: bool, verify: bool = True):
+        self.model, self.site, self.support = model, site, support
+        self.vectorised, self.verify = vectorised, verify
+
+    def __call__(self, state: dict, data, generator: torch.Generator) -> dict:
+        args, kwargs = data.args, data.kwargs
+        if self.vectorised:
+            logits = element_logits(self.model, args, kwargs, state, self.site, self.support)
+            if logits is None:
+                self._fall_back("its elements are not conditionally independent")
+            elif self.verify and not self.agrees(logits, state, args, kwargs, generator):
+                self._fall_back("the vectorised conditional differs from brute-force enumeration")
+            else:
+                self.verify = False
+                draw = sample_categorical(logits, generator)
+                return {self.site: self.support[draw].to(state[self.site].dtype)}
+        return {self.site: self._sequential(state, args, kwargs, generator)}
+
+    def _fall_back(self, why: str) -> None:
+        warnings.warn(f"site {self.site!r}: {why}; updating it element by element instead",
+                      RuntimeWarning, stacklevel=3)
+        self.vectorised = False
+
+    def agrees(self, logits, state, args, kwargs, generator) -> bool:
+        """Whether ``logits`` match brute-force enumeration of the joint at two random elements."""
+        shape = state[self.site].shape
+        n = max(1, shape.numel())
+        for _ in range(min(2, n)):
+            flat = int(torch.randint(0, n, (), generator=generator))
+            index = element_index(flat, shape)
+            exact = brute_force_logits(self.model, args, kwargs, state, self.site, index, self.support)
+            mine = logits[index] if shape else logits
+            if not torch.allclose(torch.log_softmax(mine, -1), torch.log_softmax(exact, -1),
+                                  rtol=1e-6, atol=1e-8):
+                return False
+        return True
+
+    def _sequential(self, state, args, kwargs, generator) -> torch.Tensor:
+        value = state[self.site].clone()
+        shape = value.shape
+        for flat in range(max(1, shape.numel())):
+            index = element_index(flat, shape)
+            logits = brute_force_logits(self.model, args, kwargs, {**state, self.site: value},
+                                        self.site, index, self.support)
+            value[index] = self.support[sample_categorical(logits, generator)].to(value.dtype)
+        return value
+
+
+def element_logits(model, args, kwargs, state: dict, site: str, support: torch.Tensor):
+    """Each element's log conditional at each support value, ``(*shape, K)``, from ``K``
+    evaluations of the model; ``None`` when the elements are not conditionally independent."""
+    value = state[site]
+    out = element_log_density(model, args, kwargs, state, site,
+                              [torch.full_like(value, v) for v in support.tolist()], value.shape)
+    return None if out is None else out.movedim(0, -1)

@@ -1,0 +1,197 @@
+"""Conjugate updates read off the model's log density.
+
+The log full conditional of a site whose prior is an exponential family, with children that
+make it conjugate, is linear in the family's sufficient statistics ``T(x)``:
+``log p(x | rest) = c . T(x) + const``. Evaluating the model's log density at ``p + 1`` values of
+the site gives ``c`` and the constant by one linear solve (batched over the elements when the
+site sits in a plate); one more value checks the linearity. A failed check means the site is
+not conjugate in this model. The posterior's parameters follow from ``c``:
+
+======================  ====================  ===========================================
+prior                   ``T(x)``              posterior from ``c``
+======================  ====================  ===========================================
+Beta                    log x, log(1 - x)     Beta(c_0 + 1, c_1 + 1)
+Gamma (shape, rate)     log x, x              Gamma(c_0 + 1, -c_1)
+Normal                  x, x^2                Normal(-c_0 / (2 c_1), (-2 c_1)^(-1/2))
+Dirichlet               log x_1..log x_D      Dirichlet(c + 1)
+======================  ====================  ===========================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyro.distributions as dist
+import torch
+
+from ..conjugate import sample_beta, sample_dirichlet, sample_gamma, sample_normal
+from .trace import element_index, element_log_density, log_joint
+
+__all__ = ["FAMILIES", "Family", "family_of", "posterior_params", "ConjugateUpdate", "NotConjugate"]
+
+
+class NotConjugate(ValueError):
+    """The site's log conditional is not linear in its prior's sufficient statistics."""
+
+
+@dataclass(frozen=True)
+class Family:
+    """An exponential family as read off a log density.
+
+    Attributes:
+        name: the prior's distribution name.
+        features: ``T(x)``: ``(..., *event) -> (..., p)``.
+        points: ``(event) -> (p + 2, *event)`` values of the site in its support: ``p + 1`` for
+            the solve and the last for the linearity check.
+        params: ``c (..., p) -> {name: tensor}`` the posterior's parameters.
+        valid: ``params -> bool tensor`` whether they define a proper distribution.
+        make: ``params -> torch distribution`` of the posterior (for the check).
+        sample: ``(params, generator) -> draw``.
+    """
+
+    name: str
+    features: object
+    points: object
+    params: object
+    valid: object
+    make: object
+    sample: object
+
+
+def _scalar_points(*xs):
+    return lambda event, ref: torch.tensor(xs, dtype=torch.float64, device=ref.device)
+
+
+def _dirichlet_points(event, ref):
+    d = event[-1]
+    eye = torch.eye(d, dtype=torch.float64, device=ref.device)
+    uniform = torch.full((1, d), 1.0 / d, dtype=torch.float64, device=ref.device)
+    check = torch.arange(1, d + 1, dtype=torch.float64, device=ref.device)
+    return torch.cat([uniform, 0.5 * uniform + 0.5 * eye, (check / check.sum())[None]])
+
+
+FAMILIES = {
+    dist.Beta: Family(
+        "Beta", lambda x: torch.stack([x.log(), torch.log1p(-x)], -1), _scalar_points(0.2, 0.5, 0.7, 0.35),
+        lambda c: {"concentration1": c[..., 0] + 1, "concentration0": c[..., 1] + 1},
+        lambda p: (p["concentration1"] > 0) & (p["concentration0"] > 0),
+        lambda p: dist.Beta(p["concentration1"], p["concentration0"]),
+        lambda p, g: sample_beta(p["concentration1"], p["concentration0"], g)),
+    dist.Gamma: Family(
+        "Gamma", lambda x: torch.stack([x.log(), x], -1), _scalar_points(0.5, 1.0, 2.0, 3.0),
+        lambda c: {"concentration": c[..., 0] + 1, "rate": -c[..., 1]},
+        lambda p: (p["concentration"] > 0) & (p["rate"] > 0),
+        lambda p: dist.Gamma(p["concentration"], p["rate"]),
+        lambda p, g: sample_gamma(p["concentration"], g) / p["rate"]),
+    dist.Normal: Family(
+        "Normal", lambda x: torch.stack([x, x * x], -1), _scalar_points(-1.0, 0.0, 1.0, 2.0),
+        lambda c: {"loc": -c[..., 0] / (2 * c[..., 1]), "scale": (-2 * c[..., 1]).clamp_min(0).rsqrt()},
+        lambda p: torch.isfinite(p["scale"]) & (p["scale"] > 0),
+        lambda p: dist.Normal(p["loc"], p["scale"]),
+        lambda p, g: sample_normal(p["loc"], p["scale"], g)),
+    dist.Dirichlet: Family(
+        "Dirichlet", lambda x: x.log(), _dirichlet_points,
+        lambda c: {"concentration": c + 1},
+        lambda p: (p["concentration"] > 0).all(-1),
+        lambda p: dist.Dirichlet(p["concentration"]),
+        lambda p, g: sample_dirichlet(p["concentration"], g)),
+}
+
+
+def family_of(fn) -> Family | None:
+    """The :class:`Family` of a site's distribution, or ``None`` for one this increment does
+    not read (only these exact classes; a Normal must be univariate)."""
+    family = FAMILIES.get(type(fn))
+    if type(fn) is dist.Normal and fn.event_shape != ():
+        return None
+    return family
+
+
+def _element_values(model, args, kwargs, state, site, points, batch_shape, event_shape):
+    """``(m, *batch_shape)`` log densities at each point, every element set to the same point
+    when the elements separate by plate, else one element at a time."""
+    value = state[site]
+    full = [p.to(value.dtype).expand(tuple(batch_shape) + tuple(event_shape)).clone() for p in points]
+    out = element_log_density(model, args, kwargs, state, site, full, batch_shape)
+    if out is not None:
+        return out
+    out = torch.zeros((len(points),) + tuple(batch_shape), dtype=torch.float64, device=value.device)
+    for flat in range(max(1, batch_shape.numel())):
+        index = element_index(flat, batch_shape)
+        for j, p in enumerate(points):
+            v = value.clone()
+            v[index] = p.to(value.dtype)
+            out[(j,) + index] = log_joint(model, args, kwargs, {**state, site: v}).to(torch.float64)
+    return out
+
+
+def posterior_params(model, args, kwargs, state: dict, site: str, fn) -> dict:
+    """The posterior parameters of ``site`` given the rest of ``state``, read off the model.
+
+    Args:
+        model: the Pyro program; ``args``, ``kwargs``: its arguments.
+        state: a value of every latent site.
+        site: the site's name; ``fn``: its prior distribution (from a trace).
+
+    Raises:
+        NotConjugate: the log density is not linear in the sufficient statistics (or the
+            coefficients do not give a proper posterior).
+    """
+    family = family_of(fn)
+    if family is None:
+        raise NotConjugate(f"site {site!r}: {type(fn).__name__} prior is not a supported family")
+    batch_shape, event_shape = fn.batch_shape, fn.event_shape
+    points = family.points(event_shape, state[site])
+    y = _element_values(model, args, kwargs, state, site, list(points), batch_shape, event_shape)
+    phi = torch.cat([family.features(points), torch.ones(len(points), 1, dtype=torch.float64,
+                                                         device=points.device)], -1)
+    m = phi.shape[1]
+    flat = y.reshape(len(points), -1)
+    coef = torch.linalg.solve(phi[:m], flat[:m])               # (p + 1, elements)
+    predicted = phi[m:] @ coef
+    scale = 1.0 + flat.abs().amax(0)
+    if not bool(((predicted - flat[m:]).abs() <= 1e-7 * scale).all()):
+        raise NotConjugate(f"site {site!r}: its log conditional is not linear in the sufficient "
+                           f"statistics of a {family.name} prior")
+    c = coef[:-1].T.reshape(tuple(batch_shape) + (m - 1,))
+    params = family.params(c)
+    if not bool(family.valid(params).all()):
+        raise NotConjugate(f"site {site!r}: the {family.name} coefficients read off the model do "
+                           f"not give a proper posterior")
+    return params
+
+
+class ConjugateUpdate:
+    """The conjugate update of one site (a picklable callable for a
+    :class:`~pyromodels.core.GibbsBlock`).
+
+    Args:
+        model: the Pyro program.
+        site: the site's name.
+        fn: its prior distribution (from a trace; gives the family and shapes).
+    """
+
+    def __init__(self, model, site: str, fn):
+        self.model, self.site, self.fn = model, site, fn
+
+    def __call__(self, state: dict, data, generator: torch.Generator) -> dict:
+        try:
+            params = posterior_params(self.model, data.args, data.kwargs, state, self.site, self.fn)
+        except NotConjugate as err:
+            raise RuntimeError(f"automatic conjugate update failed: {err}") from err
+        draw = family_of(self.fn).sample(params, generator)
+        return {self.site: draw.to(state[self.site].dtype)}
+
+    def check(self, state: dict, args, kwargs, generator: torch.Generator) -> bool:
+        """Condition-and-score at two draws of the update: the posterior's log density minus
+        the model's log joint must not change."""
+        params = posterior_params(self.model, args, kwargs, state, self.site, self.fn)
+        family = family_of(self.fn)
+        diffs, sizes = [], []
+        for _ in range(2):
+            x = family.sample(params, generator).to(state[self.site].dtype)
+            own = family.make(params).log_prob(x).sum().to(torch.float64)
+            joint = log_joint(self.model, args, kwargs, {**state, self.site: x}).to(torch.float64)
+            diffs.append(float(own - joint))
+            sizes.append(abs(float(joint)))
+        return abs(diffs[0] - diffs[1]) <= 1e-6 * (1.0 + max(sizes))

@@ -1,0 +1,77 @@
+"""Running the plan: :func:`fit_gibbs` (through :func:`~pyromodels.core.run_gibbs`) and
+:class:`AutoGibbs` (a ``pyro.infer.MCMC`` kernel)."""
+
+from __future__ import annotations
+
+from ..core.gibbs import run_gibbs
+from ..core.kernel import GibbsKernel
+from .plan import Plan, plan
+
+__all__ = ["fit_gibbs", "AutoGibbs"]
+
+
+def fit_gibbs(model, *args, overrides: dict | None = None, verify: bool = True,
+              num_samples: int = 500, warmup: int = 500, num_chains: int = 2,
+              seed: int | None = None, progress: bool = True, model_kwargs: dict | None = None,
+              **run_options):
+    """Automatic Gibbs sampling of a Pyro program: :func:`~.plan.plan`, then
+    :func:`~pyromodels.core.run_gibbs` with the plan's sweep.
+
+    Args:
+        model: the Pyro program, called as ``model(*args, **model_kwargs)``.
+        *args: its positional arguments.
+        overrides: ``{site: GibbsBlock}`` for sites the plan cannot update (or to replace one).
+        verify: check every automatic update against the program first (see :mod:`.plan`).
+        num_samples: kept draws per chain.
+        warmup: discarded sweeps per chain.
+        num_chains: chains, each seeded from ``seed``.
+        seed: the fit's seed (``None``: drawn and recorded in the result's ``attrs``).
+        progress: show a progress bar.
+        model_kwargs: the program's keyword arguments.
+        **run_options: other settings of :func:`~pyromodels.core.run_gibbs` (``thin``,
+            ``checkpoint``, ``n_jobs``, ...).
+
+    Returns:
+        A :class:`~pyromodels.core.Posterior`; its ``attrs["plan"]`` is the printed plan.
+
+    Raises:
+        ValueError: a site without an update and no override (naming it), a model without
+            latent sites.
+    """
+    model_kwargs = {} if model_kwargs is None else dict(model_kwargs)
+    chosen = plan(model, *args, overrides=overrides, verify=verify,
+                  seed=0 if seed is None else seed, **model_kwargs)
+    post = run_gibbs(model, chosen.sweep(), *args, num_samples=num_samples, num_warmup=warmup,
+                     num_chains=num_chains, seed=seed, progress=progress,
+                     model_kwargs=model_kwargs, **run_options)
+    post.attrs["plan"] = str(chosen)
+    return post
+
+
+class AutoGibbs(GibbsKernel):
+    """Automatic Gibbs as a ``pyro.infer.mcmc.MCMCKernel``.
+
+    The plan is made from the arguments given here, which must be the ones later passed to
+    ``MCMC.run``; ``print(kernel.plan)`` shows it.
+
+    Args:
+        model: the Pyro program.
+        *args: its positional arguments.
+        overrides: ``{site: GibbsBlock}`` (see :func:`~.plan.plan`).
+        verify: check every automatic update first.
+        seed: the kernel's seed (see :class:`~pyromodels.core.GibbsKernel`).
+        lp: report the log joint in the progress bar.
+        model_kwargs: the program's keyword arguments.
+
+    Example:
+        >>> from pyro.infer import MCMC                                      # doctest: +SKIP
+        >>> kernel = AutoGibbs(mixture, x, seed=0)                           # doctest: +SKIP
+        >>> print(kernel.plan)                                               # doctest: +SKIP
+        >>> MCMC(kernel, num_samples=200, warmup_steps=100).run(x)           # doctest: +SKIP
+    """
+
+    def __init__(self, model, *args, overrides: dict | None = None, verify: bool = True,
+                 seed: int | None = None, lp: bool = False, model_kwargs: dict | None = None):
+        self.plan: Plan = plan(model, *args, overrides=overrides, verify=verify,
+                               seed=0 if seed is None else seed, **(model_kwargs or {}))
+        super().__init__(model, self.plan.sweep(), seed=seed, lp=lp)
