@@ -25,7 +25,7 @@ import pyro.distributions as dist
 import torch
 
 from ..conjugate import sample_beta, sample_dirichlet, sample_gamma, sample_normal
-from .trace import element_index, element_log_density, log_joint
+from .trace import element_index, element_log_density, log_joint, tolerance
 
 __all__ = ["FAMILIES", "Family", "family_of", "posterior_params", "ConjugateUpdate", "NotConjugate"]
 
@@ -150,7 +150,7 @@ def posterior_params(model, args, kwargs, state: dict, site: str, fn) -> dict:
     coef = torch.linalg.solve(phi[:m], flat[:m])               # (p + 1, elements)
     predicted = phi[m:] @ coef
     scale = 1.0 + flat.abs().amax(0)
-    if not bool(((predicted - flat[m:]).abs() <= 1e-7 * scale).all()):
+    if not bool(((predicted - flat[m:]).abs() <= tolerance(state[site].dtype) * scale).all()):
         raise NotConjugate(f"site {site!r}: its log conditional is not linear in the sufficient "
                            f"statistics of a {family.name} prior")
     c = coef[:-1].T.reshape(tuple(batch_shape) + (m - 1,))
@@ -194,4 +194,4 @@ class ConjugateUpdate:
             joint = log_joint(self.model, args, kwargs, {**state, self.site: x}).to(torch.float64)
             diffs.append(float(own - joint))
             sizes.append(abs(float(joint)))
-        return abs(diffs[0] - diffs[1]) <= 1e-6 * (1.0 + max(sizes))
+        return abs(diffs[0] - diffs[1]) <= 10 * tolerance(state[self.site].dtype) * (1.0 + max(sizes))

@@ -12,7 +12,7 @@ from pyro import poutine
 from pyro.poutine.util import site_is_subsample
 
 __all__ = ["trace_model", "latent_sites", "log_terms", "log_joint", "reduce_to_site", "element_log_density",
-           "element_index"]
+           "element_index", "tolerance"]
 
 
 def trace_model(model, args: tuple, kwargs: dict, state: dict | None = None):
@@ -105,3 +105,9 @@ def element_index(flat: int, shape: torch.Size) -> tuple:
     if not shape:
         return ()
     return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), shape))
+
+
+def tolerance(dtype: torch.dtype) -> float:
+    """The relative tolerance of the checks for a model computed in ``dtype``: log densities
+    are compared to this times ``1 + |log joint|`` (float64: 1e-7; lower precisions: 1e-3)."""
+    return 1e-7 if dtype == torch.float64 else 1e-3

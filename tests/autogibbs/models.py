@@ -1,0 +1,68 @@
+"""Small Pyro programs for the automatic Gibbs tests (float64 throughout)."""
+
+import pyro
+import pyro.distributions as dist
+import torch
+
+
+def f64(v):
+    return torch.as_tensor(v, dtype=torch.float64)
+
+
+def beta_binomial(k, n):
+    p = pyro.sample("p", dist.Beta(f64(2.0), f64(3.0)))
+    with pyro.plate("obs", len(k)):
+        pyro.sample("k", dist.Binomial(n, p), obs=k)
+
+
+def beta_bernoulli(y):
+    p = pyro.sample("p", dist.Beta(f64(0.5), f64(1.5)))
+    with pyro.plate("obs", len(y)):
+        pyro.sample("y", dist.Bernoulli(p), obs=y)
+
+
+def gamma_poisson(c):
+    lam = pyro.sample("lam", dist.Gamma(f64(2.0), f64(0.5)))
+    with pyro.plate("obs", len(c)):
+        pyro.sample("c", dist.Poisson(lam), obs=c)
+
+
+def dirichlet_categorical(y):
+    theta = pyro.sample("theta", dist.Dirichlet(f64([1.0, 2.0, 0.5])))
+    with pyro.plate("obs", len(y)):
+        pyro.sample("y", dist.Categorical(theta), obs=y)
+
+
+def mixture(x, num_components=2):
+    w = pyro.sample("w", dist.Dirichlet(torch.ones(num_components, dtype=torch.float64)))
+    with pyro.plate("components", num_components):
+        locs = pyro.sample("locs", dist.Normal(f64(1.0), f64(3.0)))
+    with pyro.plate("data", len(x)):
+        z = pyro.sample("z", dist.Categorical(w))
+        pyro.sample("x", dist.Normal(locs[z], f64(0.7)), obs=x)
+
+
+def coupled(x):
+    """The assignments meet outside their plate (through their sum): not separable."""
+    with pyro.plate("data", len(x)):
+        z = pyro.sample("z", dist.Bernoulli(f64(0.3)))
+        pyro.sample("x", dist.Normal(z, f64(1.0)), obs=x)
+    pyro.sample("total", dist.Normal(z.sum(), f64(0.5)), obs=f64(1.0))
+
+
+def shifted(x):
+    """Each observation reads its neighbour's assignment: plate-shaped, yet not separable."""
+    with pyro.plate("data", len(x)):
+        z = pyro.sample("z", dist.Bernoulli(f64(0.4)))
+        pyro.sample("x", dist.Normal(3.0 * z.roll(1), f64(1.0)), obs=x)
+
+
+def with_lognormal(c):
+    lam = pyro.sample("lam", dist.Gamma(f64(2.0), f64(0.5)))
+    s = pyro.sample("s", dist.LogNormal(f64(0.0), f64(1.0)))
+    with pyro.plate("obs", len(c)):
+        pyro.sample("c", dist.Poisson(lam * s), obs=c)
+
+
+def no_latents(y):
+    pyro.sample("y", dist.Normal(f64(0.0), f64(1.0)), obs=y)

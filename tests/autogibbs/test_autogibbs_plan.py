@@ -1,0 +1,90 @@
+"""The plan: which update each latent site gets, and the errors around it."""
+
+import re
+
+import pytest
+import torch
+
+from pyromodels.autogibbs import AutoGibbs, fit_gibbs, plan
+from pyromodels.core import GibbsBlock
+
+from .models import (
+    beta_binomial,
+    coupled,
+    dirichlet_categorical,
+    f64,
+    mixture,
+    no_latents,
+    shifted,
+    with_lognormal,
+)
+
+
+def test_beta_binomial_plan_is_conjugate():
+    p = plan(beta_binomial, f64([3.0, 5.0]), f64([5.0, 6.0]))
+    assert [(s.site, s.update) for s in p.sites] == [("p", "conjugate")]
+    assert "Beta" in p["p"].reason
+    assert str(p).startswith("p  conjugate    Beta prior")
+
+
+def test_mixture_plan_vectorises_the_assignments():
+    x = f64([-2.0, -1.5, 2.0, 2.5, 0.3])
+    p = plan(mixture, x)
+    assert [(s.site, s.update) for s in p.sites] == [
+        ("w", "conjugate"), ("locs", "conjugate"), ("z", "discrete")]
+    assert "all elements at once over plate shape (5,)" in p["z"].reason
+    assert "Dirichlet" in p["w"].reason and "Normal" in p["locs"].reason
+    assert len(str(p).splitlines()) == 3
+
+
+def test_dirichlet_categorical_plan():
+    p = plan(dirichlet_categorical, torch.tensor([0, 2, 2, 1]))
+    assert [(s.site, s.update) for s in p.sites] == [("theta", "conjugate")]
+
+
+def test_coupled_elements_are_updated_one_by_one():
+    p = plan(coupled, f64([0.2, 1.1, -0.3]))
+    assert p["z"].update == "discrete"
+    assert "element by element" in p["z"].reason
+
+
+def test_verify_mode_catches_a_plate_shaped_but_coupled_site():
+    with pytest.warns(RuntimeWarning, match="site 'z'.*brute-force"):
+        p = plan(shifted, f64([0.1, 2.9, 3.2, -0.4]))
+    assert "element by element (vectorised check failed)" in p["z"].reason
+
+
+def test_model_without_latent_sites_is_an_error():
+    with pytest.raises(ValueError, match="no latent sample sites"):
+        plan(no_latents, f64(0.3))
+
+
+def test_unsupported_site_names_itself_and_the_way_out():
+    c = f64([1.0, 4.0, 2.0])
+    p = plan(with_lognormal, c)
+    assert p["s"].update == "unsupported" and "LogNormal" in p["s"].reason
+    with pytest.raises(ValueError, match=r"'s': LogNormal.*overrides=\{site: GibbsBlock"):
+        fit_gibbs(with_lognormal, c, num_samples=2, warmup=0, num_chains=1, seed=0, progress=False)
+    with pytest.raises(ValueError, match="'s'"):
+        AutoGibbs(with_lognormal, c, seed=0)
+
+
+def test_override_fills_an_unsupported_site():
+    def keep_s(state, data, generator):
+        return {"s": state["s"]}
+
+    block = GibbsBlock("keep s", ("s",), keep_s)
+    post = fit_gibbs(with_lognormal, f64([1.0, 4.0, 2.0]), overrides={"s": block}, num_samples=3,
+                     warmup=1, num_chains=1, seed=0, progress=False, diagnostic_warnings=False)
+    assert post.samples["lam"].shape == (1, 3)
+    assert re.search(r"^s\s+override\s+the user's own block$", post.attrs["plan"], re.M)
+
+
+def test_bad_overrides_are_errors():
+    block = GibbsBlock("b", ("nope",), lambda s, d, g: {})
+    with pytest.raises(ValueError, match="overrides names 'nope'"):
+        plan(beta_binomial, f64([1.0]), f64([2.0]), overrides={"nope": block})
+    with pytest.raises(TypeError, match=r"overrides\['p'\] must be a GibbsBlock"):
+        plan(beta_binomial, f64([1.0]), f64([2.0]), overrides={"p": "block"})
+    with pytest.raises(TypeError, match="model must be a Pyro program"):
+        plan(3)
