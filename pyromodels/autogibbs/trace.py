@@ -86,11 +86,12 @@ def element_log_density(model, args, kwargs, state: dict, site: str, values: lis
     change across ``values`` enter; ``None`` when one of them is not indexed by the site's plates
     (the elements are then not conditionally independent given the rest)."""
     per_value = [log_terms(model, args, kwargs, {**state, site: v}) for v in values]
-    device = values[0].device
+    current = log_terms(model, args, kwargs, state)  # a mixed value too: a term of a sum of
+    device = values[0].device                          # the elements can tie on equal values
     out = torch.zeros((len(values),) + tuple(batch_shape), dtype=torch.float64, device=device)
     for name in per_value[0]:
         terms = [t[name] for t in per_value]
-        if all(torch.equal(terms[0], t) for t in terms[1:]):
+        if all(torch.equal(current[name], t) for t in terms):
             continue  # does not change with the site: cancels in the conditional
         for k, lp in enumerate(terms):
             reduced = reduce_to_site(lp.to(torch.float64), batch_shape)

@@ -64,5 +64,11 @@ def with_lognormal(c):
         pyro.sample("c", dist.Poisson(lam * s), obs=c)
 
 
+def squared_rate(c):
+    lam = pyro.sample("lam", dist.Gamma(f64(2.0), f64(0.5)))
+    with pyro.plate("obs", len(c)):
+        pyro.sample("c", dist.Poisson(lam * lam), obs=c)
+
+
 def no_latents(y):
     pyro.sample("y", dist.Normal(f64(0.0), f64(1.0)), obs=y)

@@ -16,6 +16,7 @@ from .models import (
     mixture,
     no_latents,
     shifted,
+    squared_rate,
     with_lognormal,
 )
 
@@ -88,3 +89,9 @@ def test_bad_overrides_are_errors():
         plan(beta_binomial, f64([1.0]), f64([2.0]), overrides={"p": "block"})
     with pytest.raises(TypeError, match="model must be a Pyro program"):
         plan(3)
+
+
+def test_non_linear_conditional_is_unsupported_with_the_reason():
+    p = plan(squared_rate, f64([1.0, 4.0]))
+    assert p["lam"].update == "unsupported"
+    assert "not linear in the sufficient statistics of a Gamma prior" in p["lam"].reason
