@@ -169,12 +169,19 @@ class ConjugateUpdate:
         model: the Pyro program.
         site: the site's name.
         fn: its prior distribution (from a trace; gives the family and shapes).
+        verify: on the first call, check the update by :meth:`check` and raise a
+            ``RuntimeError`` naming the site when it fails.
     """
 
-    def __init__(self, model, site: str, fn):
-        self.model, self.site, self.fn = model, site, fn
+    def __init__(self, model, site: str, fn, verify: bool = True):
+        self.model, self.site, self.fn, self.verify = model, site, fn, verify
 
     def __call__(self, state: dict, data, generator: torch.Generator) -> dict:
+        if self.verify:
+            if not self.check(state, data.args, data.kwargs, generator):
+                raise RuntimeError(f"site {self.site!r}: its conjugate update failed condition-and-"
+                                   f"score at the first sweep; pass your own block in overrides=")
+            self.verify = False
         try:
             params = posterior_params(self.model, data.args, data.kwargs, state, self.site, self.fn)
         except NotConjugate as err:

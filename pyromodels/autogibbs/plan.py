@@ -12,10 +12,12 @@ program order:
 * anything else is ``"unsupported"`` in this increment, with the reason.
 
 With ``verify=True`` (the default) every automatic update is checked at the traced state
-before it is trusted: a vectorised discrete conditional against brute-force enumeration of the
-joint for two random elements (a mismatch falls back to element by element), a conjugate
-posterior by condition-and-score at two of its draws (a mismatch makes the site unsupported);
-each fallback warns, naming the site.
+before it is trusted, and again at its first sweep: a vectorised discrete conditional against
+brute-force enumeration of the joint for two random elements (a mismatch falls back to
+element by element), a conjugate posterior by condition-and-score at two of its draws (a
+mismatch makes the site unsupported);
+each fallback warns, naming the site. A conjugate update that fails at its first sweep stops
+the run with a ``RuntimeError`` naming the site.
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ class Plan:
 def _discrete(model, args, kwargs, state, name, site, verify, gen) -> SitePlan:
     fn = site["fn"]
     support = fn.enumerate_support(expand=False).reshape(-1)
-    update = DiscreteUpdate(model, name, support, vectorised=True, verify=False)
+    update = DiscreteUpdate(model, name, support, vectorised=True, verify=verify)
     logits = element_logits(model, args, kwargs, state, name, support)
     k = f"{len(support)} values"
     if logits is None:
@@ -115,7 +117,7 @@ def _conjugate(model, args, kwargs, state, name, site, verify, gen) -> SitePlan:
         posterior_params(model, args, kwargs, state, name, fn)
     except NotConjugate as err:
         return SitePlan(name, "unsupported", f"{err} (unsupported in this increment)")
-    update = ConjugateUpdate(model, name, fn)
+    update = ConjugateUpdate(model, name, fn, verify=verify)
     if verify and not update.check(state, args, kwargs, gen):
         warnings.warn(f"site {name!r}: its conjugate {family.name} update failed condition-and-"
                       f"score; leaving it unsupported", RuntimeWarning, stacklevel=3)

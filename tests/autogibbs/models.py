@@ -70,5 +70,13 @@ def squared_rate(c):
         pyro.sample("c", dist.Poisson(lam * lam), obs=c)
 
 
+def coupled_means(y):
+    """Two Normal means seen only through their sum: each is conjugate given the other, but
+    the two are not independent, so drawing both at once from those conditionals is wrong."""
+    with pyro.plate("pair", 2):
+        m = pyro.sample("m", dist.Normal(f64(0.0), f64(1.0)))
+    pyro.sample("y", dist.Normal(m.sum(), f64(0.5)), obs=y)
+
+
 def no_latents(y):
     pyro.sample("y", dist.Normal(f64(0.0), f64(1.0)), obs=y)

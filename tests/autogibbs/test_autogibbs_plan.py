@@ -2,15 +2,20 @@
 
 import re
 
+import pyro.distributions as dist
 import pytest
 import torch
 
 from pyromodels.autogibbs import AutoGibbs, fit_gibbs, plan
+from pyromodels.autogibbs.exponential import ConjugateUpdate
 from pyromodels.core import GibbsBlock
+from pyromodels.core.bound import ModelArgs
+from pyromodels.core.seeding import make_generator
 
 from .models import (
     beta_binomial,
     coupled,
+    coupled_means,
     dirichlet_categorical,
     f64,
     mixture,
@@ -95,3 +100,15 @@ def test_non_linear_conditional_is_unsupported_with_the_reason():
     p = plan(squared_rate, f64([1.0, 4.0]))
     assert p["lam"].update == "unsupported"
     assert "not linear in the sufficient statistics of a Gamma prior" in p["lam"].reason
+
+
+def test_verify_mode_refuses_a_conjugate_update_of_coupled_elements():
+    with pytest.warns(RuntimeWarning, match="site 'm'.*condition-and-score"):
+        p = plan(coupled_means, f64(1.3))
+    assert p["m"].update == "unsupported" and "failed the check" in p["m"].reason
+
+
+def test_a_conjugate_update_that_fails_at_its_first_sweep_stops_the_run():
+    update = ConjugateUpdate(coupled_means, "m", dist.Normal(f64(0.0), f64(1.0)).expand([2]))
+    with pytest.raises(RuntimeError, match="site 'm'.*first sweep"):
+        update({"m": f64([0.3, -0.2])}, ModelArgs((f64(1.3),), {}), make_generator(0))
