@@ -17,6 +17,7 @@ import warnings
 import torch
 
 from ..conjugate import sample_categorical
+from ..core.seeding import make_generator
 from .trace import element_index, element_log_density, log_joint, tolerance
 
 __all__ = ["DiscreteUpdate", "element_logits", "brute_force_logits"]
@@ -46,7 +47,8 @@ class DiscreteUpdate:
         vectorised: update all elements at once (else element by element).
         verify: on the first call, compare the vectorised conditional of two random elements
             with brute-force enumeration of the joint, and fall back to element by element
-            (with a warning naming the site) on a mismatch.
+            (with a warning naming the site) on a mismatch. The check draws from its own
+            generator, so the chain's draws do not depend on whether it ran.
     """
 
     def __init__(self, model, site: str, support: torch.Tensor, vectorised: bool, verify: bool = True):
@@ -59,7 +61,8 @@ class DiscreteUpdate:
             logits = element_logits(self.model, args, kwargs, state, self.site, self.support)
             if logits is None:
                 self._fall_back("its elements are not conditionally independent")
-            elif self.verify and not self.agrees(logits, state, args, kwargs, generator):
+            elif self.verify and not self.agrees(logits, state, args, kwargs,
+                                                 make_generator(0, logits.device)):
                 self._fall_back("the vectorised conditional differs from brute-force enumeration")
             else:
                 self.verify = False

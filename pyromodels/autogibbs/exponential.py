@@ -25,6 +25,7 @@ import pyro.distributions as dist
 import torch
 
 from ..conjugate import sample_beta, sample_dirichlet, sample_gamma, sample_normal
+from ..core.seeding import make_generator
 from .trace import element_index, element_log_density, log_joint, tolerance
 
 __all__ = ["FAMILIES", "Family", "family_of", "posterior_params", "ConjugateUpdate", "NotConjugate"]
@@ -178,7 +179,8 @@ class ConjugateUpdate:
 
     def __call__(self, state: dict, data, generator: torch.Generator) -> dict:
         if self.verify:
-            if not self.check(state, data.args, data.kwargs, generator):
+            own = make_generator(0, state[self.site].device)  # leaves the chain's stream alone
+            if not self.check(state, data.args, data.kwargs, own):
                 raise RuntimeError(f"site {self.site!r}: its conjugate update failed condition-and-"
                                    f"score at the first sweep; pass your own block in overrides=")
             self.verify = False
