@@ -92,7 +92,11 @@ class Plan:
 
 def _discrete(model, args, kwargs, state, name, site, verify, gen) -> SitePlan:
     fn = site["fn"]
-    support = fn.enumerate_support(expand=False).reshape(-1)
+    try:
+        support = fn.enumerate_support(expand=False).reshape(-1)
+    except (NotImplementedError, ValueError, RuntimeError) as err:
+        return SitePlan(name, "unsupported", f"{type(fn).__name__} support differs between elements "
+                        f"({err}) (unsupported in this increment)")
     update = DiscreteUpdate(model, name, support, vectorised=True, verify=verify)
     logits = element_logits(model, args, kwargs, state, name, support)
     k = f"{len(support)} values"

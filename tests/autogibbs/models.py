@@ -78,5 +78,11 @@ def coupled_means(y):
     pyro.sample("y", dist.Normal(m.sum(), f64(0.5)), obs=y)
 
 
+def uneven_binomial(y):
+    with pyro.plate("obs", 2):
+        k = pyro.sample("k", dist.Binomial(f64([3.0, 5.0]), f64(0.5)))
+        pyro.sample("y", dist.Normal(k, f64(1.0)), obs=y)
+
+
 def no_latents(y):
     pyro.sample("y", dist.Normal(f64(0.0), f64(1.0)), obs=y)

@@ -22,6 +22,7 @@ from .models import (
     no_latents,
     shifted,
     squared_rate,
+    uneven_binomial,
     with_lognormal,
 )
 
@@ -112,3 +113,8 @@ def test_a_conjugate_update_that_fails_at_its_first_sweep_stops_the_run():
     update = ConjugateUpdate(coupled_means, "m", dist.Normal(f64(0.0), f64(1.0)).expand([2]))
     with pytest.raises(RuntimeError, match="site 'm'.*first sweep"):
         update({"m": f64([0.3, -0.2])}, ModelArgs((f64(1.3),), {}), make_generator(0))
+
+
+def test_discrete_site_with_uneven_support_is_unsupported():
+    p = plan(uneven_binomial, f64([1.0, 4.0]))
+    assert p["k"].update == "unsupported" and "support differs between elements" in p["k"].reason
