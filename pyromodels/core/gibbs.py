@@ -19,7 +19,7 @@ from .checkpoint import chain_checkpoints, check_shapes
 from .device import resolve_device
 from .diagnostic_warnings import label_switch_attrs, warn_sampling_problems
 from .entry import engine_entry
-from .parallel import check_n_jobs, resolve_n_jobs, run_jobs
+from .parallel import check_n_jobs, in_run_order, resolve_n_jobs, run_jobs
 from .posterior import Posterior, make_attrs, stack_chains
 from .progress import check_callbacks, progress_bar, run_callbacks
 from .seeding import derive_seed, make_generator, resolve_seed
@@ -268,25 +268,21 @@ def run_gibbs(
     tasks = [(c, derive_seed(seed, "chain", c), saved if c == first else None,
               commit_chain(c) if ckpt.enabled and workers == 1 else None)
              for c in range(first, num_chains)]
-    finished: dict[int, dict] = {}
 
-    def on_result(index, out):  # with several workers: checkpoint the finished chains in order
-        finished[index] = out
-        while len(chains) - first in finished:
-            out = finished.pop(len(chains) - first)
-            if ckpt.enabled and workers > 1:
-                ckpt.commit(len(chains) + 1, _snapshot(
-                    len(chains), out["done"], out["state"], out["generator"],
-                    {k: list(v) for k, v in out["samples"].items()}, out["lp"].tolist(),
-                    out["stopped"], chains, lps, num_samples))
-                ckpt.write()
-            chains.append(out["samples"])
-            lps.append(out["lp"])
+    def keep(out):  # in chain order; with several workers the chain is checkpointed here
+        if ckpt.enabled and workers > 1:
+            ckpt.commit(len(chains) + 1, _snapshot(
+                len(chains), out["done"], out["state"], out["generator"],
+                {k: list(v) for k, v in out["samples"].items()}, out["lp"].tolist(),
+                out["stopped"], chains, lps, num_samples))
+            ckpt.write()
+        chains.append(out["samples"])
+        lps.append(out["lp"])
 
     with ckpt.guard():
         run_jobs(_gibbs_chain, tasks, n_jobs=n_jobs, shared=shared, progress=progress,
                  desc="gibbs chains", labels=[f"chain {t[0]}" for t in tasks],
-                 on_result=on_result)
+                 on_result=in_run_order(keep))
     ckpt.write()
     n = min(len(v) for v in lps)
     chains = [{k: v[:n] for k, v in c.items()} for c in chains]

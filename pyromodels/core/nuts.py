@@ -23,7 +23,7 @@ from .device import cuda_devices, resolve_device
 from .diagnostic_warnings import label_switch_attrs, warn_sampling_problems
 from .entry import engine_entry
 from .enumeration import marginal_log_joint, sample_discrete
-from .parallel import check_n_jobs, resolve_n_jobs, run_jobs
+from .parallel import check_n_jobs, in_run_order, resolve_n_jobs, run_jobs
 from .posterior import Posterior, make_attrs
 from .progress import progress_bar
 from .seeding import derive_seed, make_generator, resolve_seed, seeded
@@ -177,22 +177,18 @@ def run_nuts(
               saved if saved is not None and c == saved["chain"] else None,
               commit_chain(c) if ckpt.enabled and workers == 1 else None)
              for c in range(first, num_chains)]
-    finished: dict[int, dict] = {}
 
-    def on_result(index, out):  # with several workers: checkpoint the finished chains in order
-        finished[index] = out
-        while len(chains) - first in finished:
-            out = finished.pop(len(chains) - first)
-            if shared["final_state"]:
-                ckpt.commit(len(chains) + 1, (len(chains), *out.pop("final"), list(chains),
-                                              num_samples))
-                ckpt.write()
-            chains.append(out)
+    def keep(out):  # in chain order; with several workers the chain is checkpointed here
+        if shared["final_state"]:
+            ckpt.commit(len(chains) + 1, (len(chains), *out.pop("final"), list(chains),
+                                          num_samples))
+            ckpt.write()
+        chains.append(out)
 
     with ckpt.guard():
         run_jobs(_nuts_chain, tasks, n_jobs=n_jobs, shared=shared, progress=progress,
                  desc="nuts chains", labels=[f"chain {t[0]}" for t in tasks],
-                 on_result=on_result)
+                 on_result=in_run_order(keep))
     ckpt.write()
     per_chain = [ch["samples"] for ch in chains]
     energy = [ch["energy"] for ch in chains]

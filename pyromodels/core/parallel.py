@@ -70,7 +70,7 @@ import numpy as np
 from ..checks import check_bool
 from .progress import bars_drawn, progress_bar
 
-__all__ = ["check_n_jobs", "resolve_n_jobs", "configured_n_jobs", "run_jobs"]
+__all__ = ["check_n_jobs", "resolve_n_jobs", "configured_n_jobs", "run_jobs", "in_run_order"]
 
 _DEPTH = 4  # how deep shared data are searched for tensors
 
@@ -196,6 +196,31 @@ def _report(bar, lines: bool, desc: str, label: str, finished: int, total: int) 
     bar.update()
     if lines:
         print(f"{desc}: {label} finished ({finished}/{total})", file=sys.stderr, flush=True)
+
+
+def in_run_order(handle: Callable) -> Callable:
+    """An ``on_result`` for :func:`run_jobs` that passes each result to ``handle(result)`` in
+    the runs' order, holding back those that finish before an earlier run: a checkpoint of
+    chains must hold a prefix of them.
+
+    Example:
+        >>> seen = []
+        >>> on_result = in_run_order(seen.append)
+        >>> for index, result in [(1, "b"), (0, "a"), (2, "c")]:
+        ...     on_result(index, result)
+        >>> seen
+        ['a', 'b', 'c']
+    """
+    pending: dict[int, object] = {}
+    position = [0]
+
+    def on_result(index: int, result) -> None:
+        pending[index] = result
+        while position[0] in pending:
+            handle(pending.pop(position[0]))
+            position[0] += 1
+
+    return on_result
 
 
 def run_jobs(func: Callable, tasks: Sequence, *, n_jobs: int | None = None, shared=None,
