@@ -21,7 +21,7 @@ from .idmaps import (
     to_numpy,
 )
 
-__all__ = ["MissingColumnError", "check_columns", "item_column", "factorize_column",
+__all__ = ["MissingColumnError", "check_columns", "require_columns", "item_column", "factorize_column",
            "count_labels", "labelled_cells", "LabelCodes", "IdMaps"]
 
 
@@ -30,6 +30,19 @@ class MissingColumnError(KeyError, ValueError):
     ``KeyError``, what pandas and crowd-kit raise for a missing column."""
 
     __str__ = ValueError.__str__  # the message itself, not KeyError's quoted repr
+
+
+def require_columns(columns: dict[str, str], available) -> None:
+    """Raise :class:`MissingColumnError` unless every column in ``columns`` (``{argument
+    name: column name}``) is among ``available`` (a table's columns), naming the missing
+    ones, the table's columns and the arguments that choose them."""
+    missing = {arg: col for arg, col in columns.items() if col not in available}
+    if missing:
+        hint = ", ".join(f"{arg}=" for arg in missing)
+        raise MissingColumnError(
+            f"df is missing column(s) {list(missing.values())}; it has {list(available)}. "
+            f"Name the right columns with {hint}"
+        )
 
 
 def check_columns(df, columns: dict[str, str], allow_empty: bool = False) -> None:
@@ -43,13 +56,7 @@ def check_columns(df, columns: dict[str, str], allow_empty: bool = False) -> Non
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
-    missing = {arg: col for arg, col in columns.items() if col not in df.columns}
-    if missing:
-        hint = ", ".join(f"{arg}=" for arg in missing)
-        raise MissingColumnError(
-            f"df is missing column(s) {list(missing.values())}; it has {list(df.columns)}. "
-            f"Name the right columns with {hint}"
-        )
+    require_columns(columns, df.columns)
     doubled = sorted({col for col in columns.values() if int((df.columns == col).sum()) > 1})
     if doubled:
         raise ValueError(

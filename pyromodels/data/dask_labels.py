@@ -27,7 +27,7 @@ import sys
 
 import pandas as pd
 
-from .columns import LabelCodes, MissingColumnError, factorize_column
+from .columns import LabelCodes, factorize_column, require_columns
 from .idmaps import as_id_index, check_id_kinds, check_no_missing, encode_ids, factorize_ids
 
 __all__ = ["is_dask_source", "read_labels", "distributed_index", "class_index", "group_items",
@@ -69,13 +69,7 @@ def read_labels(source, columns: dict[str, str]):
     ``{"task": "task"}``); a missing column raises
     :class:`~pyromodels.data.columns.MissingColumnError` naming the argument."""
     ddf = _read_path(os.fspath(source)) if isinstance(source, (str, os.PathLike)) else source
-    missing = {arg: col for arg, col in columns.items() if col not in ddf.columns}
-    if missing:
-        hint = ", ".join(f"{arg}=" for arg in missing)
-        raise MissingColumnError(
-            f"df is missing column(s) {list(missing.values())}; it has {list(ddf.columns)}. "
-            f"Name the right columns with {hint}"
-        )
+    require_columns(columns, ddf.columns)
     return ddf[list(dict.fromkeys(columns.values()))]
 
 

@@ -81,6 +81,7 @@ from ..nn.mlp import check_dims
 from .bayes_elbo import WORKER_SCALINGS, BayesLocalStep, NetworkObservation
 from .bayes_start import GLOBAL_INITS
 from .data import SCDCData, id_coords, prepare_scdc
+from .elbo import check_kl_warmup
 from .links import worker_weights
 from .vmp import SCHEDULES, Z_INITS, LocalPosterior, global_means, run_vmp
 
@@ -355,13 +356,7 @@ class BayesSCDC:
         warmup_epochs = check_int(warmup_epochs, "warmup_epochs", minimum=0)
         global_init = check_in(global_init, "global_init", GLOBAL_INITS)
         start_iterations = check_int(start_iterations, "start_iterations", minimum=1)
-        kl_warmup_epochs = check_int(kl_warmup_epochs, "kl_warmup_epochs", minimum=0)
-        if kl_warmup_epochs and kl_warmup_epochs >= num_epochs:
-            raise ValueError(f"kl_warmup_epochs must be below num_epochs ({num_epochs}) so that "
-                             f"the fit ends on the ELBO itself, got {kl_warmup_epochs}")
-        if kl_warmup_epochs and resume is not None:
-            raise ValueError("kl_warmup_epochs cannot be combined with resume (the warm-up's "
-                             "weight is not part of a checkpoint)")
+        kl_warmup_epochs = check_kl_warmup(kl_warmup_epochs, num_epochs, resume)
         num_samples = check_int(num_samples, "num_samples", minimum=0)
         diagnostic_warnings = check_bool(diagnostic_warnings, "diagnostic_warnings")
         data = prepare_scdc(o, pairs, likelihood=self.likelihood, batch_size=batch_size,

@@ -22,7 +22,9 @@ from collections.abc import Callable
 import torch
 from pyro.infer import TraceEnum_ELBO
 
-__all__ = ["RelationalELBO", "KLWarmup"]
+from ..checks import check_int
+
+__all__ = ["RelationalELBO", "KLWarmup", "check_kl_warmup"]
 
 
 class KLWarmup:
@@ -93,3 +95,17 @@ class RelationalELBO(TraceEnum_ELBO):
         if self.warmup is not None:
             self.warmup.advance()
         return float(loss.detach())
+
+
+def check_kl_warmup(kl_warmup_epochs, num_epochs: int, resume) -> int:
+    """``kl_warmup_epochs`` checked for a fit of ``num_epochs``: a whole number below
+    ``num_epochs``, so that the fit ends on the ELBO itself, and 0 when the fit resumes (the
+    warm-up's progress is not part of a checkpoint)."""
+    kl_warmup_epochs = check_int(kl_warmup_epochs, "kl_warmup_epochs", minimum=0)
+    if kl_warmup_epochs and kl_warmup_epochs >= num_epochs:
+        raise ValueError(f"kl_warmup_epochs must be below num_epochs ({num_epochs}) so that "
+                         f"the fit ends on the ELBO itself, got {kl_warmup_epochs}")
+    if kl_warmup_epochs and resume is not None:
+        raise ValueError("kl_warmup_epochs cannot be combined with resume (the warm-up's "
+                         "progress is not part of a checkpoint); resume a fit without it")
+    return kl_warmup_epochs

@@ -98,7 +98,7 @@ from ..nn.amortized import (
 from ..nn.mlp import check_dims
 from ..nn.param_network import ParamNetwork
 from .data import SCDCData, id_coords, prepare_scdc, steps_per_epoch
-from .elbo import KLWarmup, RelationalELBO
+from .elbo import KLWarmup, RelationalELBO, check_kl_warmup
 from .links import co_cluster_probability, link_log_prob, logit_worker_logs, worker_weights
 
 __all__ = ["SCDC"]
@@ -358,14 +358,8 @@ class SCDC(Model):
         """
         check_in(method, "method", self.engines)
         num_epochs = check_int(num_epochs, "num_epochs", minimum=1)
-        kl_warmup_epochs = check_int(kl_warmup_epochs, "kl_warmup_epochs", minimum=0)
+        kl_warmup_epochs = check_kl_warmup(kl_warmup_epochs, num_epochs, resume)
         diagnostic_warnings = check_bool(diagnostic_warnings, "diagnostic_warnings")
-        if kl_warmup_epochs and kl_warmup_epochs >= num_epochs:
-            raise ValueError(f"kl_warmup_epochs must be below num_epochs ({num_epochs}) so that "
-                             f"the fit ends on the ELBO itself, got {kl_warmup_epochs}")
-        if kl_warmup_epochs and resume is not None:
-            raise ValueError("kl_warmup_epochs cannot be combined with resume (the warm-up's "
-                             "step count is not checkpointed); resume a fit without it")
         data = prepare_scdc(o, pairs, likelihood=self.likelihood, batch_size=batch_size,
                             pair_batch_size=pair_batch_size, coin_init=coin_init, dtype=dtype,
                             device=device)
