@@ -271,20 +271,28 @@ def test_scdc_pinwheel_kl_warmup_reaches_the_fit(monkeypatch):
         assert seen.pop() == expected
 
 
-def test_bayes_scdc_face_kl_warmup_reaches_the_fit(monkeypatch):
-    """From ``medium`` on BayesSCDC fits the Face protocol with a KL warm-up of three
-    quarters of its epochs; the protocol passes it to ``BayesSCDC.fit``, and 0 where a
-    scale's settings give none (the pinwheel's, Table 1's, the ``small`` Face's 3 epochs)."""
+def _bayes_fit_argument(monkeypatch, settings: dict, name: str):
+    """The argument ``name`` that the protocol's BayesSCDC fit at ``settings`` passes to
+    ``BayesSCDC.fit`` (the fit itself is stopped at once)."""
     from pyromodels.scdc import BayesSCDC
 
     seen = []
 
     def fake_fit(self, o, pairs, **kwargs):
-        seen.append(kwargs["kl_warmup_epochs"])
+        seen.append(kwargs[name])
         raise RuntimeError("stop")
 
     monkeypatch.setattr(BayesSCDC, "fit", fake_fit)
     x = np.zeros((10, 4), dtype=np.float32)
+    with pytest.raises(RuntimeError, match="stop"):
+        protocols.fit_bayes_labels(x, None, num_clusters=3, settings=settings, seed=0)
+    return seen.pop()
+
+
+def test_bayes_scdc_face_kl_warmup_reaches_the_fit(monkeypatch):
+    """From ``medium`` on BayesSCDC fits the Face protocol with a KL warm-up of three
+    quarters of its epochs; the protocol passes it to ``BayesSCDC.fit``, and 0 where a
+    scale's settings give none (the pinwheel's, Table 1's, the ``small`` Face's 3 epochs)."""
     for scale in ("medium", "paper"):
         face = reproduction.SCALE_SETTINGS[scale]["face"]["bayes-scdc"]
         assert face["kl_warmup_epochs"] == 3 * face["epochs"] // 4 == 45
@@ -294,30 +302,16 @@ def test_bayes_scdc_face_kl_warmup_reaches_the_fit(monkeypatch):
              (reproduction.SCALE_SETTINGS["small"]["face"]["bayes-scdc"], 0)]
     for settings, expected in cases:
         settings = {**settings, "hidden": (4,)}
-        with pytest.raises(RuntimeError, match="stop"):
-            protocols.fit_bayes_labels(x, None, num_clusters=3, settings=settings, seed=0)
-        assert seen.pop() == expected
+        assert _bayes_fit_argument(monkeypatch, settings, "kl_warmup_epochs") == expected
 
 
 def test_table1_bayes_scdc_networks_take_the_papers_step(monkeypatch):
     """Table 1's BayesSCDC trains its 2 x 500 networks at the paper's step 1e-3, as SCDC's
     there (the pinwheel's 0.01 collapses the MNIST recognition network), and the protocol
     passes that step to ``BayesSCDC.fit``; the pinwheel keeps 0.01."""
-    from pyromodels.scdc import BayesSCDC
-
-    seen = []
-
-    def fake_fit(self, o, pairs, **kwargs):
-        seen.append(kwargs["lr"])
-        raise RuntimeError("stop")
-
-    monkeypatch.setattr(BayesSCDC, "fit", fake_fit)
-    x = np.zeros((10, 4), dtype=np.float32)
     for scale in ("medium", "paper"):
         table = reproduction.SCALE_SETTINGS[scale]["table1"]
         assert table["bayes-scdc"]["lr"] == table["scdc"]["lr"] == 1e-3
         assert reproduction.SCALE_SETTINGS[scale]["pinwheel"]["bayes-scdc"]["lr"] == 1e-2
         settings = {**table["bayes-scdc"], "hidden": (4,), "epochs": 1}
-        with pytest.raises(RuntimeError, match="stop"):
-            protocols.fit_bayes_labels(x, None, num_clusters=3, settings=settings, seed=0)
-        assert seen.pop() == 1e-3
+        assert _bayes_fit_argument(monkeypatch, settings, "lr") == 1e-3
