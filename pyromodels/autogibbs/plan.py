@@ -11,10 +11,16 @@ program order:
   ``"conjugate"`` update (see :mod:`.exponential`);
 * anything else is ``"unsupported"`` in this increment, with the reason.
 
+Before the loop, the discrete sites created inside ``pyro.markov`` that form a first-order
+chain ``z_0, ..., z_{T-1}`` get one ``"ffbs"`` block for the whole chain, forward-filtering
+backward-sampling (see :mod:`.markov`); a group of ``pyro.markov`` sites that is not such a
+chain keeps the per-site discrete updates, with the reason in the plan.
+
 With ``verify=True`` (the default) every automatic update is checked at the traced state
 before it is trusted, and again at its first sweep: a vectorised discrete conditional against
 brute-force enumeration of the joint for two random elements (a mismatch falls back to
-element by element), a conjugate posterior by condition-and-score at two of its draws (a
+element by element), an FFBS block's joint conditional of two neighbouring sites likewise (a
+mismatch falls back to per-site updates), a conjugate posterior by condition-and-score at two of its draws (a
 mismatch makes the site unsupported);
 each fallback warns, naming the site. A conjugate update that fails at its first sweep stops
 the run with a ``RuntimeError`` naming the site.
@@ -23,13 +29,14 @@ the run with a ``RuntimeError`` naming the site.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..checks import check_bool
 from ..core.gibbs import GibbsBlock, GibbsSweep
 from ..core.seeding import make_generator, seeded
 from .discrete import DiscreteUpdate, element_logits
 from .exponential import ConjugateUpdate, NotConjugate, family_of, posterior_params
+from .markov import plan_chains
 from .trace import latent_sites, trace_model
 
 __all__ = ["SitePlan", "Plan", "plan"]
@@ -41,9 +48,10 @@ class SitePlan:
 
     Attributes:
         site: the site's name.
-        update: ``"discrete"``, ``"conjugate"``, ``"override"`` or ``"unsupported"``.
+        update: ``"discrete"``, ``"ffbs"``, ``"conjugate"``, ``"override"`` or ``"unsupported"``.
         reason: why, in words.
-        block: the :class:`~pyromodels.core.GibbsBlock` (``None`` when unsupported).
+        block: the :class:`~pyromodels.core.GibbsBlock` (``None`` when unsupported); the sites
+            of one FFBS chain share one block.
     """
 
     site: str
@@ -69,8 +77,19 @@ class Plan:
         raise KeyError(f"no latent site {site!r} in the plan; sites: {[s.site for s in self.sites]}")
 
     def __str__(self) -> str:
-        width = max(len(s.site) for s in self.sites)
-        return "\n".join(f"{s.site:<{width}}  {s.update:<11}  {s.reason}" for s in self.sites)
+        rows = [(s.site if s.block is None or len(s.block.sites) == 1 else
+                 f"{s.block.sites[0]}..{s.block.sites[-1]}", s) for s in self._one_per_block()]
+        width = max(len(label) for label, _ in rows)
+        return "\n".join(f"{label:<{width}}  {s.update:<11}  {s.reason}" for label, s in rows)
+
+    def _one_per_block(self) -> list:
+        """The site plans, keeping only the first of the sites that share a block."""
+        seen, out = set(), []
+        for s in self.sites:
+            if s.block is None or id(s.block) not in seen:
+                out.append(s)
+                seen.add(id(s.block))
+        return out
 
     @property
     def unsupported(self) -> tuple[str, ...]:
@@ -87,7 +106,7 @@ class Plan:
             lines = "; ".join(f"{s.site!r}: {s.reason}" for s in self.sites if s.update == "unsupported")
             raise ValueError(f"no automatic Gibbs update for {lines}. Pass your own block: "
                              f"overrides={{site: GibbsBlock(...)}}")
-        return GibbsSweep([s.block for s in self.sites])
+        return GibbsSweep([s.block for s in self._one_per_block()])
 
 
 def _discrete(model, args, kwargs, state, name, site, verify, gen) -> SitePlan:
@@ -180,13 +199,19 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
             raise TypeError(f"overrides[{name!r}] must be a GibbsBlock writing exactly ({name!r},)")
     state = {name: site["value"].detach() for name, site in sites.items()}
     gen = make_generator(seed)
+    chained, not_chained = plan_chains(model, args, kwargs, trace, state, overrides, verify, gen)
     out = []
     for name, site in sites.items():
         fn = site["fn"]
         if name in overrides:
             out.append(SitePlan(name, "override", "the user's own block", overrides[name]))
+        elif name in chained:
+            out.append(SitePlan(name, "ffbs", *chained[name]))
         elif fn.has_enumerate_support and fn.event_shape == ():
-            out.append(_discrete(model, args, kwargs, state, name, site, verify, gen))
+            sp = _discrete(model, args, kwargs, state, name, site, verify, gen)
+            if name in not_chained:
+                sp = replace(sp, reason=f"{sp.reason}; no ffbs: {not_chained[name]}")
+            out.append(sp)
         elif family_of(fn) is not None:
             out.append(_conjugate(model, args, kwargs, state, name, site, verify, gen))
         else:
