@@ -148,6 +148,13 @@ def _assign_terms(group: list, deps: dict) -> tuple[tuple, str | None]:
     return tuple(tuple(t) for t in terms), None
 
 
+def _candidates(trace, exclude) -> dict:
+    """The latent discrete sites created inside ``pyro.markov`` (and not in ``exclude``)."""
+    return {n: s for n, s in latent_sites(trace).items()
+            if n not in exclude and "_markov_scope" in s["infer"]
+            and s["fn"].has_enumerate_support and s["fn"].event_shape == ()}
+
+
 def find_chains(trace, deps: dict, exclude=()) -> tuple[list, dict]:
     """The FFBS chains of a traced program.
 
@@ -160,9 +167,7 @@ def find_chains(trace, deps: dict, exclude=()) -> tuple[list, dict]:
         ``(chains, notes)``: a list of :class:`Chain`, and ``{site: why its group of
         ``pyro.markov`` sites is not a chain}``.
     """
-    candidates = {n: s for n, s in latent_sites(trace).items()
-                  if n not in exclude and "_markov_scope" in s["infer"]
-                  and s["fn"].has_enumerate_support and s["fn"].event_shape == ()}
+    candidates = _candidates(trace, exclude)
     names = list(candidates)
     parents = {n: (deps[n] & candidates.keys()) - {n} for n in names}
     chains, notes = [], {}
@@ -227,7 +232,19 @@ def chain_potentials(model, args: tuple, kwargs: dict, state: dict, chain: Chain
 
 def forward_filter(init: torch.Tensor, psi: torch.Tensor) -> torch.Tensor:
     """``alpha (T, *batch, K)``: ``alpha_t(j) = log sum over z_{0:t-1}`` of the potentials up
-    to ``t`` with ``z_t = j``; ``logsumexp(alpha[-1], -1)`` is each sequence's log normaliser."""
+    to ``t`` with ``z_t = j``; ``logsumexp(alpha[-1], -1)`` is each sequence's log normaliser.
+
+    Args:
+        init: ``phi_0``, ``(*batch, K)``.
+        psi: ``(T, *batch, K, K)``, ``psi[t]`` indexed ``(z_{t-1}, z_t)``; ``psi[0]`` unused.
+
+    Example:
+        >>> init = torch.tensor([0.5, 0.5]).log()
+        >>> psi = torch.stack([torch.zeros(2, 2), torch.tensor([[0.9, 0.1], [0.2, 0.8]]).log()])
+        >>> alpha = forward_filter(init, psi)
+        >>> alpha.shape, f"{float(torch.logsumexp(alpha[-1], -1).exp()):.4f}"  # rows sum to 1
+        (torch.Size([2, 2]), '1.0000')
+    """
     alpha = [init]
     for t in range(1, psi.shape[0]):
         alpha.append(torch.logsumexp(alpha[-1].unsqueeze(-1) + psi[t], dim=-2))
@@ -235,7 +252,13 @@ def forward_filter(init: torch.Tensor, psi: torch.Tensor) -> torch.Tensor:
 
 
 def backward_sample(alpha: torch.Tensor, psi: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """One path per element from the chain's joint conditional: ``(T, *batch)`` indices."""
+    """One path per element from the chain's joint conditional: ``(T, *batch)`` indices.
+
+    Args:
+        alpha: :func:`forward_filter`'s output, ``(T, *batch, K)``.
+        psi: the potentials it was computed from.
+        generator: the random stream.
+    """
     draws = [sample_categorical(alpha[-1], generator)]
     for t in range(alpha.shape[0] - 2, -1, -1):
         nxt = draws[-1][..., None, None].expand(psi[t + 1].shape[:-1] + (1,))
@@ -343,7 +366,15 @@ def plan_chains(model, args: tuple, kwargs: dict, trace, state: dict, exclude, v
         (one :class:`~pyromodels.core.GibbsBlock` per chain, shared by its sites), and
         ``{site: why its pyro.markov group gets no FFBS}``.
     """
-    chains, notes = find_chains(trace, term_dependencies(model, args, kwargs, state), exclude)
+    candidates = _candidates(trace, exclude)
+    if len(candidates) < 2:
+        return {}, {}
+    try:
+        deps = term_dependencies(model, args, kwargs, state)
+    except (RuntimeError, TypeError, ValueError, NotImplementedError) as err:
+        why = f"its dependencies could not be traced ({type(err).__name__}: {err})"
+        return {}, {name: why for name in candidates}
+    chains, notes = find_chains(trace, deps, exclude)
     chosen = {}
     for chain in chains:
         update = FFBSUpdate(model, chain, verify=verify)

@@ -89,6 +89,16 @@ def summed_end(x):
     pyro.sample("total", dist.Normal(z.sum().double(), f64(1.0)), obs=f64(1.0))
 
 
+def picky(x):
+    """Refuses anything but plain tensors (so its dependencies cannot be traced)."""
+    z = None
+    for t in pyro.markov(range(len(x))):
+        z = pyro.sample(f"z_{t}", dist.Categorical(INIT if z is None else TRANS[z]))
+        if type(z) is not torch.Tensor:
+            raise TypeError("plain tensors only")
+        pyro.sample(f"x_{t}", dist.Normal(LOCS[z], f64(1.0)), obs=x[t])
+
+
 def chain_sites(n):
     return [f"z_{t}" for t in range(n)]
 
@@ -215,3 +225,9 @@ def test_a_block_that_fails_its_first_sweep_check_updates_site_by_site():
     with pytest.warns(RuntimeWarning, match=r"chain 'z_0'..'z_3'.*one by one"):
         new = update(state, ModelArgs((x,), {}), make_generator(0))
     assert sorted(new) == chain_sites(4) and update.fallback is not None
+
+
+def test_a_program_whose_dependencies_cannot_be_traced_keeps_per_site_updates():
+    p = plan(picky, X)
+    assert [s.update for s in p.sites] == ["discrete"] * 4
+    assert "no ffbs: its dependencies could not be traced (TypeError: plain tensors only)" in p["z_0"].reason
