@@ -231,3 +231,19 @@ def test_a_program_whose_dependencies_cannot_be_traced_keeps_per_site_updates():
     p = plan(picky, X)
     assert [s.update for s in p.sites] == ["discrete"] * 4
     assert "no ffbs: its dependencies could not be traced (TypeError: plain tensors only)" in p["z_0"].reason
+
+
+def factorial(x):
+    """Two chains that meet only in the observations: each is first order given the other."""
+    z = w = None
+    for t in pyro.markov(range(len(x))):
+        z = pyro.sample(f"z_{t}", dist.Categorical(INIT if z is None else TRANS[z]))
+        w = pyro.sample(f"w_{t}", dist.Categorical(INIT.flip(0) if w is None else TRANS[w]))
+        pyro.sample(f"x_{t}", dist.Normal(LOCS[z] + 2.0 * LOCS[w], f64(1.0)), obs=x[t])
+
+
+def test_two_chains_that_meet_in_the_observations_get_one_block_each():
+    p = plan(factorial, X)
+    assert p["z_0"].block.sites == tuple(chain_sites(4))
+    assert p["w_0"].block.sites == ("w_0", "w_1", "w_2", "w_3")
+    assert [line.split()[:2] for line in str(p).splitlines()] == [["z_0..z_3", "ffbs"], ["w_0..w_3", "ffbs"]]
