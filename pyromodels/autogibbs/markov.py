@@ -124,7 +124,7 @@ def _chain_problem(group: list, parents: dict, candidates: dict) -> str | None:
         site = candidates[name]
         shape, first_shape = tuple(site["value"].shape), tuple(first["value"].shape)
         if shape != first_shape:
-            return f"{name!r} has shape {shape}, {group[0]!r} {first_shape}"
+            return f"{name!r} has shape {shape}, unlike {group[0]!r} {first_shape}"
     return None
 
 
@@ -169,7 +169,7 @@ def find_chains(trace, deps: dict, exclude=()) -> tuple[list, dict]:
     """
     candidates = _candidates(trace, exclude)
     names = list(candidates)
-    parents = {n: (deps[n] & candidates.keys()) - {n} for n in names}
+    parents = {n: (deps.get(n, frozenset()) & candidates.keys()) - {n} for n in names}
     chains, notes = [], {}
     for group in _components(names, parents):
         if len(group) < 2:
@@ -177,7 +177,7 @@ def find_chains(trace, deps: dict, exclude=()) -> tuple[list, dict]:
         problem = _chain_problem(group, parents, candidates)
         supports = [_support(candidates[n]) for n in group]
         if problem is None and any(s is None or not torch.equal(s, supports[0]) for s in supports):
-            problem = "its sites do not share one support"
+            problem = "its sites do not share one support (the same values at every element)"
         terms = ()
         if problem is None:
             terms, problem = _assign_terms(group, deps)
