@@ -20,9 +20,9 @@ With ``verify=True`` (the default) every automatic update is checked at the trac
 before it is trusted, and again at its first sweep: a vectorised discrete conditional against
 brute-force enumeration of the joint for two random elements (a mismatch falls back to
 element by element), an FFBS block's joint conditional of two neighbouring sites likewise (a
-mismatch falls back to per-site updates), a conjugate posterior by condition-and-score at two of its draws (a
-mismatch makes the site unsupported);
-each fallback warns, naming the site. A conjugate update that fails at its first sweep stops
+mismatch falls back to per-site updates), a conjugate posterior by condition-and-score at two
+of its draws (a mismatch makes the site unsupported); each fallback warns, naming the site
+(or the chain). A conjugate update that fails at its first sweep stops
 the run with a ``RuntimeError`` naming the site.
 """
 
