@@ -3,6 +3,7 @@ posterior, the forward log-likelihood, plates of sequences and the fallbacks."""
 
 import contextlib
 import itertools
+import pickle
 
 import pyro
 import pyro.distributions as dist
@@ -247,3 +248,18 @@ def test_two_chains_that_meet_in_the_observations_get_one_block_each():
     assert p["z_0"].block.sites == tuple(chain_sites(4))
     assert p["w_0"].block.sites == ("w_0", "w_1", "w_2", "w_3")
     assert [line.split()[:2] for line in str(p).splitlines()] == [["z_0..z_3", "ffbs"], ["w_0..w_3", "ffbs"]]
+
+
+def test_the_first_sweep_check_leaves_the_draws_alone_and_the_block_pickles():
+    x = f64([[0.1, 2.9, 3.2, -0.4], [1.0, -2.0, 0.3, 0.8]])
+    chain = plan(fixed_hmm, x)["z_0"].block.update.chain
+    state = {z: torch.zeros(2, dtype=torch.long) for z in chain_sites(4)}
+    checked, unchecked = FFBSUpdate(fixed_hmm, chain, verify=True), FFBSUpdate(fixed_hmm, chain, verify=False)
+    for _ in range(2):
+        a = checked(state, ModelArgs((x,), {}), make_generator(5))
+        b = unchecked(state, ModelArgs((x,), {}), make_generator(5))
+        assert all(torch.equal(a[z], b[z]) for z in chain_sites(4))
+    assert checked.fallback is None and not checked.verify
+    copy = pickle.loads(pickle.dumps(checked))
+    c = copy(state, ModelArgs((x,), {}), make_generator(5))
+    assert all(torch.equal(a[z], c[z]) for z in chain_sites(4))
