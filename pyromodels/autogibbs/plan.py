@@ -150,7 +150,9 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
 
     Raises:
         TypeError: ``model`` not callable, an override not a GibbsBlock.
-        ValueError: a program with no latent sample site, an override for an unknown site.
+        ValueError: a program with no latent sample site, a latent site whose shape (or
+            presence) differs between two traces of the program (seeds ``seed`` and
+            ``seed + 1``), an override for an unknown site.
 
     Example:
         >>> import pyro, pyro.distributions as dist, torch
@@ -170,8 +172,9 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
         trace = trace_model(model, args, kwargs)
     sites = latent_sites(trace)
     if not sites:
-        raise ValueError("the model has no latent sample sites (every pyro.sample has obs=): "
-                         "there is nothing to sample")
+        raise ValueError(_no_latents_message(trace))
+    with seeded(seed + 1):
+        _check_fixed_shapes(sites, latent_sites(trace_model(model, args, kwargs)))
     for name, block in overrides.items():
         if name not in sites:
             raise ValueError(f"overrides names {name!r}, which is not a latent site of the model; "
@@ -187,9 +190,45 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
             out.append(SitePlan(name, "override", "the user's own block", overrides[name]))
         elif fn.has_enumerate_support and fn.event_shape == ():
             out.append(_discrete(model, args, kwargs, state, name, site, verify, gen))
+        elif fn.support.is_discrete:
+            out.append(SitePlan(name, "unsupported", _not_enumerable(fn)))
         elif family_of(fn) is not None:
             out.append(_conjugate(model, args, kwargs, state, name, site, verify, gen))
         else:
             out.append(SitePlan(name, "unsupported", f"{type(fn).__name__} site with no discrete or "
                                 f"conjugate update (unsupported in this increment)"))
     return Plan(tuple(out))
+
+
+def _no_latents_message(trace) -> str:
+    observed = [name for name, site in trace.nodes.items()
+                if site["type"] == "sample" and site["is_observed"]]
+    if not observed:
+        return "the model has no latent sample sites (it calls no pyro.sample): there is nothing to sample"
+    names = ", ".join(map(repr, observed))
+    return (f"the model has no latent sample sites: every pyro.sample site ({names}) is observed "
+            f"(obs= or pyro.condition), so there is nothing to sample")
+
+
+def _check_fixed_shapes(first: dict, second: dict) -> None:
+    """Gibbs updates one fixed set of latent sites of fixed shapes: refuse a program whose
+    latent sites (or their shapes) change from one trace to the next."""
+    for name in list(first) + [n for n in second if n not in first]:
+        if name not in first or name not in second:
+            raise ValueError(f"latent site {name!r} is in one trace of the model and not in another "
+                             f"(random control flow): automatic Gibbs needs the same latent sites in "
+                             f"every run of the model")
+        a, b = tuple(first[name]["value"].shape), tuple(second[name]["value"].shape)
+        if a != b:
+            raise ValueError(f"latent site {name!r} has shape {a} in one trace of the model and {b} "
+                             f"in another: automatic Gibbs needs every latent site to keep its shape "
+                             f"(fix the plate sizes, or make them arguments of the model)")
+
+
+def _not_enumerable(fn) -> str:
+    """Why a discrete site that the discrete update cannot enumerate has no update."""
+    what = (f"has an event dimension {tuple(fn.event_shape)} (enumerated only without one)"
+            if fn.has_enumerate_support else "has unbounded support, so its values cannot be enumerated")
+    return (f"{type(fn).__name__} site is discrete and {what}, and no conjugate update applies to a "
+            f"discrete site (give it a finite support, for example a Categorical over the values it "
+            f"can take, or pass your own block)")
