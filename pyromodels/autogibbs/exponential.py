@@ -173,9 +173,18 @@ FAMILIES = {
 }
 
 
+def unwrap(fn):
+    """A site's distribution with its ``to_event`` dimensions made batch dimensions again: the
+    elements a conjugate update reads one by one (its base distribution)."""
+    while isinstance(fn, torch.distributions.Independent):
+        fn = fn.base_dist
+    return fn
+
+
 def family_of(fn) -> Family | None:
-    """The :class:`Family` of a site's distribution, or ``None`` for one this increment does
-    not read (only these exact classes; a Normal must be univariate)."""
+    """The :class:`Family` of a site's distribution (seen through ``to_event``), or ``None`` for
+    one this increment does not read (only these exact classes; a Normal must be univariate)."""
+    fn = unwrap(fn)
     family = FAMILIES.get(type(fn))
     if type(fn) is dist.Normal and fn.event_shape != ():
         return None
@@ -215,7 +224,7 @@ def posterior_params(model, args, kwargs, state: dict, site: str, fn) -> dict:
     family = family_of(fn)
     if family is None:
         raise NotConjugate(f"site {site!r}: {type(fn).__name__} prior is not a supported family")
-    batch_shape, event_shape = fn.batch_shape, fn.event_shape
+    batch_shape, event_shape = unwrap(fn).batch_shape, unwrap(fn).event_shape
     points = family.points(event_shape, state[site])
     y = _element_values(model, args, kwargs, state, site, list(points), batch_shape, event_shape)
     phi = torch.cat([family.features(points), torch.ones(len(points), 1, dtype=torch.float64,

@@ -63,6 +63,27 @@ def mvn_mean(y):
         pyro.sample("y", dist.MultivariateNormal(mu, COV), obs=y)
 
 
+def independent_means(y):
+    """A vector of Normal means declared with ``to_event``, seen coordinate by coordinate."""
+    mu = pyro.sample("mu", dist.Normal(f64(1.0), f64(3.0)).expand([y.shape[-1]]).to_event(1))
+    with pyro.plate("obs", len(y)):
+        pyro.sample("y", dist.Normal(mu, f64(0.7)).to_event(1), obs=y)
+
+
+def independent_precisions(y):
+    tau = pyro.sample("tau", dist.Gamma(f64(2.0), f64(0.5)).expand([y.shape[-1]]).to_event(1))
+    with pyro.plate("obs", len(y)):
+        pyro.sample("y", dist.Normal(f64(0.3), tau.rsqrt()).to_event(1), obs=y)
+
+
+def correlated_means(y):
+    """Normal means declared with ``to_event`` under a correlated likelihood: each coordinate is
+    conjugate given the others, but drawing all from those conditionals at once is wrong."""
+    mu = pyro.sample("mu", dist.Normal(f64(0.0), f64(2.0)).expand([2]).to_event(1))
+    with pyro.plate("obs", len(y)):
+        pyro.sample("y", dist.MultivariateNormal(mu, COV), obs=y)
+
+
 def mvn_mixture(x, num_components=3):
     """Component means of shape (K, D) in a plate, each datum's picked by its assignment."""
     w = pyro.sample("w", dist.Dirichlet(torch.ones(num_components, dtype=torch.float64)))

@@ -7,6 +7,7 @@ import torch
 from pyromodels.autogibbs import fit_gibbs, plan, posterior_params
 from pyromodels.autogibbs.exponential import FAMILIES
 from pyromodels.autogibbs.trace import trace_model
+from pyromodels.core import GibbsBlock
 from pyromodels.core.seeding import make_generator
 from pyromodels.testing import assert_mc_mean
 
@@ -79,6 +80,10 @@ PAIRS = [
     _single(cm.mvn_mean, "mu", f64([0.0, 0.0]), (Y2,),
             mvn(inv(cm.PRIOR_COV) + 3 * inv(cm.COV),
                 inv(cm.PRIOR_COV) @ cm.PRIOR_LOC + inv(cm.COV) @ Y2.sum(0))),
+    _single(cm.independent_means, "mu", f64([0.0, 0.0]), (Y2,),
+            normal(1 / 9 + 3 / 0.49 + f64([0, 0]), 1 / 9 + Y2.sum(0) / 0.49)),
+    _single(cm.independent_precisions, "tau", f64([1.0, 1.0]), (Y2,),
+            gamma(2.0 + 3 / 2 + f64([0, 0]), 0.5 + ((Y2 - 0.3) ** 2).sum(0) / 2)),
     _single(cm.gathered_beta, "p", f64([0.5, 0.5, 0.5]), (f64([1.0, 1.0, 0.0, 1.0, 0.0, 0.0]), GROUP),
             beta(2.0 + f64([2, 0, 1]), 3.0 + f64([0, 1, 2]))),
     _single(cm.gathered_rates, "lam", f64([1.0, 1.0, 1.0]), (f64([1.0, 4.0, 0.0, 2.0, 2.0, 5.0]), GROUP),
@@ -102,6 +107,12 @@ def test_pair_is_planned_conjugate_with_the_exact_posterior(model, args, state, 
     chosen = plan(model, *args)
     assert chosen[site].update == "conjugate"
     assert_posterior(read_posterior(model, args, state, site), want)
+
+
+def test_correlated_to_event_means_are_refused_by_the_check():
+    with pytest.warns(RuntimeWarning, match="site 'mu'.*condition-and-score"):
+        chosen = plan(cm.correlated_means, Y2)
+    assert chosen["mu"].update == "unsupported" and "failed the check" in chosen["mu"].reason
 
 
 def test_mvn_means_gathered_by_assignment_are_exact():
@@ -184,6 +195,13 @@ def test_unbounded_discrete_site_is_refused_by_name(model, family):
     with pytest.raises(ValueError, match=rf"'n': {family} site is discrete and has unbounded support.*"
                                          r"overrides=\{site: GibbsBlock"):
         fit_gibbs(model, f64(2.0), num_samples=2, warmup=0, num_chains=1, seed=0, progress=False)
+
+
+def test_an_override_fills_an_unbounded_discrete_site():
+    block = GibbsBlock("keep n", ("n",), lambda state, data, generator: {"n": state["n"]})
+    chosen = plan(cm.poisson_latent, f64(2.0), overrides={"n": block})
+    assert chosen["n"].update == "override"
+    chosen.sweep()
 
 
 def test_discrete_site_with_an_event_dimension_is_refused_by_name():
