@@ -6,10 +6,15 @@ program order:
 * a site with finite enumerable support and no event dimension gets a ``"discrete"`` update,
   plate-vectorised when its elements are conditionally independent given the rest (see
   :mod:`.discrete`), element by element otherwise;
-* a Beta, Gamma, univariate Normal or Dirichlet site whose log conditional, read off the
-  program at the traced state, is linear in the prior's sufficient statistics gets a
-  ``"conjugate"`` update (see :mod:`.exponential`);
-* anything else is ``"unsupported"`` in this increment, with the reason.
+* a Beta, Gamma, InverseGamma, univariate Normal, Dirichlet or MultivariateNormal site (also
+  through ``to_event``) whose log conditional, read off the program at the traced state, is
+  linear in the prior's sufficient statistics gets a ``"conjugate"`` update (see
+  :mod:`.exponential`);
+* anything else is ``"unsupported"`` in this increment, with the reason (a discrete site with
+  unbounded support or an event dimension says so).
+
+A second trace (seed ``seed + 1``) must have the same latent sites with the same shapes: Gibbs
+updates a fixed set of sites, so a program whose plate sizes are random is refused.
 
 With ``verify=True`` (the default) every automatic update is checked at the traced state
 before it is trusted, and again at its first sweep: a vectorised discrete conditional against
