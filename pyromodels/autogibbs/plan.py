@@ -236,4 +236,4 @@ def _not_enumerable(fn) -> str:
             if fn.has_enumerate_support else "has unbounded support, so its values cannot be enumerated")
     return (f"{type(fn).__name__} site is discrete and {what}, and no conjugate update applies to a "
             f"discrete site (give it a finite support, for example a Categorical over the values it "
-            f"can take, or pass your own block)")
+            f"can take)")

@@ -94,6 +94,17 @@ def mvn_mixture(x, num_components=3):
         pyro.sample("x", dist.MultivariateNormal(locs[z], COV), obs=x)
 
 
+def normal_gamma_mixture(x, num_components=2):
+    """Each component's mean and precision, each datum's picked by its assignment."""
+    w = pyro.sample("w", dist.Dirichlet(torch.ones(num_components, dtype=torch.float64)))
+    with pyro.plate("components", num_components):
+        locs = pyro.sample("locs", dist.Normal(f64(1.0), f64(3.0)))
+        taus = pyro.sample("taus", dist.Gamma(f64(2.0), f64(0.5)))
+    with pyro.plate("data", len(x)):
+        z = pyro.sample("z", dist.Categorical(w))
+        pyro.sample("x", dist.Normal(locs[z], taus[z].rsqrt()), obs=x)
+
+
 def gathered_beta(y, group, num_groups=3):
     """One success probability per group, each datum's picked by its (known) group."""
     with pyro.plate("groups", num_groups):

@@ -129,6 +129,23 @@ def test_mvn_means_gathered_by_assignment_are_exact():
     assert_posterior(got, mvn(precision, weighted))
 
 
+def test_means_and_precisions_gathered_by_assignment_are_exact():
+    x = f64([-2.0, -1.5, 2.0, 2.5, 0.3])
+    z = torch.tensor([0, 0, 1, 1, 0])
+    chosen = plan(cm.normal_gamma_mixture, x)
+    assert [(s.site, s.update) for s in chosen.sites] == [
+        ("w", "conjugate"), ("locs", "conjugate"), ("taus", "conjugate"), ("z", "discrete")]
+    locs, taus = f64([-1.0, 2.0]), f64([0.5, 3.0])
+    state = {"w": f64([0.5, 0.5]), "locs": locs, "taus": taus, "z": z}
+    n = torch.stack([(z == k).sum() for k in range(2)]).double()
+    sums = torch.stack([x[z == k].sum() for k in range(2)])
+    squares = torch.stack([((x[z == k] - locs[k]) ** 2).sum() for k in range(2)])
+    assert_posterior(read_posterior(cm.normal_gamma_mixture, (x,), state, "locs"),
+                     normal(1 / 9 + n * taus, 1 / 9 + taus * sums))
+    assert_posterior(read_posterior(cm.normal_gamma_mixture, (x,), state, "taus"),
+                     gamma(2.0 + n / 2, 0.5 + squares / 2))
+
+
 def test_hierarchical_normal_sites_are_each_conjugate_and_exact():
     y, a, b = f64([0.3, 1.1, -0.4, 2.0, 1.6, 0.9]), f64([0.0, 0.5, 0.0, -1.0, 0.2, 0.0]), \
         f64([1.0, 2.0, -1.5, 1.0, 0.5, 3.0])
