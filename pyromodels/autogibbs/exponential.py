@@ -12,6 +12,7 @@ prior                   ``T(x)``              posterior from ``c``
 ======================  ====================  ===========================================
 Beta                    log x, log(1 - x)     Beta(c_0 + 1, c_1 + 1)
 Gamma (shape, rate)     log x, x              Gamma(c_0 + 1, -c_1)
+Exponential (rate)      log x, x              Gamma(c_0 + 1, -c_1)
 InverseGamma            log x, 1 / x          InverseGamma(-c_0 - 1, -c_1)
 Normal                  x, x^2                Normal(-c_0 / (2 c_1), (-2 c_1)^(-1/2))
 Dirichlet               log x_1..log x_D      Dirichlet(c + 1)
@@ -28,7 +29,7 @@ the conditional linear in the same statistics):
 prior                   children
 ======================  ======================================================================
 Beta                    Bernoulli, Binomial, Geometric (the success probability)
-Gamma                   Poisson, Exponential, Gamma of known shape (the rate); Normal of known
+Gamma, Exponential      Poisson, Exponential, Gamma of known shape (the rate); Normal of known
                         mean (the precision, ``scale = tau ** -0.5``)
 InverseGamma            Normal of known mean (the variance, ``scale = v ** 0.5``)
 Normal                  Normal of known scale (the mean, also through ``a + b * theta`` and as
@@ -40,7 +41,7 @@ MultivariateNormal      MultivariateNormal of known covariance (the mean)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyro.distributions as dist
 import torch
@@ -171,6 +172,8 @@ FAMILIES = {
         lambda p: dist.MultivariateNormal(p["loc"], precision_matrix=p["precision_matrix"]),
         _sample_mvn),
 }
+# an Exponential prior is a Gamma of shape 1: the same statistics, a Gamma posterior
+FAMILIES[dist.Exponential] = replace(FAMILIES[dist.Gamma], name="Exponential")
 
 
 def unwrap(fn):

@@ -30,6 +30,13 @@ def gamma_exponential(y):
         pyro.sample("y", dist.Exponential(rate), obs=y)
 
 
+def exponential_poisson(c):
+    """An Exponential prior (a Gamma of shape 1) on a Poisson rate."""
+    lam = pyro.sample("lam", dist.Exponential(f64(0.5)))
+    with pyro.plate("obs", len(c)):
+        pyro.sample("c", dist.Poisson(lam), obs=c)
+
+
 def gamma_gamma(y):
     """A Gamma rate of Gamma children of known shape 1.7."""
     rate = pyro.sample("rate", dist.Gamma(f64(2.0), f64(0.5)))

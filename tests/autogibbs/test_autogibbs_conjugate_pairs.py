@@ -72,6 +72,7 @@ PAIRS = [
             {"concentration": f64([1.0 + 4, 2.0 + 3, 0.5 + 8])}),
     _single(gamma_poisson, "lam", f64(1.0), (f64([3.0, 0.0, 7.0]),), gamma(2.0 + 10, 0.5 + 3)),
     _single(cm.gamma_exponential, "rate", f64(1.0), (Y.abs(),), gamma(2.0 + 4, 0.5 + Y.abs().sum())),
+    _single(cm.exponential_poisson, "lam", f64(1.0), (f64([3.0, 0.0, 7.0]),), gamma(1.0 + 10, 0.5 + 3)),
     _single(cm.gamma_gamma, "rate", f64(1.0), (Y.abs(),), gamma(2.0 + 1.7 * 4, 0.5 + Y.abs().sum())),
     _single(cm.normal_precision, "tau", f64(1.0), (Y,), gamma(2.0 + 4 / 2, 0.5 + SQ)),
     _single(cm.normal_variance, "v", f64(1.0), (Y,),
