@@ -50,7 +50,7 @@ from ..conjugate import sample_beta, sample_dirichlet, sample_gamma, sample_norm
 from ..core.seeding import make_generator
 from .trace import element_index, element_log_density, log_joint, tolerance
 
-__all__ = ["FAMILIES", "Family", "family_of", "posterior_params", "ConjugateUpdate", "NotConjugate"]
+__all__ = ["FAMILIES", "Family", "family_of", "unwrap", "posterior_params", "ConjugateUpdate", "NotConjugate"]
 
 
 class NotConjugate(ValueError):

@@ -34,7 +34,7 @@ from ..checks import check_bool
 from ..core.gibbs import GibbsBlock, GibbsSweep
 from ..core.seeding import make_generator, seeded
 from .discrete import DiscreteUpdate, element_logits
-from .exponential import ConjugateUpdate, NotConjugate, family_of, posterior_params
+from .exponential import ConjugateUpdate, NotConjugate, family_of, posterior_params, unwrap
 from .trace import latent_sites, trace_model
 
 __all__ = ["SitePlan", "Plan", "plan"]
@@ -233,7 +233,8 @@ def _check_fixed_shapes(first: dict, second: dict) -> None:
 def _not_enumerable(fn) -> str:
     """Why a discrete site that the discrete update cannot enumerate has no update."""
     what = (f"has an event dimension {tuple(fn.event_shape)} (enumerated only without one)"
-            if fn.has_enumerate_support else "has unbounded support, so its values cannot be enumerated")
-    return (f"{type(fn).__name__} site is discrete and {what}, and no conjugate update applies to a "
+            if fn.event_shape else "has unbounded support, so its values cannot be enumerated")
+    name = type(unwrap(fn)).__name__ + (" (to_event)" if unwrap(fn) is not fn else "")
+    return (f"{name} site is discrete and {what}, and no conjugate update applies to a "
             f"discrete site (give it a finite support, for example a Categorical over the values it "
             f"can take)")

@@ -191,6 +191,11 @@ def one_hot_latent(y):
     pyro.sample("y", dist.Normal((z * f64([-1.0, 0.0, 1.0])).sum(), f64(1.0)), obs=y)
 
 
+def bernoulli_to_event(y):
+    z = pyro.sample("z", dist.Bernoulli(f64(0.3)).expand([3]).to_event(1))
+    pyro.sample("y", dist.Normal(z.sum(), f64(1.0)), obs=y)
+
+
 def random_size(y):
     """The number of component means is itself random: their shape changes between runs."""
     k = pyro.sample("k", dist.Poisson(f64(20.0)))

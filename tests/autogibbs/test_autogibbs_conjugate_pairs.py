@@ -1,6 +1,8 @@
 """Each conjugate pair: the plan chooses the conjugate update, and the posterior read off the
 program equals the hand-derived one; and the clear errors for what the plan cannot handle."""
 
+import re
+
 import pytest
 import torch
 
@@ -222,10 +224,12 @@ def test_an_override_fills_an_unbounded_discrete_site():
     chosen.sweep()
 
 
-def test_discrete_site_with_an_event_dimension_is_refused_by_name():
-    chosen = plan(cm.one_hot_latent, f64(0.5))
+@pytest.mark.parametrize("model, family", [(cm.one_hot_latent, "OneHotCategorical"),
+                                           (cm.bernoulli_to_event, r"Bernoulli \(to_event\)")])
+def test_discrete_site_with_an_event_dimension_is_refused_by_name(model, family):
+    chosen = plan(model, f64(0.5))
     assert chosen["z"].update == "unsupported"
-    assert chosen["z"].reason.startswith("OneHotCategorical site is discrete and has an event dimension (3,)")
+    assert re.match(rf"{family} site is discrete and has an event dimension \(3,\)", chosen["z"].reason)
 
 
 def test_no_latent_sites_message_names_the_observed_sites():
