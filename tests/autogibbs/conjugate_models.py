@@ -176,6 +176,20 @@ def hierarchical(y, group, a, b, num_groups=3):
         pyro.sample("y", dist.Normal(a + b * theta[group], f64(0.8)), obs=y)
 
 
+def variance_as_scale(y):
+    """An InverseGamma site used as the scale (not the variance): not conjugate."""
+    v = pyro.sample("v", dist.InverseGamma(f64(3.0), f64(2.0)))
+    with pyro.plate("obs", len(y)):
+        pyro.sample("y", dist.Normal(f64(0.3), v), obs=y)
+
+
+def logistic_regression(y, x):
+    """MultivariateNormal weights seen through a logistic link: not conjugate."""
+    beta = pyro.sample("beta", dist.MultivariateNormal(PRIOR_LOC, PRIOR_COV))
+    with pyro.plate("obs", len(y)):
+        pyro.sample("y", dist.Bernoulli(logits=x @ beta), obs=y)
+
+
 def poisson_latent(y):
     n = pyro.sample("n", dist.Poisson(f64(3.0)))
     pyro.sample("y", dist.Normal(n, f64(1.0)), obs=y)

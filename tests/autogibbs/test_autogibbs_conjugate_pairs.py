@@ -112,6 +112,16 @@ def test_pair_is_planned_conjugate_with_the_exact_posterior(model, args, state, 
     assert_posterior(read_posterior(model, args, state, site), want)
 
 
+@pytest.mark.parametrize("model, args, site, family", [
+    (cm.variance_as_scale, (Y,), "v", "InverseGamma"),
+    (cm.logistic_regression, (f64([1.0, 0.0, 0.0, 1.0]), X), "beta", "MultivariateNormal"),
+])
+def test_new_families_refuse_a_non_conjugate_site(model, args, site, family):
+    chosen = plan(model, *args)
+    assert chosen[site].update == "unsupported"
+    assert f"not linear in the sufficient statistics of a {family} prior" in chosen[site].reason
+
+
 def test_correlated_to_event_means_are_refused_by_the_check():
     with pytest.warns(RuntimeWarning, match="site 'mu'.*condition-and-score"):
         chosen = plan(cm.correlated_means, Y2)
