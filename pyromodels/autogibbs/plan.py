@@ -195,7 +195,7 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
             out.append(SitePlan(name, "override", "the user's own block", overrides[name]))
         elif fn.has_enumerate_support and fn.event_shape == ():
             out.append(_discrete(model, args, kwargs, state, name, site, verify, gen))
-        elif fn.support.is_discrete:
+        elif _is_discrete(fn):
             out.append(SitePlan(name, "unsupported", _not_enumerable(fn)))
         elif family_of(fn) is not None:
             out.append(_conjugate(model, args, kwargs, state, name, site, verify, gen))
@@ -228,6 +228,13 @@ def _check_fixed_shapes(first: dict, second: dict) -> None:
             raise ValueError(f"latent site {name!r} has shape {a} in one trace of the model and {b} "
                              f"in another: automatic Gibbs needs every latent site to keep its shape "
                              f"(fix the plate sizes, or make them arguments of the model)")
+
+
+def _is_discrete(fn) -> bool:
+    try:
+        return bool(fn.support.is_discrete)
+    except NotImplementedError:  # a distribution that declares no support
+        return False
 
 
 def _not_enumerable(fn) -> str:

@@ -210,6 +210,19 @@ def bernoulli_to_event(y):
     pyro.sample("y", dist.Normal(z.sum(), f64(1.0)), obs=y)
 
 
+class NoSupport(dist.Normal):
+    """A distribution that declares no support (as a user's own distribution may not)."""
+
+    @property
+    def support(self):
+        raise NotImplementedError
+
+
+def no_support_latent(y):
+    mu = pyro.sample("mu", NoSupport(f64(0.0), f64(1.0), validate_args=False))
+    pyro.sample("y", dist.Normal(mu, f64(1.0)), obs=y)
+
+
 def random_size(y):
     """The number of component means is itself random: their shape changes between runs."""
     k = pyro.sample("k", dist.Poisson(f64(20.0)))

@@ -242,6 +242,11 @@ def test_discrete_site_with_an_event_dimension_is_refused_by_name(model, family)
     assert re.match(rf"{family} site is discrete and has an event dimension \(3,\)", chosen["z"].reason)
 
 
+def test_a_site_without_a_declared_support_is_unsupported_not_a_crash():
+    chosen = plan(cm.no_support_latent, f64(0.5), verify=False)
+    assert chosen["mu"].update == "unsupported" and "NoSupport" in chosen["mu"].reason
+
+
 def test_no_latent_sites_message_names_the_observed_sites():
     with pytest.raises(ValueError, match=r"no latent sample sites: every pyro.sample site \('y'\) is "
                                          r"observed"):
