@@ -6,10 +6,15 @@ program order:
 * a site with finite enumerable support and no event dimension gets a ``"discrete"`` update,
   plate-vectorised when its elements are conditionally independent given the rest (see
   :mod:`.discrete`), element by element otherwise;
-* a Beta, Gamma, univariate Normal or Dirichlet site whose log conditional, read off the
-  program at the traced state, is linear in the prior's sufficient statistics gets a
-  ``"conjugate"`` update (see :mod:`.exponential`);
-* anything else is ``"unsupported"`` in this increment, with the reason.
+* a Beta, Gamma, InverseGamma, univariate Normal, Dirichlet or MultivariateNormal site (also
+  through ``to_event``) whose log conditional, read off the program at the traced state, is
+  linear in the prior's sufficient statistics gets a ``"conjugate"`` update (see
+  :mod:`.exponential`);
+* anything else is ``"unsupported"`` in this increment, with the reason (a discrete site with
+  unbounded support or an event dimension says so).
+
+A second trace (seed ``seed + 1``) must have the same latent sites with the same shapes: Gibbs
+updates a fixed set of sites, so a program whose plate sizes are random is refused.
 
 Before the loop, the discrete sites created inside ``pyro.markov`` that form a first-order
 chain ``z_0, ..., z_{T-1}`` get one ``"ffbs"`` block for the whole chain, forward-filtering
@@ -35,7 +40,7 @@ from ..checks import check_bool
 from ..core.gibbs import GibbsBlock, GibbsSweep
 from ..core.seeding import make_generator, seeded
 from .discrete import DiscreteUpdate, element_logits
-from .exponential import ConjugateUpdate, NotConjugate, family_of, posterior_params
+from .exponential import ConjugateUpdate, NotConjugate, family_of, posterior_params, unwrap
 from .markov import plan_chains
 from .trace import latent_sites, trace_model
 
@@ -169,7 +174,9 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
 
     Raises:
         TypeError: ``model`` not callable, an override not a GibbsBlock.
-        ValueError: a program with no latent sample site, an override for an unknown site.
+        ValueError: a program with no latent sample site, a latent site whose shape (or
+            presence) differs between two traces of the program (seeds ``seed`` and
+            ``seed + 1``), an override for an unknown site.
 
     Example:
         >>> import pyro, pyro.distributions as dist, torch
@@ -189,8 +196,9 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
         trace = trace_model(model, args, kwargs)
     sites = latent_sites(trace)
     if not sites:
-        raise ValueError("the model has no latent sample sites (every pyro.sample has obs=): "
-                         "there is nothing to sample")
+        raise ValueError(_no_latents_message(trace))
+    with seeded(seed + 1):
+        _check_fixed_shapes(sites, latent_sites(trace_model(model, args, kwargs)))
     for name, block in overrides.items():
         if name not in sites:
             raise ValueError(f"overrides names {name!r}, which is not a latent site of the model; "
@@ -212,9 +220,53 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
             if name in not_chained:
                 sp = replace(sp, reason=f"{sp.reason}; no ffbs: {not_chained[name]}")
             out.append(sp)
+        elif _is_discrete(fn):
+            out.append(SitePlan(name, "unsupported", _not_enumerable(fn)))
         elif family_of(fn) is not None:
             out.append(_conjugate(model, args, kwargs, state, name, site, verify, gen))
         else:
             out.append(SitePlan(name, "unsupported", f"{type(fn).__name__} site with no discrete or "
                                 f"conjugate update (unsupported in this increment)"))
     return Plan(tuple(out))
+
+
+def _no_latents_message(trace) -> str:
+    observed = [name for name, site in trace.nodes.items()
+                if site["type"] == "sample" and site["is_observed"]]
+    if not observed:
+        return "the model has no latent sample sites (it calls no pyro.sample): there is nothing to sample"
+    names = ", ".join(map(repr, observed))
+    return (f"the model has no latent sample sites: every pyro.sample site ({names}) is observed "
+            f"(obs= or pyro.condition), so there is nothing to sample")
+
+
+def _check_fixed_shapes(first: dict, second: dict) -> None:
+    """Gibbs updates one fixed set of latent sites of fixed shapes: refuse a program whose
+    latent sites (or their shapes) change from one trace to the next."""
+    for name in list(first) + [n for n in second if n not in first]:
+        if name not in first or name not in second:
+            raise ValueError(f"latent site {name!r} is in one trace of the model and not in another "
+                             f"(random control flow): automatic Gibbs needs the same latent sites in "
+                             f"every run of the model")
+        a, b = tuple(first[name]["value"].shape), tuple(second[name]["value"].shape)
+        if a != b:
+            raise ValueError(f"latent site {name!r} has shape {a} in one trace of the model and {b} "
+                             f"in another: automatic Gibbs needs every latent site to keep its shape "
+                             f"(fix the plate sizes, or make them arguments of the model)")
+
+
+def _is_discrete(fn) -> bool:
+    try:
+        return bool(fn.support.is_discrete)
+    except NotImplementedError:  # a distribution that declares no support
+        return False
+
+
+def _not_enumerable(fn) -> str:
+    """Why a discrete site that the discrete update cannot enumerate has no update."""
+    what = (f"has an event dimension {tuple(fn.event_shape)} (enumerated only without one)"
+            if fn.event_shape else "has unbounded support, so its values cannot be enumerated")
+    name = type(unwrap(fn)).__name__ + (" (to_event)" if unwrap(fn) is not fn else "")
+    return (f"{name} site is discrete and {what}, and no conjugate update applies to a "
+            f"discrete site (give it a finite support, for example a Categorical over the values it "
+            f"can take)")
