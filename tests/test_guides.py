@@ -79,6 +79,10 @@ def test_readme_quick_start_runs(tmp_path, monkeypatch):
     assert {"em", "gibbs", "idata"} <= set(namespace)
     assert namespace["em"].method == "em" and namespace["gibbs"].method == "gibbs"
     assert set(namespace["idata"].groups()) >= {"posterior", "log_likelihood", "sample_stats"}
+    # Its section on automatic Gibbs runs a plain Pyro program whose plan has both kinds of update.
+    plan_text = namespace["auto"].attrs["plan"]
+    assert "conjugate" in plan_text and "discrete" in plan_text, plan_text
+    assert "posterior" in namespace["auto_idata"].groups()
 
 
 def test_readme_starts_with_the_two_set_up_commands():

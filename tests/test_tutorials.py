@@ -215,3 +215,14 @@ def test_tutorial_00_fits_a_plain_function_on_every_engine_before_any_model_clas
     first_class = code.index("(Model):")
     for call in ("run_nuts(plain_mixture", "run_svi(plain_mixture", "run_gibbs(plain_mixture"):
         assert call in code and code.index(call) < first_class, call
+
+
+def test_automatic_gibbs_tutorial_covers_the_workflow_on_a_plain_pyro_program():
+    # Tutorial 09 takes a plain function through the plan, several chains, Pyro's MCMC, an
+    # override, an unsupported site and a pyro.markov chain, diagnosing label-invariantly.
+    text = (ROOT / "tutorials" / "09_your_own_model_gibbs_for_free.py").read_text(encoding="utf-8")
+    assert "(Model)" not in text
+    for call in ("print(plan(", "fit_gibbs(", "num_chains=size(4", "az.summary(", "sorted_locs",
+                 "MCMC(kernel", "AutoGibbs(", "overrides={\"tau\"", "except ValueError",
+                 "pyro.markov(", "plot_trace("):
+        assert call in text, call
