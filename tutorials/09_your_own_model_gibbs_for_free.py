@@ -138,9 +138,10 @@ print({name: tuple(value.shape) for name, value in post.samples.items()})
 #
 # The likelihood does not change when the components swap names: `(w, locs)` and any
 # permutation of them score the same. Each chain settles on one naming, picked by chance from
-# where it started, and different chains pick different ones. A trace of `locs[0]` per chain
-# therefore shows chains sitting on different clusters, and R-hat on the raw `locs` compares
-# different quantities: look for values far above 1 there even when every chain is fine.
+# where it started, and different chains may pick different ones. A trace of `locs[0]` per
+# chain then shows chains sitting on different clusters, and R-hat on the raw `locs` compares
+# different quantities: expect values far above 1 there whenever two chains named the
+# components differently, even when every chain is fine.
 #
 # The cure is to diagnose **label-invariant** quantities: the means in increasing order, the
 # weight of the lowest, middle and highest component, and `tau`, which has no label.
@@ -162,7 +163,7 @@ print("R-hat of the raw locs:", az.rhat(raw)["locs"].values.round(2))
 order = post.samples["locs"].argsort(-1)
 invariant = Posterior(samples={
     "sorted_locs": post.samples["locs"].gather(-1, order),
-    "weight_by_loc": post.samples["w"].gather(-1, order),  # the weight of the lowest, ... mean
+    "weight_by_loc": post.samples["w"].gather(-1, order),  # weights in the order of the means
     "tau": post.samples["tau"],
 }, method="gibbs")
 invariant_idata = az.from_dict(posterior={k: v.numpy() for k, v in invariant.samples.items()})
@@ -197,7 +198,8 @@ print(idata.groups())
 # `AutoGibbs(model, *args)` makes the plan from the arguments you give it and is a
 # `pyro.infer.MCMC` kernel: pass the same arguments to `mcmc.run`. `print(kernel.plan)` is the
 # plan above. `posterior_from_mcmc` turns the run back into a `Posterior` (with `z` as
-# integers again).
+# integers again). Its chain is another chain of the same sampler, so its sorted means agree
+# with those of `fit_gibbs` only up to Monte Carlo error (hardly at all in the smoke run).
 
 # %%
 pyro.set_rng_seed(0)  # MCMC draws its starting point from Pyro's global random state
