@@ -143,6 +143,10 @@ print({name: tuple(value.shape) for name, value in post.samples.items()})
 # different quantities: expect values far above 1 there whenever two chains named the
 # components differently, even when every chain is fine.
 #
+# The engine's own check after the fit looks at the raw sites, so in a full run it may warn
+# (a `SamplingWarning` above) for exactly this reason: its message says the chains "may sit at
+# different, possibly label-switched, modes".
+#
 # The cure is to diagnose **label-invariant** quantities: the means in increasing order, the
 # weight of the lowest, middle and highest component, and `tau`, which has no label.
 
@@ -237,8 +241,10 @@ def precision_update(state, data, generator):
 
 by_hand = GibbsBlock("precision by hand", ("tau",), precision_update)
 print(plan(mixture, x, overrides={"tau": by_hand}))
+# diagnostic_warnings=False: the raw sites switch labels as above, and the comparison below
+# is the check here
 hand = fit_gibbs(mixture, x, num_chains=size(4, 2), overrides={"tau": by_hand},
-                 diagnostic_warnings=not SMOKE_TEST, **settings)
+                 diagnostic_warnings=False, **settings)
 for name in ("tau", "locs", "w"):
     print(f"largest difference in {name}: {float((hand.samples[name] - post.samples[name]).abs().max()):.1e}")
 print("assignments that differ:", int((hand.samples["z"] != post.samples["z"]).sum()))
@@ -290,7 +296,9 @@ def sigma_metropolis(state, data, generator, step=0.15):
     return {"sigma": torch.where(accept, proposal, current)}
 
 
-sd_post = fit_gibbs(mixture_sd, x, num_chains=size(4, 2), diagnostic_warnings=not SMOKE_TEST,
+# diagnostic_warnings=False: label switching again; sigma, which has no label, is summarised
+# below
+sd_post = fit_gibbs(mixture_sd, x, num_chains=size(4, 2), diagnostic_warnings=False,
                     overrides={"sigma": GibbsBlock("sigma by Metropolis", ("sigma",), sigma_metropolis)},
                     **settings)
 sigma_idata = az.from_dict(posterior={"sigma": sd_post.samples["sigma"].numpy()})
