@@ -280,6 +280,12 @@ except ValueError as err:
 # `poutine.condition` (the `log sigma` proposal adds the Jacobian term
 # `log sigma' - log sigma`). Such a step mixes more slowly than an exact draw, so compare its
 # effective sample size with the conjugate `tau` above.
+#
+# Read the per-chain means too. The Gibbs sweep of a mixture can sit for a long time in a
+# poor mode where two clusters share one component; there the spread of that component is
+# wide, so a chain whose mean of `sigma` stands well above the others' is in such a mode, and
+# R-hat of `sigma` is large for that reason rather than because of the Metropolis step. More
+# warm-up and more chains are the remedies.
 
 # %%
 def log_joint(model, state, args):
@@ -305,6 +311,7 @@ sigma_idata = az.from_dict(posterior={"sigma": sd_post.samples["sigma"].numpy()}
 print(az.summary(sigma_idata, kind="all").round(3))
 moved = (sd_post.samples["sigma"][:, 1:] != sd_post.samples["sigma"][:, :-1]).double().mean()
 print(f"share of sweeps in which sigma moved: {float(moved):.2f}")
+print("mean of sigma in each chain:", sd_post.samples["sigma"].mean(1).numpy().round(3))
 
 # %% [markdown]
 # ## A hidden Markov model gets forward-filtering backward-sampling
