@@ -26,7 +26,7 @@ import torch
 
 from ..conjugate import sample_beta, sample_dirichlet, sample_gamma, sample_normal
 from ..core.seeding import make_generator
-from .trace import element_index, element_log_density, log_joint, tolerance
+from .trace import element_index, element_log_density, log_joint, log_joints, tolerance
 
 __all__ = ["FAMILIES", "Family", "family_of", "posterior_params", "ConjugateUpdate", "NotConjugate"]
 
@@ -116,14 +116,15 @@ def _element_values(model, args, kwargs, state, site, points, batch_shape, event
     out = element_log_density(model, args, kwargs, state, site, full, batch_shape)
     if out is not None:
         return out
-    out = torch.zeros((len(points),) + tuple(batch_shape), dtype=torch.float64, device=value.device)
+    values = []
     for flat in range(max(1, batch_shape.numel())):
         index = element_index(flat, batch_shape)
-        for j, p in enumerate(points):
+        for p in points:
             v = value.clone()
             v[index] = p.to(value.dtype)
-            out[(j,) + index] = log_joint(model, args, kwargs, {**state, site: v}).to(torch.float64)
-    return out
+            values.append(v)
+    out = log_joints(model, args, kwargs, state, site, values)  # element-major, point-minor
+    return out.reshape(tuple(batch_shape) + (len(points),)).movedim(-1, 0)
 
 
 def posterior_params(model, args, kwargs, state: dict, site: str, fn) -> dict:
