@@ -76,6 +76,7 @@ class _Choice:
 
     def __init__(self, batched: bool, reason: str, nesting: int = 0, pad: int = 0):
         self.batched, self.reason, self.nesting, self.pad = batched, reason, nesting, pad
+        self.inseparable: set = set()  # batch shapes whose elements were found coupled
 
 
 #: program -> {(site, argument shapes): _Choice}; forgotten with the program
@@ -208,9 +209,10 @@ def values_terms(model, args: tuple, kwargs: dict, state: dict, site: str, value
         exact, choice = _decide(model, args, kwargs, state, site, values)
         _remember(model, site, args, kwargs, choice)
         return exact
-    if choice.batched:
-        return _batched_terms(model, args, kwargs, state, site, values, choice)
-    return _per_value_terms(model, args, kwargs, state, site, values)[0]
+    with pyro.validation_enabled(False):  # the program was checked by the choosing evaluation
+        if choice.batched:
+            return _batched_terms(model, args, kwargs, state, site, values, choice)
+        return _per_value_terms(model, args, kwargs, state, site, values)[0]
 
 
 def log_joints(model, args: tuple, kwargs: dict, state: dict, site: str, values: list) -> torch.Tensor:
@@ -250,6 +252,9 @@ def element_log_density(model, args, kwargs, state: dict, site: str, values: lis
     of the elements can tie on equal values); ``None`` when one of them is not indexed by the
     site's plates (the elements are then not conditionally independent given the rest). The
     values and the current state come from one trace where the program allows it."""
+    known = _known(model, site, args, kwargs)
+    if known is not None and tuple(batch_shape) in known.inseparable:
+        return None  # coupled elements stay coupled: the caller goes element by element
     m = len(values)
     terms = values_terms(model, args, kwargs, state, site, list(values) + [state[site]])
     out = torch.zeros((m,) + tuple(batch_shape), dtype=torch.float64, device=values[0].device)
@@ -258,6 +263,9 @@ def element_log_density(model, args, kwargs, state: dict, site: str, values: lis
             continue  # does not change with the site: cancels in the conditional
         reduced = _reduce_rows(lp[:m].to(torch.float64), batch_shape)
         if reduced is None:
+            choice = _known(model, site, args, kwargs)
+            if choice is not None:
+                choice.inseparable.add(tuple(batch_shape))
             return None
         out += reduced
     return out
@@ -275,9 +283,11 @@ def element_logits(model, args, kwargs, state: dict, site: str, support: torch.T
 
 def element_index(flat: int, shape: torch.Size) -> tuple:
     """The index of element number ``flat`` (row-major) of a tensor of ``shape``."""
-    if not shape:
-        return ()
-    return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), shape))
+    index = []
+    for size in reversed(tuple(shape)):
+        flat, i = divmod(flat, size)
+        index.append(i)
+    return tuple(reversed(index))
 
 
 def tolerance(dtype: torch.dtype) -> float:
