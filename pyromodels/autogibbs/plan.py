@@ -11,6 +11,9 @@ program order:
   ``"conjugate"`` update (see :mod:`.exponential`);
 * anything else is ``"unsupported"`` in this increment, with the reason.
 
+The reason of an automatic update also says how its values are scored: all in one batched
+trace, or one trace per value where the program is not vectorisable (see :mod:`.trace`).
+
 With ``verify=True`` (the default) every automatic update is checked at the traced state
 before it is trusted, and again at its first sweep: a vectorised discrete conditional against
 brute-force enumeration of the joint for two random elements (a mismatch falls back to
@@ -30,7 +33,7 @@ from ..core.gibbs import GibbsBlock, GibbsSweep
 from ..core.seeding import make_generator, seeded
 from .discrete import DiscreteUpdate, element_logits
 from .exponential import ConjugateUpdate, NotConjugate, family_of, posterior_params
-from .trace import latent_sites, trace_model
+from .trace import batching_reason, latent_sites, trace_model
 
 __all__ = ["SitePlan", "Plan", "plan"]
 
@@ -90,6 +93,12 @@ class Plan:
         return GibbsSweep([s.block for s in self.sites])
 
 
+def _with_batching(reason: str, model, name, args, kwargs) -> str:
+    """``reason`` and how the site's values are scored (one batched trace or one per value)."""
+    how = batching_reason(model, name, args, kwargs)
+    return f"{reason}; {how}" if how else reason
+
+
 def _discrete(model, args, kwargs, state, name, site, verify, gen) -> SitePlan:
     fn = site["fn"]
     try:
@@ -111,7 +120,8 @@ def _discrete(model, args, kwargs, state, name, site, verify, gen) -> SitePlan:
     else:
         where = f"over plate shape {tuple(state[name].shape)}" if state[name].dim() else "(one element)"
         reason = f"enumerate {k}, all elements at once {where}"
-    return SitePlan(name, "discrete", reason, GibbsBlock(f"discrete:{name}", (name,), update))
+    return SitePlan(name, "discrete", _with_batching(reason, model, name, args, kwargs),
+                    GibbsBlock(f"discrete:{name}", (name,), update))
 
 
 def _conjugate(model, args, kwargs, state, name, site, verify, gen) -> SitePlan:
@@ -127,8 +137,9 @@ def _conjugate(model, args, kwargs, state, name, site, verify, gen) -> SitePlan:
                       f"score; leaving it unsupported", RuntimeWarning, stacklevel=3)
         return SitePlan(name, "unsupported", f"conjugate {family.name} update failed the check "
                         f"(unsupported in this increment)")
-    return SitePlan(name, "conjugate", f"{family.name} prior, log conditional linear in its "
-                    f"sufficient statistics", GibbsBlock(f"conjugate:{name}", (name,), update))
+    reason = f"{family.name} prior, log conditional linear in its sufficient statistics"
+    return SitePlan(name, "conjugate", _with_batching(reason, model, name, args, kwargs),
+                    GibbsBlock(f"conjugate:{name}", (name,), update))
 
 
 def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed: int = 0,

@@ -186,16 +186,19 @@ def _first_line(err: Exception) -> str:
 
 def _decide(model, args, kwargs, state, site, values: list) -> tuple[dict, _Choice]:
     """Evaluate one trace per value and, from the same values, the batched trace; the choice
-    is batched when that trace runs and gives the same terms."""
+    is batched when that trace runs and gives the same terms (with ``m`` and ``m + 1``
+    values)."""
     exact, first = _per_value_terms(model, args, kwargs, state, site, values)
     nesting = _nesting(first)
     pad = max(0, nesting - len(first.nodes[site]["fn"].batch_shape))
-    try:
-        batched = _batched_terms(model, args, kwargs, state, site, values,
-                                 _Choice(True, "", nesting, pad))
+    trial = _Choice(True, "", nesting, pad)
+    try:  # twice, with m and m + 1 values: a program that reads len() of the site cannot match both
+        batched = _batched_terms(model, args, kwargs, state, site, values, trial)
+        longer = _batched_terms(model, args, kwargs, state, site, values + values[:1], trial)
     except Exception as err:  # noqa: BLE001 - any failure of the program means "not vectorisable"
         return exact, _Choice(False, f"one trace per value (batched trace failed: {_first_line(err)})")
-    if not _agree(batched, exact):
+    again = {name: torch.cat([t, t[:1]]) for name, t in exact.items()}
+    if not (_agree(batched, exact) and _agree(longer, again)):
         return exact, _Choice(False, "one trace per value (the batched trace gave other log densities)")
     return exact, _Choice(True, f"all values in one batched trace (dim {-nesting - 1})", nesting, pad)
 

@@ -86,3 +86,46 @@ def uneven_binomial(y):
 
 def no_latents(y):
     pyro.sample("y", dist.Normal(f64(0.0), f64(1.0)), obs=y)
+
+
+def mixture_vectorised(x, num_components=2):
+    """:func:`mixture` indexing the means from the right (``locs[..., z]``), so that every
+    site can be scored at many values in one batched trace."""
+    w = pyro.sample("w", dist.Dirichlet(torch.ones(num_components, dtype=torch.float64)))
+    with pyro.plate("components", num_components):
+        locs = pyro.sample("locs", dist.Normal(f64(1.0), f64(3.0)))
+    with pyro.plate("data", len(x)):
+        z = pyro.sample("z", dist.Categorical(w))
+        pyro.sample("x", dist.Normal(locs[..., z], f64(0.7)), obs=x)
+
+
+def grid(y):
+    """Nested plates (rows at dim -2, columns at dim -1) and a per-row rate."""
+    rows, cols = y.shape
+    with pyro.plate("rows", rows, dim=-2):
+        rate = pyro.sample("rate", dist.Gamma(f64(2.0), f64(1.0)))
+        with pyro.plate("cols", cols, dim=-1):
+            z = pyro.sample("z", dist.Bernoulli(f64(0.4)))
+            pyro.sample("y", dist.Poisson(rate * (1.0 + 2.0 * z)), obs=y)
+
+
+def item_rate(c):
+    """Reads the latent rate with ``.item()``: not vectorisable."""
+    lam = pyro.sample("lam", dist.Gamma(f64(2.0), f64(0.5)))
+    with pyro.plate("obs", len(c)):
+        pyro.sample("c", dist.Poisson(f64(lam.item())), obs=c)
+
+
+def branching_mixture(x):
+    """A Python branch on a latent value: not vectorisable."""
+    w = pyro.sample("w", dist.Beta(f64(2.0), f64(2.0)))
+    loc = f64(1.0) if w > 0.5 else f64(-1.0)
+    with pyro.plate("data", len(x)):
+        pyro.sample("x", dist.Normal(loc * w, f64(1.0)), obs=x)
+
+
+def length_scaled(x):
+    """Scales by ``len()`` of a latent tensor: runs batched, but gives other numbers."""
+    with pyro.plate("data", len(x)):
+        z = pyro.sample("z", dist.Bernoulli(f64(0.3)))
+        pyro.sample("x", dist.Normal(z * len(z) / len(x), f64(1.0)), obs=x)
