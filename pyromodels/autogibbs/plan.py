@@ -6,9 +6,9 @@ program order:
 * a site with finite enumerable support and no event dimension gets a ``"discrete"`` update,
   plate-vectorised when its elements are conditionally independent given the rest (see
   :mod:`.discrete`), element by element otherwise;
-* a Beta, Gamma, univariate Normal or Dirichlet site whose log conditional, read off the
-  program at the traced state, is linear in the prior's sufficient statistics gets a
-  ``"conjugate"`` update (see :mod:`.exponential`);
+* a Beta, Gamma, univariate Normal or Dirichlet site (also one made of such elements by
+  ``to_event``) whose log conditional, read off the program at the traced state, is linear in
+  the prior's sufficient statistics gets a ``"conjugate"`` update (see :mod:`.exponential`);
 * anything else is ``"unsupported"`` in this increment, with the reason.
 
 The reason of an automatic update also says how its values are scored: all in one batched
@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+
+import pyro.distributions as dist
 
 from ..checks import check_bool
 from ..core.gibbs import GibbsBlock, GibbsSweep
@@ -124,8 +126,16 @@ def _discrete(model, args, kwargs, state, name, site, verify, gen) -> SitePlan:
                     GibbsBlock(f"discrete:{name}", (name,), update))
 
 
+def _prior_of(fn):
+    """The distribution of each element: ``fn`` with its ``to_event`` wrappers taken off (an
+    ``Independent`` only sums the log densities of its base's batch)."""
+    while isinstance(fn, dist.Independent):
+        fn = fn.base_dist
+    return fn
+
+
 def _conjugate(model, args, kwargs, state, name, site, verify, gen) -> SitePlan:
-    fn = site["fn"]
+    fn = _prior_of(site["fn"])
     family = family_of(fn)
     try:
         posterior_params(model, args, kwargs, state, name, fn)
@@ -198,9 +208,10 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
             out.append(SitePlan(name, "override", "the user's own block", overrides[name]))
         elif fn.has_enumerate_support and fn.event_shape == ():
             out.append(_discrete(model, args, kwargs, state, name, site, verify, gen))
-        elif family_of(fn) is not None:
+        elif family_of(_prior_of(fn)) is not None:
             out.append(_conjugate(model, args, kwargs, state, name, site, verify, gen))
         else:
-            out.append(SitePlan(name, "unsupported", f"{type(fn).__name__} site with no discrete or "
+            kind = type(_prior_of(fn)).__name__
+            out.append(SitePlan(name, "unsupported", f"{kind} site with no discrete or "
                                 f"conjugate update (unsupported in this increment)"))
     return Plan(tuple(out))
