@@ -22,6 +22,7 @@ import weakref
 import pyro
 import torch
 from pyro import poutine
+from pyro.distributions.util import scale_and_mask
 from pyro.poutine.util import site_is_subsample
 
 __all__ = ["trace_model", "latent_sites", "log_terms", "log_joint", "reduce_to_site", "element_log_density",
@@ -45,6 +46,17 @@ def latent_sites(trace) -> dict:
     return {name: site for name, site in trace.nodes.items()
             if site["type"] == "sample" and not site["is_observed"]
             and not site_is_subsample(site)}
+
+
+def _scores(model, args: tuple, kwargs: dict, state: dict, skip=frozenset()) -> dict:
+    """``{site: log_prob}`` as :func:`log_terms`, leaner: the sites in ``skip`` are not scored
+    and nothing else (sums, validation) is computed."""
+    fn = poutine.condition(model, data=state)
+    with pyro.get_param_store().scope(), poutine.block(), torch.no_grad():
+        trace = poutine.trace(fn).get_trace(*args, **kwargs)
+        return {name: scale_and_mask(site["fn"].log_prob(site["value"], *site["args"], **site["kwargs"]),
+                                     site["scale"], site["mask"])
+                for name, site in _sample_sites(trace).items() if name not in skip}
 
 
 def _sample_sites(trace) -> dict:
@@ -77,6 +89,7 @@ class _Choice:
     def __init__(self, batched: bool, reason: str, nesting: int = 0, pad: int = 0):
         self.batched, self.reason, self.nesting, self.pad = batched, reason, nesting, pad
         self.inseparable: set = set()  # batch shapes whose elements were found coupled
+        self.constant: frozenset = frozenset()  # sites whose terms do not change with this one
 
 
 #: program -> {(site, argument shapes): _Choice}; forgotten with the program
@@ -146,18 +159,21 @@ def _per_value_terms(model, args, kwargs, state, site, values: list):
     return {name: _strip(torch.stack([p[name]["log_prob"] for p in per])) for name in per[0]}, traces[0]
 
 
-def _batched_terms(model, args, kwargs, state, site, values: list, choice: _Choice) -> dict:
+def _batched_terms(model, args, kwargs, state, site, values: list, choice: _Choice,
+                   skip=frozenset(), constant: set | None = None) -> dict:
     """The terms of :func:`_per_value_terms` from one trace, the values stacked left of the
-    program's batch (raises where the program does not keep to that layout)."""
+    program's batch (raises where the program does not keep to that layout); the sites in
+    ``skip`` are left out, those whose terms have no dimension for the values are added to
+    ``constant``."""
     m = len(values)
     stacked = torch.stack(values).reshape((m,) + (1,) * choice.pad + tuple(values[0].shape))
-    trace = trace_model(model, args, kwargs, {**state, site: stacked})
     out = {}
-    for name, node in _sample_sites(trace).items():
-        lp = node["log_prob"]
+    for name, lp in _scores(model, args, kwargs, {**state, site: stacked}, skip).items():
         where = lp.dim() - choice.nesting - 1  # the values' dimension, counted from the left
         if where < 0 or lp.shape[where] == 1:
             out[name] = _strip(lp.expand((m,) + tuple(lp.shape)))
+            if constant is not None:
+                constant.add(name)
             continue
         if lp.shape[where] != m or any(s != 1 for s in lp.shape[:where]):
             raise ValueError(f"the log density of {name!r} has shape {tuple(lp.shape)}, not "
@@ -193,20 +209,26 @@ def _decide(model, args, kwargs, state, site, values: list) -> tuple[dict, _Choi
     pad = max(0, nesting - len(first.nodes[site]["fn"].batch_shape))
     trial = _Choice(True, "", nesting, pad)
     try:  # twice, with m and m + 1 values: a program that reads len() of the site cannot match both
-        batched = _batched_terms(model, args, kwargs, state, site, values, trial)
+        constant: set = set()
+        batched = _batched_terms(model, args, kwargs, state, site, values, trial, constant=constant)
         longer = _batched_terms(model, args, kwargs, state, site, values + values[:1], trial)
     except Exception as err:  # noqa: BLE001 - any failure of the program means "not vectorisable"
         return exact, _Choice(False, f"one trace per value (batched trace failed: {_first_line(err)})")
     again = {name: torch.cat([t, t[:1]]) for name, t in exact.items()}
     if not (_agree(batched, exact) and _agree(longer, again)):
         return exact, _Choice(False, "one trace per value (the batched trace gave other log densities)")
-    return exact, _Choice(True, f"all values in one batched trace (dim {-nesting - 1})", nesting, pad)
+    choice = _Choice(True, f"all values in one batched trace (dim {-nesting - 1})", nesting, pad)
+    choice.constant = frozenset(constant)
+    return exact, choice
 
 
-def values_terms(model, args: tuple, kwargs: dict, state: dict, site: str, values: list) -> dict:
+def values_terms(model, args: tuple, kwargs: dict, state: dict, site: str, values: list,
+                 changing_only: bool = False) -> dict:
     """``{name: (len(values), ...)}``: every sample site's ``log_prob`` at each full value of
     ``site`` (the rest of ``state`` fixed), leading size-one dimensions dropped; from one trace
-    where the program allows it (see the module docs), else one trace per value."""
+    where the program allows it (see the module docs), else one trace per value. With
+    ``changing_only``, the sites whose terms were found not to change with ``site`` (their
+    ``log_prob`` has no dimension for the values) may be left out."""
     choice = _known(model, site, args, kwargs)
     if choice is None:
         exact, choice = _decide(model, args, kwargs, state, site, values)
@@ -214,7 +236,8 @@ def values_terms(model, args: tuple, kwargs: dict, state: dict, site: str, value
         return exact
     with pyro.validation_enabled(False):  # the program was checked by the choosing evaluation
         if choice.batched:
-            return _batched_terms(model, args, kwargs, state, site, values, choice)
+            skip = choice.constant if changing_only else frozenset()
+            return _batched_terms(model, args, kwargs, state, site, values, choice, skip)
         return _per_value_terms(model, args, kwargs, state, site, values)[0]
 
 
@@ -259,7 +282,8 @@ def element_log_density(model, args, kwargs, state: dict, site: str, values: lis
     if known is not None and tuple(batch_shape) in known.inseparable:
         return None  # coupled elements stay coupled: the caller goes element by element
     m = len(values)
-    terms = values_terms(model, args, kwargs, state, site, list(values) + [state[site]])
+    terms = values_terms(model, args, kwargs, state, site, list(values) + [state[site]],
+                         changing_only=True)
     out = torch.zeros((m,) + tuple(batch_shape), dtype=torch.float64, device=values[0].device)
     for lp in terms.values():
         if bool((lp[:m] == lp[m:]).all()):
