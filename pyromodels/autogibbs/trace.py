@@ -234,11 +234,15 @@ def values_terms(model, args: tuple, kwargs: dict, state: dict, site: str, value
         exact, choice = _decide(model, args, kwargs, state, site, values)
         _remember(model, site, args, kwargs, choice)
         return exact
-    with pyro.validation_enabled(False):  # the program was checked by the choosing evaluation
-        if choice.batched:
-            skip = choice.constant if changing_only else frozenset()
-            return _batched_terms(model, args, kwargs, state, site, values, choice, skip)
-        return _per_value_terms(model, args, kwargs, state, site, values)[0]
+    if choice.batched:
+        try:
+            with pyro.validation_enabled(False):  # the choosing evaluation ran with it
+                skip = choice.constant if changing_only else frozenset()
+                return _batched_terms(model, args, kwargs, state, site, values, choice, skip)
+        except Exception as err:  # noqa: BLE001 - a state the choosing evaluation did not meet
+            choice.batched = False
+            choice.reason = f"one trace per value (a later batched trace failed: {_first_line(err)})"
+    return _per_value_terms(model, args, kwargs, state, site, values)[0]
 
 
 def log_joints(model, args: tuple, kwargs: dict, state: dict, site: str, values: list) -> torch.Tensor:

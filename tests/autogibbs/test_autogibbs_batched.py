@@ -136,3 +136,19 @@ def test_fallback_updates_match_the_vectorisable_twin():
     b = posterior_params(fresh(gamma_poisson), (c,), {}, {"lam": f64(1.3)}, "lam", prior)
     for k in a:
         torch.testing.assert_close(a[k], b[k], rtol=1e-10, atol=1e-10)
+
+
+def test_a_batched_trace_that_fails_later_switches_to_one_trace_per_value():
+    """A state the choosing evaluation did not meet (here an extra batch of means, which the
+    stacked values cannot join) makes the batched trace fail later: the site goes on one trace
+    per value, saying so, with the same numbers."""
+    model = fresh(mixture_vectorised)
+    state = {"w": f64([0.3, 0.7]), "locs": f64([-1.0, 2.0]), "z": torch.tensor([1, 0, 1, 1, 0])}
+    values = [f64([0.5, 0.5]), f64([0.9, 0.1])]
+    log_joints(model, (X,), {}, state, "w", values)
+    assert "one batched trace" in batching_reason(model, "w", (X,), {})
+    bad = {**state, "locs": f64([[-1.0, 2.0], [0.0, 1.0], [3.0, 3.0]])}  # a batch the values cannot join
+    got = log_joints(model, (X,), {}, bad, "w", values)
+    assert "a later batched trace failed" in batching_reason(model, "w", (X,), {})
+    want = torch.stack([log_joint(model, (X,), {}, {**bad, "w": v}).to(torch.float64) for v in values])
+    torch.testing.assert_close(got, want, **EXACT)
