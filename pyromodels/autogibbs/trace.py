@@ -27,7 +27,7 @@ from pyro.poutine.util import site_is_subsample
 
 __all__ = ["trace_model", "latent_sites", "log_terms", "log_joint", "reduce_to_site", "element_log_density",
            "element_logits", "element_index", "tolerance", "values_terms", "log_joints",
-           "batching_reason"]
+           "batching_reason", "RUN_BUDGET"]
 
 
 def trace_model(model, args: tuple, kwargs: dict, state: dict | None = None):
@@ -90,7 +90,14 @@ class _Choice:
         self.batched, self.reason, self.nesting, self.pad = batched, reason, nesting, pad
         self.inseparable: set = set()  # batch shapes whose elements were found coupled
         self.constant: frozenset = frozenset()  # sites whose terms do not change with this one
+        self.chunk = 2  # values per batched run (set from the first evaluation's sizes)
 
+
+#: the most log-density entries (over all sites) of one batched run: longer lists of values
+#: are scored in several runs, so memory stays bounded
+RUN_BUDGET = 2 ** 18
+#: how many values the choosing evaluation compares (one trace each, then batched)
+_CHOOSING_VALUES = 16
 
 #: program -> {(site, argument shapes): _Choice}; forgotten with the program
 _CHOICES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -226,19 +233,29 @@ def values_terms(model, args: tuple, kwargs: dict, state: dict, site: str, value
                  changing_only: bool = False) -> dict:
     """``{name: (len(values), ...)}``: every sample site's ``log_prob`` at each full value of
     ``site`` (the rest of ``state`` fixed), leading size-one dimensions dropped; from one trace
-    where the program allows it (see the module docs), else one trace per value. With
-    ``changing_only``, the sites whose terms were found not to change with ``site`` (their
-    ``log_prob`` has no dimension for the values) may be left out."""
+    where the program allows it (see the module docs; in runs of at most :data:`RUN_BUDGET`
+    log-density entries), else one trace per value. With ``changing_only``, the sites whose
+    terms were found not to change with ``site`` (their ``log_prob`` has no dimension for the
+    values) may be left out."""
+    values = list(values)
     choice = _known(model, site, args, kwargs)
     if choice is None:
-        exact, choice = _decide(model, args, kwargs, state, site, values)
+        head = values[:_CHOOSING_VALUES]
+        exact, choice = _decide(model, args, kwargs, state, site, head)
+        choice.chunk = max(2, RUN_BUDGET // max(1, sum(t[0].numel() for t in exact.values())))
         _remember(model, site, args, kwargs, choice)
-        return exact
+        if len(head) == len(values):
+            return exact
+        rest = values_terms(model, args, kwargs, state, site, values[len(head):], changing_only)
+        return {name: torch.cat([exact[name], t]) for name, t in rest.items()}
     if choice.batched:
         try:
             with pyro.validation_enabled(False):  # the choosing evaluation ran with it
                 skip = choice.constant if changing_only else frozenset()
-                return _batched_terms(model, args, kwargs, state, site, values, choice, skip)
+                parts = [_batched_terms(model, args, kwargs, state, site, values[i:i + choice.chunk],
+                                        choice, skip) for i in range(0, len(values), choice.chunk)]
+            return parts[0] if len(parts) == 1 else {
+                name: torch.cat([part[name] for part in parts]) for name in parts[0]}
         except Exception as err:  # noqa: BLE001 - a state the choosing evaluation did not meet
             choice.batched = False
             choice.reason = f"one trace per value (a later batched trace failed: {_first_line(err)})"

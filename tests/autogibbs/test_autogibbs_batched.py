@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from pyromodels.autogibbs import plan, posterior_params
+from pyromodels.autogibbs import trace as trace_module
 from pyromodels.autogibbs.discrete import brute_force_logits
 from pyromodels.autogibbs.trace import (
     batching_reason,
@@ -152,3 +153,23 @@ def test_a_batched_trace_that_fails_later_switches_to_one_trace_per_value():
     assert "a later batched trace failed" in batching_reason(model, "w", (X,), {})
     want = torch.stack([log_joint(model, (X,), {}, {**bad, "w": v}).to(torch.float64) for v in values])
     torch.testing.assert_close(got, want, **EXACT)
+
+
+def test_long_lists_of_values_are_scored_in_runs_of_bounded_size(monkeypatch):
+    runs = []
+
+    def model(*args):
+        runs.append(1)
+        return mixture_vectorised(*args)
+
+    # per value: w (1 entry) + locs (2) + z (5) + x (5) = 13 log-density entries: 4 per run
+    monkeypatch.setattr(trace_module, "RUN_BUDGET", 52)
+    values = [f64([0.1 * i, -0.2 * i]) for i in range(20)]
+    first = log_joints(model, (X,), {}, MIX_STATE, "locs", values)  # 16 chosen one by one, 4 batched
+    runs.clear()
+    batched = log_joints(model, (X,), {}, MIX_STATE, "locs", values)
+    assert len(runs) == 5
+    want = torch.stack([log_joint(model, (X,), {}, {**MIX_STATE, "locs": v}).to(torch.float64)
+                        for v in values])
+    torch.testing.assert_close(first, want, **EXACT)
+    torch.testing.assert_close(batched, want, **EXACT)
