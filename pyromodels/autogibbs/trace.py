@@ -131,6 +131,14 @@ def _remember(model, site, args, kwargs, choice: _Choice) -> None:
         pass
 
 
+def _weakly_referable(model) -> bool:
+    try:
+        weakref.ref(model)
+    except TypeError:
+        return False
+    return True
+
+
 def batching_reason(model, site: str, args: tuple, kwargs: dict) -> str:
     """How ``site`` is evaluated at several values, in words: ``""`` before its first
     evaluation (and always for a program that cannot be weakly referenced, which is evaluated
@@ -239,6 +247,8 @@ def values_terms(model, args: tuple, kwargs: dict, state: dict, site: str, value
     values) may be left out."""
     values = list(values)
     choice = _known(model, site, args, kwargs)
+    if choice is None and not _weakly_referable(model):
+        return _per_value_terms(model, args, kwargs, state, site, values)[0]
     if choice is None:
         head = values[:_CHOOSING_VALUES]
         exact, choice = _decide(model, args, kwargs, state, site, head)

@@ -173,3 +173,25 @@ def test_long_lists_of_values_are_scored_in_runs_of_bounded_size(monkeypatch):
                         for v in values])
     torch.testing.assert_close(first, want, **EXACT)
     torch.testing.assert_close(batched, want, **EXACT)
+
+
+class _Program:
+    """A program object that cannot be weakly referenced (no ``__weakref__`` slot)."""
+
+    __slots__ = ()
+    runs: list = []
+
+    def __call__(self, *args):
+        self.runs.append(1)
+        return mixture_vectorised(*args)
+
+
+def test_a_program_that_cannot_be_weakly_referenced_is_scored_one_trace_per_value():
+    model = _Program()
+    values = [f64([0.5, 0.5]), f64([0.9, 0.1])]
+    model.runs.clear()
+    got = log_joints(model, (X,), {}, MIX_STATE, "w", values)
+    assert len(model.runs) == 2  # no batched trials whose choice could not be kept
+    assert batching_reason(model, "w", (X,), {}) == ""
+    want = torch.stack([log_joint(model, (X,), {}, {**MIX_STATE, "w": v}).to(torch.float64) for v in values])
+    torch.testing.assert_close(got, want, **EXACT)
