@@ -195,3 +195,13 @@ def test_a_program_that_cannot_be_weakly_referenced_is_scored_one_trace_per_valu
     assert batching_reason(model, "w", (X,), {}) == ""
     want = torch.stack([log_joint(model, (X,), {}, {**MIX_STATE, "w": v}).to(torch.float64) for v in values])
     torch.testing.assert_close(got, want, **EXACT)
+
+
+def test_the_choice_is_kept_per_argument_shapes():
+    model = fresh(mixture_vectorised)
+    values = [f64([0.5, 0.5]), f64([0.9, 0.1])]
+    log_joints(model, (X,), {}, MIX_STATE, "w", values)
+    longer = f64([-2.0, 0.4, 2.5, 2.9, -1.1, 0.0, 1.0])
+    assert "one batched trace" in batching_reason(model, "w", (X,), {})
+    assert "one batched trace" in batching_reason(model, "w", (X.clone(),), {})  # same shapes
+    assert batching_reason(model, "w", (longer,), {}) == ""                     # not chosen yet
