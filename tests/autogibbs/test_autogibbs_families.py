@@ -20,6 +20,7 @@ from torch.distributions import Dirichlet
 from pyromodels.autogibbs import plan, posterior_params
 from pyromodels.autogibbs.trace import trace_model
 from pyromodels.conjugate import sample_dirichlet
+from pyromodels.conjugate.suffstats import one_hot
 from pyromodels.core import GibbsSweep
 from pyromodels.core.bound import ModelArgs
 from pyromodels.core.seeding import make_generator
@@ -28,6 +29,7 @@ from pyromodels.crowd.ds.model import DawidSkene
 from pyromodels.data import simulate_annotations
 from pyromodels.mixture import GaussianMixtureModel
 from pyromodels.mixture import gibbs as mixture_gibbs
+from pyromodels.mixture.em import component_posteriors
 
 CLOSE = dict(rtol=1e-10, atol=1e-10)
 
@@ -55,8 +57,22 @@ def test_mixture_plan_matches_the_hand_written_blocks(mixture_case):
     _, _, p, _ = mixture_case
     assert p["z"].update == "discrete" and "all elements at once over plate shape (60,)" in p["z"].reason
     assert p["weights"].update == "conjugate" and "Dirichlet" in p["weights"].reason
-    for site in ("z", "weights"):
+    assert p["locs"].update == "conjugate" and "MultivariateNormal" in p["locs"].reason
+    for site in ("z", "weights", "locs"):
         assert "all values in one batched trace" in p[site].reason
+
+
+def test_mixture_means_have_the_normal_wishart_conditional_given_the_precisions(mixture_case):
+    """The hand-written sweep draws (locs, precisions) jointly from their Normal-Wishart
+    conditional; the plan draws locs given precisions, which must be that conditional's
+    Normal part: N(m_k, (kappa_k precisions_k)^-1)."""
+    model, data, _, state = mixture_case
+    fn = trace_model(model.model, (data,), {}).nodes["locs"]["fn"]
+    got = posterior_params(model.model, (data,), {}, state, "locs", fn)
+    post = component_posteriors(data, one_hot(state["z"], 3, data.x.dtype))
+    torch.testing.assert_close(got["loc"], post.loc, **CLOSE)
+    torch.testing.assert_close(got["precision_matrix"], post.kappa[:, None, None] * state["precisions"],
+                               **CLOSE)
 
 
 def test_ds_plan_matches_the_hand_written_blocks(ds_case):
