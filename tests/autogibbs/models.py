@@ -129,3 +129,10 @@ def length_scaled(x):
     with pyro.plate("data", len(x)):
         z = pyro.sample("z", dist.Bernoulli(f64(0.3)))
         pyro.sample("x", dist.Normal(z * len(z) / len(x), f64(1.0)), obs=x)
+
+
+def structural_zero(y):
+    """A class that the prior rules out: its log densities are -inf."""
+    with pyro.plate("data", len(y)):
+        z = pyro.sample("z", dist.Categorical(logits=f64([0.0, float("-inf"), 0.0])))
+        pyro.sample("y", dist.Normal(z.to(torch.float64), f64(1.0)), obs=y)

@@ -1,6 +1,8 @@
 """Scoring a site at many values in one batched trace gives the numbers of one trace per
 value, and a program that is not vectorisable falls back with the reason in the plan."""
 
+import warnings
+
 import pyro.distributions as dist
 import pytest
 import torch
@@ -27,6 +29,7 @@ from .models import (
     length_scaled,
     mixture,
     mixture_vectorised,
+    structural_zero,
 )
 
 EXACT = dict(rtol=1e-12, atol=1e-12)
@@ -205,3 +208,17 @@ def test_the_choice_is_kept_per_argument_shapes():
     assert "one batched trace" in batching_reason(model, "w", (X,), {})
     assert "one batched trace" in batching_reason(model, "w", (X.clone(),), {})  # same shapes
     assert batching_reason(model, "w", (longer,), {}) == ""                     # not chosen yet
+
+
+def test_impossible_values_do_not_stop_the_batched_trace():
+    """-inf log densities (a value the prior rules out) are the same in both readings, and
+    the vectorised conditional passes its check against brute-force enumeration."""
+    model = fresh(structural_zero)
+    y = f64([0.1, 2.2, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        p = plan(model, y)
+    assert p["z"].update == "discrete" and "all elements at once" in p["z"].reason
+    assert "all values in one batched trace" in p["z"].reason
+    logits = element_logits(model, (y,), {}, {"z": torch.tensor([0, 2, 0])}, "z", torch.arange(3))
+    assert bool((logits[:, 1] == float("-inf")).all())
