@@ -2,7 +2,9 @@
 
 The block draws those sites jointly from their full conditional given every other site, by
 Pyro's NUTS kernel on a potential energy read off the program: the sites are mapped to
-unconstrained space by Pyro's ``biject_to`` of their supports, and
+unconstrained space by Pyro's ``biject_to`` of their supports, read in the same run of the
+program (so a site whose support depends on an earlier site, ``Uniform(0, b)``, follows
+``b``), and
 
 .. math::
 
@@ -39,6 +41,7 @@ import torch
 from pyro import poutine
 from pyro.distributions.transforms import biject_to
 from pyro.infer import NUTS
+from pyro.poutine.messenger import Messenger
 
 from ..core.seeding import seeded
 from .trace import log_joint, tolerance, trace_model
@@ -56,6 +59,25 @@ def nuts_refusal(fn) -> str | None:
     return None
 
 
+class _Unconstrained(Messenger):
+    """Set each NUTS site from its unconstrained value ``z[site]`` by the bijection onto the
+    support of the site's distribution *in this run* (so a support that depends on an earlier
+    site follows that site's new value), adding up the log-Jacobians."""
+
+    def __init__(self, z: dict):
+        super().__init__()
+        self.z, self.values, self.log_det = z, {}, 0.0
+
+    def _pyro_sample(self, msg) -> None:
+        name = msg["name"]
+        if name in self.z:
+            transform = biject_to(msg["fn"].support)
+            x = transform(self.z[name])
+            self.log_det = self.log_det + transform.log_abs_det_jacobian(self.z[name], x).sum()
+            self.values[name] = x
+            msg["value"], msg["is_observed"] = x, True
+
+
 class Potential:
     """The potential energy of the NUTS sites in unconstrained space, given the other sites
     (a picklable callable ``U(z)`` for Pyro's kernel; :meth:`bind` sets the rest).
@@ -67,32 +89,33 @@ class Potential:
 
     def __init__(self, model, sites: tuple[str, ...]):
         self.model, self.sites = model, tuple(sites)
-        self.args, self.kwargs, self.rest, self.transforms = (), {}, {}, {}
+        self.args, self.kwargs, self.rest = (), {}, {}
 
     def bind(self, state: dict, args: tuple, kwargs: dict) -> dict:
-        """Fix the other sites at their values in ``state``, read each NUTS site's transform
-        from a trace at ``state`` (its support may depend on the others) and return the
-        sites' unconstrained values."""
+        """Fix the other sites at their values in ``state`` and return the NUTS sites'
+        unconstrained values (by the bijections onto their supports at ``state``)."""
         self.args, self.kwargs = args, kwargs
         self.rest = {k: v for k, v in state.items() if k not in self.sites}
         trace = trace_model(self.model, args, kwargs, state)
-        self.transforms = {k: biject_to(trace.nodes[k]["fn"].support) for k in self.sites}
-        return {k: self.transforms[k].inv(state[k]).detach() for k in self.sites}
+        return {k: biject_to(trace.nodes[k]["fn"].support).inv(state[k]).detach() for k in self.sites}
+
+    def run(self, z: dict):
+        """One run of the program at unconstrained ``z``: ``(log joint, {site: value},
+        log |det dx/dz|)``."""
+        handler = _Unconstrained(z)
+        conditioned = poutine.condition(handler(self.model), data=self.rest)
+        with pyro.get_param_store().scope(), poutine.block():
+            trace = poutine.trace(conditioned).get_trace(*self.args, **self.kwargs)
+        return trace.log_prob_sum(), handler.values, handler.log_det
 
     def constrained(self, z: dict) -> dict:
         """The sites' values at unconstrained ``z``."""
-        return {k: self.transforms[k](z[k]) for k in self.sites}
-
-    def log_abs_det_jacobian(self, z: dict, x: dict) -> torch.Tensor:
-        """``log |det dx/dz|`` summed over the sites."""
-        return sum(self.transforms[k].log_abs_det_jacobian(z[k], x[k]).sum() for k in self.sites)
+        with torch.no_grad():
+            return self.run(z)[1]
 
     def __call__(self, z: dict) -> torch.Tensor:
-        x = self.constrained(z)
-        conditioned = poutine.condition(self.model, data={**self.rest, **x})
-        with pyro.get_param_store().scope(), poutine.block():
-            trace = poutine.trace(conditioned).get_trace(*self.args, **self.kwargs)
-        return -(trace.log_prob_sum() + self.log_abs_det_jacobian(z, x))
+        joint, _, log_det = self.run(z)
+        return -(joint + log_det)
 
 
 class NutsUpdate:
@@ -174,13 +197,12 @@ class NutsUpdate:
             z = {k: v.clone().requires_grad_(True) for k, v in z.items()}
             energy = self.potential(z)
             grads = torch.autograd.grad(energy, list(z.values()))
-            x = {k: v.detach() for k, v in self.potential.constrained(z).items()}
             with torch.no_grad():
-                jac = self.potential.log_abs_det_jacobian(z, x)
+                _, x, log_det = self.potential.run(z)
                 joint = log_joint(self.model, args, kwargs, {**state, **x})
             scale = 1.0 + abs(float(joint))
             dtype = next(iter(x.values())).dtype
-            if not (abs(float(energy.detach() + jac + joint)) <= 10 * tolerance(dtype) * scale
+            if not (abs(float(energy.detach() + log_det + joint)) <= 10 * tolerance(dtype) * scale
                     and all(bool(torch.isfinite(g).all()) for g in grads)):
                 return False
         return True

@@ -115,3 +115,10 @@ def noisy_factor(c):
     pyro.factor("noise", torch.randn((), dtype=torch.float64))
     with pyro.plate("obs", len(c)):
         pyro.sample("c", dist.Poisson(s), obs=c)
+
+
+def bounded_by_scale(y):
+    """``u``'s support ``(0, b)`` moves with the other NUTS site ``b``."""
+    b = pyro.sample("b", dist.LogNormal(f64(0.0), f64(0.5)))
+    u = pyro.sample("u", dist.Uniform(f64(0.0), b))
+    pyro.sample("y", dist.Normal(u, f64(0.5)), obs=y)

@@ -18,7 +18,7 @@ from pyromodels.core import SweepInfo
 from pyromodels.core.bound import ModelArgs
 from pyromodels.core.seeding import make_generator
 
-from .models import eight_schools, f64, lognormal_rate, noisy_factor, with_lognormal
+from .models import bounded_by_scale, eight_schools, f64, lognormal_rate, noisy_factor, with_lognormal
 
 Y8 = f64([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
 S8 = f64([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
@@ -107,6 +107,21 @@ def test_potential_is_minus_log_joint_minus_the_jacobian():
     want = -(log_joint(with_lognormal, (C,), {}, state) + math.log(0.7))
     torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
     assert update.check(state, (C,), {}, make_generator(0))
+
+
+def test_a_support_that_moves_with_another_nuts_site_follows_it():
+    """u ~ Uniform(0, b): at unconstrained z the value of u is b * sigmoid(z_u) with the b of
+    the same run, not the b at which the block was bound."""
+    p = plan(bounded_by_scale, f64(1.0))
+    assert p["b"].block is p["u"].block
+    potential = p["u"].block.update.potential
+    z = potential.bind({"b": f64(1.0), "u": f64(0.5)}, (f64(1.0),), {})
+    torch.testing.assert_close(z["u"], f64(0.0), rtol=0, atol=1e-12)
+    x = potential.constrained({"b": f64(math.log(2.0)), "u": z["u"]})
+    torch.testing.assert_close(x["u"], f64(1.0), rtol=1e-12, atol=1e-12)
+    post = fit_gibbs(bounded_by_scale, f64(1.0), num_samples=40, warmup=20, num_chains=1, seed=0,
+                     progress=False, diagnostic_warnings=False)
+    assert bool((post.samples["u"] < post.samples["b"]).all())
 
 
 def test_verify_mode_leaves_a_program_that_is_not_a_density_unsupported():
@@ -198,6 +213,26 @@ def test_conjugate_and_lognormal_sites_match_quadrature():
     lam, s = with_lognormal_exact()
     assert_mean_within_mcse(post.samples["lam"][0].numpy(), lam)
     assert_mean_within_mcse(post.samples["s"][0].numpy(), s)
+
+
+def bounded_by_scale_exact():
+    """Posterior means of ``b`` and ``u = b t`` by quadrature on a grid in (log b, t)."""
+    v, b = _log_grid(-4.0, 3.0, 1401)
+    t = (torch.arange(1000, dtype=torch.float64) + 0.5) / 1000
+    b, u = b[:, None], b[:, None] * t[None, :]
+    lp = (dist.LogNormal(f64(0.0), f64(0.5)).log_prob(b) + v[:, None]
+          + dist.Normal(u, f64(0.5)).log_prob(f64(1.0)))
+    w = torch.softmax(lp.reshape(-1), 0).reshape(lp.shape)
+    return float((w * b).sum()), float((w * u).sum())
+
+
+@pytest.mark.slow
+def test_moving_support_chain_matches_quadrature():
+    post = fit_gibbs(bounded_by_scale, f64(1.0), num_samples=1500, warmup=200, num_chains=1,
+                     seed=3, progress=False, diagnostic_warnings=False)
+    b, u = bounded_by_scale_exact()
+    assert_mean_within_mcse(post.samples["b"][0].numpy(), b)
+    assert_mean_within_mcse(post.samples["u"][0].numpy(), u)
 
 
 @pytest.mark.slow
