@@ -178,7 +178,9 @@ class NutsUpdate:
     def __call__(self, state: dict, data, generator: torch.Generator, info=None) -> dict:
         seed = int(torch.randint(0, 2**62, (), generator=generator, device=generator.device))
         z = self.potential.bind(state, data.args, data.kwargs)
-        with seeded(seed), poutine.block():
+        device = generator.device
+        devices = (device.index or 0,) if device.type == "cuda" else ()  # restored after, as on CPU
+        with seeded(seed, devices), poutine.block():
             self._prepare(z, info)
             self.kernel.clear_cache()  # the other sites changed since the last sweep
             for _ in range(self.nuts_steps):
