@@ -53,9 +53,13 @@ def nuts_refusal(fn) -> str | None:
     """Why a continuous site cannot be updated by NUTS (``None`` when it can): its support
     must have a bijection from unconstrained space in Pyro."""
     try:
-        biject_to(fn.support)
+        support = fn.support
     except NotImplementedError:
-        return f"Pyro has no bijection from unconstrained space onto its support ({fn.support})"
+        return "its distribution declares no support"
+    try:
+        biject_to(support)
+    except NotImplementedError:
+        return f"Pyro has no bijection from unconstrained space onto its support ({support})"
     return None
 
 
