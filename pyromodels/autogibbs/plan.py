@@ -153,6 +153,11 @@ def _conjugate(model, args, kwargs, state, name, site, verify, gen) -> SitePlan:
         posterior_params(model, args, kwargs, state, name, fn)
     except NotConjugate as err:
         return SitePlan(name, "unsupported", f"{err} (unsupported in this increment)")
+    except ValueError as err:  # a probe value put another site outside its support
+        first = str(err).strip().splitlines()[0]
+        return SitePlan(name, "unsupported", f"site {name!r}: the program rejects the values of "
+                        f"{family.name} its conditional is read at ({first}) (unsupported in this "
+                        f"increment)")
     update = ConjugateUpdate(model, name, fn, verify=verify)
     if verify and not update.check(state, args, kwargs, gen):
         warnings.warn(f"site {name!r}: its conjugate {family.name} update failed condition-and-"

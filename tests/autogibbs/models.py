@@ -122,3 +122,10 @@ def bounded_by_scale(y):
     b = pyro.sample("b", dist.LogNormal(f64(0.0), f64(0.5)))
     u = pyro.sample("u", dist.Uniform(f64(0.0), b))
     pyro.sample("y", dist.Normal(u, f64(0.5)), obs=y)
+
+
+def gamma_bounds_uniform(y):
+    """``b`` is a Gamma site, but it also bounds ``u``: its conditional is not a Gamma."""
+    b = pyro.sample("b", dist.Gamma(f64(2.0), f64(1.0)))
+    u = pyro.sample("u", dist.Uniform(f64(0.0), b))
+    pyro.sample("y", dist.Normal(u, f64(0.5)), obs=y)

@@ -18,7 +18,15 @@ from pyromodels.core import SweepInfo
 from pyromodels.core.bound import ModelArgs
 from pyromodels.core.seeding import make_generator
 
-from .models import bounded_by_scale, eight_schools, f64, lognormal_rate, noisy_factor, with_lognormal
+from .models import (
+    bounded_by_scale,
+    eight_schools,
+    f64,
+    gamma_bounds_uniform,
+    lognormal_rate,
+    noisy_factor,
+    with_lognormal,
+)
 
 Y8 = f64([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
 S8 = f64([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
@@ -122,6 +130,14 @@ def test_a_support_that_moves_with_another_nuts_site_follows_it():
     post = fit_gibbs(bounded_by_scale, f64(1.0), num_samples=40, warmup=20, num_chains=1, seed=0,
                      progress=False, diagnostic_warnings=False)
     assert bool((post.samples["u"] < post.samples["b"]).all())
+
+
+def test_a_gamma_site_that_bounds_another_site_goes_to_nuts_not_a_crash():
+    """Reading b's conditional sets b to 0.5, 1, 2 and 3, below the traced u (about 4.2 at
+    seed 0), which the program rejects: b's conditional is not a Gamma, so NUTS draws it."""
+    p = plan(gamma_bounds_uniform, f64(1.0), seed=0)
+    assert p["b"].update == "nuts" and "rejects the values of Gamma" in p["b"].reason
+    assert p["b"].block is p["u"].block
 
 
 def test_verify_mode_leaves_a_program_that_is_not_a_density_unsupported():
