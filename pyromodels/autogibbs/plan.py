@@ -154,7 +154,7 @@ def _conjugate(model, args, kwargs, state, name, site, verify, gen) -> SitePlan:
     except NotConjugate as err:
         return SitePlan(name, "unsupported", f"{err} (unsupported in this increment)")
     except ValueError as err:  # a probe value put another site outside its support
-        first = str(err).strip().splitlines()[0]
+        first = str(err).strip().splitlines()[0].rstrip(":")
         return SitePlan(name, "unsupported", f"site {name!r}: the program rejects the values of "
                         f"{family.name} its conditional is read at ({first}) (unsupported in this "
                         f"increment)")
