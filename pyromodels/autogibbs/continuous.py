@@ -197,7 +197,8 @@ class NutsUpdate:
         ``state`` and at a random point near it: ``U(z) + log |det dx/dz|`` must equal minus
         the log joint, and the gradient must be finite."""
         z0 = self.potential.bind(state, args, kwargs)
-        points = [z0, {k: v + 0.1 * torch.randn(v.shape, generator=generator, dtype=v.dtype)
+        points = [z0, {k: v + 0.1 * torch.randn(v.shape, generator=generator, dtype=v.dtype,
+                                                 device=generator.device).to(v.device)
                        for k, v in z0.items()}]
         for z in points:
             z = {k: v.clone().requires_grad_(True) for k, v in z.items()}
