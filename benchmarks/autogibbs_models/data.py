@@ -62,7 +62,7 @@ def _dawid_skene(rng, quick):
         raise ValueError("the bluebirds table must be complete (every worker labels every item)")
     if quick:
         table = table.iloc[:20, :6]
-    return {"y": table.to_numpy(dtype=np.int64), "K": np.array(2)}
+    return {"y": np.array(table.to_numpy(dtype=np.int64)), "K": np.array(2)}
 
 
 def _changepoint(rng, quick):
