@@ -15,7 +15,7 @@ and 30). The engines:
 * ``pymc``: ``pm.sample`` with the step methods PyMC assigns.
 
 ``autogibbs.ess`` (one case per model). The check runs every engine once in a fresh process
-(:mod:`benchmarks.autogibbs_models.runner`), stopped at ``cap_s`` (full 1,200 s, quick 300 s),
+(:mod:`benchmarks.autogibbs_models.runner`), stopped at ``cap_s`` (full 900 s, quick 300 s),
 and records under the engine's name: ``status`` (``ok``, ``skipped`` when the engine's package
 is not installed, ``unsupported`` when the engine refuses the model, ``timed out``, ``error``)
 and ``reason``; ``fit_s`` (the first fit in the process, compilation and JIT included),
@@ -64,7 +64,7 @@ __all__ = ["cases", "Cell", "engines", "SETTINGS", "compare_means"]
 
 REPO = Path(__file__).resolve().parent.parent
 #: kept draws, warm-up and the time cap of one fresh process, by quick
-SETTINGS = {False: {"num_samples": 1000, "warmup": 500, "cap_s": 1200},
+SETTINGS = {False: {"num_samples": 1000, "warmup": 500, "cap_s": 900},
             True: {"num_samples": 30, "warmup": 20, "cap_s": 300}}
 ENGINES_VAR = "PYROMODELS_BENCH_ENGINES"
 #: family-wise two-sided level of the posterior-mean comparison
