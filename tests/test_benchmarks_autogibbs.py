@@ -102,3 +102,16 @@ def test_pymc_runs_a_continuous_model(ag, capsys):
     _, runner, data = ag
     lines = _runner_lines(capsys, runner, data, "pymc", "eight_schools", mode="timed")
     assert lines["cold"]["status"] == "ok", lines
+
+
+def test_numpyro_enumeration_cell_says_why_it_cannot_run(ag, capsys):
+    pytest.importorskip("numpyro")
+    _, runner, data = ag
+    lines = _runner_lines(capsys, runner, data, "numpyro_enum", "eight_schools", mode="timed")
+    assert lines["cold"]["status"] == "unsupported"
+    assert "no discrete latent site" in lines["cold"]["reason"]
+    try:
+        import funsor  # noqa: F401
+    except ModuleNotFoundError:
+        lines = _runner_lines(capsys, runner, data, "numpyro_enum", "changepoint", mode="timed")
+        assert lines["cold"] == {"phase": "cold", "status": "skipped", "reason": "funsor not installed"}
