@@ -115,3 +115,12 @@ def test_numpyro_enumeration_cell_says_why_it_cannot_run(ag, capsys):
     except ModuleNotFoundError:
         lines = _runner_lines(capsys, runner, data, "numpyro_enum", "changepoint", mode="timed")
         assert lines["cold"] == {"phase": "cold", "status": "skipped", "reason": "funsor not installed"}
+
+
+def test_summary_says_the_figures_or_why_the_cell_did_not_run(ag):
+    bench, _, _ = ag
+    ok = {"status": "ok", "reason": "", "ess_per_s": 2.5, "min_ess": 50.0, "slowest": "tau",
+          "fit_s": 20.0, "compile_s": 4.0}
+    assert bench.summary(ok) == "ESS/s 2.5 (min ESS 50 of tau, fit 20 s, compile 4 s)"
+    refused = {"status": "unsupported", "reason": "ValueError: no automatic Gibbs update for 'tau'"}
+    assert bench.summary(refused) == "unsupported: ValueError: no automatic Gibbs update for 'tau'"
