@@ -124,3 +124,11 @@ def test_summary_says_the_figures_or_why_the_cell_did_not_run(ag):
     assert bench.summary(ok) == "ESS/s 2.5 (min ESS 50 of tau, fit 20 s, compile 4 s)"
     refused = {"status": "unsupported", "reason": "ValueError: no automatic Gibbs update for 'tau'"}
     assert bench.summary(refused) == "unsupported: ValueError: no automatic Gibbs update for 'tau'"
+
+
+def test_a_process_past_its_cap_is_recorded_as_timed_out(ag, monkeypatch):
+    bench, _, _ = ag
+    monkeypatch.setitem(bench.SETTINGS, True, {**bench.SETTINGS[True], "cap_s": 1})
+    rec = bench.Cell("lda", "autogibbs", quick=True).record()
+    assert rec["status"] == "timed out" and rec["reason"] == "timed out at 1 s"
+    assert rec["process_s"] < 30
