@@ -12,14 +12,36 @@ prior                   ``T(x)``              posterior from ``c``
 ======================  ====================  ===========================================
 Beta                    log x, log(1 - x)     Beta(c_0 + 1, c_1 + 1)
 Gamma (shape, rate)     log x, x              Gamma(c_0 + 1, -c_1)
+Exponential (rate)      log x, x              Gamma(c_0 + 1, -c_1)
+InverseGamma            log x, 1 / x          InverseGamma(-c_0 - 1, -c_1)
 Normal                  x, x^2                Normal(-c_0 / (2 c_1), (-2 c_1)^(-1/2))
 Dirichlet               log x_1..log x_D      Dirichlet(c + 1)
+MultivariateNormal      x, x_i x_j (i <= j)   precision P = -(C + C^T) (C: the upper
+                                              triangle of the x_i x_j coefficients),
+                                              mean P^-1 c_x
 ======================  ====================  ===========================================
+
+The children that make each prior conjugate, all read off the same way (a parameter gathered
+by a discrete index, ``locs[z]``, or seen through a known affine map, ``a + b * theta``, keeps
+the conditional linear in the same statistics):
+
+======================  ======================================================================
+prior                   children
+======================  ======================================================================
+Beta                    Bernoulli, Binomial, Geometric (the success probability)
+Gamma, Exponential      Poisson, Exponential, Gamma of known shape (the rate); Normal of known
+                        mean (the precision, ``scale = tau ** -0.5``)
+InverseGamma            Normal of known mean (the variance, ``scale = v ** 0.5``)
+Normal                  Normal of known scale (the mean, also through ``a + b * theta`` and as
+                        the mean of other Normal sites)
+Dirichlet               Categorical, Multinomial (the probabilities)
+MultivariateNormal      MultivariateNormal of known covariance (the mean)
+======================  ======================================================================
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyro.distributions as dist
 import torch
@@ -28,7 +50,7 @@ from ..conjugate import sample_beta, sample_dirichlet, sample_gamma, sample_norm
 from ..core.seeding import make_generator
 from .trace import element_index, element_log_density, log_joint, tolerance
 
-__all__ = ["FAMILIES", "Family", "family_of", "posterior_params", "ConjugateUpdate", "NotConjugate"]
+__all__ = ["FAMILIES", "Family", "family_of", "unwrap", "posterior_params", "ConjugateUpdate", "NotConjugate"]
 
 
 class NotConjugate(ValueError):
@@ -71,6 +93,47 @@ def _dirichlet_points(event, ref):
     return torch.cat([uniform, 0.5 * uniform + 0.5 * eye, (check / check.sum())[None]])
 
 
+def _mvn_points(event, ref):
+    """``0``, ``+-e_i`` and ``e_i + e_j`` (``i < j``) identify the constant, the linear and the
+    quadratic coefficients; the last row, a generic point, is the check."""
+    d = event[-1]
+    eye = torch.eye(d, dtype=torch.float64, device=ref.device)
+    i, j = torch.triu_indices(d, d, offset=1, device=ref.device)
+    check = torch.linspace(-0.6, 0.9, d, dtype=torch.float64, device=ref.device)
+    return torch.cat([torch.zeros(1, d, dtype=torch.float64, device=ref.device), eye, -eye,
+                      eye[i] + eye[j], check[None]])
+
+
+def _mvn_features(x):
+    i, j = torch.triu_indices(x.shape[-1], x.shape[-1], device=x.device)
+    return torch.cat([x, x[..., i] * x[..., j]], -1)
+
+
+def _mvn_params(c):
+    """``c = (c_x, c_xx)``: log density ``c_x . x + sum_{i <= j} c_ij x_i x_j`` gives the
+    precision ``P_ii = -2 c_ii``, ``P_ij = -c_ij`` and the mean ``P^-1 c_x``; a precision that is
+    not positive definite gives a NaN mean (refused by ``valid``)."""
+    d = int(round((-3 + (9 + 8 * c.shape[-1]) ** 0.5) / 2))
+    i, j = torch.triu_indices(d, d, device=c.device)
+    upper = c.new_zeros(c.shape[:-1] + (d, d))
+    upper[..., i, j] = c[..., d:]
+    precision = -(upper + upper.transpose(-1, -2))
+    tril, info = torch.linalg.cholesky_ex(precision)
+    bad = info != 0
+    eye = torch.eye(d, dtype=c.dtype, device=c.device)
+    tril = torch.where(bad[..., None, None], eye, tril)
+    loc = torch.cholesky_solve(c[..., :d, None], tril)[..., 0]
+    loc = torch.where(bad[..., None], torch.full_like(loc, float("nan")), loc)
+    return {"loc": loc, "precision_matrix": precision}
+
+
+def _sample_mvn(p, g):
+    """``loc + L^-T z`` with ``P = L L^T``: covariance ``P^-1``."""
+    tril = torch.linalg.cholesky(p["precision_matrix"])
+    z = sample_normal(torch.zeros_like(p["loc"]), 1.0, g)
+    return p["loc"] + torch.linalg.solve_triangular(tril.transpose(-1, -2), z[..., None], upper=True)[..., 0]
+
+
 FAMILIES = {
     dist.Beta: Family(
         "Beta", lambda x: torch.stack([x.log(), torch.log1p(-x)], -1), _scalar_points(0.2, 0.5, 0.7, 0.35),
@@ -84,6 +147,13 @@ FAMILIES = {
         lambda p: (p["concentration"] > 0) & (p["rate"] > 0),
         lambda p: dist.Gamma(p["concentration"], p["rate"]),
         lambda p, g: sample_gamma(p["concentration"], g) / p["rate"]),
+    dist.InverseGamma: Family(
+        "InverseGamma", lambda x: torch.stack([x.log(), x.reciprocal()], -1),
+        _scalar_points(0.5, 1.0, 2.0, 3.0),
+        lambda c: {"concentration": -c[..., 0] - 1, "rate": -c[..., 1]},
+        lambda p: (p["concentration"] > 0) & (p["rate"] > 0),
+        lambda p: dist.InverseGamma(p["concentration"], p["rate"]),
+        lambda p, g: p["rate"] / sample_gamma(p["concentration"], g)),
     dist.Normal: Family(
         "Normal", lambda x: torch.stack([x, x * x], -1), _scalar_points(-1.0, 0.0, 1.0, 2.0),
         lambda c: {"loc": -c[..., 0] / (2 * c[..., 1]), "scale": (-2 * c[..., 1]).clamp_min(0).rsqrt()},
@@ -96,12 +166,28 @@ FAMILIES = {
         lambda p: (p["concentration"] > 0).all(-1),
         lambda p: dist.Dirichlet(p["concentration"]),
         lambda p, g: sample_dirichlet(p["concentration"], g)),
+    dist.MultivariateNormal: Family(
+        "MultivariateNormal", _mvn_features, _mvn_points, _mvn_params,
+        lambda p: torch.isfinite(p["loc"]).all(-1),
+        lambda p: dist.MultivariateNormal(p["loc"], precision_matrix=p["precision_matrix"]),
+        _sample_mvn),
 }
+# an Exponential prior is a Gamma of shape 1: the same statistics, a Gamma posterior
+FAMILIES[dist.Exponential] = replace(FAMILIES[dist.Gamma], name="Exponential")
+
+
+def unwrap(fn):
+    """A site's distribution with its ``to_event`` dimensions made batch dimensions again: the
+    elements a conjugate update reads one by one (its base distribution)."""
+    while isinstance(fn, torch.distributions.Independent):
+        fn = fn.base_dist
+    return fn
 
 
 def family_of(fn) -> Family | None:
-    """The :class:`Family` of a site's distribution, or ``None`` for one this increment does
-    not read (only these exact classes; a Normal must be univariate)."""
+    """The :class:`Family` of a site's distribution (seen through ``to_event``), or ``None`` for
+    one this increment does not read (only these exact classes; a Normal must be univariate)."""
+    fn = unwrap(fn)
     family = FAMILIES.get(type(fn))
     if type(fn) is dist.Normal and fn.event_shape != ():
         return None
@@ -141,7 +227,7 @@ def posterior_params(model, args, kwargs, state: dict, site: str, fn) -> dict:
     family = family_of(fn)
     if family is None:
         raise NotConjugate(f"site {site!r}: {type(fn).__name__} prior is not a supported family")
-    batch_shape, event_shape = fn.batch_shape, fn.event_shape
+    batch_shape, event_shape = unwrap(fn).batch_shape, unwrap(fn).event_shape
     points = family.points(event_shape, state[site])
     y = _element_values(model, args, kwargs, state, site, list(points), batch_shape, event_shape)
     phi = torch.cat([family.features(points), torch.ones(len(points), 1, dtype=torch.float64,

@@ -6,30 +6,48 @@ program order:
 * a site with finite enumerable support and no event dimension gets a ``"discrete"`` update,
   plate-vectorised when its elements are conditionally independent given the rest (see
   :mod:`.discrete`), element by element otherwise;
-* a Beta, Gamma, univariate Normal or Dirichlet site whose log conditional, read off the
-  program at the traced state, is linear in the prior's sufficient statistics gets a
-  ``"conjugate"`` update (see :mod:`.exponential`);
-* anything else is ``"unsupported"`` in this increment, with the reason.
+* a Beta, Gamma, InverseGamma, univariate Normal, Dirichlet or MultivariateNormal site (also
+  through ``to_event``) whose log conditional, read off the program at the traced state, is
+  linear in the prior's sufficient statistics gets a ``"conjugate"`` update (see
+  :mod:`.exponential`);
+* every other continuous site whose support Pyro maps onto unconstrained space (including a
+  site of those families that is not conjugate) joins the one ``"nuts"`` block of the
+  program, which draws all such sites at once by NUTS in unconstrained space, adapting its
+  step size and diagonal mass matrix during warm-up (see :mod:`.continuous`);
+* anything else is ``"unsupported"`` in this increment, with the reason (a discrete site with
+  unbounded support or an event dimension says so).
+
+A second trace (seed ``seed + 1``) must have the same latent sites with the same shapes: Gibbs
+updates a fixed set of sites, so a program whose plate sizes are random is refused.
+
+Before the loop, the discrete sites created inside ``pyro.markov`` that form a first-order
+chain ``z_0, ..., z_{T-1}`` get one ``"ffbs"`` block for the whole chain, forward-filtering
+backward-sampling (see :mod:`.markov`); a group of ``pyro.markov`` sites that is not such a
+chain keeps the per-site discrete updates, with the reason in the plan.
 
 With ``verify=True`` (the default) every automatic update is checked at the traced state
 before it is trusted, and again at its first sweep: a vectorised discrete conditional against
 brute-force enumeration of the joint for two random elements (a mismatch falls back to
-element by element), a conjugate posterior by condition-and-score at two of its draws (a
-mismatch makes the site unsupported);
-each fallback warns, naming the site. A conjugate update that fails at its first sweep stops
+element by element), an FFBS block's joint conditional of two neighbouring sites likewise (a
+mismatch falls back to per-site updates), a conjugate posterior by condition-and-score at two
+of its draws (a mismatch sends the site to NUTS), the NUTS potential energy against the
+program's log joint (a mismatch leaves the NUTS sites unsupported); each fallback warns,
+naming the site (or the chain). A conjugate update that fails at its first sweep stops
 the run with a ``RuntimeError`` naming the site.
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from ..checks import check_bool
+from ..checks import check_bool, check_int
 from ..core.gibbs import GibbsBlock, GibbsSweep
 from ..core.seeding import make_generator, seeded
+from .continuous import NutsUpdate, nuts_refusal
 from .discrete import DiscreteUpdate, element_logits
-from .exponential import ConjugateUpdate, NotConjugate, family_of, posterior_params
+from .exponential import ConjugateUpdate, NotConjugate, family_of, posterior_params, unwrap
+from .markov import plan_chains
 from .trace import latent_sites, trace_model
 
 __all__ = ["SitePlan", "Plan", "plan"]
@@ -41,9 +59,11 @@ class SitePlan:
 
     Attributes:
         site: the site's name.
-        update: ``"discrete"``, ``"conjugate"``, ``"override"`` or ``"unsupported"``.
+        update: ``"discrete"``, ``"ffbs"``, ``"conjugate"``, ``"nuts"``, ``"override"`` or
+            ``"unsupported"``.
         reason: why, in words.
-        block: the :class:`~pyromodels.core.GibbsBlock` (``None`` when unsupported).
+        block: the :class:`~pyromodels.core.GibbsBlock` (``None`` when unsupported); the sites
+            of one FFBS chain share one block, and so do all the NUTS sites.
     """
 
     site: str
@@ -69,8 +89,19 @@ class Plan:
         raise KeyError(f"no latent site {site!r} in the plan; sites: {[s.site for s in self.sites]}")
 
     def __str__(self) -> str:
-        width = max(len(s.site) for s in self.sites)
-        return "\n".join(f"{s.site:<{width}}  {s.update:<11}  {s.reason}" for s in self.sites)
+        rows = [(s.site if s.block is None or len(s.block.sites) == 1 else
+                 f"{s.block.sites[0]}..{s.block.sites[-1]}", s) for s in self._one_per_block()]
+        width = max(len(label) for label, _ in rows)
+        return "\n".join(f"{label:<{width}}  {s.update:<11}  {s.reason}" for label, s in rows)
+
+    def _one_per_block(self) -> list:
+        """The site plans, keeping only the first of the sites that share a block."""
+        seen, out = set(), []
+        for s in self.sites:
+            if s.block is None or id(s.block) not in seen:
+                out.append(s)
+                seen.add(id(s.block))
+        return out
 
     @property
     def unsupported(self) -> tuple[str, ...]:
@@ -78,7 +109,8 @@ class Plan:
         return tuple(s.site for s in self.sites if s.update == "unsupported")
 
     def sweep(self) -> GibbsSweep:
-        """The sweep of every site's block, in program order.
+        """The sweep of every site's block, in program order (a block shared by several sites,
+        the NUTS block, at its first site).
 
         Raises:
             ValueError: naming each unsupported site and why, and how to pass an override.
@@ -87,7 +119,7 @@ class Plan:
             lines = "; ".join(f"{s.site!r}: {s.reason}" for s in self.sites if s.update == "unsupported")
             raise ValueError(f"no automatic Gibbs update for {lines}. Pass your own block: "
                              f"overrides={{site: GibbsBlock(...)}}")
-        return GibbsSweep([s.block for s in self.sites])
+        return GibbsSweep([s.block for s in self._one_per_block()])
 
 
 def _discrete(model, args, kwargs, state, name, site, verify, gen) -> SitePlan:
@@ -121,18 +153,52 @@ def _conjugate(model, args, kwargs, state, name, site, verify, gen) -> SitePlan:
         posterior_params(model, args, kwargs, state, name, fn)
     except NotConjugate as err:
         return SitePlan(name, "unsupported", f"{err} (unsupported in this increment)")
+    except ValueError as err:  # a probe value put another site outside its support
+        first = str(err).strip().splitlines()[0].rstrip(":")
+        return SitePlan(name, "unsupported", f"site {name!r}: the program rejects the values of "
+                        f"{family.name} its conditional is read at ({first}) (unsupported in this "
+                        f"increment)")
     update = ConjugateUpdate(model, name, fn, verify=verify)
     if verify and not update.check(state, args, kwargs, gen):
         warnings.warn(f"site {name!r}: its conjugate {family.name} update failed condition-and-"
-                      f"score; leaving it unsupported", RuntimeWarning, stacklevel=3)
+                      f"score; not using it", RuntimeWarning, stacklevel=3)
         return SitePlan(name, "unsupported", f"conjugate {family.name} update failed the check "
                         f"(unsupported in this increment)")
     return SitePlan(name, "conjugate", f"{family.name} prior, log conditional linear in its "
                     f"sufficient statistics", GibbsBlock(f"conjugate:{name}", (name,), update))
 
 
+_UNSUPPORTED = " (unsupported in this increment)"
+
+
+def _gather_nuts(model, args, kwargs, state, sites, out, verify, gen, nuts_steps) -> list:
+    """The unsupported continuous sites that NUTS can update, gathered into one block."""
+    names, refused = [], {}
+    for s in out:
+        fn = sites[s.site]["fn"]
+        if s.update != "unsupported" or _is_discrete(fn):
+            continue
+        refusal = nuts_refusal(fn)
+        if refusal is None:
+            names.append(s.site)
+        else:
+            why = s.reason.removesuffix(_UNSUPPORTED)
+            refused[s.site] = f"{why}; no NUTS either: {refusal}{_UNSUPPORTED}"
+    update = NutsUpdate(model, tuple(names), nuts_steps=nuts_steps) if names else None
+    if update is not None and verify and not update.check(state, args, kwargs, gen):
+        warnings.warn(f"sites {names}: the NUTS potential energy differs from the program's log "
+                      f"joint; leaving them unsupported", RuntimeWarning, stacklevel=3)
+        refused.update({n: f"NUTS potential energy differs from the log joint{_UNSUPPORTED}" for n in names})
+        names = []
+    block = GibbsBlock(f"nuts:{','.join(names)}", tuple(names), update, wants_sweep_info=True)
+    on = f"NUTS on sites {', '.join(names)} (unconstrained)"
+    return [SitePlan(s.site, "unsupported", refused[s.site]) if s.site in refused
+            else SitePlan(s.site, "nuts", f"{s.reason.removesuffix(_UNSUPPORTED)}; {on}", block)
+            if s.site in names else s for s in out]
+
+
 def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed: int = 0,
-         **kwargs) -> Plan:
+         nuts_steps: int = 1, **kwargs) -> Plan:
     """Choose an automatic Gibbs update for every latent site of a Pyro program.
 
     Args:
@@ -144,13 +210,16 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
         verify: check each automatic update against the program's joint at the traced state
             (see the module docs).
         seed: the seed of the trace and of the checks.
+        nuts_steps: NUTS transitions per sweep of the NUTS block.
 
     Returns:
         A :class:`Plan`.
 
     Raises:
         TypeError: ``model`` not callable, an override not a GibbsBlock.
-        ValueError: a program with no latent sample site, an override for an unknown site.
+        ValueError: a program with no latent sample site, a latent site whose shape (or
+            presence) differs between two traces of the program (seeds ``seed`` and
+            ``seed + 1``), an override for an unknown site.
 
     Example:
         >>> import pyro, pyro.distributions as dist, torch
@@ -163,6 +232,7 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
     if not callable(model):
         raise TypeError(f"model must be a Pyro program (a callable), got {type(model).__name__}")
     verify = check_bool(verify, "verify")
+    nuts_steps = check_int(nuts_steps, "nuts_steps", minimum=1)
     overrides = {} if overrides is None else overrides
     if not isinstance(overrides, dict):
         raise TypeError(f"overrides must be a dict {{site: GibbsBlock}}, got {type(overrides).__name__}")
@@ -170,8 +240,9 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
         trace = trace_model(model, args, kwargs)
     sites = latent_sites(trace)
     if not sites:
-        raise ValueError("the model has no latent sample sites (every pyro.sample has obs=): "
-                         "there is nothing to sample")
+        raise ValueError(_no_latents_message(trace))
+    with seeded(seed + 1):
+        _check_fixed_shapes(sites, latent_sites(trace_model(model, args, kwargs)))
     for name, block in overrides.items():
         if name not in sites:
             raise ValueError(f"overrides names {name!r}, which is not a latent site of the model; "
@@ -180,16 +251,66 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
             raise TypeError(f"overrides[{name!r}] must be a GibbsBlock writing exactly ({name!r},)")
     state = {name: site["value"].detach() for name, site in sites.items()}
     gen = make_generator(seed)
+    chained, not_chained = plan_chains(model, args, kwargs, trace, state, overrides, verify, gen)
     out = []
     for name, site in sites.items():
         fn = site["fn"]
         if name in overrides:
             out.append(SitePlan(name, "override", "the user's own block", overrides[name]))
+        elif name in chained:
+            out.append(SitePlan(name, "ffbs", *chained[name]))
         elif fn.has_enumerate_support and fn.event_shape == ():
-            out.append(_discrete(model, args, kwargs, state, name, site, verify, gen))
+            sp = _discrete(model, args, kwargs, state, name, site, verify, gen)
+            if name in not_chained:
+                sp = replace(sp, reason=f"{sp.reason}; no ffbs: {not_chained[name]}")
+            out.append(sp)
+        elif _is_discrete(fn):
+            out.append(SitePlan(name, "unsupported", _not_enumerable(fn)))
         elif family_of(fn) is not None:
             out.append(_conjugate(model, args, kwargs, state, name, site, verify, gen))
         else:
             out.append(SitePlan(name, "unsupported", f"{type(fn).__name__} site with no discrete or "
                                 f"conjugate update (unsupported in this increment)"))
-    return Plan(tuple(out))
+    return Plan(tuple(_gather_nuts(model, args, kwargs, state, sites, out, verify, gen, nuts_steps)))
+
+
+def _no_latents_message(trace) -> str:
+    observed = [name for name, site in trace.nodes.items()
+                if site["type"] == "sample" and site["is_observed"]]
+    if not observed:
+        return "the model has no latent sample sites (it calls no pyro.sample): there is nothing to sample"
+    names = ", ".join(map(repr, observed))
+    return (f"the model has no latent sample sites: every pyro.sample site ({names}) is observed "
+            f"(obs= or pyro.condition), so there is nothing to sample")
+
+
+def _check_fixed_shapes(first: dict, second: dict) -> None:
+    """Gibbs updates one fixed set of latent sites of fixed shapes: refuse a program whose
+    latent sites (or their shapes) change from one trace to the next."""
+    for name in list(first) + [n for n in second if n not in first]:
+        if name not in first or name not in second:
+            raise ValueError(f"latent site {name!r} is in one trace of the model and not in another "
+                             f"(random control flow): automatic Gibbs needs the same latent sites in "
+                             f"every run of the model")
+        a, b = tuple(first[name]["value"].shape), tuple(second[name]["value"].shape)
+        if a != b:
+            raise ValueError(f"latent site {name!r} has shape {a} in one trace of the model and {b} "
+                             f"in another: automatic Gibbs needs every latent site to keep its shape "
+                             f"(fix the plate sizes, or make them arguments of the model)")
+
+
+def _is_discrete(fn) -> bool:
+    try:
+        return bool(fn.support.is_discrete)
+    except NotImplementedError:  # a distribution that declares no support
+        return False
+
+
+def _not_enumerable(fn) -> str:
+    """Why a discrete site that the discrete update cannot enumerate has no update."""
+    what = (f"has an event dimension {tuple(fn.event_shape)} (enumerated only without one)"
+            if fn.event_shape else "has unbounded support, so its values cannot be enumerated")
+    name = type(unwrap(fn)).__name__ + (" (to_event)" if unwrap(fn) is not fn else "")
+    return (f"{name} site is discrete and {what}, and no conjugate update applies to a "
+            f"discrete site (give it a finite support, for example a Categorical over the values it "
+            f"can take)")

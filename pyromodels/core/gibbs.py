@@ -4,6 +4,13 @@ A block is a pure function ``update(state, data, generator) -> {site: new value}
 sites from their full conditional; a sweep applies blocks in order (systematic scan) or in a
 random order (random scan). Each block must leave the joint posterior invariant, which
 :mod:`pyromodels.testing` checks by condition-and-score and the Geweke test.
+
+A block that tunes itself during warm-up (a NUTS step adapting its step size) declares
+``wants_sweep_info=True`` and is then called as ``update(state, data, generator, info)`` with a
+:class:`SweepInfo`: which sweep of the chain is running and how many sweeps are warm-up.
+:func:`run_gibbs` and :class:`~pyromodels.core.GibbsKernel` pass it; a sweep run outside an
+engine (the checks of :mod:`pyromodels.testing`) passes ``None``, and the block must then
+leave its settings as they are.
 """
 
 from __future__ import annotations
@@ -25,7 +32,25 @@ from .progress import check_callbacks, progress_bar, run_callbacks
 from .seeding import derive_seed, make_generator, resolve_seed
 from .threads import with_fit_threads
 
-__all__ = ["GibbsBlock", "GibbsSweep", "run_gibbs", "run_chain"]
+__all__ = ["GibbsBlock", "GibbsSweep", "SweepInfo", "run_gibbs", "run_chain"]
+
+
+@dataclass(frozen=True)
+class SweepInfo:
+    """Where a chain stands, for a block that adapts during warm-up.
+
+    Attributes:
+        sweep: the index of the sweep being run (0 for the chain's first).
+        num_warmup: the chain's number of warm-up sweeps.
+    """
+
+    sweep: int
+    num_warmup: int
+
+    @property
+    def warmup(self) -> bool:
+        """Whether this sweep is a warm-up sweep."""
+        return self.sweep < self.num_warmup
 
 
 @dataclass(frozen=True)
@@ -40,15 +65,23 @@ class GibbsBlock:
             of the full conditional the update draws from, at ``values`` (a dict over the
             block's sites) given the rest of ``state``. :mod:`pyromodels.testing` compares it
             with the program's joint (condition-and-score).
+        wants_sweep_info: call ``update(state, data, generator, info)`` with a
+            :class:`SweepInfo` (or ``None`` outside an engine), for a block that adapts
+            during warm-up.
     """
 
     name: str
     sites: tuple[str, ...]
     update: Callable
     log_density: Callable | None = None
+    wants_sweep_info: bool = False
 
-    def __call__(self, state: dict, data, generator: torch.Generator) -> dict:
-        new = self.update(state, data, generator)
+    def __call__(self, state: dict, data, generator: torch.Generator,
+                 info: SweepInfo | None = None) -> dict:
+        if self.wants_sweep_info:
+            new = self.update(state, data, generator, info)
+        else:
+            new = self.update(state, data, generator)
         if set(new) != set(self.sites):
             raise RuntimeError(
                 f"Gibbs block {self.name!r} must return exactly {sorted(self.sites)}, got {sorted(new)}"
@@ -94,13 +127,15 @@ class GibbsSweep:
                 f"unknown {sorted(extra)}"
             )
 
-    def __call__(self, state: dict, data, generator: torch.Generator) -> dict:
+    def __call__(self, state: dict, data, generator: torch.Generator,
+                 info: SweepInfo | None = None) -> dict:
+        """One sweep; ``info`` (where the chain stands) goes to the blocks that want it."""
         state = dict(state)
         order = range(len(self.blocks))
         if self.scan == "random":
             order = torch.randperm(len(self.blocks), generator=generator).tolist()
         for i in order:
-            state.update(self.blocks[i](state, data, generator))
+            state.update(self.blocks[i](state, data, generator, info))
         return state
 
 
@@ -134,7 +169,7 @@ def run_chain(
         if done:
             bar.update(done)
         for it in range(done, total):
-            state = sweep(state, data, generator)
+            state = sweep(state, data, generator, SweepInfo(it, num_warmup))
             bar.update()
             stop = False
             if it >= num_warmup and (it - num_warmup) % thin == 0:

@@ -86,3 +86,46 @@ def uneven_binomial(y):
 
 def no_latents(y):
     pyro.sample("y", dist.Normal(f64(0.0), f64(1.0)), obs=y)
+
+
+def eight_schools(y, sigma):
+    """Non-centred eight schools: the effects are ``mu + tau * theta_tilde``."""
+    mu = pyro.sample("mu", dist.Normal(f64(0.0), f64(5.0)))
+    tau = pyro.sample("tau", dist.HalfCauchy(f64(5.0)))
+    with pyro.plate("schools", len(y)):
+        theta_tilde = pyro.sample("theta_tilde", dist.Normal(f64(0.0), f64(1.0)))
+        pyro.sample("y", dist.Normal(mu + tau * theta_tilde, sigma), obs=y)
+
+
+def lognormal_rate(c):
+    s = pyro.sample("s", dist.LogNormal(f64(0.0), f64(1.0)))
+    with pyro.plate("obs", len(c)):
+        pyro.sample("c", dist.Poisson(s), obs=c)
+
+
+def on_sphere(y):
+    """A direction on the unit circle: Pyro has no bijection onto the sphere."""
+    u = pyro.sample("u", dist.ProjectedNormal(f64([1.0, 0.5])))
+    pyro.sample("y", dist.Normal(u[0], f64(0.3)), obs=y)
+
+
+def noisy_factor(c):
+    """Not a density: a factor drawn afresh at every run of the program."""
+    s = pyro.sample("s", dist.LogNormal(f64(0.0), f64(1.0)))
+    pyro.factor("noise", torch.randn((), dtype=torch.float64))
+    with pyro.plate("obs", len(c)):
+        pyro.sample("c", dist.Poisson(s), obs=c)
+
+
+def bounded_by_scale(y):
+    """``u``'s support ``(0, b)`` moves with the other NUTS site ``b``."""
+    b = pyro.sample("b", dist.LogNormal(f64(0.0), f64(0.5)))
+    u = pyro.sample("u", dist.Uniform(f64(0.0), b))
+    pyro.sample("y", dist.Normal(u, f64(0.5)), obs=y)
+
+
+def gamma_bounds_uniform(y):
+    """``b`` is a Gamma site, but it also bounds ``u``: its conditional is not a Gamma."""
+    b = pyro.sample("b", dist.Gamma(f64(2.0), f64(1.0)))
+    u = pyro.sample("u", dist.Uniform(f64(0.0), b))
+    pyro.sample("y", dist.Normal(u, f64(0.5)), obs=y)

@@ -1,0 +1,265 @@
+"""Forward-filtering backward-sampling of pyro.markov chains: detection, the exact path
+posterior, the forward log-likelihood, plates of sequences and the fallbacks."""
+
+import contextlib
+import itertools
+import pickle
+
+import pyro
+import pyro.distributions as dist
+import pytest
+import torch
+from scipy.stats import chi2
+
+from pyromodels.autogibbs import fit_gibbs, plan
+from pyromodels.autogibbs.markov import FFBSUpdate
+from pyromodels.autogibbs.trace import log_joint
+from pyromodels.core.bound import ModelArgs
+from pyromodels.core.seeding import make_generator
+
+from .models import f64
+
+INIT = f64([0.6, 0.4])
+TRANS = f64([[0.7, 0.3], [0.4, 0.6]])
+LOCS = f64([-1.0, 1.0])
+X = f64([-0.5, 0.3, 1.2, -0.1])
+
+
+def hmm(x, num_states=2):
+    """Dirichlet rows, Normal emission means, one sequence ``x`` (T,) or a plate of them (S, T)."""
+    with pyro.plate("states", num_states):
+        trans = pyro.sample("trans", dist.Dirichlet(torch.ones(num_states, dtype=torch.float64)))
+        locs = pyro.sample("locs", dist.Normal(f64(0.0), f64(3.0)))
+    with pyro.plate("seqs", x.shape[0]) if x.dim() == 2 else contextlib.nullcontext():
+        z = 0
+        for t in pyro.markov(range(x.shape[-1])):
+            z = pyro.sample(f"z_{t}", dist.Categorical(trans[z]))
+            pyro.sample(f"x_{t}", dist.Normal(locs[z], f64(1.0)), obs=x[..., t])
+
+
+def fixed_hmm(x):
+    """Known parameters; ``x`` (T,) one sequence or (S, T) a plate of sequences."""
+    with pyro.plate("seqs", x.shape[0]) if x.dim() == 2 else contextlib.nullcontext():
+        z = None
+        for t in pyro.markov(range(x.shape[-1])):
+            z = pyro.sample(f"z_{t}", dist.Categorical(INIT if z is None else TRANS[z]))
+            pyro.sample(f"x_{t}", dist.Normal(LOCS[z], f64(1.0)), obs=x[..., t])
+
+
+def unmarked_hmm(x):
+    """The same chain without pyro.markov."""
+    z = None
+    for t in range(len(x)):
+        z = pyro.sample(f"z_{t}", dist.Categorical(INIT if z is None else TRANS[z]))
+        pyro.sample(f"x_{t}", dist.Normal(LOCS[z], f64(1.0)), obs=x[t])
+
+
+def second_order(x):
+    """Each state reads the two before it."""
+    z = [0, 0]
+    for t in pyro.markov(range(len(x)), history=2):
+        z.append(pyro.sample(f"z_{t}", dist.Categorical(TRANS[(z[-1] + z[-2]) % 2])))
+        pyro.sample(f"x_{t}", dist.Normal(LOCS[z[-1]], f64(1.0)), obs=x[t])
+
+
+def loop_closed(x):
+    """A first-order chain whose last state also sees its first: not first order."""
+    z = []
+    for t in pyro.markov(range(len(x))):
+        z.append(pyro.sample(f"z_{t}", dist.Categorical(INIT if not z else TRANS[z[-1]])))
+        pyro.sample(f"x_{t}", dist.Normal(LOCS[z[-1]], f64(1.0)), obs=x[t])
+    pyro.sample("ends", dist.Normal(LOCS[z[0]] + LOCS[z[-1]], f64(1.0)), obs=f64(0.5))
+
+
+def neighbours_seen(x):
+    """Plate-shaped, yet each sequence's emissions read the next sequence's state."""
+    with pyro.plate("seqs", x.shape[0]):
+        z = None
+        for t in pyro.markov(range(x.shape[-1])):
+            z = pyro.sample(f"z_{t}", dist.Categorical(INIT if z is None else TRANS[z]))
+            pyro.sample(f"x_{t}", dist.Normal(3.0 * LOCS[z.roll(1)], f64(1.0)), obs=x[:, t])
+
+
+def summed_end(x):
+    """The last states of all sequences meet in one term: the sequences are not independent."""
+    with pyro.plate("seqs", x.shape[0]):
+        z = None
+        for t in pyro.markov(range(x.shape[-1])):
+            z = pyro.sample(f"z_{t}", dist.Categorical(INIT if z is None else TRANS[z]))
+            pyro.sample(f"x_{t}", dist.Normal(LOCS[z], f64(1.0)), obs=x[:, t])
+    pyro.sample("total", dist.Normal(z.sum().double(), f64(1.0)), obs=f64(1.0))
+
+
+def picky(x):
+    """Refuses anything but plain tensors (so its dependencies cannot be traced)."""
+    z = None
+    for t in pyro.markov(range(len(x))):
+        z = pyro.sample(f"z_{t}", dist.Categorical(INIT if z is None else TRANS[z]))
+        if type(z) is not torch.Tensor:
+            raise TypeError("plain tensors only")
+        pyro.sample(f"x_{t}", dist.Normal(LOCS[z], f64(1.0)), obs=x[t])
+
+
+def chain_sites(n):
+    return [f"z_{t}" for t in range(n)]
+
+
+def exact_path_posterior(x):
+    """log p(path | x) of the fixed HMM by enumerating all 2^T paths of one sequence."""
+    paths = list(itertools.product(range(2), repeat=len(x)))
+    lj = torch.stack([log_joint(fixed_hmm, (x,), {}, {f"z_{t}": torch.tensor(s)
+                                                       for t, s in enumerate(path)})
+                      for path in paths])
+    return paths, lj
+
+
+def chi_square(draws, paths, lj):
+    """Pearson's statistic of the path frequencies of ``draws`` (T, N) against ``lj``."""
+    code = {p: i for i, p in enumerate(paths)}
+    seen = torch.tensor([code[tuple(col)] for col in draws.T.tolist()])
+    counts = torch.bincount(seen, minlength=len(paths)).double()
+    expected = draws.shape[1] * torch.softmax(lj, 0)
+    assert float(expected.min()) > 20  # the chi-square approximation holds
+    return float(((counts - expected) ** 2 / expected).sum())
+
+
+def test_plan_chooses_ffbs_for_a_markov_hmm_and_runs_it():
+    x = f64([-1.2, -0.8, 1.1, 0.9, 1.3])
+    p = plan(hmm, x)
+    assert [(s.site, s.update) for s in p.sites] == (
+        [("trans", "conjugate"), ("locs", "conjugate")] + [(z, "ffbs") for z in chain_sites(5)])
+    assert len({id(p[z].block) for z in chain_sites(5)}) == 1
+    assert p["z_0"].block.sites == tuple(chain_sites(5))
+    lines = str(p).splitlines()
+    assert len(lines) == 3
+    assert lines[2] == ("z_0..z_4  ffbs         pyro.markov chain of 5 sites, 2 states, "
+                        "forward-filtering backward-sampling")
+    post = fit_gibbs(hmm, x, num_samples=3, warmup=1, num_chains=1, seed=0, progress=False,
+                     diagnostic_warnings=False)
+    assert post.samples["z_4"].shape == (1, 3) and post.samples["z_4"].dtype == torch.long
+    assert "ffbs" in post.attrs["plan"]
+
+
+def test_ffbs_draws_follow_the_exact_path_posterior():
+    # 20,000 copies of one sequence in a plate: one sweep gives 20,000 independent paths
+    n = 20_000
+    p = plan(fixed_hmm, X.expand(n, -1))
+    block = p["z_0"].block
+    state = {z: torch.zeros(n, dtype=torch.long) for z in chain_sites(4)}
+    new = block(state, ModelArgs((X.expand(n, -1),), {}), make_generator(0))
+    draws = torch.stack([new[z] for z in chain_sites(4)])
+    paths, lj = exact_path_posterior(X)
+    assert chi_square(draws, paths, lj) < chi2.ppf(1 - 1e-3, df=len(paths) - 1)
+
+
+def test_forward_log_likelihood_equals_brute_force_marginal():
+    # three states, latent transition rows and means held at one value: the forward filter's
+    # normaliser plus the other terms is the joint with the chain summed out
+    x = f64([-0.4, 2.1, 0.7])
+    p = plan(hmm, x, 3)
+    update = p["z_0"].block.update
+    state = {"trans": f64([[0.5, 0.3, 0.2], [0.1, 0.8, 0.1], [0.3, 0.3, 0.4]]),
+             "locs": f64([-1.0, 0.5, 2.0]), **{z: torch.tensor(0) for z in chain_sites(3)}}
+    exact = torch.logsumexp(torch.stack([
+        log_joint(hmm, (x, 3), {}, {**state, **{f"z_{t}": torch.tensor(s) for t, s in enumerate(path)}})
+        for path in itertools.product(range(3), repeat=3)]), 0)
+    torch.testing.assert_close(update.log_marginal(state, (x, 3), {}), exact, rtol=0, atol=1e-10)
+
+
+def test_ffbs_over_a_plate_of_sequences():
+    # two different sequences, each repeated 10,000 times in the plate
+    other = f64([0.8, 0.4, -0.3, 0.2])
+    n = 10_000
+    x = torch.cat([X.expand(n, -1), other.expand(n, -1)])
+    p = plan(fixed_hmm, x)
+    assert p["z_0"].update == "ffbs" and "over plate shape (20000,)" in p["z_0"].reason
+    update = p["z_0"].block.update
+    state = {z: torch.zeros(2 * n, dtype=torch.long) for z in chain_sites(4)}
+    new = update(state, ModelArgs((x,), {}), make_generator(1))
+    draws = torch.stack([new[z] for z in chain_sites(4)])
+    limit = chi2.ppf(1 - 1e-3, df=15)
+    brute = 0.0
+    for i, seq in enumerate([X, other]):
+        paths, lj = exact_path_posterior(seq)
+        assert chi_square(draws[:, i * n:(i + 1) * n], paths, lj) < limit
+        brute = brute + n * torch.logsumexp(lj, 0)
+    torch.testing.assert_close(update.log_marginal(state, (x,), {}), brute, rtol=1e-13, atol=1e-10)
+
+
+def test_a_chain_without_pyro_markov_keeps_per_site_updates():
+    p = plan(unmarked_hmm, X)
+    assert [s.update for s in p.sites] == ["discrete"] * 4
+    assert all("no ffbs" not in s.reason for s in p.sites)
+
+
+def test_a_second_order_chain_falls_back_with_the_reason():
+    p = plan(second_order, X)
+    assert [s.update for s in p.sites] == ["discrete"] * 4
+    assert "no ffbs: 'z_2' reads 'z_0', 'z_1', not only 'z_1': not a first-order chain" in p["z_3"].reason
+
+
+def test_a_term_reading_far_apart_states_falls_back_with_the_reason():
+    p = plan(loop_closed, X)
+    assert [s.update for s in p.sites] == ["discrete"] * 4
+    assert "the term of 'ends' reads 'z_0', 'z_3': not first order" in p["z_1"].reason
+
+
+def test_a_term_coupling_the_sequences_falls_back_with_the_reason():
+    p = plan(summed_end, X.expand(3, -1))
+    assert p["z_0"].update == "discrete"
+    assert "the term of 'total' (shape ()) is not indexed by the chain's plates" in p["z_0"].reason
+
+
+def test_verify_mode_catches_a_plate_shaped_but_coupled_chain():
+    x = f64([[0.1, 2.9, 3.2, -0.4], [1.0, -2.0, 0.3, 0.8], [-3.1, 0.4, 2.2, 1.9]])
+    with pytest.warns(RuntimeWarning, match=r"chain 'z_0'..'z_3'.*brute-force"):
+        p = plan(neighbours_seen, x)
+    assert [s.update for s in p.sites] == ["discrete"] * 4
+    assert "no ffbs: the FFBS check against brute-force enumeration failed" in p["z_2"].reason
+
+
+def test_a_block_that_fails_its_first_sweep_check_updates_site_by_site():
+    x = f64([[0.1, 2.9, 3.2, -0.4], [1.0, -2.0, 0.3, 0.8], [-3.1, 0.4, 2.2, 1.9]])
+    chain = plan(fixed_hmm, x)["z_0"].block.update.chain   # same sites, shapes and support
+    update = FFBSUpdate(neighbours_seen, chain)
+    state = {z: torch.zeros(3, dtype=torch.long) for z in chain_sites(4)}
+    with pytest.warns(RuntimeWarning, match=r"chain 'z_0'..'z_3'.*one by one"):
+        new = update(state, ModelArgs((x,), {}), make_generator(0))
+    assert sorted(new) == chain_sites(4) and update.fallback is not None
+
+
+def test_a_program_whose_dependencies_cannot_be_traced_keeps_per_site_updates():
+    p = plan(picky, X)
+    assert [s.update for s in p.sites] == ["discrete"] * 4
+    assert "no ffbs: its dependencies could not be traced (TypeError: plain tensors only)" in p["z_0"].reason
+
+
+def factorial(x):
+    """Two chains that meet only in the observations: each is first order given the other."""
+    z = w = None
+    for t in pyro.markov(range(len(x))):
+        z = pyro.sample(f"z_{t}", dist.Categorical(INIT if z is None else TRANS[z]))
+        w = pyro.sample(f"w_{t}", dist.Categorical(INIT.flip(0) if w is None else TRANS[w]))
+        pyro.sample(f"x_{t}", dist.Normal(LOCS[z] + 2.0 * LOCS[w], f64(1.0)), obs=x[t])
+
+
+def test_two_chains_that_meet_in_the_observations_get_one_block_each():
+    p = plan(factorial, X)
+    assert p["z_0"].block.sites == tuple(chain_sites(4))
+    assert p["w_0"].block.sites == ("w_0", "w_1", "w_2", "w_3")
+    assert [line.split()[:2] for line in str(p).splitlines()] == [["z_0..z_3", "ffbs"], ["w_0..w_3", "ffbs"]]
+
+
+def test_the_first_sweep_check_leaves_the_draws_alone_and_the_block_pickles():
+    x = f64([[0.1, 2.9, 3.2, -0.4], [1.0, -2.0, 0.3, 0.8]])
+    chain = plan(fixed_hmm, x)["z_0"].block.update.chain
+    state = {z: torch.zeros(2, dtype=torch.long) for z in chain_sites(4)}
+    checked, unchecked = FFBSUpdate(fixed_hmm, chain, verify=True), FFBSUpdate(fixed_hmm, chain, verify=False)
+    for _ in range(2):
+        a = checked(state, ModelArgs((x,), {}), make_generator(5))
+        b = unchecked(state, ModelArgs((x,), {}), make_generator(5))
+        assert all(torch.equal(a[z], b[z]) for z in chain_sites(4))
+    assert checked.fallback is None and not checked.verify
+    copy = pickle.loads(pickle.dumps(checked))
+    c = copy(state, ModelArgs((x,), {}), make_generator(5))
+    assert all(torch.equal(a[z], c[z]) for z in chain_sites(4))
