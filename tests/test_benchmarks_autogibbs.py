@@ -41,11 +41,29 @@ def test_quick_run_writes_a_record_with_ess_for_automatic_gibbs(run_quick_benchm
     assert cell["ess_per_s"] == pytest.approx(cell["min_ess"] / cell["fit_s"])
 
 
-def test_a_model_the_plan_refuses_is_recorded_with_the_reason(ag, capsys):
+def test_a_model_the_plan_refuses_is_recorded_with_the_reason(ag, capsys, monkeypatch):
     _, runner, data = ag
+    from benchmarks.autogibbs_models import pyro_programs
+
+    def refuse(*args):  # what fit_gibbs raises for a site it has no update for
+        raise ValueError("no automatic Gibbs update for 'tau'")
+
+    monkeypatch.setattr(pyro_programs, "run_autogibbs", refuse)
     lines = _runner_lines(capsys, runner, data, "autogibbs", "eight_schools")
-    assert lines["cold"]["status"] == "unsupported"
-    assert "ValueError" in lines["cold"]["reason"] and "'tau'" in lines["cold"]["reason"]
+    assert lines["cold"] == {"phase": "cold", "status": "unsupported",
+                             "reason": "ValueError: no automatic Gibbs update for 'tau'"}
+
+
+def test_a_peer_that_crashes_is_an_error_not_a_refusal(ag, capsys, monkeypatch):
+    _, runner, data = ag
+    from benchmarks.autogibbs_models import pyro_programs
+
+    def crash(*args):
+        raise ValueError("bad shapes")
+
+    monkeypatch.setattr(pyro_programs, "run_pyro_nuts", crash)
+    lines = _runner_lines(capsys, runner, data, "pyro_nuts", "eight_schools")
+    assert lines["cold"]["status"] == "error" and lines["cold"]["reason"] == "ValueError: bad shapes"
 
 
 def test_a_missing_peer_is_recorded_as_skipped_without_a_process(ag, monkeypatch):
