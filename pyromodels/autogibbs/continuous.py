@@ -25,10 +25,14 @@ Randomness: Pyro's NUTS draws from the global RNG, so each call draws one seed f
 generator and runs the kernel inside :func:`~pyromodels.core.seeding.seeded` (the caller's
 global state is restored): the same chain seed gives the same draws.
 
-The adaptation state lives in the block object, not in the chain's state, so a checkpoint
-does not hold it: a chain resumed from a checkpoint sets up a fresh kernel, with a warning,
-adapting over what is left of the warm-up (and after the warm-up keeping the first step size
-found by Pyro's heuristic and a unit mass matrix). The resumed chain is then a valid sampler,
+Checkpoints: the adaptation state (the kernel's transition count, step size, dual-averaging
+state, adaptation window, inverse mass matrix and the running variance of the current window)
+is the block's per-chain state, which :meth:`NutsUpdate.get_state` hands to
+:func:`~pyromodels.core.run_gibbs` for a checkpoint and :meth:`NutsUpdate.set_state` restores,
+so a resumed chain equals the uninterrupted one bit for bit, during warm-up or after it. A
+chain that continues without that state (a checkpoint written before it was saved) sets up a
+fresh kernel, with a warning, adapting over what is left of the warm-up (and after the warm-up
+keeping the first step size found by Pyro's heuristic and a unit mass matrix): a valid sampler,
 but not bit-identical to the uninterrupted one.
 """
 
@@ -43,6 +47,7 @@ from pyro.distributions.transforms import biject_to
 from pyro.infer import NUTS
 from pyro.poutine.messenger import Messenger
 
+from ..core.checkpoint import clone_tree
 from ..core.seeding import seeded
 from .trace import log_joint, tolerance, trace_model
 
@@ -145,9 +150,44 @@ class NutsUpdate:
         self.potential = Potential(model, self.sites)
         self.kernel = None
         self._next_sweep = None  # the sweep this kernel expects next (None: no chain under way)
+        self._restored = None  # a chain's state from set_state, applied at its next sweep
 
     def __getstate__(self):  # Pyro's kernel holds bound methods; a copy starts a fresh kernel
-        return {**self.__dict__, "kernel": None, "_next_sweep": None}
+        return {**self.__dict__, "kernel": None, "_next_sweep": None, "_restored": None}
+
+    def get_state(self) -> dict | None:
+        """The running chain's adaptation state (copies), for a checkpoint; ``None`` before
+        its first sweep. Read from Pyro's NUTS kernel and its warm-up adapter."""
+        if self._restored is not None:  # set, not yet applied: still the chain's state
+            return clone_tree(self._restored)
+        if self.kernel is None:
+            return None
+        kernel, adapter = self.kernel, self.kernel._adapter
+        averaging, mass = adapter._step_size_adapt_scheme, adapter.mass_matrix_adapter
+        return clone_tree({
+            "next_sweep": self._next_sweep,
+            "warmup_steps": kernel._warmup_steps,
+            "t": kernel._t,
+            "accept_cnt": kernel._accept_cnt,
+            "mean_accept_prob": kernel._mean_accept_prob,
+            "step_size": adapter.step_size,
+            "window": adapter._current_window,
+            "dual_averaging": {"prox_center": averaging.prox_center, "x_avg": averaging._x_avg,
+                               "g_avg": averaging._g_avg, "t": averaging._t,
+                               "x_t": getattr(averaging, "_x_t", None)},
+            "inverse_mass_matrix": dict(mass.inverse_mass_matrix),
+            "variance": {names: {"mean": w._mean, "m2": w._m2, "n": w.n_samples}
+                         for names, w in mass._adapt_scheme.items()},
+        })
+
+    def set_state(self, state: dict | None) -> None:
+        """Continue a chain from ``state`` (a :meth:`get_state` value) at its next sweep, or
+        start afresh (``None``)."""
+        if state is not None and not isinstance(state, dict):
+            raise TypeError(f"state must be a dict from get_state() or None, got {type(state).__name__}")
+        self.kernel = None
+        self._next_sweep = None if state is None else state["next_sweep"]
+        self._restored = state
 
     @property
     def step_size(self) -> float | None:
@@ -162,9 +202,35 @@ class NutsUpdate:
         kernel.setup(warmup_steps)
         self.kernel = kernel
 
+    def _restore(self, z: dict, state: dict) -> None:
+        """A kernel in the adaptation state ``state`` (from :meth:`get_state`)."""
+        device = next(iter(z.values())).device
+        devices = (device.index or 0,) if device.type == "cuda" else ()
+        with torch.random.fork_rng(devices):  # undo the draws of setup's step-size heuristic
+            self._setup(z, state["warmup_steps"])
+        kernel, adapter = self.kernel, self.kernel._adapter
+        averaging, mass = adapter._step_size_adapt_scheme, adapter.mass_matrix_adapter
+        kernel._t, kernel._accept_cnt = state["t"], state["accept_cnt"]
+        kernel._mean_accept_prob = state["mean_accept_prob"]
+        adapter.step_size, adapter._current_window = state["step_size"], state["window"]
+        saved = state["dual_averaging"]
+        averaging.prox_center, averaging._x_avg = saved["prox_center"], saved["x_avg"]
+        averaging._g_avg, averaging._t = saved["g_avg"], saved["t"]
+        if saved["x_t"] is not None:
+            averaging._x_t = saved["x_t"]
+        like = next(iter(mass.inverse_mass_matrix.values()))
+        mass.inverse_mass_matrix = {names: m.to(like.device)
+                                    for names, m in state["inverse_mass_matrix"].items()}
+        for names, saved in state["variance"].items():  # after the setter, which resets them
+            welford = mass._adapt_scheme[names]
+            welford._mean, welford._m2 = _to(saved["mean"], like.device), _to(saved["m2"], like.device)
+            welford.n_samples = saved["n"]
+
     def _prepare(self, z: dict, info) -> None:
-        """Set up a kernel where the chain needs one: at its first sweep, after a resume (or
-        in a fresh copy of the block), or for a call without sweep information."""
+        """Set up a kernel where the chain needs one: at its first sweep, from the state given
+        to :meth:`set_state`, after a resume without it (or in a fresh copy of the block), or
+        for a call without sweep information."""
+        restored, self._restored = self._restored, None
         if info is None:
             if self.kernel is None or self.kernel._t < self.kernel._warmup_steps:
                 self._setup(z, 0)  # nothing to adapt over: Pyro's heuristic step size, unit mass
@@ -172,11 +238,13 @@ class NutsUpdate:
             return
         if info.sweep != 0 and info.sweep != self._next_sweep:
             warnings.warn(f"NUTS sites {list(self.sites)}: the chain continues at sweep {info.sweep} "
-                          f"without this block's adaptation state (checkpoints do not hold it); "
-                          f"adapting afresh over the {max(0, info.num_warmup - info.sweep)} warm-up "
-                          f"sweeps left", RuntimeWarning, stacklevel=4)
+                          f"without this block's adaptation state (the checkpoint does not hold "
+                          f"it); adapting afresh over the {max(0, info.num_warmup - info.sweep)} "
+                          f"warm-up sweeps left", RuntimeWarning, stacklevel=4)
         if info.sweep == 0 or info.sweep != self._next_sweep:
             self._setup(z, max(0, info.num_warmup - info.sweep) * self.nuts_steps)
+        elif restored is not None:
+            self._restore(z, restored)
         self._next_sweep = info.sweep + 1
 
     def __call__(self, state: dict, data, generator: torch.Generator, info=None) -> dict:
@@ -213,3 +281,8 @@ class NutsUpdate:
                     and all(bool(torch.isfinite(g).all()) for g in grads)):
                 return False
         return True
+
+
+def _to(value, device):
+    """``value`` on ``device`` when it is a tensor (Pyro's running variance starts at ``0.0``)."""
+    return value.to(device) if isinstance(value, torch.Tensor) else value

@@ -201,7 +201,9 @@ def _gather_nuts(model, args, kwargs, state, sites, out, verify, gen, nuts_steps
                       f"joint; leaving them unsupported", RuntimeWarning, stacklevel=3)
         refused.update({n: f"NUTS potential energy differs from the log joint{_UNSUPPORTED}" for n in names})
         names = []
-    block = GibbsBlock(f"nuts:{','.join(names)}", tuple(names), update, wants_sweep_info=True)
+    block = GibbsBlock(f"nuts:{','.join(names)}", tuple(names), update, wants_sweep_info=True,
+                       get_state=getattr(update, "get_state", None),
+                       set_state=getattr(update, "set_state", None))
     on = f"NUTS on sites {', '.join(names)} (unconstrained)"
     return [SitePlan(s.site, "unsupported", refused[s.site]) if s.site in refused
             else SitePlan(s.site, "nuts", f"{s.reason.removesuffix(_UNSUPPORTED)}; {on}", block)
