@@ -77,7 +77,9 @@ class SitePlan:
 
 @dataclass(frozen=True)
 class Plan:
-    """The updates of every latent site, in program order; ``print(plan)`` shows one line each.
+    """The updates of every latent site, in program order; ``print(plan)`` shows one line per
+    block, labelled ``first..last`` for an FFBS chain or a block of sites that follow one
+    another in program order, and by its sites listed (``tau,sigma``) otherwise.
 
     Attributes:
         sites: one :class:`SitePlan` per latent site.
@@ -92,10 +94,21 @@ class Plan:
         raise KeyError(f"no latent site {site!r} in the plan; sites: {[s.site for s in self.sites]}")
 
     def __str__(self) -> str:
-        rows = [(s.site if s.block is None or len(s.block.sites) == 1 else
-                 f"{s.block.sites[0]}..{s.block.sites[-1]}", s) for s in self._one_per_block()]
+        rows = [(self._label(s), s) for s in self._one_per_block()]
         width = max(len(label) for label, _ in rows)
         return "\n".join(f"{label:<{width}}  {s.update:<11}  {s.reason}" for label, s in rows)
+
+    def _label(self, s: SitePlan) -> str:
+        """A block's row label: its site; ``first..last`` for an FFBS chain (``z_0..z_9``, its
+        sites in time order) or for sites that follow one another in program order; else the
+        sites listed (``tau,sigma``), which a range would misdescribe."""
+        sites = () if s.block is None else tuple(s.block.sites)
+        if len(sites) <= 1:
+            return s.site
+        where = {p.site: i for i, p in enumerate(self.sites)}
+        first = where.get(sites[0])
+        adjacent = first is not None and all(where.get(n) == first + k for k, n in enumerate(sites))
+        return f"{sites[0]}..{sites[-1]}" if s.update == "ffbs" or adjacent else ",".join(sites)
 
     def _one_per_block(self) -> list:
         """The site plans, keeping only the first of the sites that share a block."""

@@ -104,6 +104,24 @@ def test_non_conjugate_sites_share_one_nuts_block():
     assert p["a"].block is p["b"].block
     assert "NUTS on sites a, b (unconstrained)" in p["a"].reason
     assert [b.name for b in p.sweep().blocks] == ["nuts:a,b"]
+    assert str(p).split()[:2] == ["a..b", "nuts"]  # adjacent in program order: a range
+
+
+def scales_around_a_mean(x):
+    """Two NUTS scales with a conjugate mean between them in program order."""
+    tau = pyro.sample("tau", dist.HalfCauchy(f64(1.0)))
+    m = pyro.sample("m", dist.Normal(f64(0.0), f64(2.0)))
+    sigma = pyro.sample("sigma", dist.LogNormal(f64(0.0), f64(1.0)))
+    with pyro.plate("data", len(x)):
+        pyro.sample("x", dist.Normal(m, tau + sigma), obs=x)
+
+
+def test_the_printed_plan_lists_nuts_sites_that_are_not_adjacent():
+    x = f64([0.3, -1.2, 2.0])
+    p = plan(scales_around_a_mean, x)
+    assert [s.update for s in p.sites] == ["nuts", "conjugate", "nuts"]
+    assert [line.split()[:2] for line in str(p).splitlines()] == [["tau,sigma", "nuts"],
+                                                                  ["m", "conjugate"]]
 
 
 def test_potential_is_minus_log_joint_minus_the_jacobian():
