@@ -11,6 +11,15 @@ A block that tunes itself during warm-up (a NUTS step adapting its step size) de
 :func:`run_gibbs` and :class:`~pyromodels.core.GibbsKernel` pass it; a sweep run outside an
 engine (the checks of :mod:`pyromodels.testing`) passes ``None``, and the block must then
 leave its settings as they are.
+
+A block that keeps per-chain state between sweeps (a NUTS step's adapted step size and mass
+matrix) gives ``get_state`` and ``set_state``, and holds the state of the chain that is
+running. :func:`run_gibbs` (and :class:`~pyromodels.core.GibbsKernel` at each ``setup``) calls
+``set_state(None)`` before a chain's first sweep (a fresh chain); :func:`run_gibbs` saves
+``get_state()`` with the chain in a checkpoint after every sweep and calls ``set_state(saved)``
+before a resumed chain continues, so that the resumed chain equals the uninterrupted one bit
+for bit. A checkpoint without a block's state (written before block states were saved)
+resumes with ``set_state(None)``.
 """
 
 from __future__ import annotations

@@ -104,6 +104,9 @@ class GibbsKernel(MCMCKernel):
         )
         state = program.init_state(self._data, self._generator)
         self._sweep.check_covers(state)
+        for block in self._sweep.blocks:  # a chain's stateful blocks start afresh
+            if block.stateful:
+                block.set_state(None)
         self._dtypes = {k: v.dtype for k, v in state.items()}
         self._initial = state
 

@@ -6,8 +6,9 @@ import pyro
 import pyro.distributions as dist
 import pytest
 import torch
+from pyro.infer import MCMC
 
-from pyromodels.core import GibbsBlock, run_gibbs
+from pyromodels.core import GibbsBlock, GibbsKernel, run_gibbs
 from pyromodels.core.checkpoint import _write_sealed, load_checkpoint
 
 Y = torch.tensor(0.3, dtype=torch.float64)
@@ -67,6 +68,14 @@ def test_each_chain_starts_its_blocks_afresh():
     means = torch.arange(4, 10, dtype=torch.float64)
     assert float((post.samples["m"] - means).abs().max()) < 5.0
     assert counter.calls == 9
+
+
+def test_gibbs_kernel_starts_the_blocks_afresh_at_each_setup():
+    counter = Counter()
+    kernel = GibbsKernel(program, [_block(counter)], seed=0)
+    for _ in range(2):
+        MCMC(kernel, num_samples=2, warmup_steps=1, disable_progbar=True).run(Y)
+    assert counter.starts == [None, None] and counter.calls == 3
 
 
 @pytest.mark.parametrize("stop", [3, 9])  # in the first chain, in the second
