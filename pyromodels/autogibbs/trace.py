@@ -27,7 +27,7 @@ from pyro.poutine.util import site_is_subsample
 
 __all__ = ["trace_model", "latent_sites", "log_terms", "log_joint", "reduce_to_site", "element_log_density",
            "element_logits", "element_index", "tolerance", "values_terms", "log_joints",
-           "batching_reason", "RUN_BUDGET"]
+           "batching_reason", "RUN_BUDGET", "log_joints_and_gradients", "site_choice"]
 
 
 def trace_model(model, args: tuple, kwargs: dict, state: dict | None = None):
@@ -48,11 +48,12 @@ def latent_sites(trace) -> dict:
             and not site_is_subsample(site)}
 
 
-def _scores(model, args: tuple, kwargs: dict, state: dict, skip=frozenset()) -> dict:
+def _scores(model, args: tuple, kwargs: dict, state: dict, skip=frozenset(), grad: bool = False) -> dict:
     """``{site: log_prob}`` as :func:`log_terms`, leaner: the sites in ``skip`` are not scored
-    and nothing else (sums, validation) is computed."""
+    and nothing else (sums, validation) is computed. With ``grad``, autograd records the run."""
     fn = poutine.condition(model, data=state)
-    with pyro.get_param_store().scope(), poutine.block(), torch.no_grad():
+    recording = torch.enable_grad() if grad else torch.no_grad()
+    with pyro.get_param_store().scope(), poutine.block(), recording:
         trace = poutine.trace(fn).get_trace(*args, **kwargs)
         return {name: scale_and_mask(site["fn"].log_prob(site["value"], *site["args"], **site["kwargs"]),
                                      site["scale"], site["mask"])
@@ -91,6 +92,8 @@ class _Choice:
         self.inseparable: set = set()  # batch shapes whose elements were found coupled
         self.constant: frozenset = frozenset()  # sites whose terms do not change with this one
         self.chunk = 2  # values per batched run (set from the first evaluation's sizes)
+        self.note = ""  # how a conjugate site's coefficients are read (see exponential.py)
+        self.gradient_failed = ""  # why reading them from gradients was given up, if it was
 
 
 #: the most log-density entries (over all sites) of one batched run: longer lists of values
@@ -154,7 +157,15 @@ def batching_reason(model, site: str, args: tuple, kwargs: dict) -> str:
     evaluation (and always for a program that cannot be weakly referenced, which is evaluated
     one trace per value)."""
     choice = _known(model, site, args, kwargs)
-    return "" if choice is None else choice.reason
+    if choice is None:
+        return ""
+    return f"{choice.reason}; {choice.note}" if choice.note else choice.reason
+
+
+def site_choice(model, site: str, args: tuple, kwargs: dict):
+    """The kept evaluation choice of ``site`` (``None`` before its first evaluation): its
+    ``note`` and ``gradient_failed`` are for the conjugate updates to fill."""
+    return _known(model, site, args, kwargs)
 
 
 def _nesting(trace) -> int:
@@ -185,7 +196,7 @@ def _per_value_terms(model, args, kwargs, state, site, values: list):
 
 
 def _batched_terms(model, args, kwargs, state, site, values: list, choice: _Choice,
-                   skip=frozenset(), constant: set | None = None) -> dict:
+                   skip=frozenset(), constant: set | None = None, grad: bool = False) -> dict:
     """The terms of :func:`_per_value_terms` from one trace, the values stacked left of the
     program's batch (raises where the program does not keep to that layout); the sites in
     ``skip`` are left out, those whose terms have no dimension for the values are added to
@@ -193,7 +204,7 @@ def _batched_terms(model, args, kwargs, state, site, values: list, choice: _Choi
     m = len(values)
     stacked = torch.stack(values).reshape((m,) + (1,) * choice.pad + tuple(values[0].shape))
     out = {}
-    for name, lp in _scores(model, args, kwargs, {**state, site: stacked}, skip).items():
+    for name, lp in _scores(model, args, kwargs, {**state, site: stacked}, skip, grad).items():
         where = lp.dim() - choice.nesting - 1  # the values' dimension, counted from the left
         if where < 0 or lp.shape[where] == 1:
             out[name] = _strip(lp.expand((m,) + tuple(lp.shape)))
@@ -288,6 +299,36 @@ def log_joints(model, args: tuple, kwargs: dict, state: dict, site: str, values:
     ``state`` fixed): ``(len(values),)`` float64, from one trace where the program allows it."""
     terms = values_terms(model, args, kwargs, state, site, list(values))
     return sum(t.to(torch.float64).reshape(t.shape[0], -1).sum(-1) for t in terms.values())
+
+
+def log_joints_and_gradients(model, args: tuple, kwargs: dict, state: dict, site: str, values: list):
+    """The model's log joint at each full value of ``site`` in ``values`` (up to one constant,
+    the terms that do not change with ``site`` may be left out) and its gradient with respect
+    to the site there: ``((m,) float64, (m, *shape))``, from one batched trace where the site's
+    kept choice is batched, else one trace per value. A gradient that autograd cannot give
+    (the site does not reach the log density through differentiable operations) is ``None``;
+    what the program raises is raised."""
+    leaves = [v.detach().clone().requires_grad_(True) for v in values]
+    choice = _known(model, site, args, kwargs)
+    totals = None
+    if choice is not None and choice.batched and len(leaves) <= choice.chunk:
+        try:
+            with pyro.validation_enabled(False):
+                terms = _batched_terms(model, args, kwargs, state, site, leaves, choice, choice.constant,
+                                       grad=True)
+            totals = sum(t.to(torch.float64).reshape(t.shape[0], -1).sum(-1) for t in terms.values())
+        except Exception:  # noqa: BLE001 - scored one trace per value below
+            totals = None
+    if totals is None:
+        totals = torch.stack([sum(t.to(torch.float64).sum() for t in
+                                  _scores(model, args, kwargs, {**state, site: v}, grad=True).values())
+                              for v in leaves])
+    if not totals.requires_grad:
+        return totals.detach(), None
+    grads = torch.autograd.grad(totals.sum(), leaves, allow_unused=True)
+    if any(g is None for g in grads):
+        return totals.detach(), None
+    return totals.detach(), torch.stack(grads)
 
 
 # ---------------------------------------------------------------------- reductions
