@@ -252,10 +252,22 @@ def _directions(family, event_shape, ref):
     return eye[:, :-1] - eye[:, -1:]
 
 
+#: (family name, event shape, device) -> (A, k) of :func:`_gradient_design`
+_DESIGNS: dict = {}
+
+
 def _gradient_design(family, points, event_shape, ref):
     """``(A, k)``: the first ``k`` solve points whose derivatives identify the ``p``
     coefficients, and ``A`` ``(k q, p)``: the derivative of ``T`` along each direction at each
-    of them (point-major), so that the log density's derivatives there are ``A c``."""
+    of them (point-major), so that the log density's derivatives there are ``A c`` (kept per
+    family, event shape and device)."""
+    key = (family.name, tuple(event_shape), str(ref.device))
+    if key not in _DESIGNS:
+        _DESIGNS[key] = _new_design(family, points, event_shape, ref)
+    return _DESIGNS[key]
+
+
+def _new_design(family, points, event_shape, ref):
     directions = _directions(family, event_shape, ref)
     rows = []
     for k, point in enumerate(points[:-1], start=1):
