@@ -37,6 +37,43 @@ Normal                  Normal of known scale (the mean, also through ``a + b * 
 Dirichlet               Categorical, Multinomial (the probabilities)
 MultivariateNormal      MultivariateNormal of known covariance (the mean)
 ======================  ======================================================================
+
+**Elements that do not separate by plate.** When each element's terms sit in the site's own
+plate, every element is moved to the same point at once and each element's terms are read
+back. A parameter gathered by a discrete index (``locs[z]``, Dawid-Skene's confusion rows
+``conf[worker, z]``) puts several elements into one term, so the terms do not say which element
+they belong to; the fallback moves one element at a time (``elements x (p + 2)`` evaluations of
+the log joint). Before that, the coefficients of all elements are read at once from gradients:
+
+* If the log joint, as a function of all elements together, is additive over them,
+  ``log p(x) = sum_e c_e . T(x_e) + const``, then its gradient with respect to element ``e``
+  at a point where every element sits at ``x`` is ``J_T(x)^T c_e``: one backward pass gives
+  an equation per coordinate of every element, with the constant gone. The family's first
+  ``k`` fitting points (the fewest whose derivatives identify the ``p`` coefficients: ``k = 2``
+  for the scalar families and the Dirichlet, ``d + 1`` for a ``d``-dimensional
+  MultivariateNormal) give ``A c_e = g_e`` with one small design ``A`` (``k q x p``) shared by
+  all elements, solved by least squares for all elements at once.
+* On the simplex (Dirichlet) only derivatives along it mean anything: a Categorical or
+  Multinomial child normalises its probabilities, so off the simplex the log joint gains a term
+  in ``sum_j x_j`` whose gradient adds an unknown multiple of ``(1, ..., 1)``. The derivatives
+  are therefore read along the tangent directions ``e_j - e_D`` only (``D - 1`` equations per
+  point), and two points identify the ``D`` coefficients (``c . log x`` along the simplex
+  determines ``c``).
+* Probing every element together at ``p + 1`` joint values would give only the sum over the
+  elements of their log conditionals, so values alone cannot separate them; they serve as the
+  check instead. The site is set to one more joint value, every element at its own random
+  convex combination of the family's points (inside the support, which is convex; a fixed
+  seed, so the chain's random stream is untouched), and ``log p(x') - log p(x_0)`` must equal
+  ``sum_e c_e . (T(x'_e) - T(x_0))`` to the module's tolerance. That checks linearity and
+  additivity (conditional independence of the elements given the rest) at once: elements
+  coupled through a term (two means seen through their sum) fit a wrong quadratic along the
+  diagonal, which the check refuses.
+* The gradient points and the check point are scored in one batched run where the site's
+  values batch (else one run each). A program autograd cannot follow (a NumPy conversion
+  raises; ``.item()`` or ``detach`` lose the gradient, and the check fails), a missing or
+  non-finite gradient, or a failed check falls back to the
+  element-by-element fit, and the reason is kept for the site (per program and argument
+  shapes) and shown in its plan line, so later sweeps go straight to the fallback.
 """
 
 from __future__ import annotations
