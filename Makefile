@@ -36,7 +36,14 @@ reproduce: $(STAMP)
 	$(PY) -m pytest -q -m slow
 	$(VENV)/bin/pyromodels reproduce all --scale medium --out reports/reproduce
 
-bench: $(STAMP)
+# the heavy peers of the ESS/s benchmark (numpyro, jax, pymc) are installed for benchmarks only
+BENCH_STAMP := $(VENV)/.bench-heavy
+
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install -q -e '.[bench-heavy]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
 	$(PY) -m benchmarks --out benchmarks/results/latest.jsonl
 
 lint: $(STAMP)

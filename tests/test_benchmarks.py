@@ -170,6 +170,7 @@ def test_discovery_and_duplicate_labels(bench):
     h = bench.harness
     mods = h.discover()
     assert [m.__name__ for m in mods] == [
+        "benchmarks.bench_autogibbs",
         "benchmarks.bench_bayes_scdc",
         "benchmarks.bench_bhmc",
         "benchmarks.bench_bnp_dp",

@@ -2,10 +2,12 @@
 
 :func:`plan` traces the program and gives each latent site an update with its reason: a
 plate-vectorised enumeration for a discrete site, one forward-filtering backward-sampling
-block for a chain of discrete sites declared with ``pyro.markov``, a conjugate draw read off the program's log
-density for a Beta, Gamma, InverseGamma, Normal, Dirichlet or MultivariateNormal site, or
-"unsupported" (pass your own :class:`~pyromodels.core.GibbsBlock` in ``overrides``). Each
-automatic update is verified against the program before it is used. :func:`fit_gibbs` runs the plan with
+block for a chain of discrete sites declared with ``pyro.markov``, a conjugate draw read off the
+program's log density for a Beta, Gamma, InverseGamma, Normal, Dirichlet or MultivariateNormal
+site, one NUTS block for every other continuous site (in unconstrained space, adapted over the
+warm-up), or "unsupported" (pass your own :class:`~pyromodels.core.GibbsBlock` in
+``overrides``). Each automatic update is verified against the program before it is used.
+:func:`fit_gibbs` runs the plan with
 :func:`~pyromodels.core.run_gibbs`; :class:`AutoGibbs` is the same as a ``pyro.infer.MCMC``
 kernel. See guides/automatic-gibbs.md.
 

@@ -37,6 +37,43 @@ Normal                  Normal of known scale (the mean, also through ``a + b * 
 Dirichlet               Categorical, Multinomial (the probabilities)
 MultivariateNormal      MultivariateNormal of known covariance (the mean)
 ======================  ======================================================================
+
+**Elements that do not separate by plate.** When each element's terms sit in the site's own
+plate, every element is moved to the same point at once and each element's terms are read
+back. A parameter gathered by a discrete index (``locs[z]``, Dawid-Skene's confusion rows
+``conf[worker, z]``) puts several elements into one term, so the terms do not say which element
+they belong to; the fallback moves one element at a time (``elements x (p + 2)`` evaluations of
+the log joint). Before that, the coefficients of all elements are read at once from gradients:
+
+* If the log joint, as a function of all elements together, is additive over them,
+  ``log p(x) = sum_e c_e . T(x_e) + const``, then its gradient with respect to element ``e``
+  at a point where every element sits at ``x`` is ``J_T(x)^T c_e``: one backward pass gives
+  an equation per coordinate of every element, with the constant gone. The family's first
+  ``k`` fitting points (the fewest whose derivatives identify the ``p`` coefficients: ``k = 2``
+  for the scalar families and the Dirichlet, ``d + 1`` for a ``d``-dimensional
+  MultivariateNormal) give ``A c_e = g_e`` with one small design ``A`` (``k q x p``) shared by
+  all elements, solved by least squares for all elements at once.
+* On the simplex (Dirichlet) only derivatives along it mean anything: a Categorical or
+  Multinomial child normalises its probabilities, so off the simplex the log joint gains a term
+  in ``sum_j x_j`` whose gradient adds an unknown multiple of ``(1, ..., 1)``. The derivatives
+  are therefore read along the tangent directions ``e_j - e_D`` only (``D - 1`` equations per
+  point), and two points identify the ``D`` coefficients (``c . log x`` along the simplex
+  determines ``c``).
+* Probing every element together at ``p + 1`` joint values would give only the sum over the
+  elements of their log conditionals, so values alone cannot separate them; they serve as the
+  check instead. The site is set to one more joint value, every element at its own random
+  convex combination of the family's points (inside the support, which is convex; a fixed
+  seed, so the chain's random stream is untouched), and ``log p(x') - log p(x_0)`` must equal
+  ``sum_e c_e . (T(x'_e) - T(x_0))`` to the module's tolerance. That checks linearity and
+  additivity (conditional independence of the elements given the rest) at once: elements
+  coupled through a term (two means seen through their sum) fit a wrong quadratic along the
+  diagonal, which the check refuses.
+* The gradient points and the check point are scored in one batched run where the site's
+  values batch (else one run each). A program autograd cannot follow (a NumPy conversion
+  raises; ``.item()`` or ``detach`` lose the gradient, and the check fails), a missing or
+  non-finite gradient, or a failed check falls back to the
+  element-by-element fit, and the reason is kept for the site (per program and argument
+  shapes) and shown in its plan line, so later sweeps go straight to the fallback.
 """
 
 from __future__ import annotations
@@ -48,7 +85,15 @@ import torch
 
 from ..conjugate import sample_beta, sample_dirichlet, sample_gamma, sample_normal
 from ..core.seeding import make_generator
-from .trace import element_index, element_log_density, log_joint, tolerance
+from .trace import (
+    element_index,
+    element_log_density,
+    log_joint,
+    log_joints,
+    log_joints_and_gradients,
+    site_choice,
+    tolerance,
+)
 
 __all__ = ["FAMILIES", "Family", "family_of", "unwrap", "posterior_params", "ConjugateUpdate", "NotConjugate"]
 
@@ -70,6 +115,7 @@ class Family:
         valid: ``params -> bool tensor`` whether they define a proper distribution.
         make: ``params -> torch distribution`` of the posterior (for the check).
         sample: ``(params, generator) -> draw``.
+        simplex: the site lives on the simplex, where only derivatives along it are meaningful.
     """
 
     name: str
@@ -79,6 +125,7 @@ class Family:
     valid: object
     make: object
     sample: object
+    simplex: bool = False
 
 
 def _scalar_points(*xs):
@@ -165,7 +212,7 @@ FAMILIES = {
         lambda c: {"concentration": c + 1},
         lambda p: (p["concentration"] > 0).all(-1),
         lambda p: dist.Dirichlet(p["concentration"]),
-        lambda p, g: sample_dirichlet(p["concentration"], g)),
+        lambda p, g: sample_dirichlet(p["concentration"], g), simplex=True),
     dist.MultivariateNormal: Family(
         "MultivariateNormal", _mvn_features, _mvn_points, _mvn_params,
         lambda p: torch.isfinite(p["loc"]).all(-1),
@@ -196,20 +243,148 @@ def family_of(fn) -> Family | None:
 
 def _element_values(model, args, kwargs, state, site, points, batch_shape, event_shape):
     """``(m, *batch_shape)`` log densities at each point, every element set to the same point
-    when the elements separate by plate, else one element at a time."""
+    when the elements separate by plate (else ``None``)."""
     value = state[site]
     full = [p.to(value.dtype).expand(tuple(batch_shape) + tuple(event_shape)).clone() for p in points]
-    out = element_log_density(model, args, kwargs, state, site, full, batch_shape)
-    if out is not None:
-        return out
-    out = torch.zeros((len(points),) + tuple(batch_shape), dtype=torch.float64, device=value.device)
+    return element_log_density(model, args, kwargs, state, site, full, batch_shape)
+
+
+def _one_by_one_values(model, args, kwargs, state, site, points, batch_shape):
+    """``(m, *batch_shape)`` log joints at each point, one element changed at a time."""
+    value = state[site]
+    values = []
     for flat in range(max(1, batch_shape.numel())):
         index = element_index(flat, batch_shape)
-        for j, p in enumerate(points):
+        for p in points:
             v = value.clone()
             v[index] = p.to(value.dtype)
-            out[(j,) + index] = log_joint(model, args, kwargs, {**state, site: v}).to(torch.float64)
-    return out
+            values.append(v)
+    out = log_joints(model, args, kwargs, state, site, values)  # element-major, point-minor
+    return out.reshape(tuple(batch_shape) + (len(points),)).movedim(-1, 0)
+
+
+def _solve(family, points, y, site, dtype):
+    """``(elements, p)`` coefficients from the log densities ``y`` ``(p + 2, ...)`` at the
+    family's points, the last one checking the linearity."""
+    phi = torch.cat([family.features(points), torch.ones(len(points), 1, dtype=torch.float64,
+                                                         device=points.device)], -1)
+    m = phi.shape[1]
+    flat = y.reshape(len(points), -1)
+    coef = torch.linalg.solve(phi[:m], flat[:m])               # (p + 1, elements)
+    predicted = phi[m:] @ coef
+    scale = 1.0 + flat.abs().amax(0)
+    if not bool(((predicted - flat[m:]).abs() <= tolerance(dtype) * scale).all()):
+        raise NotConjugate(f"site {site!r}: its log conditional is not linear in the sufficient "
+                           f"statistics of a {family.name} prior")
+    return coef[:-1].T
+
+
+def _directions(family, event_shape, ref):
+    """``(dE, q)``: the directions along which the site's derivatives are read: every
+    coordinate, or on the simplex the tangent ones ``e_j - e_D``."""
+    size = max(1, torch.Size(event_shape).numel())
+    eye = torch.eye(size, dtype=torch.float64, device=ref.device)
+    if not family.simplex:
+        return eye
+    return eye[:, :-1] - eye[:, -1:]
+
+
+#: (family name, event shape, device) -> (A, k) of :func:`_gradient_design`
+_DESIGNS: dict = {}
+
+
+def _gradient_design(family, points, event_shape, ref):
+    """``(A, k)``: the first ``k`` solve points whose derivatives identify the ``p``
+    coefficients, and ``A`` ``(k q, p)``: the derivative of ``T`` along each direction at each
+    of them (point-major), so that the log density's derivatives there are ``A c`` (kept per
+    family, event shape and device)."""
+    key = (family.name, tuple(event_shape), str(ref.device))
+    if key not in _DESIGNS:
+        _DESIGNS[key] = _new_design(family, points, event_shape, ref)
+    return _DESIGNS[key]
+
+
+def _new_design(family, points, event_shape, ref):
+    directions = _directions(family, event_shape, ref)
+    rows = []
+    for k, point in enumerate(points[:-1], start=1):
+        jac = torch.autograd.functional.jacobian(family.features, point.to(torch.float64))
+        rows.append((jac.reshape(jac.shape[0], -1) @ directions).T)   # (q, p)
+        design = torch.cat(rows)
+        if int(torch.linalg.matrix_rank(design)) == design.shape[1]:
+            return design, k
+    return None, 0
+
+
+def _check_point(points, batch_shape, event_shape, ref):
+    """A value of the site with every element at its own random convex combination of the
+    family's points (in the support, which is convex), from a fixed seed."""
+    gen = torch.Generator().manual_seed(0)
+    count = max(1, batch_shape.numel())
+    weights = torch.rand(count, len(points), generator=gen, dtype=torch.float64).to(ref.device)
+    weights = weights / weights.sum(-1, keepdim=True)
+    mixed = weights @ points.reshape(len(points), -1)
+    return mixed.reshape(tuple(batch_shape) + tuple(event_shape))
+
+
+def _gradient_coefficients(model, args, kwargs, state, site, family, points, batch_shape, event_shape):
+    """``((elements, p) coefficients, "")`` of every element at once from the log joint's
+    gradients, or ``(None, why not)``; see the module docs."""
+    value = state[site]
+    design, k = _gradient_design(family, points, event_shape, value)
+    if design is None:
+        return None, "the derivatives at the points do not identify the coefficients"
+    full = tuple(batch_shape) + tuple(event_shape)
+    check = _check_point(points, batch_shape, event_shape, value)
+    values = [p.to(value.dtype).expand(full).clone() for p in points[:k]] + [check.to(value.dtype)]
+    try:
+        joints, grads = log_joints_and_gradients(model, args, kwargs, state, site, values)
+    except Exception as err:  # noqa: BLE001 - any failure of autograd means "not this way"
+        return None, f"autograd failed ({type(err).__name__})"
+    if grads is None:
+        return None, "autograd gave no gradient"
+    grads = grads[:k].to(torch.float64)
+    if not bool(torch.isfinite(grads).all()):
+        return None, "autograd gave a non-finite gradient"
+    count = max(1, batch_shape.numel())
+    along = grads.reshape(k, count, -1) @ _directions(family, event_shape, value)   # (k, E, q)
+    rhs = along.permute(0, 2, 1).reshape(-1, count)                             # (k q, E)
+    # least squares by the normal equations, their products written out: LAPACK's least
+    # squares is not reproducible to the last bit from run to run, and a chain must be
+    gram = (design[:, :, None] * design[:, None, :]).sum(0)
+    coef = torch.linalg.solve(gram, (design[:, :, None] * rhs[:, None, :]).sum(0)).T   # (E, p)
+    moved = family.features(check.reshape((count,) + tuple(event_shape)).to(torch.float64)) \
+        - family.features(points[:1].to(torch.float64))
+    predicted = (coef * moved).sum()
+    actual = joints[-1] - joints[0]
+    scale = 1.0 + joints[-1].abs() + joints[0].abs()
+    if not bool((predicted - actual).abs() <= tolerance(value.dtype) * scale):
+        return None, "the joint check failed: the elements are coupled or not linear"
+    return coef, ""
+
+
+def _coefficients(model, args, kwargs, state, site, family, batch_shape, event_shape):
+    """``(elements, p)`` coefficients: by plate, else from gradients, else element by element."""
+    points = family.points(event_shape, state[site])
+    dtype = state[site].dtype
+    y = _element_values(model, args, kwargs, state, site, list(points), batch_shape, event_shape)
+    if y is not None:
+        return _solve(family, points, y, site, dtype)
+    choice = site_choice(model, site, args, kwargs)
+    why = choice.gradient_failed if choice is not None else ""
+    if not why:
+        coef, why = _gradient_coefficients(model, args, kwargs, state, site, family, points,
+                                           batch_shape, event_shape)
+        if coef is not None:
+            if choice is not None:
+                choice.note = (f"coefficients of all {max(1, batch_shape.numel())} elements from "
+                               f"gradients, checked at a joint point")
+            return coef
+        if choice is not None:
+            choice.gradient_failed = why
+            choice.note = f"coefficients element by element (not from gradients: {why})"
+    y = _one_by_one_values(model, args, kwargs, state, site, list(points), batch_shape)
+    return _solve(family, points, y, site, dtype)
 
 
 def posterior_params(model, args, kwargs, state: dict, site: str, fn) -> dict:
@@ -228,20 +403,8 @@ def posterior_params(model, args, kwargs, state: dict, site: str, fn) -> dict:
     if family is None:
         raise NotConjugate(f"site {site!r}: {type(fn).__name__} prior is not a supported family")
     batch_shape, event_shape = unwrap(fn).batch_shape, unwrap(fn).event_shape
-    points = family.points(event_shape, state[site])
-    y = _element_values(model, args, kwargs, state, site, list(points), batch_shape, event_shape)
-    phi = torch.cat([family.features(points), torch.ones(len(points), 1, dtype=torch.float64,
-                                                         device=points.device)], -1)
-    m = phi.shape[1]
-    flat = y.reshape(len(points), -1)
-    coef = torch.linalg.solve(phi[:m], flat[:m])               # (p + 1, elements)
-    predicted = phi[m:] @ coef
-    scale = 1.0 + flat.abs().amax(0)
-    if not bool(((predicted - flat[m:]).abs() <= tolerance(state[site].dtype) * scale).all()):
-        raise NotConjugate(f"site {site!r}: its log conditional is not linear in the sufficient "
-                           f"statistics of a {family.name} prior")
-    c = coef[:-1].T.reshape(tuple(batch_shape) + (m - 1,))
-    params = family.params(c)
+    coef = _coefficients(model, args, kwargs, state, site, family, batch_shape, event_shape)
+    params = family.params(coef.reshape(tuple(batch_shape) + (coef.shape[-1],)))
     if not bool(family.valid(params).all()):
         raise NotConjugate(f"site {site!r}: the {family.name} coefficients read off the model do "
                            f"not give a proper posterior")

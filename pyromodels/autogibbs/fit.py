@@ -10,7 +10,7 @@ from .plan import Plan, plan
 __all__ = ["fit_gibbs", "AutoGibbs"]
 
 
-def fit_gibbs(model, *args, overrides: dict | None = None, verify: bool = True,
+def fit_gibbs(model, *args, overrides: dict | None = None, verify: bool = True, nuts_steps: int = 1,
               num_samples: int = 500, warmup: int = 500, num_chains: int = 2,
               seed: int | None = None, progress: bool = True, model_kwargs: dict | None = None,
               **run_options):
@@ -22,6 +22,7 @@ def fit_gibbs(model, *args, overrides: dict | None = None, verify: bool = True,
         *args: its positional arguments.
         overrides: ``{site: GibbsBlock}`` for sites the plan cannot update (or to replace one).
         verify: check every automatic update against the program first (see :mod:`.plan`).
+        nuts_steps: NUTS transitions per sweep for the sites updated by NUTS.
         num_samples: kept draws per chain.
         warmup: discarded sweeps per chain.
         num_chains: chains, each seeded from ``seed``.
@@ -39,7 +40,7 @@ def fit_gibbs(model, *args, overrides: dict | None = None, verify: bool = True,
             latent sites.
     """
     model_kwargs = {} if model_kwargs is None else dict(model_kwargs)
-    chosen = plan(model, *args, overrides=overrides, verify=verify,
+    chosen = plan(model, *args, overrides=overrides, verify=verify, nuts_steps=nuts_steps,
                   seed=0 if seed is None else seed, **model_kwargs)
     post = run_gibbs(model, chosen.sweep(), *args, num_samples=num_samples, num_warmup=warmup,
                      num_chains=num_chains, seed=seed, progress=progress,
@@ -59,6 +60,8 @@ class AutoGibbs(GibbsKernel):
         *args: its positional arguments.
         overrides: ``{site: GibbsBlock}`` (see :func:`~.plan.plan`).
         verify: check every automatic update first.
+        nuts_steps: NUTS transitions per sweep for the sites updated by NUTS (their step size
+            and mass matrix adapt over ``warmup_steps`` of ``MCMC``).
         seed: the kernel's seed (see :class:`~pyromodels.core.GibbsKernel`).
         lp: report the log joint in the progress bar.
         model_kwargs: the program's keyword arguments.
@@ -71,7 +74,8 @@ class AutoGibbs(GibbsKernel):
     """
 
     def __init__(self, model, *args, overrides: dict | None = None, verify: bool = True,
-                 seed: int | None = None, lp: bool = False, model_kwargs: dict | None = None):
-        self.plan: Plan = plan(model, *args, overrides=overrides, verify=verify,
+                 nuts_steps: int = 1, seed: int | None = None, lp: bool = False,
+                 model_kwargs: dict | None = None):
+        self.plan: Plan = plan(model, *args, overrides=overrides, verify=verify, nuts_steps=nuts_steps,
                                seed=0 if seed is None else seed, **(model_kwargs or {}))
         super().__init__(model, self.plan.sweep(), seed=seed, lp=lp)

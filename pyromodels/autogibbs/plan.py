@@ -10,6 +10,10 @@ program order:
   through ``to_event``) whose log conditional, read off the program at the traced state, is
   linear in the prior's sufficient statistics gets a ``"conjugate"`` update (see
   :mod:`.exponential`);
+* every other continuous site whose support Pyro maps onto unconstrained space (including a
+  site of those families that is not conjugate) joins the one ``"nuts"`` block of the
+  program, which draws all such sites at once by NUTS in unconstrained space, adapting its
+  step size and diagonal mass matrix during warm-up (see :mod:`.continuous`);
 * anything else is ``"unsupported"`` in this increment, with the reason (a discrete site with
   unbounded support or an event dimension says so).
 
@@ -21,13 +25,17 @@ chain ``z_0, ..., z_{T-1}`` get one ``"ffbs"`` block for the whole chain, forwar
 backward-sampling (see :mod:`.markov`); a group of ``pyro.markov`` sites that is not such a
 chain keeps the per-site discrete updates, with the reason in the plan.
 
+The reason of an automatic update also says how its values are scored: all in one batched
+trace, or one trace per value where the program is not vectorisable (see :mod:`.trace`).
+
 With ``verify=True`` (the default) every automatic update is checked at the traced state
 before it is trusted, and again at its first sweep: a vectorised discrete conditional against
 brute-force enumeration of the joint for two random elements (a mismatch falls back to
 element by element), an FFBS block's joint conditional of two neighbouring sites likewise (a
 mismatch falls back to per-site updates), a conjugate posterior by condition-and-score at two
-of its draws (a mismatch makes the site unsupported); each fallback warns, naming the site
-(or the chain). A conjugate update that fails at its first sweep stops
+of its draws (a mismatch sends the site to NUTS), the NUTS potential energy against the
+program's log joint (a mismatch leaves the NUTS sites unsupported); each fallback warns,
+naming the site (or the chain). A conjugate update that fails at its first sweep stops
 the run with a ``RuntimeError`` naming the site.
 """
 
@@ -36,13 +44,14 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field, replace
 
-from ..checks import check_bool
+from ..checks import check_bool, check_int
 from ..core.gibbs import GibbsBlock, GibbsSweep
 from ..core.seeding import make_generator, seeded
+from .continuous import NutsUpdate, nuts_refusal
 from .discrete import DiscreteUpdate, element_logits
 from .exponential import ConjugateUpdate, NotConjugate, family_of, posterior_params, unwrap
 from .markov import plan_chains
-from .trace import latent_sites, trace_model
+from .trace import batching_reason, latent_sites, trace_model
 
 __all__ = ["SitePlan", "Plan", "plan"]
 
@@ -53,10 +62,11 @@ class SitePlan:
 
     Attributes:
         site: the site's name.
-        update: ``"discrete"``, ``"ffbs"``, ``"conjugate"``, ``"override"`` or ``"unsupported"``.
+        update: ``"discrete"``, ``"ffbs"``, ``"conjugate"``, ``"nuts"``, ``"override"`` or
+            ``"unsupported"``.
         reason: why, in words.
         block: the :class:`~pyromodels.core.GibbsBlock` (``None`` when unsupported); the sites
-            of one FFBS chain share one block.
+            of one FFBS chain share one block, and so do all the NUTS sites.
     """
 
     site: str
@@ -67,7 +77,9 @@ class SitePlan:
 
 @dataclass(frozen=True)
 class Plan:
-    """The updates of every latent site, in program order; ``print(plan)`` shows one line each.
+    """The updates of every latent site, in program order; ``print(plan)`` shows one line per
+    block, labelled ``first..last`` for an FFBS chain or a block of sites that follow one
+    another in program order, and by its sites listed (``tau,sigma``) otherwise.
 
     Attributes:
         sites: one :class:`SitePlan` per latent site.
@@ -82,10 +94,21 @@ class Plan:
         raise KeyError(f"no latent site {site!r} in the plan; sites: {[s.site for s in self.sites]}")
 
     def __str__(self) -> str:
-        rows = [(s.site if s.block is None or len(s.block.sites) == 1 else
-                 f"{s.block.sites[0]}..{s.block.sites[-1]}", s) for s in self._one_per_block()]
+        rows = [(self._label(s), s) for s in self._one_per_block()]
         width = max(len(label) for label, _ in rows)
         return "\n".join(f"{label:<{width}}  {s.update:<11}  {s.reason}" for label, s in rows)
+
+    def _label(self, s: SitePlan) -> str:
+        """A block's row label: its site; ``first..last`` for an FFBS chain (``z_0..z_9``, its
+        sites in time order) or for sites that follow one another in program order; else the
+        sites listed (``tau,sigma``), which a range would misdescribe."""
+        sites = () if s.block is None else tuple(s.block.sites)
+        if len(sites) <= 1:
+            return s.site
+        where = {p.site: i for i, p in enumerate(self.sites)}
+        first = where.get(sites[0])
+        adjacent = first is not None and all(where.get(n) == first + k for k, n in enumerate(sites))
+        return f"{sites[0]}..{sites[-1]}" if s.update == "ffbs" or adjacent else ",".join(sites)
 
     def _one_per_block(self) -> list:
         """The site plans, keeping only the first of the sites that share a block."""
@@ -102,7 +125,8 @@ class Plan:
         return tuple(s.site for s in self.sites if s.update == "unsupported")
 
     def sweep(self) -> GibbsSweep:
-        """The sweep of every site's block, in program order.
+        """The sweep of every site's block, in program order (a block shared by several sites,
+        the NUTS block, at its first site).
 
         Raises:
             ValueError: naming each unsupported site and why, and how to pass an override.
@@ -112,6 +136,12 @@ class Plan:
             raise ValueError(f"no automatic Gibbs update for {lines}. Pass your own block: "
                              f"overrides={{site: GibbsBlock(...)}}")
         return GibbsSweep([s.block for s in self._one_per_block()])
+
+
+def _with_batching(reason: str, model, name, args, kwargs) -> str:
+    """``reason`` and how the site's values are scored (one batched trace or one per value)."""
+    how = batching_reason(model, name, args, kwargs)
+    return f"{reason}; {how}" if how else reason
 
 
 def _discrete(model, args, kwargs, state, name, site, verify, gen) -> SitePlan:
@@ -135,7 +165,8 @@ def _discrete(model, args, kwargs, state, name, site, verify, gen) -> SitePlan:
     else:
         where = f"over plate shape {tuple(state[name].shape)}" if state[name].dim() else "(one element)"
         reason = f"enumerate {k}, all elements at once {where}"
-    return SitePlan(name, "discrete", reason, GibbsBlock(f"discrete:{name}", (name,), update))
+    return SitePlan(name, "discrete", _with_batching(reason, model, name, args, kwargs),
+                    GibbsBlock(f"discrete:{name}", (name,), update))
 
 
 def _conjugate(model, args, kwargs, state, name, site, verify, gen) -> SitePlan:
@@ -145,18 +176,55 @@ def _conjugate(model, args, kwargs, state, name, site, verify, gen) -> SitePlan:
         posterior_params(model, args, kwargs, state, name, fn)
     except NotConjugate as err:
         return SitePlan(name, "unsupported", f"{err} (unsupported in this increment)")
+    except ValueError as err:  # a probe value put another site outside its support
+        first = str(err).strip().splitlines()[0].rstrip(":")
+        return SitePlan(name, "unsupported", f"site {name!r}: the program rejects the values of "
+                        f"{family.name} its conditional is read at ({first}) (unsupported in this "
+                        f"increment)")
     update = ConjugateUpdate(model, name, fn, verify=verify)
     if verify and not update.check(state, args, kwargs, gen):
         warnings.warn(f"site {name!r}: its conjugate {family.name} update failed condition-and-"
-                      f"score; leaving it unsupported", RuntimeWarning, stacklevel=3)
+                      f"score; not using it", RuntimeWarning, stacklevel=3)
         return SitePlan(name, "unsupported", f"conjugate {family.name} update failed the check "
                         f"(unsupported in this increment)")
-    return SitePlan(name, "conjugate", f"{family.name} prior, log conditional linear in its "
-                    f"sufficient statistics", GibbsBlock(f"conjugate:{name}", (name,), update))
+    reason = f"{family.name} prior, log conditional linear in its sufficient statistics"
+    return SitePlan(name, "conjugate", _with_batching(reason, model, name, args, kwargs),
+                    GibbsBlock(f"conjugate:{name}", (name,), update))
+
+
+_UNSUPPORTED = " (unsupported in this increment)"
+
+
+def _gather_nuts(model, args, kwargs, state, sites, out, verify, gen, nuts_steps) -> list:
+    """The unsupported continuous sites that NUTS can update, gathered into one block."""
+    names, refused = [], {}
+    for s in out:
+        fn = sites[s.site]["fn"]
+        if s.update != "unsupported" or _is_discrete(fn):
+            continue
+        refusal = nuts_refusal(fn)
+        if refusal is None:
+            names.append(s.site)
+        else:
+            why = s.reason.removesuffix(_UNSUPPORTED)
+            refused[s.site] = f"{why}; no NUTS either: {refusal}{_UNSUPPORTED}"
+    update = NutsUpdate(model, tuple(names), nuts_steps=nuts_steps) if names else None
+    if update is not None and verify and not update.check(state, args, kwargs, gen):
+        warnings.warn(f"sites {names}: the NUTS potential energy differs from the program's log "
+                      f"joint; leaving them unsupported", RuntimeWarning, stacklevel=3)
+        refused.update({n: f"NUTS potential energy differs from the log joint{_UNSUPPORTED}" for n in names})
+        names = []
+    block = GibbsBlock(f"nuts:{','.join(names)}", tuple(names), update, wants_sweep_info=True,
+                       get_state=getattr(update, "get_state", None),
+                       set_state=getattr(update, "set_state", None))
+    on = f"NUTS on sites {', '.join(names)} (unconstrained)"
+    return [SitePlan(s.site, "unsupported", refused[s.site]) if s.site in refused
+            else SitePlan(s.site, "nuts", f"{s.reason.removesuffix(_UNSUPPORTED)}; {on}", block)
+            if s.site in names else s for s in out]
 
 
 def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed: int = 0,
-         **kwargs) -> Plan:
+         nuts_steps: int = 1, **kwargs) -> Plan:
     """Choose an automatic Gibbs update for every latent site of a Pyro program.
 
     Args:
@@ -168,6 +236,7 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
         verify: check each automatic update against the program's joint at the traced state
             (see the module docs).
         seed: the seed of the trace and of the checks.
+        nuts_steps: NUTS transitions per sweep of the NUTS block.
 
     Returns:
         A :class:`Plan`.
@@ -189,6 +258,7 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
     if not callable(model):
         raise TypeError(f"model must be a Pyro program (a callable), got {type(model).__name__}")
     verify = check_bool(verify, "verify")
+    nuts_steps = check_int(nuts_steps, "nuts_steps", minimum=1)
     overrides = {} if overrides is None else overrides
     if not isinstance(overrides, dict):
         raise TypeError(f"overrides must be a dict {{site: GibbsBlock}}, got {type(overrides).__name__}")
@@ -227,7 +297,7 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
         else:
             out.append(SitePlan(name, "unsupported", f"{type(fn).__name__} site with no discrete or "
                                 f"conjugate update (unsupported in this increment)"))
-    return Plan(tuple(out))
+    return Plan(tuple(_gather_nuts(model, args, kwargs, state, sites, out, verify, gen, nuts_steps)))
 
 
 def _no_latents_message(trace) -> str:

@@ -2,17 +2,32 @@
 
 Every automatic update is computed from these terms only, so it is a second reading of the
 program itself: nothing about the model is written twice.
+
+**Batched evaluation.** An update needs the terms at several values of one site (``K`` support
+values, or the points of a conjugate fit) and at the current state. When the program is
+written with its plates counted from the right (as Pyro's parallel enumeration asks), all of
+them come from one trace: the site gets the values stacked along a new dimension left of every
+plate, at ``-(nesting + 1)`` where ``nesting`` is the deepest batch of the program, and each
+term is read back along that dimension. A program that is not vectorisable (``.item()``, Python
+branches on values or shapes, ``len()`` of a latent tensor, indexing a latent site from the
+left) fails there or gives other numbers; the first evaluation of each site compares the
+batched terms with one trace per value, and the choice is kept for the site (per program and
+argument shapes) and shown by :func:`batching_reason`.
 """
 
 from __future__ import annotations
 
+import weakref
+
 import pyro
 import torch
 from pyro import poutine
+from pyro.distributions.util import scale_and_mask
 from pyro.poutine.util import site_is_subsample
 
 __all__ = ["trace_model", "latent_sites", "log_terms", "log_joint", "reduce_to_site", "element_log_density",
-           "element_index", "tolerance"]
+           "element_logits", "element_index", "tolerance", "values_terms", "log_joints",
+           "batching_reason", "RUN_BUDGET", "log_joints_and_gradients", "site_choice"]
 
 
 def trace_model(model, args: tuple, kwargs: dict, state: dict | None = None):
@@ -33,11 +48,27 @@ def latent_sites(trace) -> dict:
             and not site_is_subsample(site)}
 
 
+def _scores(model, args: tuple, kwargs: dict, state: dict, skip=frozenset(), grad: bool = False) -> dict:
+    """``{site: log_prob}`` as :func:`log_terms`, leaner: the sites in ``skip`` are not scored
+    and nothing else (sums, validation) is computed. With ``grad``, autograd records the run."""
+    fn = poutine.condition(model, data=state)
+    recording = torch.enable_grad() if grad else torch.no_grad()
+    with pyro.get_param_store().scope(), poutine.block(), recording:
+        trace = poutine.trace(fn).get_trace(*args, **kwargs)
+        return {name: scale_and_mask(site["fn"].log_prob(site["value"], *site["args"], **site["kwargs"]),
+                                     site["scale"], site["mask"])
+                for name, site in _sample_sites(trace).items() if name not in skip}
+
+
+def _sample_sites(trace) -> dict:
+    return {name: site for name, site in trace.nodes.items()
+            if site["type"] == "sample" and not site_is_subsample(site)}
+
+
 def log_terms(model, args: tuple, kwargs: dict, state: dict) -> dict:
     """``{site: log_prob tensor}`` of every sample site at ``state`` (not summed over plates)."""
     trace = trace_model(model, args, kwargs, state)
-    return {name: site["log_prob"] for name, site in trace.nodes.items()
-            if site["type"] == "sample" and not site_is_subsample(site)}
+    return {name: site["log_prob"] for name, site in _sample_sites(trace).items()}
 
 
 def log_joint(model, args: tuple, kwargs: dict, state: dict) -> torch.Tensor:
@@ -45,67 +76,328 @@ def log_joint(model, args: tuple, kwargs: dict, state: dict) -> torch.Tensor:
     return sum(t.sum() for t in log_terms(model, args, kwargs, state).values())
 
 
+# ------------------------------------------------------------------ batched evaluation
+class _Choice:
+    """How one site of one program is evaluated at several values.
+
+    Attributes:
+        batched: in one trace (else one trace per value).
+        reason: why, in words.
+        nesting: the program's deepest batch (see :func:`_nesting`).
+        pad: size-one dimensions between the values' dimension and the site's batch shape.
+    """
+
+    def __init__(self, batched: bool, reason: str, nesting: int = 0, pad: int = 0):
+        self.batched, self.reason, self.nesting, self.pad = batched, reason, nesting, pad
+        self.inseparable: set = set()  # batch shapes whose elements were found coupled
+        self.constant: frozenset = frozenset()  # sites whose terms do not change with this one
+        self.chunk = 2  # values per batched run (set from the first evaluation's sizes)
+        self.note = ""  # how a conjugate site's coefficients are read (see exponential.py)
+        self.gradient_failed = ""  # why reading them from gradients was given up, if it was
+
+
+#: the most log-density entries (over all sites) of one batched run: longer lists of values
+#: are scored in several runs, so memory stays bounded
+RUN_BUDGET = 2 ** 18
+#: how many values the choosing evaluation compares (one trace each, then batched)
+_CHOOSING_VALUES = 16
+
+#: program -> {(site, argument shapes): _Choice}; forgotten with the program
+_CHOICES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _shapes(value, depth: int = 3):
+    """What of the program's arguments the choice may depend on: the shapes and dtypes of
+    their tensors (also inside tuples, lists, dicts and the attributes of prepared-data
+    objects, a few levels deep) and their plain values."""
+    if isinstance(value, torch.Tensor):
+        return ("tensor", tuple(value.shape), str(value.dtype))
+    if isinstance(value, (int, float, str, bool, type(None))):
+        return value
+    if depth == 0:
+        return type(value).__name__
+    if isinstance(value, (tuple, list)):
+        return tuple(_shapes(v, depth - 1) for v in value)
+    if isinstance(value, dict):
+        return tuple((str(k), _shapes(v, depth - 1)) for k, v in value.items())
+    attributes = getattr(value, "__dict__", None)
+    if attributes is not None:
+        return (type(value).__name__,) + tuple((k, _shapes(v, depth - 1)) for k, v in attributes.items())
+    return type(value).__name__
+
+
+def _key(site, args, kwargs):
+    return site, _shapes(tuple(args)), tuple(sorted((k, _shapes(v)) for k, v in kwargs.items()))
+
+
+def _known(model, site, args, kwargs) -> _Choice | None:
+    try:
+        return _CHOICES.get(model, {}).get(_key(site, args, kwargs))
+    except TypeError:  # a program that cannot be weakly referenced: nothing is kept
+        return None
+
+
+def _remember(model, site, args, kwargs, choice: _Choice) -> None:
+    try:
+        _CHOICES.setdefault(model, {})[_key(site, args, kwargs)] = choice
+    except TypeError:
+        pass
+
+
+def _weakly_referable(model) -> bool:
+    try:
+        weakref.ref(model)
+    except TypeError:
+        return False
+    return True
+
+
+def batching_reason(model, site: str, args: tuple, kwargs: dict) -> str:
+    """How ``site`` is evaluated at several values, in words: ``""`` before its first
+    evaluation (and always for a program that cannot be weakly referenced, which is evaluated
+    one trace per value)."""
+    choice = _known(model, site, args, kwargs)
+    if choice is None:
+        return ""
+    return f"{choice.reason}; {choice.note}" if choice.note else choice.reason
+
+
+def site_choice(model, site: str, args: tuple, kwargs: dict):
+    """The kept evaluation choice of ``site`` (``None`` before its first evaluation): its
+    ``note`` and ``gradient_failed`` are for the conjugate updates to fill."""
+    return _known(model, site, args, kwargs)
+
+
+def _nesting(trace) -> int:
+    """The deepest batch of the program: its plates and every sample site's batch shape."""
+    deepest = 0
+    for site in _sample_sites(trace).values():
+        deepest = max(deepest, len(site["fn"].batch_shape))
+        for frame in site["cond_indep_stack"]:
+            if frame.vectorized and frame.dim is not None:
+                deepest = max(deepest, -frame.dim)
+    return deepest
+
+
+def _strip(t: torch.Tensor) -> torch.Tensor:
+    """``(m, *rest)`` with the leading size-one dimensions of ``rest`` dropped."""
+    keep = 1
+    while keep < t.dim() and t.shape[keep] == 1:
+        keep += 1
+    return t.reshape((t.shape[0],) + tuple(t.shape[keep:]))
+
+
+def _per_value_terms(model, args, kwargs, state, site, values: list):
+    """``({name: (m, ...)}, first trace)``: each sample site's terms at each full value, one
+    trace per value."""
+    traces = [trace_model(model, args, kwargs, {**state, site: v}) for v in values]
+    per = [_sample_sites(t) for t in traces]
+    return {name: _strip(torch.stack([p[name]["log_prob"] for p in per])) for name in per[0]}, traces[0]
+
+
+def _batched_terms(model, args, kwargs, state, site, values: list, choice: _Choice,
+                   skip=frozenset(), constant: set | None = None, grad: bool = False) -> dict:
+    """The terms of :func:`_per_value_terms` from one trace, the values stacked left of the
+    program's batch (raises where the program does not keep to that layout); the sites in
+    ``skip`` are left out, those whose terms have no dimension for the values are added to
+    ``constant``."""
+    m = len(values)
+    stacked = torch.stack(values).reshape((m,) + (1,) * choice.pad + tuple(values[0].shape))
+    out = {}
+    for name, lp in _scores(model, args, kwargs, {**state, site: stacked}, skip, grad).items():
+        where = lp.dim() - choice.nesting - 1  # the values' dimension, counted from the left
+        if where < 0 or lp.shape[where] == 1:
+            out[name] = _strip(lp.expand((m,) + tuple(lp.shape)))
+            if constant is not None:
+                constant.add(name)
+            continue
+        if lp.shape[where] != m or any(s != 1 for s in lp.shape[:where]):
+            raise ValueError(f"the log density of {name!r} has shape {tuple(lp.shape)}, not "
+                             f"{m} values left of {choice.nesting} batch dimensions")
+        out[name] = _strip(lp.reshape(lp.shape[where:]))
+    return out
+
+
+def _agree(batched: dict, exact: dict) -> bool:
+    if batched.keys() != exact.keys():
+        return False
+    for name, y in exact.items():
+        x = batched[name]
+        if x.shape != y.shape:
+            return False
+        x, y = x.to(torch.float64), y.to(torch.float64)
+        tol = 1e-3 * tolerance(exact[name].dtype) * (1.0 + y.abs())
+        if not bool(((x == y) | ((x - y).abs() <= tol)).all()):  # equal infinities agree
+            return False
+    return True
+
+
+def _first_line(err: Exception) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
+
+
+def _decide(model, args, kwargs, state, site, values: list) -> tuple[dict, _Choice]:
+    """Evaluate one trace per value and, from the same values, the batched trace; the choice
+    is batched when that trace runs and gives the same terms (with ``m`` and ``m + 1``
+    values)."""
+    exact, first = _per_value_terms(model, args, kwargs, state, site, values)
+    nesting = _nesting(first)
+    pad = max(0, nesting - len(first.nodes[site]["fn"].batch_shape))
+    trial = _Choice(True, "", nesting, pad)
+    try:  # twice, with m and m + 1 values: a program that reads len() of the site cannot match both
+        constant: set = set()
+        batched = _batched_terms(model, args, kwargs, state, site, values, trial, constant=constant)
+        longer = _batched_terms(model, args, kwargs, state, site, values + values[:1], trial)
+    except Exception as err:  # noqa: BLE001 - any failure of the program means "not vectorisable"
+        return exact, _Choice(False, f"one trace per value (batched trace failed: {_first_line(err)})")
+    again = {name: torch.cat([t, t[:1]]) for name, t in exact.items()}
+    if not (_agree(batched, exact) and _agree(longer, again)):
+        return exact, _Choice(False, "one trace per value (the batched trace gave other log densities)")
+    choice = _Choice(True, f"all values in one batched trace (dim {-nesting - 1})", nesting, pad)
+    choice.constant = frozenset(constant)
+    return exact, choice
+
+
+def values_terms(model, args: tuple, kwargs: dict, state: dict, site: str, values: list,
+                 changing_only: bool = False) -> dict:
+    """``{name: (len(values), ...)}``: every sample site's ``log_prob`` at each full value of
+    ``site`` (the rest of ``state`` fixed), leading size-one dimensions dropped; from one trace
+    where the program allows it (see the module docs; in runs of at most :data:`RUN_BUDGET`
+    log-density entries), else one trace per value. With ``changing_only``, the sites whose
+    terms were found not to change with ``site`` (their ``log_prob`` has no dimension for the
+    values) may be left out."""
+    values = list(values)
+    choice = _known(model, site, args, kwargs)
+    if choice is None and not _weakly_referable(model):
+        return _per_value_terms(model, args, kwargs, state, site, values)[0]
+    if choice is None:
+        head = values[:_CHOOSING_VALUES]
+        exact, choice = _decide(model, args, kwargs, state, site, head)
+        choice.chunk = max(2, RUN_BUDGET // max(1, sum(t[0].numel() for t in exact.values())))
+        _remember(model, site, args, kwargs, choice)
+        if len(head) == len(values):
+            return exact
+        rest = values_terms(model, args, kwargs, state, site, values[len(head):], changing_only)
+        return {name: torch.cat([exact[name], t]) for name, t in rest.items()}
+    if choice.batched:
+        try:
+            with pyro.validation_enabled(False):  # the choosing evaluation ran with it
+                skip = choice.constant if changing_only else frozenset()
+                parts = [_batched_terms(model, args, kwargs, state, site, values[i:i + choice.chunk],
+                                        choice, skip) for i in range(0, len(values), choice.chunk)]
+            return parts[0] if len(parts) == 1 else {
+                name: torch.cat([part[name] for part in parts]) for name in parts[0]}
+        except Exception as err:  # noqa: BLE001 - a state the choosing evaluation did not meet
+            choice.batched = False
+            choice.reason = f"one trace per value (a later batched trace failed: {_first_line(err)})"
+    return _per_value_terms(model, args, kwargs, state, site, values)[0]
+
+
+def log_joints(model, args: tuple, kwargs: dict, state: dict, site: str, values: list) -> torch.Tensor:
+    """The model's log joint at each full value of ``site`` in ``values`` (the rest of
+    ``state`` fixed): ``(len(values),)`` float64, from one trace where the program allows it."""
+    terms = values_terms(model, args, kwargs, state, site, list(values))
+    return sum(t.to(torch.float64).reshape(t.shape[0], -1).sum(-1) for t in terms.values())
+
+
+def log_joints_and_gradients(model, args: tuple, kwargs: dict, state: dict, site: str, values: list):
+    """The model's log joint at each full value of ``site`` in ``values`` (up to one constant,
+    the terms that do not change with ``site`` may be left out) and its gradient with respect
+    to the site there: ``((m,) float64, (m, *shape))``, from one batched trace where the site's
+    kept choice is batched, else one trace per value. A gradient that autograd cannot give
+    (the site does not reach the log density through differentiable operations) is ``None``;
+    what the program raises is raised."""
+    leaves = [v.detach().clone().requires_grad_(True) for v in values]
+    choice = _known(model, site, args, kwargs)
+    totals = None
+    if choice is not None and choice.batched and len(leaves) <= choice.chunk:
+        try:
+            with pyro.validation_enabled(False):
+                terms = _batched_terms(model, args, kwargs, state, site, leaves, choice, choice.constant,
+                                       grad=True)
+            totals = sum(t.to(torch.float64).reshape(t.shape[0], -1).sum(-1) for t in terms.values())
+        except Exception:  # noqa: BLE001 - scored one trace per value below
+            totals = None
+    if totals is None:
+        totals = torch.stack([sum(t.to(torch.float64).sum() for t in
+                                  _scores(model, args, kwargs, {**state, site: v}, grad=True).values())
+                              for v in leaves])
+    if not totals.requires_grad:
+        return totals.detach(), None
+    grads = torch.autograd.grad(totals.sum(), leaves, allow_unused=True)
+    if any(g is None for g in grads):
+        return totals.detach(), None
+    return totals.detach(), torch.stack(grads)
+
+
+# ---------------------------------------------------------------------- reductions
+def _reduce_rows(lp: torch.Tensor, shape: torch.Size) -> torch.Tensor | None:
+    """:func:`reduce_to_site` of each row of ``lp`` ``(m, ...)``: ``(m, *shape)`` or ``None``."""
+    m, rest = lp.shape[0], tuple(lp.shape[1:])
+    n = max(len(shape), len(rest))
+    target = (1,) * (n - len(shape)) + tuple(shape)
+    lp = lp.reshape((m,) + (1,) * (n - len(rest)) + rest)
+    for d in range(n):
+        if target[d] == 1 and lp.shape[d + 1] > 1:
+            lp = lp.sum(d + 1, keepdim=True)
+        elif target[d] > 1 and lp.shape[d + 1] != target[d]:
+            return None
+    return lp.reshape((m,) + tuple(shape))
+
+
 def reduce_to_site(lp: torch.Tensor, shape: torch.Size) -> torch.Tensor | None:
     """Sum a log density tensor down to a site's batch ``shape``; ``None`` when one of its
     entries involves several elements of the site (a term not indexed by the site's plates)."""
-    n = max(len(shape), lp.dim())
-    target = (1,) * (n - len(shape)) + tuple(shape)
-    lp = lp.reshape((1,) * (n - lp.dim()) + tuple(lp.shape))
-    for d in range(n):
-        if target[d] == 1 and lp.shape[d] > 1:
-            lp = lp.sum(d, keepdim=True)
-        elif target[d] > 1 and lp.shape[d] != target[d]:
-            return None
-    return lp.reshape(shape)
-
-
-def element_logits(model, args, kwargs, state: dict, site: str, support: torch.Tensor):
-    """Each element's log conditional at each support value, ``(*shape, K)``, from ``K``
-    evaluations of the model; ``None`` when the elements are not conditionally independent."""
-    value = state[site]
-    per_value = [log_terms(model, args, kwargs, {**state, site: torch.full_like(value, v)})
-                 for v in support.tolist()]
-    out = torch.zeros((len(per_value),) + tuple(value.shape), dtype=torch.float64,
-                      device=value.device)
-    for name in per_value[0]:
-        terms = [t[name] for t in per_value]
-        if all(torch.equal(terms[0], t) for t in terms[1:]):
-            continue  # does not change with the site: cancels in the conditional
-        for k, lp in enumerate(terms):
-            reduced = reduce_to_site(lp.to(torch.float64), value.shape)
-            if reduced is None:
-                return None
-            out[k] += reduced
-    return out.movedim(0, -1)
+    out = _reduce_rows(lp.unsqueeze(0), shape)
+    return None if out is None else out[0]
 
 
 def element_log_density(model, args, kwargs, state: dict, site: str, values: list,
                         batch_shape: torch.Size) -> torch.Tensor | None:
     """Each element's log density terms at each full value of ``site`` in ``values``:
     ``(len(values), *batch_shape)`` float64, up to a constant per element. Only the terms that
-    change across ``values`` enter; ``None`` when one of them is not indexed by the site's plates
-    (the elements are then not conditionally independent given the rest)."""
-    per_value = [log_terms(model, args, kwargs, {**state, site: v}) for v in values]
-    current = log_terms(model, args, kwargs, state)  # a mixed value too: a term of a sum of
-    device = values[0].device                          # the elements can tie on equal values
-    out = torch.zeros((len(values),) + tuple(batch_shape), dtype=torch.float64, device=device)
-    for name in per_value[0]:
-        terms = [t[name] for t in per_value]
-        if all(torch.equal(current[name], t) for t in terms):
+    change across ``values`` and the current value enter (a mixed value too: a term of a sum
+    of the elements can tie on equal values); ``None`` when one of them is not indexed by the
+    site's plates (the elements are then not conditionally independent given the rest). The
+    values and the current state come from one trace where the program allows it."""
+    known = _known(model, site, args, kwargs)
+    if known is not None and tuple(batch_shape) in known.inseparable:
+        return None  # coupled elements stay coupled: the caller goes element by element
+    m = len(values)
+    terms = values_terms(model, args, kwargs, state, site, list(values) + [state[site]],
+                         changing_only=True)
+    out = torch.zeros((m,) + tuple(batch_shape), dtype=torch.float64, device=values[0].device)
+    for lp in terms.values():
+        if bool((lp[:m] == lp[m:]).all()):
             continue  # does not change with the site: cancels in the conditional
-        for k, lp in enumerate(terms):
-            reduced = reduce_to_site(lp.to(torch.float64), batch_shape)
-            if reduced is None:
-                return None
-            out[k] += reduced
+        reduced = _reduce_rows(lp[:m].to(torch.float64), batch_shape)
+        if reduced is None:
+            choice = _known(model, site, args, kwargs)
+            if choice is not None:
+                choice.inseparable.add(tuple(batch_shape))
+            return None
+        out += reduced
     return out
+
+
+def element_logits(model, args, kwargs, state: dict, site: str, support: torch.Tensor):
+    """Each element's log conditional at each support value, ``(*shape, K)``, with every
+    element set to each value in turn; ``None`` when the elements are not conditionally
+    independent."""
+    value = state[site]
+    out = element_log_density(model, args, kwargs, state, site,
+                              [torch.full_like(value, v) for v in support.tolist()], value.shape)
+    return None if out is None else out.movedim(0, -1)
 
 
 def element_index(flat: int, shape: torch.Size) -> tuple:
     """The index of element number ``flat`` (row-major) of a tensor of ``shape``."""
-    if not shape:
-        return ()
-    return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), shape))
+    index = []
+    for size in reversed(tuple(shape)):
+        flat, i = divmod(flat, size)
+        index.append(i)
+    return tuple(reversed(index))
 
 
 def tolerance(dtype: torch.dtype) -> float:

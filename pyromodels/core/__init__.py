@@ -49,6 +49,7 @@ _ORIGINS = {
     "run_stepwise_em": ".stepwise_em",
     "run_svi": ".svi",
     "SamplingWarning": ".diagnostic_warnings",
+    "SweepInfo": ".gibbs",
     "SearchCandidate": ".search_types",
     "SearchResult": ".search_types",
     "SearchStep": ".search_types",

@@ -4,6 +4,22 @@ A block is a pure function ``update(state, data, generator) -> {site: new value}
 sites from their full conditional; a sweep applies blocks in order (systematic scan) or in a
 random order (random scan). Each block must leave the joint posterior invariant, which
 :mod:`pyromodels.testing` checks by condition-and-score and the Geweke test.
+
+A block that tunes itself during warm-up (a NUTS step adapting its step size) declares
+``wants_sweep_info=True`` and is then called as ``update(state, data, generator, info)`` with a
+:class:`SweepInfo`: which sweep of the chain is running and how many sweeps are warm-up.
+:func:`run_gibbs` and :class:`~pyromodels.core.GibbsKernel` pass it; a sweep run outside an
+engine (the checks of :mod:`pyromodels.testing`) passes ``None``, and the block must then
+leave its settings as they are.
+
+A block that keeps per-chain state between sweeps (a NUTS step's adapted step size and mass
+matrix) gives ``get_state`` and ``set_state``, and holds the state of the chain that is
+running. :func:`run_gibbs` (and :class:`~pyromodels.core.GibbsKernel` at each ``setup``) calls
+``set_state(None)`` before a chain's first sweep (a fresh chain); :func:`run_gibbs` saves
+``get_state()`` with the chain in a checkpoint after every sweep and calls ``set_state(saved)``
+before a resumed chain continues, so that the resumed chain equals the uninterrupted one bit
+for bit. A checkpoint without a block's state (written before block states were saved)
+resumes with ``set_state(None)``.
 """
 
 from __future__ import annotations
@@ -25,7 +41,25 @@ from .progress import check_callbacks, progress_bar, run_callbacks
 from .seeding import derive_seed, make_generator, resolve_seed
 from .threads import with_fit_threads
 
-__all__ = ["GibbsBlock", "GibbsSweep", "run_gibbs", "run_chain"]
+__all__ = ["GibbsBlock", "GibbsSweep", "SweepInfo", "run_gibbs", "run_chain"]
+
+
+@dataclass(frozen=True)
+class SweepInfo:
+    """Where a chain stands, for a block that adapts during warm-up.
+
+    Attributes:
+        sweep: the index of the sweep being run (0 for the chain's first).
+        num_warmup: the chain's number of warm-up sweeps.
+    """
+
+    sweep: int
+    num_warmup: int
+
+    @property
+    def warmup(self) -> bool:
+        """Whether this sweep is a warm-up sweep."""
+        return self.sweep < self.num_warmup
 
 
 @dataclass(frozen=True)
@@ -40,15 +74,49 @@ class GibbsBlock:
             of the full conditional the update draws from, at ``values`` (a dict over the
             block's sites) given the rest of ``state``. :mod:`pyromodels.testing` compares it
             with the program's joint (condition-and-score).
+        wants_sweep_info: call ``update(state, data, generator, info)`` with a
+            :class:`SweepInfo` (or ``None`` outside an engine), for a block that adapts
+            during warm-up.
+        get_state: optional ``get_state() -> object``: the block's per-chain state after the
+            last sweep, for a checkpoint: a picklable copy that later sweeps do not change
+            (tensors detached and cloned), or ``None`` for no state yet.
+        set_state: optional ``set_state(state)``: start the chain's next sweep from ``state``
+            (a value of ``get_state``, its tensors possibly on the CPU), or afresh for
+            ``None``. Given together with ``get_state``.
+
+    Raises:
+        TypeError: only one of ``get_state`` and ``set_state``, or one not callable.
     """
 
     name: str
     sites: tuple[str, ...]
     update: Callable
     log_density: Callable | None = None
+    wants_sweep_info: bool = False
+    get_state: Callable | None = None
+    set_state: Callable | None = None
 
-    def __call__(self, state: dict, data, generator: torch.Generator) -> dict:
-        new = self.update(state, data, generator)
+    def __post_init__(self):
+        hooks = {"get_state": self.get_state, "set_state": self.set_state}
+        for name, hook in hooks.items():
+            if hook is not None and not callable(hook):
+                raise TypeError(f"GibbsBlock {self.name!r}: {name} must be callable, got "
+                                f"{type(hook).__name__}")
+        if (self.get_state is None) != (self.set_state is None):
+            raise TypeError(f"GibbsBlock {self.name!r}: get_state and set_state go together "
+                            f"(a block with per-chain state gives both)")
+
+    @property
+    def stateful(self) -> bool:
+        """Whether the block keeps per-chain state (gives ``get_state`` and ``set_state``)."""
+        return self.get_state is not None
+
+    def __call__(self, state: dict, data, generator: torch.Generator,
+                 info: SweepInfo | None = None) -> dict:
+        if self.wants_sweep_info:
+            new = self.update(state, data, generator, info)
+        else:
+            new = self.update(state, data, generator)
         if set(new) != set(self.sites):
             raise RuntimeError(
                 f"Gibbs block {self.name!r} must return exactly {sorted(self.sites)}, got {sorted(new)}"
@@ -94,13 +162,15 @@ class GibbsSweep:
                 f"unknown {sorted(extra)}"
             )
 
-    def __call__(self, state: dict, data, generator: torch.Generator) -> dict:
+    def __call__(self, state: dict, data, generator: torch.Generator,
+                 info: SweepInfo | None = None) -> dict:
+        """One sweep; ``info`` (where the chain stands) goes to the blocks that want it."""
         state = dict(state)
         order = range(len(self.blocks))
         if self.scan == "random":
             order = torch.randperm(len(self.blocks), generator=generator).tolist()
         for i in order:
-            state.update(self.blocks[i](state, data, generator))
+            state.update(self.blocks[i](state, data, generator, info))
         return state
 
 
@@ -134,7 +204,7 @@ def run_chain(
         if done:
             bar.update(done)
         for it in range(done, total):
-            state = sweep(state, data, generator)
+            state = sweep(state, data, generator, SweepInfo(it, num_warmup))
             bar.update()
             stop = False
             if it >= num_warmup and (it - num_warmup) % thin == 0:
@@ -260,9 +330,9 @@ def run_gibbs(
               "callbacks": callbacks}
 
     def commit_chain(c):  # the per-sweep checkpoint of chain c, run in this process
-        def commit(done, state, kept, chain_lps, stop, generator):
-            ckpt.commit(done, _snapshot(c, done, state, generator, kept, chain_lps, stop,
-                                        chains, lps, num_samples))
+        def commit(done, state, kept, chain_lps, stop, generator, blocks):
+            ckpt.commit(done, _snapshot(c, done, state, generator, blocks, kept, chain_lps,
+                                        stop, chains, lps, num_samples))
         return commit
 
     tasks = [(c, derive_seed(seed, "chain", c), saved if c == first else None,
@@ -272,7 +342,7 @@ def run_gibbs(
     def keep(out):  # in chain order; with several workers the chain is checkpointed here
         if ckpt.enabled and workers > 1:
             ckpt.commit(len(chains) + 1, _snapshot(
-                len(chains), out["done"], out["state"], out["generator"],
+                len(chains), out["done"], out["state"], out["generator"], out["blocks"],
                 {k: list(v) for k, v in out["samples"].items()}, out["lp"].tolist(),
                 out["stopped"], chains, lps, num_samples))
             ckpt.write()
@@ -299,11 +369,13 @@ def run_gibbs(
 
 
 
-def _snapshot(c, done, state, generator, kept, chain_lps, stop, chains, lps, num_samples):
+def _snapshot(c, done, state, generator, blocks, kept, chain_lps, stop, chains, lps,
+              num_samples):
     """A cheap reference to the state of chain ``c`` after ``done`` sweeps (copied by
-    :func:`_checkpoint_state` when written)."""
-    return (c, done, state, generator, kept, chain_lps, len(chain_lps), list(chains), list(lps),
-            stop, num_samples)
+    :func:`_checkpoint_state` when written); ``blocks`` are the stateful blocks' states, already
+    copies."""
+    return (c, done, state, generator, blocks, kept, chain_lps, len(chain_lps), list(chains),
+            list(lps), stop, num_samples)
 
 
 def _gibbs_chain(task, shared) -> dict:
@@ -314,6 +386,7 @@ def _gibbs_chain(task, shared) -> dict:
     gen = make_generator(chain_seed, device)
     state = model.init_state(data, gen)
     sweep.check_covers(state)
+    stateful = {i: b for i, b in enumerate(sweep.blocks) if b.stateful}
     resumed = None
     if saved is not None:
         check_shapes(saved["state"], state, "Gibbs state")
@@ -321,13 +394,19 @@ def _gibbs_chain(task, shared) -> dict:
         gen.set_state(saved["generator"])
         resumed = (saved["done"], {k: list(v) for k, v in saved["kept"].items()},
                    list(saved["lps"]))
+    kept_blocks = {} if saved is None else saved.get("blocks") or {}  # older files: none
+    for i, block in stateful.items():
+        block.set_state(kept_blocks.get(i))
+
+    def block_states() -> dict:
+        return {i: block.get_state() for i, block in stateful.items()}
     last = {"done": 0 if resumed is None else resumed[0], "state": state,
             "stopped": saved is not None and saved["stopped"]}
 
     def record(done, state, kept, chain_lps, stop):
         last.update(done=done, state=state, stopped=stop)
         if commit is not None:
-            commit(done, state, kept, chain_lps, stop, gen.get_state())
+            commit(done, state, kept, chain_lps, stop, gen.get_state(), block_states())
 
     if last["stopped"]:
         samples = {k: torch.stack(v) for k, v in resumed[1].items()}
@@ -343,16 +422,17 @@ def _gibbs_chain(task, shared) -> dict:
             commit=record,
         )
     return {"samples": samples, "lp": lp, "done": last["done"], "state": last["state"],
-            "generator": gen.get_state(), "stopped": last["stopped"]}
+            "generator": gen.get_state(), "blocks": block_states(), "stopped": last["stopped"]}
 
 
 def _checkpoint_state(snapshot) -> dict:
     """The saved state of a Gibbs run from a snapshot taken after a complete sweep."""
-    c, done, state, gen_state, kept, chain_lps, n, chains, lps, stop, num_samples = snapshot
+    c, done, state, gen_state, blocks, kept, chain_lps, n, chains, lps, stop, num_samples = snapshot
     return {
         "chain": c, "done": done, "stopped": stop, "num_samples": num_samples,
         "state": {k: v.detach().clone() for k, v in state.items()},
         "generator": gen_state,
+        "blocks": blocks,
         "kept": {k: [t for t in v[:n]] for k, v in kept.items()},
         "lps": list(chain_lps[:n]),
         "chains": chains, "chain_lps": lps,

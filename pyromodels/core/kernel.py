@@ -16,7 +16,7 @@ import torch
 from pyro.infer.mcmc.mcmc_kernel import MCMCKernel
 
 from .entry import bind_model
-from .gibbs import GibbsBlock, GibbsSweep
+from .gibbs import GibbsBlock, GibbsSweep, SweepInfo
 from .hooks import ModelBase
 from .posterior import Posterior
 from .seeding import derive_seed, make_generator, resolve_seed
@@ -89,9 +89,12 @@ class GibbsKernel(MCMCKernel):
         self._generator = None
         self._initial = None
         self._dtypes: dict[str, torch.dtype] = {}
+        self._warmup_steps = 0
+        self._sweeps = 0
 
     def setup(self, warmup_steps, *args, **kwargs):
         self._chain += 1
+        self._warmup_steps, self._sweeps = int(warmup_steps), 0
         program, data, _ = bind_model("GibbsKernel", (), None, self.pyromodel, args, kwargs)
         self._program = program
         self._data = program.prepare(data)
@@ -101,6 +104,9 @@ class GibbsKernel(MCMCKernel):
         )
         state = program.init_state(self._data, self._generator)
         self._sweep.check_covers(state)
+        for block in self._sweep.blocks:  # a chain's stateful blocks start afresh
+            if block.stateful:
+                block.set_state(None)
         self._dtypes = {k: v.dtype for k, v in state.items()}
         self._initial = state
 
@@ -114,7 +120,9 @@ class GibbsKernel(MCMCKernel):
 
     def sample(self, params):
         state = {k: v.to(self._dtypes[k]) if k in self._dtypes else v for k, v in params.items()}
-        return self._sweep(state, self._data, self._generator)
+        info = SweepInfo(self._sweeps, self._warmup_steps)  # for blocks that adapt in warm-up
+        self._sweeps += 1
+        return self._sweep(state, self._data, self._generator, info)
 
     def logging(self):
         out = OrderedDict(chain=self._chain)

@@ -20,10 +20,10 @@ from .models import (
     f64,
     mixture,
     no_latents,
+    on_sphere,
     shifted,
     squared_rate,
     uneven_binomial,
-    with_lognormal,
 )
 
 
@@ -67,24 +67,25 @@ def test_model_without_latent_sites_is_an_error():
 
 
 def test_unsupported_site_names_itself_and_the_way_out():
-    c = f64([1.0, 4.0, 2.0])
-    p = plan(with_lognormal, c)
-    assert p["s"].update == "unsupported" and "LogNormal" in p["s"].reason
-    with pytest.raises(ValueError, match=r"'s': LogNormal.*overrides=\{site: GibbsBlock"):
-        fit_gibbs(with_lognormal, c, num_samples=2, warmup=0, num_chains=1, seed=0, progress=False)
-    with pytest.raises(ValueError, match="'s'"):
-        AutoGibbs(with_lognormal, c, seed=0)
+    y = f64(0.4)
+    p = plan(on_sphere, y)
+    assert p["u"].update == "unsupported" and "ProjectedNormal" in p["u"].reason
+    assert "no bijection from unconstrained space onto its support" in p["u"].reason
+    with pytest.raises(ValueError, match=r"'u': ProjectedNormal.*overrides=\{site: GibbsBlock"):
+        fit_gibbs(on_sphere, y, num_samples=2, warmup=0, num_chains=1, seed=0, progress=False)
+    with pytest.raises(ValueError, match="'u'"):
+        AutoGibbs(on_sphere, y, seed=0)
 
 
 def test_override_fills_an_unsupported_site():
-    def keep_s(state, data, generator):
-        return {"s": state["s"]}
+    def keep_u(state, data, generator):
+        return {"u": state["u"]}
 
-    block = GibbsBlock("keep s", ("s",), keep_s)
-    post = fit_gibbs(with_lognormal, f64([1.0, 4.0, 2.0]), overrides={"s": block}, num_samples=3,
+    block = GibbsBlock("keep u", ("u",), keep_u)
+    post = fit_gibbs(on_sphere, f64(0.4), overrides={"u": block}, num_samples=3,
                      warmup=1, num_chains=1, seed=0, progress=False, diagnostic_warnings=False)
-    assert post.samples["lam"].shape == (1, 3)
-    assert re.search(r"^s\s+override\s+the user's own block$", post.attrs["plan"], re.M)
+    assert post.samples["u"].shape == (1, 3, 2)
+    assert re.search(r"^u\s+override\s+the user's own block$", post.attrs["plan"], re.M)
 
 
 def test_bad_overrides_are_errors():
@@ -97,16 +98,16 @@ def test_bad_overrides_are_errors():
         plan(3)
 
 
-def test_non_linear_conditional_is_unsupported_with_the_reason():
+def test_non_linear_conditional_goes_to_nuts_with_the_reason():
     p = plan(squared_rate, f64([1.0, 4.0]))
-    assert p["lam"].update == "unsupported"
+    assert p["lam"].update == "nuts"
     assert "not linear in the sufficient statistics of a Gamma prior" in p["lam"].reason
 
 
 def test_verify_mode_refuses_a_conjugate_update_of_coupled_elements():
     with pytest.warns(RuntimeWarning, match="site 'm'.*condition-and-score"):
         p = plan(coupled_means, f64(1.3))
-    assert p["m"].update == "unsupported" and "failed the check" in p["m"].reason
+    assert p["m"].update == "nuts" and "failed the check" in p["m"].reason
 
 
 def test_a_conjugate_update_that_fails_at_its_first_sweep_stops_the_run():
