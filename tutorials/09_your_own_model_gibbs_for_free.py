@@ -26,8 +26,8 @@
 # 3. run the same plan as a `pyro.infer.MCMC` kernel, `AutoGibbs`;
 # 4. replace one automatic update with a block written by hand, and check that it draws
 #    exactly what the automatic one draws;
-# 5. see what a site without an automatic update does (a `ValueError` naming it) and give it
-#    a Metropolis step of your own;
+# 5. see a non-conjugate site handed to NUTS, and give it a Metropolis step of your own
+#    instead; then a site with no update at all (a `ValueError` naming it);
 # 6. see a `pyro.markov` hidden Markov model get forward-filtering backward-sampling.
 #
 # **Prerequisites.** `pyro.sample`, `pyro.plate` and the idea of a Gibbs sweep. The guide
@@ -250,12 +250,11 @@ for name in ("tau", "locs", "w"):
 print("assignments that differ:", int((hand.samples["z"] != post.samples["z"]).sum()))
 
 # %% [markdown]
-# ## A site with no automatic update
+# ## A continuous site that is not conjugate
 #
 # A common way to write the mixture puts a half-normal prior on the standard deviation instead
-# of a Gamma on the precision. That prior is not conjugate, so the plan marks the site
-# **unsupported** and says why, and `fit_gibbs` stops with a `ValueError` naming it (and
-# saying how to pass a block) rather than sampling something else.
+# of a Gamma on the precision. That prior is not conjugate, so the plan cannot draw `sigma`
+# exactly; it says so and hands the site to a NUTS block inside the sweep (see the guide).
 
 # %%
 def mixture_sd(x, num_components=3):
@@ -269,14 +268,10 @@ def mixture_sd(x, num_components=3):
 
 
 print(plan(mixture_sd, x))
-try:
-    fit_gibbs(mixture_sd, x, num_chains=1, **settings)
-except ValueError as err:
-    print("ValueError:", err)
 
 # %% [markdown]
-# Any valid Markov step that leaves the conditional of `sigma` invariant can fill the gap.
-# Here is a random-walk Metropolis step on `log sigma`, scoring the program itself with
+# You can also put a step of your own in its place with `overrides=`: any Markov step that
+# leaves the conditional of `sigma` invariant will do. Here is a random-walk Metropolis step on `log sigma`, scoring the program itself with
 # `poutine.condition` (the `log sigma` proposal adds the Jacobian term
 # `log sigma' - log sigma`). Such a step mixes more slowly than an exact draw, so compare its
 # effective sample size with the conjugate `tau` above.
@@ -312,6 +307,29 @@ print(az.summary(sigma_idata, kind="all").round(3))
 moved = (sd_post.samples["sigma"][:, 1:] != sd_post.samples["sigma"][:, :-1]).double().mean()
 print(f"share of sweeps in which sigma moved: {float(moved):.2f}")
 print("mean of sigma in each chain:", sd_post.samples["sigma"].mean(1).numpy().round(3))
+
+# %% [markdown]
+# ## A site with no automatic update
+#
+# Some sites get no update at all: a discrete site with unbounded support, such as a latent
+# Poisson count, cannot be enumerated and has no conjugate draw. The plan marks it
+# **unsupported** and says why, and `fit_gibbs` stops with a `ValueError` naming it (and
+# saying how to pass a block) rather than sampling something else.
+
+# %%
+def noisy_counts(y):
+    rate = pyro.sample("rate", dist.Gamma(torch.tensor(2.0), 0.5))
+    with pyro.plate("days", len(y)):
+        n = pyro.sample("n", dist.Poisson(rate))
+        pyro.sample("y", dist.Normal(n, 1.0), obs=y)
+
+
+readings = torch.tensor([3.2, 4.9, 2.1, 4.0])
+print(plan(noisy_counts, readings))
+try:
+    fit_gibbs(noisy_counts, readings, num_chains=1, **settings)
+except ValueError as err:
+    print("ValueError:", err)
 
 # %% [markdown]
 # ## A hidden Markov model gets forward-filtering backward-sampling
