@@ -8,7 +8,7 @@ export PYROMODELS_DATA ?= $(SHARED_DATA)
 export NLTK_DATA ?= $(SHARED_DATA)/nltk_data
 export MPLBACKEND ?= Agg
 
-.PHONY: venv demo test test-slow reproduce bench lint clean
+.PHONY: venv demo test test-slow test-checks reproduce bench lint clean
 
 venv: $(STAMP)
 
@@ -31,6 +31,10 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow
+
+# the slow tests other than the paper reproductions at scale (.ci/run runs them after make test)
+test-checks: $(STAMP)
+	$(PY) -m pytest -q -n 2 -m 'slow and not reproduction' --durations=10
 
 reproduce: $(STAMP)
 	$(PY) -m pytest -q -m slow

@@ -35,6 +35,7 @@ def epoch_records(run_quick_benchmarks):
     return records
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_quick_scdc_run_writes_the_warm_epoch(epoch_records):
     rec = epoch_records[LABEL]
     assert rec["metric"] == "seconds" and rec["peers"] == {}
@@ -45,6 +46,7 @@ def test_quick_scdc_run_writes_the_warm_epoch(epoch_records):
     assert len(rec["timing"]["ours"]["times_s"]) == 2
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_quick_bayes_scdc_run_writes_the_warm_epochs_with_and_without_links(epoch_records):
     for rec in (epoch_records[label] for label in BAYES_LABELS):
         assert rec["metric"] == "seconds" and rec["peers"] == {} and rec["device"] == "cpu"
@@ -71,6 +73,7 @@ def test_the_bayes_scdc_cases_fit_the_links_only_where_the_label_says(import_ben
     assert starts == [("none", "warm"), ("none", "cold"), ("hits", "warm"), ("hits", "cold")]
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_a_fresh_bayes_scdc_process_gives_the_in_process_fit(import_benchmarks, monkeypatch):
     (bench,) = import_benchmarks("bench_scdc")
     monkeypatch.setattr(bench, "COLD_PHASE_RUNS", 1)
@@ -86,6 +89,7 @@ def test_the_links_follow_the_papers_hit_shape(import_benchmarks):
     assert pairs.num_pairs == 5 * 630 and pairs.num_workers == 5
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_a_fresh_scdc_process_gives_the_in_process_fit(import_benchmarks, monkeypatch):
     (bench,) = import_benchmarks("bench_scdc")
     monkeypatch.setattr(bench, "COLD_PHASE_RUNS", 1)
@@ -108,6 +112,7 @@ def test_quick_run_writes_the_fit_and_step_cases(run_quick_benchmarks):
     assert records["scdc.pairwise_step"]["metric"] == "seconds_per_iter"
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_a_fresh_pairwise_process_gives_the_in_process_fit(import_benchmarks, monkeypatch):
     (bench,) = import_benchmarks("bench_scdc_pairwise")
     monkeypatch.setattr(bench, "COLD_PHASE_RUNS", 1)

@@ -64,6 +64,7 @@ def batch_standard_errors(indicators, num_batches=50):
     return means.std(0) / math.sqrt(num_batches)
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_partition_frequencies_match_the_exact_dp_posterior():
     """N = 5, d = 2, alpha = 1, T = 20: the chain's partition frequencies against the exact
     DP posterior over the Bell(5) = 52 set partitions.

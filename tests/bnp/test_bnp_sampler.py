@@ -34,7 +34,7 @@ def chain_labels(z, prior, algorithm, backend, num_sweeps, seed, paper_literal=F
 CASES = [
     pytest.param("z5", "alg2", "numba", 8000, id="N5-alg2-numba"),
     pytest.param("z5", "alg3", "numba", 40000, id="N5-alg3-numba"),
-    pytest.param("z6", "alg3", "numba", 40000, id="N6-alg3-numba"),
+    pytest.param("z6", "alg3", "numba", 40000, id="N6-alg3-numba", marks=pytest.mark.slow),
     pytest.param("z6", "alg2", "numba", 10000, id="N6-alg2-numba", marks=pytest.mark.slow),
     pytest.param("z5", "alg2", "torch", 6000, id="N5-alg2-torch", marks=pytest.mark.slow),
     pytest.param("z5", "alg3", "torch", 6000, id="N5-alg3-torch", marks=pytest.mark.slow),

@@ -223,6 +223,7 @@ def _geweke_z(chains: int, steps: int, seed: int, root: str = "dirichlet") -> to
     return (finals.mean(0) - torch.cat([m1, m2], -1)) / (finals.std(0) / math.sqrt(chains))
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 @pytest.mark.parametrize("root", ["dirichlet", "gem"])
 def test_update_leaves_the_prior_invariant_geweke(root):
     z = _geweke_z(1000, 3, seed=21, root=root)

@@ -50,6 +50,7 @@ class NonCentredSchools(Model):
 DATA = (EFFECTS, ERRORS)
 
 
+@pytest.mark.slow  # about 90 s: four chains of 400 NUTS transitions in a funnel
 def test_centred_eight_schools_warns_about_divergences_and_r_hat():
     # with these settings (four chains of 200 warm-up and 200 kept draws), seeds 0, 1 and 2
     # gave 11, 20 and 10 divergences and R-hat 1.18, 1.19 and 1.03 (limit 1.01); with 500 and
@@ -63,6 +64,7 @@ def test_centred_eight_schools_warns_about_divergences_and_r_hat():
     assert int(post.sample_stats["diverging"].sum()) > 0
 
 
+@pytest.mark.slow  # about 70 s: four chains of 700 transitions at target acceptance 0.95
 def test_non_centred_eight_schools_does_not_warn():
     # at the default target acceptance 0.8 a few transitions still diverge (3 with seed 0,
     # 4 x 500 draws); at 0.95 with 4 x 1000 draws, seeds 0, 1 and 2 gave no divergence, a

@@ -160,6 +160,7 @@ def test_fit_from_parquet_and_csv_paths(client, tmp_path):
     _assert_same_fit(_fit(str(tmp_path / "labels-*.csv")), ref)
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_worker_restarted_mid_fit_gives_the_same_fit(monkeypatch):
     """Two worker processes; one is restarted between EM iterations, losing its persisted
     partitions, which Dask recomputes from the graph."""

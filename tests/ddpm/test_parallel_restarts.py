@@ -1,6 +1,7 @@
 """n_jobs on the DP mixture: Monte Carlo EM restarts and Gibbs chains in loky workers equal
 the runs one after another, bit for bit."""
 
+import pytest
 import torch
 
 from pyromodels.ddpm import DPMixture, DPMixturePrior
@@ -17,6 +18,7 @@ def _blobs(n_per=12, seed=0):
     return centres[labels] + torch.randn(3 * n_per, 2, generator=gen, dtype=torch.float64)
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_mcem_restarts_in_workers_equal_the_serial_restarts(tmp_path):
     y = _blobs()
     settings = MCEMSettings(rounds=2, gibbs_sweeps=1, flow_epochs=1, batch_size=16,

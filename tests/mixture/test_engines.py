@@ -57,12 +57,14 @@ def _geweke_setup():
     return model, data, (lambda d, v: MixtureData(v["x"], d.prior))
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_gibbs_sweep_passes_geweke():
     model, data, observed = _geweke_setup()
     result = geweke_test(model, data, _stats, observed=observed, num_marginal=2000, num_successive=4000)
     assert result.passed, result
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_geweke_detects_an_assignment_block_that_ignores_the_weights():
     model, data, observed = _geweke_setup()
     good = model.gibbs_sweep(data).blocks
@@ -95,6 +97,7 @@ def four_engines():
     return model, x, fits
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_engines_agree_on_weights_and_coclustering(four_engines):
     model, x, fits = four_engines
     ref = fits["em"].params["labels"]
@@ -116,6 +119,7 @@ def test_engines_agree_on_weights_and_coclustering(four_engines):
     assert_engines_agree(cocl, tol=0.05, reference="em")
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_gibbs_and_nuts_have_integer_labels_and_lp(four_engines):
     _, x, fits = four_engines
     for name in ("gibbs", "svi", "nuts"):
@@ -125,6 +129,7 @@ def test_gibbs_and_nuts_have_integer_labels_and_lp(four_engines):
     assert lp.shape == (2, 400) and torch.isfinite(lp[:, ::10]).all()
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_summary_reports_rhat_and_ess(four_engines):
     _, _, fits = four_engines
     table = fits["gibbs"].summary(var_names=["weights"])

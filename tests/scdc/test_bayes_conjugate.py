@@ -117,6 +117,7 @@ def test_the_correction_vanishes_at_the_local_optimum_and_not_before():
     assert norms[1] > 1e-3
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_fixed_point_agrees_with_the_gibbs_posterior():
     """Mean field against the exact posterior. The clusters are well separated (3 centres 8
     apart, unit noise), so every item's cluster is nearly certain under mean field (checked:

@@ -141,6 +141,7 @@ def _accuracy(truth, pred):
     return float(table[rows, cols].sum()) / len(truth)
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_pinwheel_fits_respect_the_annotations_and_the_sparse_prior_prunes():
     """The paper's Pinwheel protocol (500 points, K = 15, d = 2; 20 workers with 49 pairs each
     on 100 points, alpha = beta = 0.9), 40 warm-up epochs and 20 with natural-gradient steps,

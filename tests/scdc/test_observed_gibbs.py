@@ -123,6 +123,7 @@ def _geweke_setup():
     return model, data, stats, (lambda d, v: d.with_observations(v["x"], v["links"]))
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_gibbs_sweep_passes_geweke():
     model, data, stats, observed = _geweke_setup()
     result = geweke_test(model, data, stats, observed=observed, num_marginal=600,

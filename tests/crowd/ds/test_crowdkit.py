@@ -31,7 +31,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:::crowdkit")
 #: measured disagreements after matched iterations: web 1 and adult 2 near-ties (margins 3e-4,
 #: 1.3e-3 and 5.7e-3), none elsewhere
 DISAGREEMENTS = {"web": 1, "adult": 2}
-SETS = [pytest.param(n, marks=pytest.mark.slow) if n == "product" else n
+SETS = [pytest.param(n, marks=[pytest.mark.slow, pytest.mark.reproduction]) if n == "product" else n
         for n in list_crowd_datasets()]
 FAST = ("rte", "temp", "bluebirds", "dog", "face", "music_genre")
 

@@ -150,6 +150,7 @@ def test_every_gibbs_block_passes_condition_and_score(mode):
         assert spread < 1e-9, block.name
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_gibbs_sweep_passes_geweke():
     from pyromodels.data import AnnotationTable, Sequences
     from pyromodels.testing import geweke_test

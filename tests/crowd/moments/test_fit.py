@@ -190,6 +190,7 @@ def test_a_start_with_a_vanishing_class_fits_like_one_without_it():
     assert float(sols[0].prior.min()) > 0.25  # the class came back
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_the_ner_crowd_table_fits_at_a_tight_tolerance():
     # The whole CoNLL-2003 crowd table (79,901 tokens, K = 9, M = 47). From the majority start
     # at tol 1e-8 the sweeps once extrapolated to a prior with one class at 2.5e-32, and the

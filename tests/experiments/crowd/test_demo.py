@@ -148,6 +148,7 @@ def test_plots_draw_one_errorbar_per_method_with_values():
 
 
 @pytest.mark.slow
+@pytest.mark.reproduction
 def test_cli_reproduce_small(tmp_path):
     # about two minutes: every table on subsets and every figure with two runs
     assert main(["reproduce", "crowd", "--scale", "small", "--out", str(tmp_path),

@@ -53,6 +53,7 @@ def test_bad_names_and_methods():
 
 
 @pytest.mark.slow
+@pytest.mark.reproduction
 def test_reproduce_small_scale():
     result = crowd_iid.reproduce_iid(scale="small", seed=0)
     acc = result.tables["accuracy"]

@@ -152,6 +152,7 @@ def test_bad_arguments():
 
 
 @pytest.mark.slow
+@pytest.mark.reproduction
 def test_paper_scale_sizes(tmp_path):
     task = build_pos(scale="paper", seed=0, cache_dir=tmp_path, path=NLTK_DATA)
     assert task.summary() == {"name": "pos", "N": 100_676, "M": 10, "K": 12,

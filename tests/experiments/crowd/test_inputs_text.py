@@ -144,6 +144,7 @@ def test_build_task_dispatches():
 
 
 @pytest.mark.slow
+@pytest.mark.reproduction
 def test_bioie_paper_scale():
     task = build_bioie(scale="paper", path=PICO)
     assert task.summary()["M"] == 120 and task.summary()["sequences"] == 4740

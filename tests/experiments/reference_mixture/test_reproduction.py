@@ -199,6 +199,7 @@ def test_read_numeric_csv_rejects_a_non_path():
         rm.read_numeric_csv(3)
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_cli_demo_writes_a_report_with_images(tmp_path):
     out = tmp_path / "demo"
     code = main(["demo", "--smoke", "--out", str(out), "--no-progress",
