@@ -14,7 +14,7 @@ program order:
   site of those families that is not conjugate) joins the one ``"nuts"`` block of the
   program, which draws all such sites at once by NUTS in unconstrained space, adapting its
   step size and diagonal mass matrix during warm-up (see :mod:`.continuous`);
-* anything else is ``"unsupported"`` in this increment, with the reason (a discrete site with
+* anything else is ``"unsupported"``, with the reason (a discrete site with
   unbounded support or an event dimension says so).
 
 A second trace (seed ``seed + 1``) must have the same latent sites with the same shapes: Gibbs
@@ -150,7 +150,7 @@ def _discrete(model, args, kwargs, state, name, site, verify, gen) -> SitePlan:
         support = fn.enumerate_support(expand=False).reshape(-1)
     except (NotImplementedError, ValueError, RuntimeError) as err:
         return SitePlan(name, "unsupported", f"{type(fn).__name__} support differs between elements "
-                        f"({err}) (unsupported in this increment)")
+                        f"({err}) (no automatic update)")
     update = DiscreteUpdate(model, name, support, vectorised=True, verify=verify)
     logits = element_logits(model, args, kwargs, state, name, support)
     k = f"{len(support)} values"
@@ -175,7 +175,7 @@ def _conjugate(model, args, kwargs, state, name, site, verify, gen) -> SitePlan:
     try:
         posterior_params(model, args, kwargs, state, name, fn)
     except NotConjugate as err:
-        return SitePlan(name, "unsupported", f"{err} (unsupported in this increment)")
+        return SitePlan(name, "unsupported", f"{err} (no automatic update)")
     except ValueError as err:  # a probe value put another site outside its support
         first = str(err).strip().splitlines()[0].rstrip(":")
         return SitePlan(name, "unsupported", f"site {name!r}: the program rejects the values of "
@@ -186,13 +186,13 @@ def _conjugate(model, args, kwargs, state, name, site, verify, gen) -> SitePlan:
         warnings.warn(f"site {name!r}: its conjugate {family.name} update failed condition-and-"
                       f"score; not using it", RuntimeWarning, stacklevel=3)
         return SitePlan(name, "unsupported", f"conjugate {family.name} update failed the check "
-                        f"(unsupported in this increment)")
+                        f"(no automatic update)")
     reason = f"{family.name} prior, log conditional linear in its sufficient statistics"
     return SitePlan(name, "conjugate", _with_batching(reason, model, name, args, kwargs),
                     GibbsBlock(f"conjugate:{name}", (name,), update))
 
 
-_UNSUPPORTED = " (unsupported in this increment)"
+_UNSUPPORTED = " (no automatic update)"
 
 
 def _gather_nuts(model, args, kwargs, state, sites, out, verify, gen, nuts_steps) -> list:
@@ -296,7 +296,7 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
             out.append(_conjugate(model, args, kwargs, state, name, site, verify, gen))
         else:
             out.append(SitePlan(name, "unsupported", f"{type(fn).__name__} site with no discrete or "
-                                f"conjugate update (unsupported in this increment)"))
+                                f"conjugate update (no automatic update)"))
     return Plan(tuple(_gather_nuts(model, args, kwargs, state, sites, out, verify, gen, nuts_steps)))
 
 
