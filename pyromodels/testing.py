@@ -468,7 +468,11 @@ def sbc_test(
         with seeded(derive_seed(seed, "sbc", "simulate", r)):
             values = simulate_joint(program, bound)
         truth = _quantity_vector(quantities, {k: values[k] for k in latent}, "truth", size)
-        size = truth.size
+        if size is None:
+            size = truth.size
+            names = [f"q[{i}]" for i in range(size)] if names is None else list(names)
+            if len(names) != size:
+                raise ValueError(f"names must give one name per quantity ({size}), got {len(names)}")
         new_args = observed(values)
         if not isinstance(new_args, tuple):
             raise TypeError(f"observed must return the program's positional arguments as a tuple, "
@@ -477,7 +481,4 @@ def sbc_test(
         at = np.stack([_quantity_vector(quantities, {k: v[i] for k, v in draws.items()},
                                         "a draw", size) for i in range(num_draws)])
         ranks.append(rank_statistic(truth, at, rng))
-    names = [f"q[{i}]" for i in range(size)] if names is None else list(names)
-    if len(names) != size:
-        raise ValueError(f"names must give one name per quantity ({size}), got {len(names)}")
     return SBCResult(names, np.stack(ranks), num_draws, num_bins, alpha)

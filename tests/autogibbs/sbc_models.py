@@ -168,8 +168,11 @@ class Case:
     warmup: int
 
 
+HMM_STEPS = 3
+
+
 def _hmm_states(v):
-    return torch.stack([v[f"x_{t}"] for t in range(4)])
+    return torch.stack([v[f"x_{t}"] for t in range(HMM_STEPS)])
 
 
 CASES = [
@@ -200,11 +203,11 @@ CASES = [
          lambda v: torch.stack([(v["theta"][0] @ v["phi"])[0], (v["theta"][1] @ v["phi"])[0],
                                 _same(v["z"][0], 0, 1)]),
          ("p(word 0 | doc 0)", "p(word 0 | doc 1)", "z[0, 0] == z[0, 1]"), thin=3, warmup=10),
-    Case("hmm", hmm, (torch.zeros(4, dtype=torch.float64),),
-         lambda v: (torch.stack([v[f"y_{t}"] for t in range(4)]),),
-         lambda v: torch.cat([v["locs"].sort().values, _same(_hmm_states(v), 0, 3)[None]]),
-         ("min loc", "max loc", "x_0 == x_3"), thin=3, warmup=10),
-    Case("dawid_skene", dawid_skene, (torch.zeros(4, 3, dtype=torch.long),), lambda v: (v["labels"],),
+    Case("hmm", hmm, (torch.zeros(HMM_STEPS, dtype=torch.float64),),
+         lambda v: (torch.stack([v[f"y_{t}"] for t in range(HMM_STEPS)]),),
+         lambda v: torch.cat([v["locs"].sort().values, _same(_hmm_states(v), 0, HMM_STEPS - 1)[None]]),
+         ("min loc", "max loc", "x_0 == x_2"), thin=2, warmup=6),
+    Case("dawid_skene", dawid_skene, (torch.zeros(4, 2, dtype=torch.long),), lambda v: (v["labels"],),
          lambda v: torch.stack([_same(v["z"][:, 0], 0, 1),
                                 (v["pi"] * v["conf"][0].diagonal()).sum()]),
          ("z[0] == z[1]", "accuracy of worker 0"), thin=3, warmup=10),

@@ -125,7 +125,8 @@ LARGE = dict(num_replicates=100, num_draws=9, num_bins=5)
 def _autogibbs_sbc(case, settings, seed=0):
     chosen = plan(case.model, *case.args)
     if chosen.unsupported:
-        why = "; ".join(f"{s.site!r}: {s.reason}" for s in chosen.sites if s.update == "unsupported")
+        why = "; ".join(s.reason if repr(s.site) in s.reason else f"{s.site!r}: {s.reason}"
+                        for s in chosen.sites if s.update == "unsupported")
         pytest.skip(f"automatic Gibbs has no update yet for {why}")
 
     def sampler(args, fit_seed):
