@@ -22,8 +22,9 @@ import torch
 from pyro import poutine
 from pyro.poutine.util import site_is_subsample
 
-from .checks import check_int
+from .checks import check_bool, check_int
 from .core.gibbs import GibbsBlock, GibbsSweep
+from .core.progress import progress_bar
 from .core.seeding import derive_seed, make_generator, seeded
 
 __all__ = [
@@ -374,6 +375,7 @@ def sbc_test(
     alpha: float = 1e-3,
     seed: int = 0,
     model_kwargs: dict | None = None,
+    progress: bool = True,
 ) -> SBCResult:
     """Simulation-based calibration (Talts et al. 2018) of a sampler for a Pyro program.
 
@@ -410,6 +412,7 @@ def sbc_test(
         seed: the seed of the simulations, the fits (each replicate's derived from it) and the
             tie-breaking.
         model_kwargs: the program's keyword arguments (not simulated).
+        progress: show a bar over the replicates (when standard error is a terminal).
 
     Returns:
         An :class:`SBCResult` (``passed``, ``p_values``, ``ranks``, ``counts``).
@@ -445,6 +448,8 @@ def sbc_test(
     num_replicates = check_int(num_replicates, "num_replicates", minimum=1)
     num_draws = check_int(num_draws, "num_draws", minimum=1)
     num_bins = check_int(num_bins, "num_bins", minimum=2)
+    seed = check_int(seed, "seed", minimum=0)
+    progress = check_bool(progress, "progress")
     alpha = check_probability(alpha, "alpha")
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
@@ -456,7 +461,7 @@ def sbc_test(
                          f"chi-square test, got {num_replicates}")
     bound = ModelArgs(args, dict(model_kwargs or {}))
     program = CallableModel(model, bound)
-    with seeded(0):
+    with seeded(0), torch.no_grad():
         trace = poutine.trace(model).get_trace(*bound.args, **bound.kwargs)
     latent = [n for n, s in trace.nodes.items()
               if s["type"] == "sample" and not s["is_observed"] and not site_is_subsample(s)]
@@ -464,21 +469,25 @@ def sbc_test(
         raise ValueError("the model has no latent sample sites: there is nothing to calibrate")
     rng = np.random.default_rng(derive_seed(seed, "sbc", "ties"))
     ranks, size = [], None
-    for r in range(num_replicates):
-        with seeded(derive_seed(seed, "sbc", "simulate", r)):
-            values = simulate_joint(program, bound)
-        truth = _quantity_vector(quantities, {k: values[k] for k in latent}, "truth", size)
-        if size is None:
-            size = truth.size
-            names = [f"q[{i}]" for i in range(size)] if names is None else list(names)
-            if len(names) != size:
-                raise ValueError(f"names must give one name per quantity ({size}), got {len(names)}")
-        new_args = observed(values)
-        if not isinstance(new_args, tuple):
-            raise TypeError(f"observed must return the program's positional arguments as a tuple, "
-                            f"got {type(new_args).__name__}")
-        draws = _pooled_draws(sampler(new_args, derive_seed(seed, "sbc", "fit", r)), num_draws)
-        at = np.stack([_quantity_vector(quantities, {k: v[i] for k, v in draws.items()},
-                                        "a draw", size) for i in range(num_draws)])
-        ranks.append(rank_statistic(truth, at, rng))
+    with progress_bar(num_replicates, "SBC replicates", progress) as bar:
+        for r in range(num_replicates):
+            simulate_seed = derive_seed(seed, "sbc", "simulate", r)
+            fit_seed = derive_seed(seed, "sbc", "fit", r)
+            with seeded(simulate_seed):
+                values = simulate_joint(program, bound)
+            truth = _quantity_vector(quantities, {k: values[k] for k in latent}, "truth", size)
+            if size is None:
+                size = truth.size
+                names = [f"q[{i}]" for i in range(size)] if names is None else list(names)
+                if len(names) != size:
+                    raise ValueError(f"names must give one name per quantity ({size}), got {len(names)}")
+            new_args = observed(values)
+            if not isinstance(new_args, tuple):
+                raise TypeError(f"observed must return the program's positional arguments as a "
+                                f"tuple, got {type(new_args).__name__}")
+            draws = _pooled_draws(sampler(new_args, fit_seed), num_draws)
+            at = np.stack([_quantity_vector(quantities, {k: v[i] for k, v in draws.items()},
+                                            "a draw", size) for i in range(num_draws)])
+            ranks.append(rank_statistic(truth, at, rng))
+            bar.update()
     return SBCResult(names, np.stack(ranks), num_draws, num_bins, alpha)

@@ -92,6 +92,8 @@ def test_tied_ranks_are_spread_uniformly():
         (dict(num_replicates=20, num_bins=5), ValueError, "num_replicates must be at least 5 \\* num_bins"),
         (dict(num_bins=1), ValueError, "num_bins"),
         (dict(alpha=0.0), ValueError, "alpha must be in \\(0, 1\\)"),
+        (dict(seed=-1), ValueError, "seed"),
+        (dict(progress="yes"), TypeError, "progress"),
         (dict(sampler="fit"), TypeError, "sampler must be callable"),
         (dict(quantities=lambda v: v["mu"]), ValueError, "quantities\\(truth\\) must return a non-empty 1-D"),
         (dict(observed=lambda v: v["y"]), TypeError, "observed must return .* tuple"),
