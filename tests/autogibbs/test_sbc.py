@@ -240,3 +240,24 @@ def test_component_means_with_as_many_points_as_components():
     mean = torch.stack([x[z == k].sum() for k in range(2)]) / prec
     torch.testing.assert_close(got["loc"], mean)
     torch.testing.assert_close(got["scale"], prec.rsqrt())
+
+
+def test_sbc_of_the_suite_rejects_a_block_that_counts_the_data_four_times():
+    """The suite's pipeline can fail: automatic Gibbs with the rate block replaced by one that
+    counts every observation four times (too narrow a posterior) is rejected."""
+    from pyromodels.conjugate import sample_beta
+
+    case = next(c for c in CASES if c.name == "beta_binomial_groups")
+
+    def four_times(state, data, generator):
+        k, n = data.args
+        return {"p": sample_beta(2.0 + 4 * k, 2.0 + 4 * (n - k), generator)}
+
+    def sampler(args, seed):
+        return fit_gibbs(case.model, *args, overrides={"p": GibbsBlock("p", ("p",), four_times)},
+                         num_samples=9, warmup=0, num_chains=1, seed=seed, progress=False,
+                         diagnostic_warnings=False)
+
+    result = sbc_test(case.model, *case.args, sampler=sampler, observed=case.observed,
+                      quantities=case.quantities, names=case.names, seed=0, **LARGE)
+    assert not result.passed, result
