@@ -23,7 +23,7 @@ from pyromodels.core import GibbsBlock
 from pyromodels.core.bound import CallableModel, ModelArgs
 from pyromodels.core.gibbs import GibbsSweep
 from pyromodels.core.seeding import make_generator
-from pyromodels.testing import geweke_test, rank_statistic, sbc_test
+from pyromodels.testing import assert_mc_mean, geweke_test, rank_statistic, sbc_test
 
 from .sbc_models import CASES, beta_binomial_groups, f64, gaussian_mixture
 
@@ -261,3 +261,26 @@ def test_sbc_of_the_suite_rejects_a_block_that_counts_the_data_four_times():
     result = sbc_test(case.model, *case.args, sampler=sampler, observed=case.observed,
                       quantities=case.quantities, names=case.names, seed=0, **LARGE)
     assert not result.passed, result
+
+
+def test_change_point_switch_matches_exact_enumeration():
+    """The switch time's posterior, with both rates integrated out in closed form (a Gamma
+    prior and Poisson counts), against the chain's frequencies. Successive sweeps are
+    correlated: the frequencies are compared as means of batches of 50 draws."""
+    from .sbc_models import change_point
+
+    y = f64([0.0, 1.0, 0.0, 4.0, 5.0, 3.0])
+    shape, rate = 3.0, 1.0
+
+    def log_marginal(seg):
+        total, n = float(seg.sum()), len(seg)
+        return (shape * math.log(rate) - math.lgamma(shape) + math.lgamma(shape + total)
+                - (shape + total) * math.log(rate + n) - float(torch.lgamma(seg + 1).sum()))
+
+    logp = torch.tensor([log_marginal(y[:s]) + log_marginal(y[s:]) for s in range(len(y))])
+    exact = torch.softmax(logp, 0).numpy()
+    post = fit_gibbs(change_point, y, num_samples=1200, warmup=20, num_chains=1, seed=0,
+                     progress=False, diagnostic_warnings=False)
+    switch = post.samples["switch"][0].numpy()
+    hits = (switch[:, None] == np.arange(len(y))).astype(np.float64)
+    assert_mc_mean(hits.reshape(24, 50, len(y)).mean(1), exact, n_se=4)
