@@ -8,6 +8,8 @@
 * :func:`assert_engines_agree` -- engines give the same statistic within a tolerance.
 * :func:`geweke_test` -- "getting it right": a Gibbs sweep plus a data simulator must
   reproduce the prior joint (Geweke 2004).
+* :func:`sbc_test` -- simulation-based calibration: the rank of a prior draw among the
+  posterior draws fitted to its simulated data must be uniform (Talts et al. 2018).
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ import torch
 from pyro import poutine
 from pyro.poutine.util import site_is_subsample
 
-from .checks import check_int
+from .checks import check_bool, check_int
 from .core.gibbs import GibbsBlock, GibbsSweep
-from .core.seeding import make_generator, seeded
+from .core.progress import progress_bar
+from .core.seeding import derive_seed, make_generator, seeded
 
 __all__ = [
     "check_conditional",
@@ -33,6 +36,9 @@ __all__ = [
     "geweke_test",
     "GewekeResult",
     "assert_mc_mean",
+    "sbc_test",
+    "SBCResult",
+    "rank_statistic",
 ]
 
 
@@ -264,3 +270,224 @@ def assert_mc_mean(samples, exact, n_se: float = 5.0) -> None:
             f"{mean[worst]:.6g}, exact {target[worst]:.6g}, |error| {err[worst]:.3g} = "
             f"{z[worst]:.3g} standard errors of {se[worst]:.3g} (N = {x.shape[0]})"
         )
+
+
+class SBCResult:
+    """The ranks of a simulation-based calibration run and their chi-square test.
+
+    Attributes:
+        names: the quantities' names.
+        ranks: ``(num_replicates, num_quantities)`` integer ranks in ``0..num_draws``.
+        num_draws: ``L``, the posterior draws each true value was ranked among.
+        num_bins: ``B``, the rank bins of the test.
+        counts: ``(num_quantities, B)`` replicates per bin.
+        statistics: each quantity's chi-square statistic (``B - 1`` degrees of freedom).
+        p_values: each quantity's p-value.
+        alpha: the family-wise level; ``threshold = alpha / num_quantities`` (Bonferroni).
+    """
+
+    def __init__(self, names, ranks, num_draws, num_bins, alpha):
+        from scipy.stats import chi2
+
+        self.names = list(names)
+        self.ranks = np.asarray(ranks, dtype=np.int64)
+        self.num_draws, self.num_bins, self.alpha = int(num_draws), int(num_bins), float(alpha)
+        width = (self.num_draws + 1) // self.num_bins
+        self.counts = np.stack([np.bincount(r // width, minlength=self.num_bins) for r in self.ranks.T])
+        expected = len(self.ranks) / self.num_bins
+        self.statistics = ((self.counts - expected) ** 2 / expected).sum(1)
+        self.p_values = chi2.sf(self.statistics, self.num_bins - 1)
+
+    @property
+    def threshold(self) -> float:
+        """The per-quantity level: ``alpha`` split across the quantities."""
+        return self.alpha / len(self.names)
+
+    @property
+    def passed(self) -> bool:
+        """No quantity's p-value falls below :attr:`threshold`."""
+        return bool(np.all(self.p_values >= self.threshold))
+
+    def __repr__(self):
+        rows = ", ".join(f"{n}: p={p:.3g}" for n, p in zip(self.names, self.p_values))
+        return (f"SBCResult(passed={self.passed}, replicates={len(self.ranks)}, draws={self.num_draws}, "
+                f"bins={self.num_bins}, threshold={self.threshold:.3g}, {rows})")
+
+
+def rank_statistic(truth, draws, rng: np.random.Generator) -> np.ndarray:
+    """The rank of each true value among its draws, ties broken at random.
+
+    The rank of ``t`` among ``x_1..x_L`` is ``#{x_l < t} + U`` with ``U`` uniform on
+    ``0..#{x_l = t}``, so a discrete quantity whose true value equals some draws gets a uniform
+    rank too when the draws and the truth share a law.
+
+    Args:
+        truth: ``(Q,)`` true values.
+        draws: ``(L, Q)`` draws.
+        rng: the generator of the tie-breaking.
+
+    Returns:
+        ``(Q,)`` integer ranks in ``0..L``.
+    """
+    truth, draws = np.asarray(truth, dtype=np.float64), np.asarray(draws, dtype=np.float64)
+    less = (draws < truth).sum(0)
+    ties = (draws == truth).sum(0)
+    return less + rng.integers(0, ties + 1)
+
+
+def _quantity_vector(quantities, values: dict, what: str, size: int | None) -> np.ndarray:
+    out = quantities(values)
+    q = np.asarray(out.detach().cpu() if isinstance(out, torch.Tensor) else out, dtype=np.float64)
+    if q.ndim != 1 or q.size == 0 or (size is not None and q.size != size):
+        want = "a non-empty 1-D vector" if size is None else f"a 1-D vector of {size} values"
+        raise ValueError(f"quantities({what}) must return {want}, got shape {tuple(q.shape)}")
+    if not np.all(np.isfinite(q)):
+        raise ValueError(f"quantities({what}) returned a value that is not finite: {q}")
+    return q
+
+
+def _pooled_draws(result, num_draws: int) -> dict:
+    samples = getattr(result, "samples", None)
+    if samples is not None:  # a Posterior: (chain, draw, ...), chains pooled
+        samples = {k: v.reshape((-1,) + tuple(v.shape[2:])) for k, v in samples.items()}
+    elif isinstance(result, dict):
+        samples = {k: torch.as_tensor(v) for k, v in result.items()}
+    else:
+        raise TypeError(f"sampler must return a Posterior or a dict {{site: draws}}, got "
+                        f"{type(result).__name__}")
+    for name, v in samples.items():
+        if v.dim() == 0 or v.shape[0] != num_draws:
+            raise ValueError(f"sampler returned {tuple(v.shape)} draws of site {name!r}; expected "
+                             f"num_draws={num_draws} along the first axis (chains and draws pooled)")
+    return samples
+
+
+def sbc_test(
+    model,
+    *args,
+    sampler: Callable[[tuple, int], object],
+    observed: Callable[[dict], tuple],
+    quantities: Callable[[dict], torch.Tensor],
+    names=None,
+    num_replicates: int = 100,
+    num_draws: int = 19,
+    num_bins: int = 5,
+    alpha: float = 1e-3,
+    seed: int = 0,
+    model_kwargs: dict | None = None,
+    progress: bool = True,
+) -> SBCResult:
+    """Simulation-based calibration (Talts et al. 2018) of a sampler for a Pyro program.
+
+    Each replicate draws the latent sites ``theta`` and the data ``y`` from the program (the
+    prior predictive, seeded), fits ``y`` with ``sampler`` to get ``L = num_draws`` posterior
+    draws, and ranks each scalar quantity of interest at ``theta`` among its ``L`` values at the
+    draws (:func:`rank_statistic`; ties, as in a discrete quantity, broken at random with a
+    seeded generator). When the sampler draws from the posterior and its ``L`` draws are
+    independent, each rank is uniform on ``0..L``. The ranks are counted in ``B = num_bins``
+    equal bins and each quantity gets a chi-square test of uniformity (``B - 1`` degrees of
+    freedom, expected count ``num_replicates / B``). The thresholds are fixed in advance: the
+    run fails when some p-value is below ``alpha / num_quantities`` (Bonferroni), so a correct,
+    independent sampler fails with probability at most ``alpha`` (``1e-3`` by default) up to
+    the chi-square approximation. Draws that are still autocorrelated pile the ranks at the
+    ends: thin a Markov chain until its kept draws are close to independent.
+
+    Args:
+        model: the Pyro program, called as ``model(*args, **model_kwargs)``.
+        *args: arguments that fix its sizes; their observed values are replaced each replicate.
+        sampler: ``sampler(args, seed) -> posterior`` fits the program to the arguments
+            ``args`` (a tuple) with its own ``seed``; returns a
+            :class:`~pyromodels.core.Posterior` (chains and draws pooled) or a dict
+            ``{site: (L, ...) draws}``, ``L = num_draws``.
+        observed: ``observed(values) -> args``: the program's positional arguments holding the
+            simulated data, from the dict of every simulated site.
+        quantities: ``quantities(values) -> (Q,)`` scalar quantities of the latent sites
+            (applied to the simulated truth and to each draw; use label-invariant quantities
+            where the posterior is symmetric in labels).
+        names: the quantities' names (default ``q[0], q[1], ...``).
+        num_replicates: ``R`` simulated data sets; at least 5 per bin.
+        num_draws: ``L`` draws per fit; ``L + 1`` must be a multiple of ``num_bins``.
+        num_bins: ``B`` bins, at least 2.
+        alpha: the family-wise level, in ``(0, 1)``.
+        seed: the seed of the simulations, the fits (each replicate's derived from it) and the
+            tie-breaking.
+        model_kwargs: the program's keyword arguments (not simulated).
+        progress: show a bar over the replicates (when standard error is a terminal).
+
+    Returns:
+        An :class:`SBCResult` (``passed``, ``p_values``, ``ranks``, ``counts``).
+
+    Raises:
+        TypeError: ``model``, ``sampler``, ``observed`` or ``quantities`` not callable, or a
+            sampler returning neither a Posterior nor a dict.
+        ValueError: bad sizes (``(L + 1) % B != 0``, fewer than 5 replicates per bin), an
+            ``alpha`` outside ``(0, 1)``, a program without latent sites, quantities that are
+            not a finite 1-D vector of fixed length, or draws not ``(L, ...)``.
+
+    Example:
+        >>> import pyro, pyro.distributions as dist
+        >>> def normal(y):
+        ...     mu = pyro.sample("mu", dist.Normal(0.0, 1.0))
+        ...     pyro.sample("y", dist.Normal(mu, 1.0), obs=y)
+        >>> def exact(args, seed):
+        ...     g = make_generator(seed)
+        ...     return {"mu": args[0] / 2 + torch.randn(9, generator=g) * 0.5 ** 0.5}
+        >>> result = sbc_test(normal, torch.tensor(0.0), sampler=exact,
+        ...                   observed=lambda v: (v["y"],), quantities=lambda v: v["mu"][None],
+        ...                   num_replicates=50, num_draws=9, num_bins=5)
+        >>> result.passed
+        True
+    """
+    from .checks import check_probability
+    from .core.bound import CallableModel, ModelArgs
+
+    for fn, what in ((model, "model"), (sampler, "sampler"), (observed, "observed"),
+                     (quantities, "quantities")):
+        if not callable(fn):
+            raise TypeError(f"{what} must be callable, got {type(fn).__name__}")
+    num_replicates = check_int(num_replicates, "num_replicates", minimum=1)
+    num_draws = check_int(num_draws, "num_draws", minimum=1)
+    num_bins = check_int(num_bins, "num_bins", minimum=2)
+    seed = check_int(seed, "seed", minimum=0)
+    progress = check_bool(progress, "progress")
+    alpha = check_probability(alpha, "alpha")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    if (num_draws + 1) % num_bins:
+        raise ValueError(f"num_draws + 1 must be a multiple of num_bins (ranks take num_draws + 1 "
+                         f"values), got num_draws={num_draws}, num_bins={num_bins}")
+    if num_replicates < 5 * num_bins:
+        raise ValueError(f"num_replicates must be at least 5 * num_bins = {5 * num_bins} for the "
+                         f"chi-square test, got {num_replicates}")
+    bound = ModelArgs(args, dict(model_kwargs or {}))
+    program = CallableModel(model, bound)
+    with seeded(0), torch.no_grad():
+        trace = poutine.trace(model).get_trace(*bound.args, **bound.kwargs)
+    latent = [n for n, s in trace.nodes.items()
+              if s["type"] == "sample" and not s["is_observed"] and not site_is_subsample(s)]
+    if not latent:
+        raise ValueError("the model has no latent sample sites: there is nothing to calibrate")
+    rng = np.random.default_rng(derive_seed(seed, "sbc", "ties"))
+    ranks, size = [], None
+    with progress_bar(num_replicates, "SBC replicates", progress) as bar:
+        for r in range(num_replicates):
+            simulate_seed = derive_seed(seed, "sbc", "simulate", r)
+            fit_seed = derive_seed(seed, "sbc", "fit", r)
+            with seeded(simulate_seed):
+                values = simulate_joint(program, bound)
+            truth = _quantity_vector(quantities, {k: values[k] for k in latent}, "truth", size)
+            if size is None:
+                size = truth.size
+                names = [f"q[{i}]" for i in range(size)] if names is None else list(names)
+                if len(names) != size:
+                    raise ValueError(f"names must give one name per quantity ({size}), got {len(names)}")
+            new_args = observed(values)
+            if not isinstance(new_args, tuple):
+                raise TypeError(f"observed must return the program's positional arguments as a "
+                                f"tuple, got {type(new_args).__name__}")
+            draws = _pooled_draws(sampler(new_args, fit_seed), num_draws)
+            at = np.stack([_quantity_vector(quantities, {k: v[i] for k, v in draws.items()},
+                                            "a draw", size) for i in range(num_draws)])
+            ranks.append(rank_statistic(truth, at, rng))
+            bar.update()
+    return SBCResult(names, np.stack(ranks), num_draws, num_bins, alpha)
