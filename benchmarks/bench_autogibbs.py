@@ -37,7 +37,8 @@ end ``ok`` are left out of ``peers`` (their cell says why); ``ours`` is timed wh
 status (when the plan refuses the model, it is the time to that refusal).
 
 ``PYROMODELS_BENCH_ENGINES=autogibbs,pymc`` limits the engines (``autogibbs`` is required);
-the smoke test uses it.
+the smoke test uses it. ``PYROMODELS_BENCH_AUTOGIBBS=500,300,150`` replaces the full run's kept
+draws, warm-up and time cap.
 """
 
 from __future__ import annotations
@@ -61,13 +62,15 @@ from .autogibbs_models.data import SEED, make_data
 from .bench_bnp_dp import write_arrays
 from .harness import Case
 
-__all__ = ["cases", "Cell", "engines", "SETTINGS", "compare_means", "summary"]
+__all__ = ["cases", "Cell", "engines", "settings", "SETTINGS", "compare_means", "summary"]
 
 REPO = Path(__file__).resolve().parent.parent
 #: kept draws, warm-up and the time cap of one fresh process, by quick
 SETTINGS = {False: {"num_samples": 1000, "warmup": 500, "cap_s": 900},
             True: {"num_samples": 30, "warmup": 20, "cap_s": 300}}
 ENGINES_VAR = "PYROMODELS_BENCH_ENGINES"
+#: ``kept,warmup,cap_s`` replacing the full settings (a shorter run than the full one)
+SETTINGS_VAR = "PYROMODELS_BENCH_AUTOGIBBS"
 #: family-wise two-sided level of the posterior-mean comparison
 MEANS_LEVEL = 1e-3
 
@@ -84,6 +87,19 @@ def engines() -> tuple:
         raise ValueError(f"{ENGINES_VAR} must be a comma-separated subset of {ENGINES} that "
                          f"includes 'autogibbs', got {spec!r}")
     return tuple(e for e in ENGINES if e in chosen)
+
+
+def settings(quick: bool) -> dict:
+    """Kept draws, warm-up and time cap: :data:`SETTINGS`, or for the full run the three
+    integers of ``PYROMODELS_BENCH_AUTOGIBBS`` (``kept,warmup,cap_s``)."""
+    spec = os.environ.get(SETTINGS_VAR)
+    if quick or not spec:
+        return dict(SETTINGS[quick])
+    parts = spec.split(",")
+    if len(parts) != 3 or not all(p.strip().isdigit() and int(p) > 0 for p in parts):
+        raise ValueError(f"{SETTINGS_VAR} must be three positive integers kept,warmup,cap_s; "
+                         f"got {spec!r}")
+    return dict(zip(("num_samples", "warmup", "cap_s"), (int(p) for p in parts)))
 
 
 def _installed(engine: str) -> bool:
@@ -112,7 +128,7 @@ class Cell:
 
     def __init__(self, model: str, engine: str, quick: bool):
         self.model, self.engine, self.quick = model, engine, quick
-        self.settings = SETTINGS[quick]
+        self.settings = settings(quick)
         self.seed = derive_seed(SEED, "autogibbs-chain", model) % 2**31
         self._recorded = False
 
@@ -223,7 +239,7 @@ def _check(cells: dict, peers: dict):
 def cases(quick: bool) -> list[Case]:
     """One ``autogibbs.ess`` case per model with every chosen engine."""
     chosen = engines()
-    s = SETTINGS[quick]
+    s = settings(quick)
     out = []
     for model in MODELS:
         cells = {engine: Cell(model, engine, quick) for engine in chosen}

@@ -87,6 +87,17 @@ def test_engines_setting_must_name_known_engines_and_include_ours(ag, monkeypatc
     assert bench.engines() == ("autogibbs", "pymc")
 
 
+def test_settings_variable_replaces_the_full_run_and_is_checked(ag, monkeypatch):
+    bench, _, _ = ag
+    monkeypatch.setenv(bench.SETTINGS_VAR, "500,300,150")
+    assert bench.settings(False) == {"num_samples": 500, "warmup": 300, "cap_s": 150}
+    assert bench.settings(True) == bench.SETTINGS[True]
+    for bad in ("500,300", "500,0,150", "a,b,c"):
+        monkeypatch.setenv(bench.SETTINGS_VAR, bad)
+        with pytest.raises(ValueError, match=bench.SETTINGS_VAR):
+            bench.settings(False)
+
+
 def test_means_comparison_scales_by_the_monte_carlo_error(ag):
     bench, _, _ = ag
     ref = {"means": {"a": 0.0}, "sds": {"a": 1.0}, "ess": {"a": 100.0}}
