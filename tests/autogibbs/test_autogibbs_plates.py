@@ -107,3 +107,28 @@ def test_site_plates_reads_the_program_plates():
     y = f64([0.5, 2.0, 3.5])
     maps = site_plates(coupled_across_plates, (y,), {}, {"x": f64([0.0, 0.0, 0.0])})
     assert maps == {"x": {-1: "a"}, "y": {-1: "b"}}
+
+
+# -- a pyro.markov chain over a plate, read by a term along another plate of the same size ---
+
+INIT, TRANS, LOCS = f64([0.6, 0.4]), f64([[0.7, 0.3], [0.4, 0.6]]), f64([-1.0, 1.0])
+
+
+def chain_summed_along_another_plate(x):
+    """Sequences in plate ``seqs``; each entry of ``total`` (plate ``others``, as many as the
+    sequences) reads the last states of all of them."""
+    with pyro.plate("seqs", x.shape[0]):
+        z = None
+        for t in pyro.markov(range(x.shape[-1])):
+            z = pyro.sample(f"z_{t}", dist.Categorical(INIT if z is None else TRANS[z]))
+            pyro.sample(f"x_{t}", dist.Normal(LOCS[z], f64(1.0)), obs=x[:, t])
+    with pyro.plate("others", x.shape[0]):
+        pyro.sample("total", dist.Normal(z.sum().double(), f64(1.0)), obs=torch.ones(x.shape[0]).double())
+
+
+def test_a_chain_term_along_another_plate_of_equal_size_is_not_split_among_the_sequences():
+    x = f64([[-0.5, 0.3, 1.2], [0.9, -1.1, 0.2], [1.5, 0.4, -0.8]])
+    p = plan(chain_summed_along_another_plate, x)
+    assert p["z_0"].update == "discrete"
+    assert "the term of 'total' (shape (3,)) is not indexed by the chain's plates" in p["z_0"].reason
+    assert "element by element (its elements depend on each other)" in p["z_2"].reason
