@@ -42,7 +42,7 @@ from ..conjugate import sample_categorical
 from ..core.gibbs import GibbsBlock
 from ..core.seeding import make_generator
 from .discrete import DiscreteUpdate
-from .trace import element_index, latent_sites, log_joint, log_terms, reduce_to_site, tolerance
+from .trace import element_index, latent_sites, log_joint, log_terms, reduce_to_site, site_plates, tolerance
 
 __all__ = ["Chain", "NotSeparable", "term_dependencies", "find_chains", "chain_potentials",
            "forward_filter", "backward_sample", "FFBSUpdate", "plan_chains"]
@@ -204,6 +204,7 @@ def chain_potentials(model, args: tuple, kwargs: dict, state: dict, chain: Chain
     k, shape = len(chain.support), chain.batch_shape
     ref = state[chain.sites[0]]
     pair = torch.zeros((k, k, len(chain.sites)) + tuple(shape), dtype=torch.float64, device=ref.device)
+    plates = site_plates(model, args, kwargs, state)
     rest = None
     for a in range(k):
         for b in range(k):
@@ -212,7 +213,8 @@ def chain_potentials(model, args: tuple, kwargs: dict, state: dict, chain: Chain
             lp = log_terms(model, args, kwargs, {**state, **values})
             for t, names in enumerate(chain.terms):
                 for name in names:
-                    reduced = reduce_to_site(lp[name].to(torch.float64), shape)
+                    reduced = reduce_to_site(lp[name].to(torch.float64), shape, plates.get(name, {}),
+                                             plates[chain.sites[t]])
                     if reduced is None:
                         raise NotSeparable(f"the term of {name!r} (shape {tuple(lp[name].shape)}) is not "
                                            f"indexed by the chain's plates (shape {tuple(shape)})")

@@ -27,7 +27,8 @@ from pyro.poutine.util import site_is_subsample
 
 __all__ = ["trace_model", "latent_sites", "log_terms", "log_joint", "reduce_to_site", "element_log_density",
            "element_logits", "element_index", "tolerance", "values_terms", "log_joints",
-           "batching_reason", "RUN_BUDGET", "log_joints_and_gradients", "site_choice"]
+           "batching_reason", "RUN_BUDGET", "log_joints_and_gradients", "site_choice", "plate_map",
+           "site_plates"]
 
 
 def trace_model(model, args: tuple, kwargs: dict, state: dict | None = None):
@@ -242,6 +243,7 @@ def _decide(model, args, kwargs, state, site, values: list) -> tuple[dict, _Choi
     is batched when that trace runs and gives the same terms (with ``m`` and ``m + 1``
     values)."""
     exact, first = _per_value_terms(model, args, kwargs, state, site, values)
+    _keep_plates(model, args, kwargs, first)
     nesting = _nesting(first)
     pad = max(0, nesting - len(first.nodes[site]["fn"].batch_shape))
     trial = _Choice(True, "", nesting, pad)
@@ -331,25 +333,87 @@ def log_joints_and_gradients(model, args: tuple, kwargs: dict, state: dict, site
     return totals.detach(), torch.stack(grads)
 
 
+# ------------------------------------------------------------------------ plates
+def plate_map(site) -> dict:
+    """``{dim: plate name}`` of a trace site's vectorised plates, each ``dim`` counted from
+    the right of the site's batch shape (negative), as its ``log_prob`` is laid out."""
+    return {frame.dim: frame.name for frame in site["cond_indep_stack"]
+            if frame.vectorized and frame.dim is not None}
+
+
+#: program -> {argument shapes: ({site: plate map}, {site: batch rank})}; forgotten with the program
+_PLATES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _keep_plates(model, args, kwargs, trace) -> tuple[dict, dict]:
+    sites = _sample_sites(trace)
+    found = ({name: plate_map(s) for name, s in sites.items()},
+             {name: len(s["fn"].batch_shape) for name, s in sites.items()})
+    try:
+        _PLATES.setdefault(model, {})[_key(None, args, kwargs)] = found
+    except TypeError:  # a program that cannot be weakly referenced: nothing is kept
+        pass
+    return found
+
+
+def _plates(model, args, kwargs, state) -> tuple[dict, dict]:
+    try:
+        found = _PLATES.get(model, {}).get(_key(None, args, kwargs))
+    except TypeError:
+        found = None
+    return found if found is not None else _keep_plates(model, args, kwargs,
+                                                        trace_model(model, args, kwargs, state))
+
+
+def site_plates(model, args: tuple, kwargs: dict, state: dict) -> dict:
+    """``{site: plate map}`` (see :func:`plate_map`) of every sample site of the program: read
+    from one trace at ``state`` and kept per program and argument shapes (plates do not change
+    with the values)."""
+    return _plates(model, args, kwargs, state)[0]
+
+
+def _shifted_plates(model, args, kwargs, state, site: str, shape: torch.Size) -> tuple[dict, dict]:
+    """``({name: plate map}, the site's plate map laid out on shape)``: ``shape`` may end in the
+    site's ``to_event`` dimensions (its base distribution's batch shape), which carry no plate."""
+    maps, ranks = _plates(model, args, kwargs, state)
+    extra = len(shape) - ranks[site]
+    return maps, {dim - extra: name for dim, name in maps[site].items()}
+
+
 # ---------------------------------------------------------------------- reductions
-def _reduce_rows(lp: torch.Tensor, shape: torch.Size) -> torch.Tensor | None:
+def _reduce_rows(lp: torch.Tensor, shape: torch.Size, term_plates: dict | None = None,
+                 site_plates: dict | None = None) -> torch.Tensor | None:
     """:func:`reduce_to_site` of each row of ``lp`` ``(m, ...)``: ``(m, *shape)`` or ``None``."""
     m, rest = lp.shape[0], tuple(lp.shape[1:])
     n = max(len(shape), len(rest))
     target = (1,) * (n - len(shape)) + tuple(shape)
     lp = lp.reshape((m,) + (1,) * (n - len(rest)) + rest)
+    by_plate = term_plates is not None and site_plates is not None
     for d in range(n):
         if target[d] == 1 and lp.shape[d + 1] > 1:
             lp = lp.sum(d + 1, keepdim=True)
         elif target[d] > 1 and lp.shape[d + 1] != target[d]:
             return None
+        elif target[d] > 1 and by_plate and term_plates.get(d - n) != site_plates.get(d - n):
+            return None  # as many entries, but along another plate: each reads several elements
     return lp.reshape((m,) + tuple(shape))
 
 
-def reduce_to_site(lp: torch.Tensor, shape: torch.Size) -> torch.Tensor | None:
+def reduce_to_site(lp: torch.Tensor, shape: torch.Size, term_plates: dict | None = None,
+                   site_plates: dict | None = None) -> torch.Tensor | None:
     """Sum a log density tensor down to a site's batch ``shape``; ``None`` when one of its
-    entries involves several elements of the site (a term not indexed by the site's plates)."""
-    out = _reduce_rows(lp.unsqueeze(0), shape)
+    entries involves several elements of the site (a term not indexed by the site's plates).
+
+    Args:
+        lp: the term, laid out as its site's ``log_prob`` (or with more dimensions on the left).
+        shape: the site's batch shape.
+        term_plates, site_plates: the term's and the site's plate maps (:func:`plate_map`,
+            dimensions counted from the right). With both, a dimension of the site's is matched
+            only by the same plate's dimension of the term: a term along another plate of the
+            same size (or along no plate where the site has one, or the reverse) gives
+            ``None``. Without them, dimensions are matched by size and position alone.
+    """
+    out = _reduce_rows(lp.unsqueeze(0), shape, term_plates, site_plates)
     return None if out is None else out[0]
 
 
@@ -367,11 +431,12 @@ def element_log_density(model, args, kwargs, state: dict, site: str, values: lis
     m = len(values)
     terms = values_terms(model, args, kwargs, state, site, list(values) + [state[site]],
                          changing_only=True)
+    maps, own = _shifted_plates(model, args, kwargs, state, site, batch_shape)
     out = torch.zeros((m,) + tuple(batch_shape), dtype=torch.float64, device=values[0].device)
-    for lp in terms.values():
+    for name, lp in terms.items():
         if bool((lp[:m] == lp[m:]).all()):
             continue  # does not change with the site: cancels in the conditional
-        reduced = _reduce_rows(lp[:m].to(torch.float64), batch_shape)
+        reduced = _reduce_rows(lp[:m].to(torch.float64), batch_shape, maps.get(name, {}), own)
         if reduced is None:
             choice = _known(model, site, args, kwargs)
             if choice is not None:

@@ -228,10 +228,9 @@ def test_geweke_catches_a_sweep_that_skips_the_means():
 
 # -- a plate read off by shape alone ---------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="the conjugate reading matches a child's plate to the "
-                   "site's by size and position, not by plate: with as many points as components "
-                   "each mean gets one point's term")
 def test_component_means_with_as_many_points_as_components():
+    """With as many points as components, the data plate has the components plate's size: each
+    mean's posterior still reads only the points assigned to it."""
     x, z = f64([-2.0, 2.5]), torch.tensor([0, 0])
     state = {"w": f64([0.5, 0.5]), "locs": f64([0.0, 1.0]), "z": z}
     got = posterior_params(gaussian_mixture, (x,), {}, state, "locs",
