@@ -331,6 +331,7 @@ def _log_lik(program: BoundProgram, values: dict, num: int | None, enumerate_: b
         total = total + _enumerated_terms(name, node, total, enum_logp, width)
         lead = total.dim() - width
         if lead > 0:
+            _check_enumeration_dims(name, total, lead, enum_dims)
             total = total.logsumexp(dim=tuple(range(lead)))
         s = sites[name]
         target = ((num,) + (1,) * (mpn - len(s.batch_shape)) if particle else ()) + s.batch_shape
@@ -340,6 +341,17 @@ def _log_lik(program: BoundProgram, values: dict, num: int | None, enumerate_: b
         if not particle:
             out[name] = out[name][0]
     return out
+
+
+def _check_enumeration_dims(name: str, logp: torch.Tensor, lead: int, enum_dims: list) -> None:
+    """Every dim of ``logp`` left of the plates must be an enumeration dim (summed out next);
+    any other is a broadcast the program did not mean, such as ``locs[..., z]`` with both
+    ``locs`` and ``z`` batched over the draws, and would be summed into a wrong value. A
+    ``ValueError`` sends the caller to scoring one draw at a time."""
+    for i in range(lead):
+        if logp.shape[i] > 1 and i - logp.dim() not in enum_dims:
+            raise ValueError(f"the log-probability of {name!r} has shape {tuple(logp.shape)}: "
+                             f"dim {i - logp.dim()} is neither a plate nor an enumerated site's")
 
 
 def _unscaled_log_prob(node) -> torch.Tensor:

@@ -340,3 +340,24 @@ def test_a_users_mixture_gets_the_marginal_log_likelihood_through_its_posterior(
     assert idata.posterior["z"].dims == ("chain", "draw", "point")
     assert idata.posterior_predictive["x"].shape == (2, 6, 5)
     assert idata.prior["z"].shape == (1, 10, 5)
+
+
+def mixture_gathered_from_the_right(x):
+    # locs[..., z]: vectorises over a batch of z alone, but with locs and z both batched over
+    # the draws it broadcasts the draws against each other
+    weights = pyro.sample("weights", dist.Dirichlet(torch.ones(K, dtype=torch.float64)))
+    with pyro.plate("component", K):
+        locs = pyro.sample("locs", dist.Normal(torch.tensor(0.0, dtype=torch.float64), 5.0))
+    with pyro.plate("point", x.shape[0]):
+        z = pyro.sample("z", dist.Categorical(weights))
+        pyro.sample("x", dist.Normal(locs[..., z], 1.0), obs=x)
+
+
+def test_a_broadcast_across_draws_is_scored_draw_by_draw_not_summed():
+    samples = mixture_samples()
+    samples.pop("scale")
+    g = torch.Generator().manual_seed(1)
+    samples["z"] = torch.randint(0, K, (2, 6, len(MIX_X)), generator=g)
+    ll = pointwise_log_likelihood(BoundProgram(mixture_gathered_from_the_right, (MIX_X,)), samples)["x"]
+    locs = torch.gather(samples["locs"], -1, samples["z"])
+    np.testing.assert_allclose(ll.numpy(), dist.Normal(locs, 1.0).log_prob(MIX_X).numpy(), rtol=1e-12)
