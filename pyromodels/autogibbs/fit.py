@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..core.gibbs import run_gibbs
 from ..core.kernel import GibbsKernel
+from .discrete import DiscreteUpdate
 from .plan import Plan, plan
 
 __all__ = ["fit_gibbs", "AutoGibbs"]
@@ -33,7 +34,10 @@ def fit_gibbs(model, *args, overrides: dict | None = None, verify: bool = True, 
             ``checkpoint``, ``n_jobs``, ...).
 
     Returns:
-        A :class:`~pyromodels.core.Posterior`; its ``attrs["plan"]`` is the printed plan.
+        A :class:`~pyromodels.core.Posterior`; its ``attrs["plan"]`` is the printed plan. Its
+        ``to_inference_data()`` log-likelihood sums the plate-vectorised discrete sites out
+        (``log p(y_i | theta) = log sum_k p(z_i = k | theta) p(y_i | z_i = k, theta)``, what
+        ``arviz.loo`` needs); the other discrete sites are conditioned on their draws.
 
     Raises:
         ValueError: a site without an update and no override (naming it), a model without
@@ -46,6 +50,12 @@ def fit_gibbs(model, *args, overrides: dict | None = None, verify: bool = True, 
                      num_chains=num_chains, seed=seed, progress=progress,
                      model_kwargs=model_kwargs, **run_options)
     post.attrs["plan"] = str(chosen)
+    # the plate-vectorised discrete sites are summed out of the pointwise log-likelihood (the
+    # marginal that arviz.loo needs); their elements are independent given the rest, so each
+    # point's likelihood is a sum over its own site's values
+    summed = tuple(s.site for s in chosen.sites if s.update == "discrete"
+                   and isinstance(s.block.update, DiscreteUpdate) and s.block.update.vectorised)
+    post.model.discrete_sites = tuple(dict.fromkeys(tuple(post.model.discrete_sites) + summed))
     return post
 
 

@@ -157,3 +157,14 @@ def test_verification_leaves_the_chains_draws_alone():
                       progress=False, diagnostic_warnings=False) for v in (True, False)]
     for site in ("w", "locs", "z"):
         assert torch.equal(runs[0].samples[site], runs[1].samples[site])
+
+
+def test_the_log_likelihood_sums_the_vectorised_assignments_out():
+    x = torch.tensor([-2.1, -1.7, 2.3, 1.9, 2.6], dtype=torch.float64)
+    post = fit_gibbs(mixture, x, num_samples=4, warmup=2, num_chains=1, seed=0,
+                     progress=False, diagnostic_warnings=False)
+    ll = post.to_inference_data().log_likelihood["x"].values[0]
+    w, locs = post.samples["w"][0], post.samples["locs"][0]
+    comp = torch.distributions.Normal(locs[:, :, None], 0.7).log_prob(x)   # (draw, K, N)
+    marginal = torch.logsumexp(w.log()[:, :, None] + comp, dim=1)
+    assert torch.allclose(torch.as_tensor(ll), marginal, rtol=1e-12, atol=0)
