@@ -176,8 +176,11 @@ _SLOW_DEMO = textwrap.dedent(
 @pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
 def test_sigint_exits_130_with_one_line(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    # a user's shell delivers SIGINT; a test runner's worker may ignore it, and an ignored
+    # signal stays ignored in the child: give the child the default disposition back
     child = subprocess.Popen([sys.executable, "-c", _SLOW_DEMO], cwd=tmp_path, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert child.stdout.readline().strip() == "ready"
     child.send_signal(signal.SIGINT)
     _, err = child.communicate(timeout=60)

@@ -239,8 +239,10 @@ def test_sigint_at_any_moment_leaves_one_whole_report(tmp_path):
                    capture_output=True, timeout=120)
     seen = set()
     for delay in (0.0, 0.02, 0.05, 0.1, 0.2, 0.35):  # a write takes about 0.3 s
+        # SIGINT as a shell delivers it, even from a test runner's worker that ignores it
         child = subprocess.Popen([sys.executable, "-c", _WRITER, str(out), "2"], env=env,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         assert child.stdout.readline().strip() == "ready"
         time.sleep(delay)
         child.send_signal(signal.SIGINT)
