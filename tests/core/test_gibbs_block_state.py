@@ -11,6 +11,8 @@ from pyro.infer import MCMC
 from pyromodels.core import GibbsBlock, GibbsKernel, run_gibbs
 from pyromodels.core.checkpoint import _write_sealed, load_checkpoint
 
+from .test_checkpoint import _interrupt_at
+
 Y = torch.tensor(0.3, dtype=torch.float64)
 
 
@@ -47,17 +49,6 @@ def _run(counter, **kw):
     opts = dict(num_samples=6, num_warmup=3, num_chains=2, seed=4, progress=False,
                 diagnostic_warnings=False)
     return run_gibbs(program, [_block(counter)], Y, **{**opts, **kw})
-
-
-def _interrupt_at(n):
-    calls = [0]
-
-    def callback(step, info):
-        calls[0] += 1
-        if calls[0] == n:
-            raise KeyboardInterrupt
-
-    return callback
 
 
 def test_each_chain_starts_its_blocks_afresh():
