@@ -44,11 +44,13 @@ import pyro
 import torch
 from pyro import poutine
 from pyro.distributions.transforms import biject_to
+from pyro.distributions.util import is_validation_enabled
 from pyro.infer import NUTS
 from pyro.poutine.messenger import Messenger
 
 from ..core.checkpoint import clone_tree
 from ..core.seeding import seeded
+from .compiled import compiled_call, signature
 from .trace import log_joint, tolerance, trace_model
 
 __all__ = ["nuts_refusal", "Potential", "NutsUpdate"]
@@ -110,9 +112,25 @@ class Potential:
 
     def run(self, z: dict):
         """One run of the program at unconstrained ``z``: ``(log joint, {site: value},
-        log |det dx/dz|)``."""
+        log |det dx/dz|)``; repeated runs at the same shapes and data replay a verified trace
+        (:mod:`.compiled`)."""
+        zn, rn = tuple(z), tuple(self.rest)
+        inputs = tuple(z[n] for n in zn) + tuple(self.rest[n] for n in rn)
+        key = ("potential", self.sites, zn, rn,
+               tuple((tuple(v.shape), v.dtype, v.requires_grad) for v in inputs),
+               torch.is_grad_enabled(), is_validation_enabled(), signature(tuple(self.args)),
+               signature(self.kwargs))
+
+        def plain(*values):
+            joint, x, log_det = self._plain_run(dict(zip(zn, values[:len(zn)])),
+                                                dict(zip(rn, values[len(zn):])))
+            return (joint, torch.as_tensor(log_det, dtype=joint.dtype)) + tuple(x[n] for n in zn)
+        out = compiled_call(self.model, key, plain, inputs, keep=(self.args, self.kwargs))
+        return out[0], dict(zip(zn, out[2:])), out[1]
+
+    def _plain_run(self, z: dict, rest: dict):
         handler = _Unconstrained(z)
-        conditioned = poutine.condition(handler(self.model), data=self.rest)
+        conditioned = poutine.condition(handler(self.model), data=rest)
         with pyro.get_param_store().scope(), poutine.block():
             trace = poutine.trace(conditioned).get_trace(*self.args, **self.kwargs)
         return trace.log_prob_sum(), handler.values, handler.log_det

@@ -12,7 +12,7 @@ __all__ = ["fit_gibbs", "AutoGibbs"]
 
 
 def fit_gibbs(model, *args, overrides: dict | None = None, verify: bool = True, nuts_steps: int = 1,
-              num_samples: int = 500, warmup: int = 500, num_chains: int = 2,
+              joint_nuts: bool | None = None, num_samples: int = 500, warmup: int = 500, num_chains: int = 2,
               seed: int | None = None, progress: bool = True, model_kwargs: dict | None = None,
               **run_options):
     """Automatic Gibbs sampling of a Pyro program: :func:`~.plan.plan`, then
@@ -24,6 +24,8 @@ def fit_gibbs(model, *args, overrides: dict | None = None, verify: bool = True, 
         overrides: ``{site: GibbsBlock}`` for sites the plan cannot update (or to replace one).
         verify: check every automatic update against the program first (see :mod:`.plan`).
         nuts_steps: NUTS transitions per sweep for the sites updated by NUTS.
+        joint_nuts: whether conjugate sites join the NUTS block (default: in programs with no
+            discrete latent site; see :mod:`.plan`).
         num_samples: kept draws per chain.
         warmup: discarded sweeps per chain.
         num_chains: chains, each seeded from ``seed``.
@@ -45,7 +47,7 @@ def fit_gibbs(model, *args, overrides: dict | None = None, verify: bool = True, 
     """
     model_kwargs = {} if model_kwargs is None else dict(model_kwargs)
     chosen = plan(model, *args, overrides=overrides, verify=verify, nuts_steps=nuts_steps,
-                  seed=0 if seed is None else seed, **model_kwargs)
+                  joint_nuts=joint_nuts, seed=0 if seed is None else seed, **model_kwargs)
     post = run_gibbs(model, chosen.sweep(), *args, num_samples=num_samples, num_warmup=warmup,
                      num_chains=num_chains, seed=seed, progress=progress,
                      model_kwargs=model_kwargs, **run_options)
@@ -72,6 +74,7 @@ class AutoGibbs(GibbsKernel):
         verify: check every automatic update first.
         nuts_steps: NUTS transitions per sweep for the sites updated by NUTS (their step size
             and mass matrix adapt over ``warmup_steps`` of ``MCMC``).
+        joint_nuts: whether conjugate sites join the NUTS block (see :mod:`.plan`).
         seed: the kernel's seed (see :class:`~pyromodels.core.GibbsKernel`).
         lp: report the log joint in the progress bar.
         model_kwargs: the program's keyword arguments.
@@ -84,8 +87,9 @@ class AutoGibbs(GibbsKernel):
     """
 
     def __init__(self, model, *args, overrides: dict | None = None, verify: bool = True,
-                 nuts_steps: int = 1, seed: int | None = None, lp: bool = False,
-                 model_kwargs: dict | None = None):
+                 nuts_steps: int = 1, joint_nuts: bool | None = None, seed: int | None = None,
+                 lp: bool = False, model_kwargs: dict | None = None):
         self.plan: Plan = plan(model, *args, overrides=overrides, verify=verify, nuts_steps=nuts_steps,
+                               joint_nuts=joint_nuts,
                                seed=0 if seed is None else seed, **(model_kwargs or {}))
         super().__init__(model, self.plan.sweep(), seed=seed, lp=lp)

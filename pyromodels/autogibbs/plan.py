@@ -17,6 +17,16 @@ program order:
 * anything else is ``"unsupported"``, with the reason (a discrete site with
   unbounded support or an event dimension says so).
 
+**Joint NUTS on continuous programs.** In a program with no discrete latent site (and no
+override) that needs a NUTS block, the conjugate sites join that block too (``joint_nuts=None``,
+the default; ``True`` does it in every program with a NUTS block, ``False`` never). A conjugate
+draw given the NUTS sites mixes slowly when the two are correlated a posteriori, as the
+school effects and their scale are in a hierarchical model (the funnel): Gibbs between them
+moves along the ridge in small steps, where NUTS moves them together. The plan line of such a
+site keeps its conjugate reason and says that NUTS moves it. In a program with discrete sites
+the conjugate updates stay (NUTS over a mixture's means would move them given fixed
+assignments, which their exact draw does better).
+
 A second trace (seed ``seed + 1``) must have the same latent sites with the same shapes: Gibbs
 updates a fixed set of sites, so a program whose plate sizes are random is refused.
 
@@ -195,11 +205,28 @@ def _conjugate(model, args, kwargs, state, name, site, verify, gen) -> SitePlan:
 _UNSUPPORTED = " (no automatic update)"
 
 
-def _gather_nuts(model, args, kwargs, state, sites, out, verify, gen, nuts_steps) -> list:
-    """The unsupported continuous sites that NUTS can update, gathered into one block."""
+def _joins_nuts(out, sites, joint_nuts) -> set:
+    """The conjugate sites that join the NUTS block (see the module docs)."""
+    needs_nuts = any(s.update == "unsupported" and not _is_discrete(sites[s.site]["fn"])
+                     and nuts_refusal(sites[s.site]["fn"]) is None for s in out)
+    if joint_nuts is False or not needs_nuts:
+        return set()
+    if joint_nuts is None and any(s.update in ("discrete", "ffbs", "override") or
+                                  _is_discrete(sites[s.site]["fn"]) for s in out):
+        return set()
+    return {s.site for s in out if s.update == "conjugate" and nuts_refusal(sites[s.site]["fn"]) is None}
+
+
+def _gather_nuts(model, args, kwargs, state, sites, out, verify, gen, nuts_steps, joint_nuts=None) -> list:
+    """The unsupported continuous sites that NUTS can update (and the conjugate ones that join
+    them, see :func:`_joins_nuts`), gathered into one block."""
     names, refused = [], {}
+    joining = _joins_nuts(out, sites, joint_nuts)
     for s in out:
         fn = sites[s.site]["fn"]
+        if s.site in joining:
+            names.append(s.site)
+            continue
         if s.update != "unsupported" or _is_discrete(fn):
             continue
         refusal = nuts_refusal(fn)
@@ -214,17 +241,25 @@ def _gather_nuts(model, args, kwargs, state, sites, out, verify, gen, nuts_steps
                       f"joint; leaving them unsupported", RuntimeWarning, stacklevel=3)
         refused.update({n: f"NUTS potential energy differs from the log joint{_UNSUPPORTED}" for n in names})
         names = []
+        joining = set()
     block = GibbsBlock(f"nuts:{','.join(names)}", tuple(names), update, wants_sweep_info=True,
                        get_state=getattr(update, "get_state", None),
                        set_state=getattr(update, "set_state", None))
     on = f"NUTS on sites {', '.join(names)} (unconstrained)"
+    others = [n for n in names if n not in joining]
+    jointly = (f"; the conjugate sites {', '.join(n for n in names if n in joining)} move jointly "
+               f"with {', '.join(others)} (a program without discrete sites: their exact draws given "
+               f"the rest would mix slowly along a posterior ridge)" if joining else "")
+
+    def why(s):
+        own = f"{s.site!r} is conjugate given the rest" if s.site in joining else s.reason
+        return f"{own.removesuffix(_UNSUPPORTED)}; {on}{jointly}"
     return [SitePlan(s.site, "unsupported", refused[s.site]) if s.site in refused
-            else SitePlan(s.site, "nuts", f"{s.reason.removesuffix(_UNSUPPORTED)}; {on}", block)
-            if s.site in names else s for s in out]
+            else SitePlan(s.site, "nuts", why(s), block) if s.site in names else s for s in out]
 
 
 def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed: int = 0,
-         nuts_steps: int = 1, **kwargs) -> Plan:
+         nuts_steps: int = 1, joint_nuts: bool | None = None, **kwargs) -> Plan:
     """Choose an automatic Gibbs update for every latent site of a Pyro program.
 
     Args:
@@ -237,6 +272,9 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
             (see the module docs).
         seed: the seed of the trace and of the checks.
         nuts_steps: NUTS transitions per sweep of the NUTS block.
+        joint_nuts: whether the conjugate sites join the NUTS block: ``None`` (the default) in
+            a program with no discrete latent site, ``True`` wherever there is a NUTS block,
+            ``False`` never (see the module docs).
 
     Returns:
         A :class:`Plan`.
@@ -259,6 +297,8 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
         raise TypeError(f"model must be a Pyro program (a callable), got {type(model).__name__}")
     verify = check_bool(verify, "verify")
     nuts_steps = check_int(nuts_steps, "nuts_steps", minimum=1)
+    if joint_nuts is not None:
+        joint_nuts = check_bool(joint_nuts, "joint_nuts")
     overrides = {} if overrides is None else overrides
     if not isinstance(overrides, dict):
         raise TypeError(f"overrides must be a dict {{site: GibbsBlock}}, got {type(overrides).__name__}")
@@ -297,7 +337,8 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
         else:
             out.append(SitePlan(name, "unsupported", f"{type(fn).__name__} site with no discrete or "
                                 f"conjugate update (no automatic update)"))
-    return Plan(tuple(_gather_nuts(model, args, kwargs, state, sites, out, verify, gen, nuts_steps)))
+    return Plan(tuple(_gather_nuts(model, args, kwargs, state, sites, out, verify, gen, nuts_steps,
+                                   joint_nuts)))
 
 
 def _no_latents_message(trace) -> str:

@@ -22,8 +22,10 @@ import weakref
 import pyro
 import torch
 from pyro import poutine
-from pyro.distributions.util import scale_and_mask
+from pyro.distributions.util import is_validation_enabled, scale_and_mask
 from pyro.poutine.util import site_is_subsample
+
+from .compiled import compiled_call, signature
 
 __all__ = ["trace_model", "latent_sites", "log_terms", "log_joint", "reduce_to_site", "element_log_density",
            "element_logits", "element_index", "tolerance", "values_terms", "log_joints",
@@ -51,7 +53,19 @@ def latent_sites(trace) -> dict:
 
 def _scores(model, args: tuple, kwargs: dict, state: dict, skip=frozenset(), grad: bool = False) -> dict:
     """``{site: log_prob}`` as :func:`log_terms`, leaner: the sites in ``skip`` are not scored
-    and nothing else (sums, validation) is computed. With ``grad``, autograd records the run."""
+    and nothing else (sums, validation) is computed. With ``grad``, autograd records the run.
+    Repeated runs at the same shapes and data replay a verified trace (:mod:`.compiled`)."""
+    names = tuple(state)
+    values = tuple(state[n] for n in names)
+    key = ("scores", names, tuple((tuple(v.shape), v.dtype, v.requires_grad) for v in values),
+           frozenset(skip), grad, is_validation_enabled(), signature(tuple(args)), signature(kwargs))
+
+    def run(*vals):
+        return _plain_scores(model, args, kwargs, dict(zip(names, vals)), skip, grad)
+    return compiled_call(model, key, run, values, keep=(args, kwargs))
+
+
+def _plain_scores(model, args, kwargs, state, skip, grad) -> dict:
     fn = poutine.condition(model, data=state)
     recording = torch.enable_grad() if grad else torch.no_grad()
     with pyro.get_param_store().scope(), poutine.block(), recording:
@@ -196,6 +210,12 @@ def _per_value_terms(model, args, kwargs, state, site, values: list):
     return {name: _strip(torch.stack([p[name]["log_prob"] for p in per])) for name in per[0]}, traces[0]
 
 
+def _per_value_scores(model, args, kwargs, state, site, values: list, skip=frozenset()) -> dict:
+    """The terms of :func:`_per_value_terms` (less the sites in ``skip``), one run per value."""
+    per = [_scores(model, args, kwargs, {**state, site: v}, skip) for v in values]
+    return {name: _strip(torch.stack([p[name] for p in per])) for name in per[0]}
+
+
 def _batched_terms(model, args, kwargs, state, site, values: list, choice: _Choice,
                    skip=frozenset(), constant: set | None = None, grad: bool = False) -> dict:
     """The terms of :func:`_per_value_terms` from one trace, the values stacked left of the
@@ -293,7 +313,7 @@ def values_terms(model, args: tuple, kwargs: dict, state: dict, site: str, value
         except Exception as err:  # noqa: BLE001 - a state the choosing evaluation did not meet
             choice.batched = False
             choice.reason = f"one trace per value (a later batched trace failed: {_first_line(err)})"
-    return _per_value_terms(model, args, kwargs, state, site, values)[0]
+    return _per_value_scores(model, args, kwargs, state, site, values)
 
 
 def log_joints(model, args: tuple, kwargs: dict, state: dict, site: str, values: list) -> torch.Tensor:

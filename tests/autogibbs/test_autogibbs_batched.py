@@ -9,6 +9,7 @@ import torch
 
 from pyromodels.autogibbs import plan, posterior_params
 from pyromodels.autogibbs import trace as trace_module
+from pyromodels.autogibbs.compiled import plain_runs
 from pyromodels.autogibbs.discrete import brute_force_logits
 from pyromodels.autogibbs.trace import (
     batching_reason,
@@ -33,6 +34,14 @@ from .models import (
 )
 
 EXACT = dict(rtol=1e-12, atol=1e-12)
+
+
+@pytest.fixture(autouse=True)
+def _program_runs():
+    """These tests count the program's runs: no recorded trace stands in for one (the traces
+    are tested in test_autogibbs_compiled.py)."""
+    with plain_runs():
+        yield
 
 
 def fresh(model):

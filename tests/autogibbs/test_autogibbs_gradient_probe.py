@@ -10,6 +10,7 @@ import torch
 from pyro.poutine.messenger import Messenger
 
 from pyromodels.autogibbs import exponential, plan, posterior_params
+from pyromodels.autogibbs.compiled import plain_runs
 from pyromodels.autogibbs.trace import batching_reason, trace_model
 from pyromodels.core.bound import ModelArgs
 from pyromodels.core.seeding import make_generator
@@ -185,9 +186,10 @@ def _update_evaluations(model, args, state, site):
     counted = Counted(model)
     fn = _prior(model, args, site)
     update = exponential.ConjugateUpdate(counted, site, fn, verify=False)
-    update(state, ModelArgs(args, {}), make_generator(0))
-    counted.evaluations.clear()
-    update(state, ModelArgs(args, {}), make_generator(1))
+    with plain_runs():  # the program's own runs, not a recorded trace's
+        update(state, ModelArgs(args, {}), make_generator(0))
+        counted.evaluations.clear()
+        update(state, ModelArgs(args, {}), make_generator(1))
     return len(counted.evaluations), sum(counted.evaluations)
 
 

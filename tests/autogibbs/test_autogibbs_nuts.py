@@ -83,13 +83,46 @@ def eight_schools_exact():
     return float((w * mu_given_tau).sum()), float((w * tau).sum())
 
 
-def test_eight_schools_plan_gives_tau_to_nuts_and_keeps_the_normals_conjugate():
+def test_eight_schools_plan_moves_every_site_by_nuts_by_default():
+    """A program without discrete sites: the conjugate normals join tau's NUTS block."""
     p = plan(eight_schools, Y8, S8)
+    assert [(s.site, s.update) for s in p.sites] == [
+        ("mu", "nuts"), ("tau", "nuts"), ("theta_tilde", "nuts")]
+    assert p["mu"].block is p["tau"].block is p["theta_tilde"].block
+    assert p["mu"].reason.startswith("'mu' is conjugate given the rest; NUTS on sites mu, tau, theta_tilde")
+    assert "the conjugate sites mu, theta_tilde move jointly with tau" in p["tau"].reason
+    assert [b.name for b in p.sweep().blocks] == ["nuts:mu,tau,theta_tilde"]
+
+
+def test_eight_schools_plan_without_joint_nuts_gives_tau_to_nuts_and_keeps_the_normals_conjugate():
+    p = plan(eight_schools, Y8, S8, joint_nuts=False)
     assert [(s.site, s.update) for s in p.sites] == [
         ("mu", "conjugate"), ("tau", "nuts"), ("theta_tilde", "conjugate")]
     assert p["tau"].reason == ("HalfCauchy site with no discrete or conjugate update; "
                                "NUTS on sites tau (unconstrained)")
     assert [b.name for b in p.sweep().blocks] == ["conjugate:mu", "nuts:tau", "conjugate:theta_tilde"]
+
+
+def test_conjugate_sites_join_nuts_only_without_discrete_sites_unless_asked():
+    """With a discrete site the conjugate updates stay (``joint_nuts=None``); ``True`` moves
+    them into the NUTS block anyway; a fully conjugate program has no NUTS block to join."""
+    def mixed(x):
+        p = pyro.sample("p", dist.Beta(f64(2.0), f64(2.0)))
+        s = pyro.sample("s", dist.HalfCauchy(f64(1.0)))
+        m = pyro.sample("m", dist.Normal(f64(0.0), f64(3.0)))
+        with pyro.plate("data", len(x)):
+            z = pyro.sample("z", dist.Bernoulli(p))
+            pyro.sample("x", dist.Normal(m * z, s), obs=x)
+
+    x = f64([0.3, -1.2, 2.0, 2.5])
+    assert [s.update for s in plan(mixed, x).sites] == ["conjugate", "nuts", "conjugate", "discrete"]
+    forced = plan(mixed, x, joint_nuts=True)
+    assert [s.update for s in forced.sites] == ["nuts", "nuts", "nuts", "discrete"]
+    assert forced["p"].block is forced["s"].block is forced["m"].block
+    assert [s.update for s in plan(with_lognormal, C).sites] == ["nuts", "nuts"]
+    assert [s.update for s in plan(with_lognormal, C, joint_nuts=False).sites] == ["conjugate", "nuts"]
+    with pytest.raises(TypeError, match="joint_nuts"):
+        plan(with_lognormal, C, joint_nuts="yes")
 
 
 def test_non_conjugate_sites_share_one_nuts_block():
@@ -118,7 +151,7 @@ def scales_around_a_mean(x):
 
 def test_the_printed_plan_lists_nuts_sites_that_are_not_adjacent():
     x = f64([0.3, -1.2, 2.0])
-    p = plan(scales_around_a_mean, x)
+    p = plan(scales_around_a_mean, x, joint_nuts=False)
     assert [s.update for s in p.sites] == ["nuts", "conjugate", "nuts"]
     assert [line.split()[:2] for line in str(p).splitlines()] == [["tau,sigma", "nuts"],
                                                                   ["m", "conjugate"]]
@@ -126,7 +159,7 @@ def test_the_printed_plan_lists_nuts_sites_that_are_not_adjacent():
 
 def test_potential_is_minus_log_joint_minus_the_jacobian():
     """For s = exp(z) the Jacobian term is log |ds/dz| = z."""
-    update = plan(with_lognormal, C)["s"].block.update
+    update = plan(with_lognormal, C, joint_nuts=False)["s"].block.update
     state = {"lam": f64(2.5), "s": f64(0.7)}
     z = update.potential.bind(state, (C,), {})
     torch.testing.assert_close(z["s"], f64(math.log(0.7)), rtol=1e-12, atol=1e-12)

@@ -14,8 +14,9 @@ from pyromodels.core.checkpoint import _write_sealed, load_checkpoint
 from .models import f64, with_lognormal
 
 C = f64([1.0, 4.0, 2.0])
+# the Gamma site by its conjugate block, the LogNormal one by NUTS (a NUTS block between others)
 OPTS = dict(num_samples=4, warmup=30, num_chains=2, seed=3, progress=False,
-            diagnostic_warnings=False)
+            diagnostic_warnings=False, joint_nuts=False)
 
 
 @pytest.fixture(scope="module")

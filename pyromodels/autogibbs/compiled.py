@@ -1,0 +1,180 @@
+"""Compiled runs of the program: the same log density, without Pyro's per-run bookkeeping.
+
+Every update scores the program many times per sweep at the same shapes (the same values'
+batch, the same data): each run walks Pyro's handler stack and builds its distributions again,
+which costs more than the arithmetic on small and medium programs. :func:`compiled_call` records
+one run as a TorchScript trace (``torch.jit.trace``, the latent values as its inputs, the data
+as constants) and replays that trace afterwards, run without graph optimisations, so each
+operation is the very kernel the program runs, forwards and backwards.
+
+A trace keeps one path through the program: Python branches on values, ``.item()``, random
+draws inside the program or data changed in place would all be frozen in it. So a trace is
+trusted only after it gave exactly the program's own numbers (bit for bit, every output) at
+:data:`VERIFIED_CALLS` calls with new values; until then each call also runs the program,
+and any difference, or a program the tracer cannot follow, sends that key back to the plain
+run for good. The key holds the program, the sites' shapes, the arguments' shapes, identities
+and in-place versions (data changed in place is new data), and what is scored.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+import weakref
+from contextlib import contextmanager
+
+import torch
+
+__all__ = ["compiled_call", "signature", "VERIFIED_CALLS", "compiled_state", "plain_runs"]
+
+#: calls at which a new trace must agree with the plain run, bit for bit, before it is trusted
+VERIFIED_CALLS = 2
+
+#: program -> {key: _Entry}; forgotten with the program
+_TABLE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_LOCAL = threading.local()
+
+
+@contextmanager
+def plain_runs():
+    """Inside this block every evaluation runs the program itself (no trace is recorded or
+    replayed): for counting a program's runs, or to rule the traces out while debugging."""
+    before = getattr(_LOCAL, "plain", False)
+    _LOCAL.plain = True
+    try:
+        yield
+    finally:
+        _LOCAL.plain = before
+
+
+class _Entry:
+    __slots__ = ("seen", "fn", "agreed", "failed", "keep")
+
+    def __init__(self, keep):
+        self.seen = 0           # plain runs so far
+        self.fn = None          # the trace
+        self.agreed = 0         # verified calls so far
+        self.failed = ""        # why the trace is not used
+        self.keep = keep        # the arguments, kept alive so their identities stay theirs
+
+
+def signature(value, depth: int = 3):
+    """The key of the program's arguments: the shapes, dtypes, identities and in-place versions
+    of their tensors (also inside tuples, lists, dicts and the attributes of prepared-data
+    objects, a few levels deep), and the plain values."""
+    if isinstance(value, torch.Tensor):
+        return ("tensor", tuple(value.shape), str(value.dtype), str(value.device), id(value), value._version)
+    if isinstance(value, (int, float, str, bool, type(None))):
+        return value
+    if depth == 0:
+        return (type(value).__name__, id(value))
+    if isinstance(value, (tuple, list)):
+        return tuple(signature(v, depth - 1) for v in value)
+    if isinstance(value, dict):
+        return tuple((str(k), signature(v, depth - 1)) for k, v in value.items())
+    attributes = getattr(value, "__dict__", None)
+    if attributes is not None:
+        return (type(value).__name__,) + tuple((k, signature(v, depth - 1)) for k, v in attributes.items())
+    return (type(value).__name__, id(value))
+
+
+def _values(out) -> tuple:
+    return tuple(out.values()) if isinstance(out, dict) else tuple(out)
+
+
+def _identical(a, b) -> bool:
+    if isinstance(a, dict) and (not isinstance(b, dict) or list(a) != list(b)):
+        return False
+    a, b = _values(a), _values(b)
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x.shape != y.shape or x.dtype != y.dtype or x.requires_grad != y.requires_grad:
+            return False
+        if not torch.equal(x.detach(), y.detach()):
+            nan = torch.isnan(x.detach()) & torch.isnan(y.detach())
+            if not bool(((x.detach() == y.detach()) | nan).all()):
+                return False
+    return True
+
+
+def _grads(outputs, inputs):
+    """The gradients of the outputs' sum with respect to the inputs that require them (for the
+    check of a trace's backward pass), or ``()``."""
+    leaves = [x for x in inputs if x.requires_grad]
+    total = sum(o.sum() for o in _values(outputs) if o.requires_grad)
+    if not leaves or not isinstance(total, torch.Tensor):
+        return ()
+    grads = torch.autograd.grad(total, leaves, retain_graph=True, allow_unused=True)
+    return tuple(torch.zeros_like(x) if g is None else g for g, x in zip(grads, leaves))
+
+
+def _plain(fn, inputs):
+    return fn(*inputs)
+
+
+def compiled_call(owner, key, fn, inputs: tuple, keep=None):
+    """``fn(*inputs)`` (a tuple or a dict of tensors), from a verified trace where one is kept
+    for ``key``.
+
+    Args:
+        owner: the program (the table is kept per program, weakly).
+        key: what else the trace depends on (hashable): shapes, arguments' :func:`signature`, ...
+        fn: a function of tensors returning a tuple or a dict of tensors; the same for the same
+            key.
+        inputs: its tensors, which change from call to call.
+        keep: objects to keep alive with the trace (the arguments whose identities are in
+            ``key``).
+
+    The first call of a key runs ``fn`` (a key met once costs no tracing); the second traces it;
+    then :data:`VERIFIED_CALLS` calls run both and compare (values, and the gradients of the
+    outputs with respect to inputs that require them).
+    """
+    if getattr(_LOCAL, "plain", False):
+        return _plain(fn, inputs)
+    try:
+        table = _TABLE.setdefault(owner, {})
+    except TypeError:  # a program that cannot be weakly referenced: nothing is kept
+        return _plain(fn, inputs)
+    entry = table.get(key)
+    if entry is None:
+        table[key] = _Entry(keep)
+        return _plain(fn, inputs)
+    if entry.failed:
+        return _plain(fn, inputs)
+    if entry.fn is None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                entry.fn = torch.jit.trace(fn, inputs, check_trace=False, strict=False)
+        except Exception as err:  # noqa: BLE001 - any failure of the tracer means "run it plainly"
+            entry.failed = f"not traceable ({type(err).__name__})"
+            return _plain(fn, inputs)
+    if entry.agreed >= VERIFIED_CALLS:
+        with torch.jit.optimized_execution(False):
+            return entry.fn(*inputs)
+    plain = _plain(fn, inputs)
+    try:
+        with torch.jit.optimized_execution(False):
+            traced = entry.fn(*inputs)
+        same = _identical(plain, traced) and _identical(_grads(plain, inputs), _grads(traced, inputs))
+    except Exception as err:  # noqa: BLE001 - a trace that fails where the program runs
+        same, entry.failed = False, f"the trace failed ({type(err).__name__})"
+    if same:
+        entry.agreed += 1
+    elif not entry.failed:
+        entry.failed = "the trace gave other numbers than the program"
+    if entry.failed:
+        entry.fn = None
+    return plain
+
+
+def compiled_state(owner) -> dict:
+    """``{key: "compiled" | "checking" | why not}`` of a program's traces (for tests and the
+    curious)."""
+    try:
+        table = _TABLE.get(owner, {})
+    except TypeError:
+        return {}
+    return {key: e.failed or ("compiled" if e.agreed >= VERIFIED_CALLS else "checking")
+            for key, e in table.items()}

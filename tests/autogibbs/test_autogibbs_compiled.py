@@ -1,0 +1,113 @@
+"""Recorded traces of the program stand in for its runs only where they give its numbers bit
+for bit: a program that branches on values, draws inside, or whose data changed in place is run
+itself; the chains are the same with and without the traces."""
+
+import pyro
+import pyro.distributions as dist
+import torch
+
+from pyromodels.autogibbs import fit_gibbs
+from pyromodels.autogibbs.compiled import VERIFIED_CALLS, compiled_state, plain_runs
+from pyromodels.autogibbs.trace import _scores, log_joints_and_gradients
+
+from .models import eight_schools, f64, mixture
+
+X = f64([-2.1, -1.7, 0.2, 2.4, 2.9])
+STATE = {"w": f64([0.4, 0.6]), "locs": f64([-2.0, 2.5]), "z": torch.tensor([0, 0, 1, 1, 1])}
+
+
+class Counted:
+    def __init__(self, model):
+        self.model, self.runs = model, 0
+
+    def __call__(self, *args, **kwargs):
+        self.runs += 1
+        return self.model(*args, **kwargs)
+
+
+def _same(a: dict, b: dict) -> bool:
+    return list(a) == list(b) and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_traceable_program_is_replayed_once_verified_and_gives_its_numbers():
+    model = Counted(mixture)
+    states = [{**STATE, "locs": f64([-2.0 + 0.1 * i, 2.5 - 0.2 * i])} for i in range(6)]
+    with plain_runs():
+        want = [_scores(model, (X,), {}, s) for s in states]
+    model.runs = 0
+    got = [_scores(model, (X,), {}, s) for s in states]
+    assert all(_same(g, w) for g, w in zip(got, want))
+    # the first call runs the program, the second records the trace (a run), and the
+    # VERIFIED_CALLS calls from the second on also run it beside the trace; then only the trace
+    assert model.runs == 2 + VERIFIED_CALLS
+    assert list(compiled_state(model).values()) == ["compiled"]
+
+
+def test_a_program_that_branches_on_a_value_keeps_running_itself():
+    def branching(x):
+        m = pyro.sample("m", dist.Normal(f64(0.0), f64(1.0)))
+        scale = f64(1.0) if float(m) > 0 else f64(2.0)   # frozen in a trace
+        with pyro.plate("data", len(x)):
+            pyro.sample("x", dist.Normal(m, scale), obs=x)
+
+    model = Counted(branching)
+    states = [{"m": f64(v)} for v in (0.5, 0.7, -0.3, 0.9, -1.0)]
+    with plain_runs():
+        want = [_scores(model, (X,), {}, s) for s in states]
+    got = [_scores(model, (X,), {}, s) for s in states]
+    assert all(_same(g, w) for g, w in zip(got, want))
+    assert list(compiled_state(model).values()) == ["the trace gave other numbers than the program"]
+
+
+def test_a_program_that_draws_inside_keeps_running_itself():
+    def noisy(x):
+        m = pyro.sample("m", dist.Normal(f64(0.0), f64(1.0)))
+        pyro.factor("noise", torch.randn((), dtype=torch.float64))   # a draw: not a function of m
+        with pyro.plate("data", len(x)):
+            pyro.sample("x", dist.Normal(m, f64(1.0)), obs=x)
+
+    for v in (0.1, 0.2, 0.3, 0.4):
+        _scores(noisy, (X,), {}, {"m": f64(v)})
+    assert list(compiled_state(noisy).values()) == ["the trace gave other numbers than the program"]
+
+
+def test_data_changed_in_place_is_new_data():
+    def model(x):
+        m = pyro.sample("m", dist.Normal(f64(0.0), f64(1.0)))
+        with pyro.plate("data", len(x)):
+            pyro.sample("x", dist.Normal(m, f64(1.0)), obs=x)
+
+    x = X.clone()
+    for v in (0.1, 0.2, 0.3, 0.4):
+        _scores(model, (x,), {}, {"m": f64(v)})
+    x.mul_(2.0)   # the trace holds the old values as constants; its key has the old version
+    got = _scores(model, (x,), {}, {"m": f64(0.5)})
+    with plain_runs():
+        want = _scores(model, (x,), {}, {"m": f64(0.5)})
+    assert _same(got, want)
+
+
+def test_gradients_through_a_trace_equal_the_programs():
+    values = [f64([-1.0, 2.0]), f64([0.5, 0.5]), f64([1.5, -0.5])]
+    with plain_runs():
+        want = log_joints_and_gradients(mixture, (X,), {}, STATE, "locs", values)
+    for _ in range(VERIFIED_CALLS + 2):
+        got = log_joints_and_gradients(mixture, (X,), {}, STATE, "locs", values)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+
+
+def _fit(model, *args):
+    return fit_gibbs(model, *args, num_samples=15, warmup=10, num_chains=1, seed=4, progress=False,
+                     diagnostic_warnings=False)
+
+
+def test_chains_are_the_same_with_and_without_traces():
+    """A discrete, a conjugate and a joint NUTS block, run on traces after their first calls."""
+    y, sigma = f64([28.0, 8.0, -3.0, 7.0]), f64([15.0, 10.0, 16.0, 11.0])
+    for model, args in ((mixture, (X,)), (eight_schools, (y, sigma))):
+        traced = _fit(model, *args)
+        assert "compiled" in compiled_state(model).values()
+        with plain_runs():
+            plain = _fit(model, *args)
+        for site, draws in plain.samples.items():
+            assert torch.equal(traced.samples[site], draws), site
