@@ -19,6 +19,9 @@ Dirichlet               log x_1..log x_D      Dirichlet(c + 1)
 MultivariateNormal      x, x_i x_j (i <= j)   precision P = -(C + C^T) (C: the upper
                                               triangle of the x_i x_j coefficients),
                                               mean P^-1 c_x
+Wishart (precision)     log |L|, L_ij         Wishart(2 c_0 + d + 1, S^-1), S = -(C + C^T)
+                        (i <= j)              (C: the upper triangle of the L_ij
+                                              coefficients)
 ======================  ====================  ===========================================
 
 The children that make each prior conjugate, all read off the same way (a parameter gathered
@@ -36,6 +39,9 @@ Normal                  Normal of known scale (the mean, also through ``a + b * 
                         the mean of other Normal sites)
 Dirichlet               Categorical, Multinomial (the probabilities)
 MultivariateNormal      MultivariateNormal of known covariance (the mean)
+Wishart                 MultivariateNormal of known mean (the precision matrix, also scaled:
+                        ``precision_matrix = k * L``, and through ``scale_tril`` of its
+                        inverse); gathered by a discrete index (a mixture's ``L[z]``)
 ======================  ======================================================================
 
 **Elements that do not separate by plate.** When each element's terms sit in the site's own
@@ -78,13 +84,10 @@ the log joint). Before that, the coefficients of all elements are read at once f
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
-import pyro.distributions as dist
 import torch
 
-from ..conjugate import sample_beta, sample_dirichlet, sample_gamma, sample_normal
 from ..core.seeding import make_generator
+from .families import FAMILIES, Family, directions, family_of, unwrap
 from .trace import (
     element_index,
     element_log_density,
@@ -100,145 +103,6 @@ __all__ = ["FAMILIES", "Family", "family_of", "unwrap", "posterior_params", "Con
 
 class NotConjugate(ValueError):
     """The site's log conditional is not linear in its prior's sufficient statistics."""
-
-
-@dataclass(frozen=True)
-class Family:
-    """An exponential family as read off a log density.
-
-    Attributes:
-        name: the prior's distribution name.
-        features: ``T(x)``: ``(..., *event) -> (..., p)``.
-        points: ``(event) -> (p + 2, *event)`` values of the site in its support: ``p + 1`` for
-            the solve and the last for the linearity check.
-        params: ``c (..., p) -> {name: tensor}`` the posterior's parameters.
-        valid: ``params -> bool tensor`` whether they define a proper distribution.
-        make: ``params -> torch distribution`` of the posterior (for the check).
-        sample: ``(params, generator) -> draw``.
-        simplex: the site lives on the simplex, where only derivatives along it are meaningful.
-    """
-
-    name: str
-    features: object
-    points: object
-    params: object
-    valid: object
-    make: object
-    sample: object
-    simplex: bool = False
-
-
-def _scalar_points(*xs):
-    return lambda event, ref: torch.tensor(xs, dtype=torch.float64, device=ref.device)
-
-
-def _dirichlet_points(event, ref):
-    d = event[-1]
-    eye = torch.eye(d, dtype=torch.float64, device=ref.device)
-    uniform = torch.full((1, d), 1.0 / d, dtype=torch.float64, device=ref.device)
-    check = torch.arange(1, d + 1, dtype=torch.float64, device=ref.device)
-    return torch.cat([uniform, 0.5 * uniform + 0.5 * eye, (check / check.sum())[None]])
-
-
-def _mvn_points(event, ref):
-    """``0``, ``+-e_i`` and ``e_i + e_j`` (``i < j``) identify the constant, the linear and the
-    quadratic coefficients; the last row, a generic point, is the check."""
-    d = event[-1]
-    eye = torch.eye(d, dtype=torch.float64, device=ref.device)
-    i, j = torch.triu_indices(d, d, offset=1, device=ref.device)
-    check = torch.linspace(-0.6, 0.9, d, dtype=torch.float64, device=ref.device)
-    return torch.cat([torch.zeros(1, d, dtype=torch.float64, device=ref.device), eye, -eye,
-                      eye[i] + eye[j], check[None]])
-
-
-def _mvn_features(x):
-    i, j = torch.triu_indices(x.shape[-1], x.shape[-1], device=x.device)
-    return torch.cat([x, x[..., i] * x[..., j]], -1)
-
-
-def _mvn_params(c):
-    """``c = (c_x, c_xx)``: log density ``c_x . x + sum_{i <= j} c_ij x_i x_j`` gives the
-    precision ``P_ii = -2 c_ii``, ``P_ij = -c_ij`` and the mean ``P^-1 c_x``; a precision that is
-    not positive definite gives a NaN mean (refused by ``valid``)."""
-    d = int(round((-3 + (9 + 8 * c.shape[-1]) ** 0.5) / 2))
-    i, j = torch.triu_indices(d, d, device=c.device)
-    upper = c.new_zeros(c.shape[:-1] + (d, d))
-    upper[..., i, j] = c[..., d:]
-    precision = -(upper + upper.transpose(-1, -2))
-    tril, info = torch.linalg.cholesky_ex(precision)
-    bad = info != 0
-    eye = torch.eye(d, dtype=c.dtype, device=c.device)
-    tril = torch.where(bad[..., None, None], eye, tril)
-    loc = torch.cholesky_solve(c[..., :d, None], tril)[..., 0]
-    loc = torch.where(bad[..., None], torch.full_like(loc, float("nan")), loc)
-    return {"loc": loc, "precision_matrix": precision}
-
-
-def _sample_mvn(p, g):
-    """``loc + L^-T z`` with ``P = L L^T``: covariance ``P^-1``."""
-    tril = torch.linalg.cholesky(p["precision_matrix"])
-    z = sample_normal(torch.zeros_like(p["loc"]), 1.0, g)
-    return p["loc"] + torch.linalg.solve_triangular(tril.transpose(-1, -2), z[..., None], upper=True)[..., 0]
-
-
-FAMILIES = {
-    dist.Beta: Family(
-        "Beta", lambda x: torch.stack([x.log(), torch.log1p(-x)], -1), _scalar_points(0.2, 0.5, 0.7, 0.35),
-        lambda c: {"concentration1": c[..., 0] + 1, "concentration0": c[..., 1] + 1},
-        lambda p: (p["concentration1"] > 0) & (p["concentration0"] > 0),
-        lambda p: dist.Beta(p["concentration1"], p["concentration0"]),
-        lambda p, g: sample_beta(p["concentration1"], p["concentration0"], g)),
-    dist.Gamma: Family(
-        "Gamma", lambda x: torch.stack([x.log(), x], -1), _scalar_points(0.5, 1.0, 2.0, 3.0),
-        lambda c: {"concentration": c[..., 0] + 1, "rate": -c[..., 1]},
-        lambda p: (p["concentration"] > 0) & (p["rate"] > 0),
-        lambda p: dist.Gamma(p["concentration"], p["rate"]),
-        lambda p, g: sample_gamma(p["concentration"], g) / p["rate"]),
-    dist.InverseGamma: Family(
-        "InverseGamma", lambda x: torch.stack([x.log(), x.reciprocal()], -1),
-        _scalar_points(0.5, 1.0, 2.0, 3.0),
-        lambda c: {"concentration": -c[..., 0] - 1, "rate": -c[..., 1]},
-        lambda p: (p["concentration"] > 0) & (p["rate"] > 0),
-        lambda p: dist.InverseGamma(p["concentration"], p["rate"]),
-        lambda p, g: p["rate"] / sample_gamma(p["concentration"], g)),
-    dist.Normal: Family(
-        "Normal", lambda x: torch.stack([x, x * x], -1), _scalar_points(-1.0, 0.0, 1.0, 2.0),
-        lambda c: {"loc": -c[..., 0] / (2 * c[..., 1]), "scale": (-2 * c[..., 1]).clamp_min(0).rsqrt()},
-        lambda p: torch.isfinite(p["scale"]) & (p["scale"] > 0),
-        lambda p: dist.Normal(p["loc"], p["scale"]),
-        lambda p, g: sample_normal(p["loc"], p["scale"], g)),
-    dist.Dirichlet: Family(
-        "Dirichlet", lambda x: x.log(), _dirichlet_points,
-        lambda c: {"concentration": c + 1},
-        lambda p: (p["concentration"] > 0).all(-1),
-        lambda p: dist.Dirichlet(p["concentration"]),
-        lambda p, g: sample_dirichlet(p["concentration"], g), simplex=True),
-    dist.MultivariateNormal: Family(
-        "MultivariateNormal", _mvn_features, _mvn_points, _mvn_params,
-        lambda p: torch.isfinite(p["loc"]).all(-1),
-        lambda p: dist.MultivariateNormal(p["loc"], precision_matrix=p["precision_matrix"]),
-        _sample_mvn),
-}
-# an Exponential prior is a Gamma of shape 1: the same statistics, a Gamma posterior
-FAMILIES[dist.Exponential] = replace(FAMILIES[dist.Gamma], name="Exponential")
-
-
-def unwrap(fn):
-    """A site's distribution with its ``to_event`` dimensions made batch dimensions again: the
-    elements a conjugate update reads one by one (its base distribution)."""
-    while isinstance(fn, torch.distributions.Independent):
-        fn = fn.base_dist
-    return fn
-
-
-def family_of(fn) -> Family | None:
-    """The :class:`Family` of a site's distribution (seen through ``to_event``), or ``None`` for
-    one this increment does not read (only these exact classes; a Normal must be univariate)."""
-    fn = unwrap(fn)
-    family = FAMILIES.get(type(fn))
-    if type(fn) is dist.Normal and fn.event_shape != ():
-        return None
-    return family
 
 
 def _element_values(model, args, kwargs, state, site, points, batch_shape, event_shape):
@@ -279,16 +143,6 @@ def _solve(family, points, y, site, dtype):
     return coef[:-1].T
 
 
-def _directions(family, event_shape, ref):
-    """``(dE, q)``: the directions along which the site's derivatives are read: every
-    coordinate, or on the simplex the tangent ones ``e_j - e_D``."""
-    size = max(1, torch.Size(event_shape).numel())
-    eye = torch.eye(size, dtype=torch.float64, device=ref.device)
-    if not family.simplex:
-        return eye
-    return eye[:, :-1] - eye[:, -1:]
-
-
 #: (family name, event shape, device) -> (A, k) of :func:`_gradient_design`
 _DESIGNS: dict = {}
 
@@ -305,11 +159,11 @@ def _gradient_design(family, points, event_shape, ref):
 
 
 def _new_design(family, points, event_shape, ref):
-    directions = _directions(family, event_shape, ref)
+    along = directions(family, event_shape, ref)
     rows = []
     for k, point in enumerate(points[:-1], start=1):
         jac = torch.autograd.functional.jacobian(family.features, point.to(torch.float64))
-        rows.append((jac.reshape(jac.shape[0], -1) @ directions).T)   # (q, p)
+        rows.append((jac.reshape(jac.shape[0], -1) @ along).T)   # (q, p)
         design = torch.cat(rows)
         if int(torch.linalg.matrix_rank(design)) == design.shape[1]:
             return design, k
@@ -347,7 +201,7 @@ def _gradient_coefficients(model, args, kwargs, state, site, family, points, bat
     if not bool(torch.isfinite(grads).all()):
         return None, "autograd gave a non-finite gradient"
     count = max(1, batch_shape.numel())
-    along = grads.reshape(k, count, -1) @ _directions(family, event_shape, value)   # (k, E, q)
+    along = grads.reshape(k, count, -1) @ directions(family, event_shape, value)   # (k, E, q)
     rhs = along.permute(0, 2, 1).reshape(-1, count)                             # (k q, E)
     # least squares by the normal equations, their products written out: LAPACK's least
     # squares is not reproducible to the last bit from run to run, and a chain must be

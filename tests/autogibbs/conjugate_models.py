@@ -83,6 +83,38 @@ def independent_precisions(y):
         pyro.sample("y", dist.Normal(f64(0.3), tau.rsqrt()).to_event(1), obs=y)
 
 
+def wishart_precision(y):
+    """A precision matrix with a Wishart prior, the MultivariateNormal's mean known."""
+    lam = pyro.sample("lam", dist.Wishart(f64(4.0), covariance_matrix=PRIOR_COV))
+    with pyro.plate("obs", len(y)):
+        pyro.sample("y", dist.MultivariateNormal(PRIOR_LOC, precision_matrix=lam), obs=y)
+
+
+def wishart_scaled_tril(y):
+    """The likelihood reads ``2 * lam`` through the Cholesky factor of its inverse (as a
+    mixture's component covariances are often written)."""
+    lam = pyro.sample("lam", dist.Wishart(f64(3.5), scale_tril=torch.linalg.cholesky(PRIOR_COV)))
+    tril = torch.linalg.cholesky(torch.linalg.inv(2.0 * lam))
+    with pyro.plate("obs", len(y)):
+        pyro.sample("y", dist.MultivariateNormal(PRIOR_LOC, scale_tril=tril), obs=y)
+
+
+def wishart_as_covariance(y):
+    """A Wishart matrix used as the covariance: its log conditional is linear in ``lam^-1``,
+    not in ``lam``; not conjugate."""
+    lam = pyro.sample("lam", dist.Wishart(f64(4.0), covariance_matrix=PRIOR_COV))
+    with pyro.plate("obs", len(y)):
+        pyro.sample("y", dist.MultivariateNormal(PRIOR_LOC, covariance_matrix=lam), obs=y)
+
+
+def gathered_wishart(y, group, num_groups=2):
+    """One precision matrix per group, each datum's picked by its group."""
+    with pyro.plate("groups", num_groups):
+        lam = pyro.sample("lam", dist.Wishart(f64(4.0), covariance_matrix=PRIOR_COV))
+    with pyro.plate("obs", len(y)):
+        pyro.sample("y", dist.MultivariateNormal(PRIOR_LOC, precision_matrix=lam[group]), obs=y)
+
+
 def correlated_means(y):
     """Normal means declared with ``to_event`` under a correlated likelihood: each coordinate is
     conjugate given the others, but drawing all from those conditionals at once is wrong."""

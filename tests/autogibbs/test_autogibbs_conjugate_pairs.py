@@ -3,14 +3,17 @@ program equals the hand-derived one; and the clear errors for what the plan cann
 
 import re
 
+import pyro.distributions as dist
 import pytest
 import torch
 
 from pyromodels.autogibbs import fit_gibbs, plan, posterior_params
 from pyromodels.autogibbs.exponential import FAMILIES
+from pyromodels.autogibbs.families import family_of
 from pyromodels.autogibbs.trace import trace_model
 from pyromodels.core import GibbsBlock
 from pyromodels.core.seeding import make_generator
+from pyromodels.mixture.wishart import BartlettWishart
 from pyromodels.testing import assert_mc_mean
 
 from . import conjugate_models as cm
@@ -51,6 +54,16 @@ def mvn(precision, weighted):
 
 def inv(m):
     return torch.linalg.inv(m)
+
+
+def wishart(df, inverse_scale):
+    """Wishart posterior from its degrees of freedom and the inverse of its scale matrix."""
+    return {"df": df, "scale_tril": torch.linalg.cholesky(inv(inverse_scale))}
+
+
+def scatter(y, loc):
+    r = y - loc
+    return r.T @ r
 
 
 Y = f64([0.4, 1.3, 2.2, -0.5])
@@ -102,6 +115,14 @@ PAIRS = [
             normal(1 / 9 + (B * B).sum() / 0.49, 1 / 9 + (B * (Y - A)).sum() / 0.49)),
     _single(cm.regression, "beta", f64([0.0, 0.0]), (Y, X),
             mvn(inv(cm.PRIOR_COV) + X.T @ X / 0.49, inv(cm.PRIOR_COV) @ cm.PRIOR_LOC + X.T @ Y / 0.49)),
+    _single(cm.wishart_precision, "lam", torch.eye(2, dtype=torch.float64), (Y2,),
+            wishart(4.0 + 3, inv(cm.PRIOR_COV) + scatter(Y2, cm.PRIOR_LOC))),
+    _single(cm.wishart_scaled_tril, "lam", torch.eye(2, dtype=torch.float64), (Y2,),
+            wishart(3.5 + 3, inv(cm.PRIOR_COV) + 2.0 * scatter(Y2, cm.PRIOR_LOC))),
+    _single(cm.gathered_wishart, "lam", torch.eye(2, dtype=torch.float64).expand(2, 2, 2).clone(),
+            (Y2, torch.tensor([0, 1, 1])),
+            wishart(4.0 + f64([1, 2]), inv(cm.PRIOR_COV) + torch.stack(
+                [scatter(Y2[:1], cm.PRIOR_LOC), scatter(Y2[1:], cm.PRIOR_LOC)]))),
 ]
 
 
@@ -115,6 +136,7 @@ def test_pair_is_planned_conjugate_with_the_exact_posterior(model, args, state, 
 @pytest.mark.parametrize("model, args, site, family", [
     (cm.variance_as_scale, (Y,), "v", "InverseGamma"),
     (cm.logistic_regression, (f64([1.0, 0.0, 0.0, 1.0]), X), "beta", "MultivariateNormal"),
+    (cm.wishart_as_covariance, (Y2,), "lam", "Wishart"),
 ])
 def test_new_families_refuse_a_non_conjugate_site(model, args, site, family):
     chosen = plan(model, *args)
@@ -203,6 +225,28 @@ def test_new_samplers_draw_from_their_posterior(family, params, mean):
     products = (white[:, :, None] * white[:, None, :]).reshape(n, -1)
     assert_mc_mean(white.numpy(), [0.0, 0.0], n_se=4)
     assert_mc_mean(products.numpy(), torch.eye(2).reshape(-1).tolist(), n_se=4)
+
+
+def test_a_subclass_is_read_only_when_it_keeps_the_density_and_support():
+    """A Wishart with another sampler is a Wishart; a Normal with its own ``log_prob`` (a
+    truncation, say) is not a Normal to the conjugate updates."""
+    class TruncatedAtZero(dist.Normal):
+        def log_prob(self, value):
+            return torch.where(value > 0, super().log_prob(value), -torch.inf)
+
+    wishart_family = family_of(BartlettWishart(f64(4.0), scale_tril=torch.eye(2, dtype=torch.float64)))
+    assert wishart_family is FAMILIES[dist.Wishart]
+    assert family_of(TruncatedAtZero(f64(0.0), f64(1.0))) is None
+    assert family_of(dist.Normal(f64(0.0), f64(1.0))) is FAMILIES[dist.Normal]
+
+
+def test_wishart_sampler_draws_from_its_posterior():
+    """The Wishart family's draws against their exact mean ``df W`` (Monte Carlo error)."""
+    fam = next(f for f in FAMILIES.values() if f.name == "Wishart")
+    n, tril = 4000, torch.linalg.cholesky(cm.PRIOR_COV)
+    draws = fam.sample({"df": f64(5.0).expand(n), "scale_tril": tril.expand(n, 2, 2)}, make_generator(0))
+    assert draws.shape == (n, 2, 2)
+    assert_mc_mean(draws.reshape(n, -1).numpy(), (5.0 * cm.PRIOR_COV).reshape(-1).tolist(), n_se=4)
 
 
 def test_mvn_mixture_runs():

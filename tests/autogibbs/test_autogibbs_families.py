@@ -75,6 +75,24 @@ def test_mixture_means_have_the_normal_wishart_conditional_given_the_precisions(
                                **CLOSE)
 
 
+def test_mixture_precisions_have_the_normal_wishart_conditional_given_the_means(mixture_case):
+    """The hand-written sweep draws (locs, precisions) jointly; the plan draws the precisions
+    given the means, which must be that prior's conditional: Wishart with ``nu + N_k + 1``
+    degrees of freedom and inverse scale ``W^-1 + S_k + kappa (m_k - m0)(m_k - m0)^T``."""
+    model, data, p, state = mixture_case
+    assert p["precisions"].update == "conjugate" and "Wishart prior" in p["precisions"].reason
+    fn = trace_model(model.model, (data,), {}).nodes["precisions"]["fn"]
+    got = posterior_params(model.model, (data,), {}, state, "precisions", fn)
+    prior, z, locs = data.prior, state["z"], state["locs"]
+    w_inv = torch.cholesky_inverse(prior.wishart_scale_tril)
+    for k in range(3):
+        r, dm = data.x[z == k] - locs[k], locs[k] - prior.mean_prior
+        inverse_scale = w_inv + r.T @ r + prior.mean_precision * torch.outer(dm, dm)
+        torch.testing.assert_close(got["df"][k], prior.degrees_of_freedom + (z == k).sum() + 1.0, **CLOSE)
+        scale = got["scale_tril"][k] @ got["scale_tril"][k].T
+        torch.testing.assert_close(scale, torch.linalg.inv(inverse_scale), **CLOSE)
+
+
 def test_ds_plan_matches_the_hand_written_blocks(ds_case):
     _, _, p, _ = ds_case
     assert [(s.site, s.update) for s in p.sites] == [
