@@ -129,7 +129,7 @@ def _one_by_one_values(model, args, kwargs, state, site, points, batch_shape):
 
 def _solve(family, points, y, site, dtype):
     """``(elements, p)`` coefficients from the log densities ``y`` ``(p + 2, ...)`` at the
-    family's points, the last one checking the linearity."""
+    family's points, the last one checking the linearity (``(p + 1, ...)``: no check)."""
     phi = torch.cat([family.features(points), torch.ones(len(points), 1, dtype=torch.float64,
                                                          device=points.device)], -1)
     m = phi.shape[1]
@@ -181,16 +181,20 @@ def _check_point(points, batch_shape, event_shape, ref):
     return mixed.reshape(tuple(batch_shape) + tuple(event_shape))
 
 
-def _gradient_coefficients(model, args, kwargs, state, site, family, points, batch_shape, event_shape):
+def _gradient_coefficients(model, args, kwargs, state, site, family, points, batch_shape, event_shape,
+                           checked: bool = True):
     """``((elements, p) coefficients, "")`` of every element at once from the log joint's
-    gradients, or ``(None, why not)``; see the module docs."""
+    gradients, or ``(None, why not)``; see the module docs. Without ``checked`` the joint check
+    point is neither scored nor compared."""
     value = state[site]
     design, k = _gradient_design(family, points, event_shape, value)
     if design is None:
         return None, "the derivatives at the points do not identify the coefficients"
     full = tuple(batch_shape) + tuple(event_shape)
     check = _check_point(points, batch_shape, event_shape, value)
-    values = [p.to(value.dtype).expand(full).clone() for p in points[:k]] + [check.to(value.dtype)]
+    values = [p.to(value.dtype).expand(full).clone() for p in points[:k]]
+    if checked:
+        values.append(check.to(value.dtype))
     try:
         joints, grads = log_joints_and_gradients(model, args, kwargs, state, site, values)
     except Exception as err:  # noqa: BLE001 - any failure of autograd means "not this way"
@@ -207,6 +211,8 @@ def _gradient_coefficients(model, args, kwargs, state, site, family, points, bat
     # squares is not reproducible to the last bit from run to run, and a chain must be
     gram = (design[:, :, None] * design[:, None, :]).sum(0)
     coef = torch.linalg.solve(gram, (design[:, :, None] * rhs[:, None, :]).sum(0)).T   # (E, p)
+    if not checked:
+        return coef, ""
     moved = family.features(check.reshape((count,) + tuple(event_shape)).to(torch.float64)) \
         - family.features(points[:1].to(torch.float64))
     predicted = (coef * moved).sum()
@@ -217,9 +223,12 @@ def _gradient_coefficients(model, args, kwargs, state, site, family, points, bat
     return coef, ""
 
 
-def _coefficients(model, args, kwargs, state, site, family, batch_shape, event_shape):
-    """``(elements, p)`` coefficients: by plate, else from gradients, else element by element."""
+def _coefficients(model, args, kwargs, state, site, family, batch_shape, event_shape, checked=True):
+    """``(elements, p)`` coefficients: by plate, else from gradients, else element by element;
+    without ``checked``, the linearity check's point is left out."""
     points = family.points(event_shape, state[site])
+    if not checked:
+        points = points[:-1]
     dtype = state[site].dtype
     y = _element_values(model, args, kwargs, state, site, list(points), batch_shape, event_shape)
     if y is not None:
@@ -227,8 +236,9 @@ def _coefficients(model, args, kwargs, state, site, family, batch_shape, event_s
     choice = site_choice(model, site, args, kwargs)
     why = choice.gradient_failed if choice is not None else ""
     if not why:
-        coef, why = _gradient_coefficients(model, args, kwargs, state, site, family, points,
-                                           batch_shape, event_shape)
+        coef, why = _gradient_coefficients(model, args, kwargs, state, site, family,
+                                           family.points(event_shape, state[site]), batch_shape,
+                                           event_shape, checked)
         if coef is not None:
             if choice is not None:
                 choice.note = (f"coefficients of all {max(1, batch_shape.numel())} elements from "
@@ -241,13 +251,15 @@ def _coefficients(model, args, kwargs, state, site, family, batch_shape, event_s
     return _solve(family, points, y, site, dtype)
 
 
-def posterior_params(model, args, kwargs, state: dict, site: str, fn) -> dict:
+def posterior_params(model, args, kwargs, state: dict, site: str, fn, checked: bool = True) -> dict:
     """The posterior parameters of ``site`` given the rest of ``state``, read off the model.
 
     Args:
         model: the Pyro program; ``args``, ``kwargs``: its arguments.
         state: a value of every latent site.
         site: the site's name; ``fn``: its prior distribution (from a trace).
+        checked: check the linearity at one more value of the site (a joint point for
+            coefficients read from gradients); the updates skip it after their first sweep.
 
     Raises:
         NotConjugate: the log density is not linear in the sufficient statistics (or the
@@ -257,7 +269,7 @@ def posterior_params(model, args, kwargs, state: dict, site: str, fn) -> dict:
     if family is None:
         raise NotConjugate(f"site {site!r}: {type(fn).__name__} prior is not a supported family")
     batch_shape, event_shape = unwrap(fn).batch_shape, unwrap(fn).event_shape
-    coef = _coefficients(model, args, kwargs, state, site, family, batch_shape, event_shape)
+    coef = _coefficients(model, args, kwargs, state, site, family, batch_shape, event_shape, checked)
     params = family.params(coef.reshape(tuple(batch_shape) + (coef.shape[-1],)))
     if not bool(family.valid(params).all()):
         raise NotConjugate(f"site {site!r}: the {family.name} coefficients read off the model do "
@@ -274,13 +286,16 @@ class ConjugateUpdate:
         site: the site's name.
         fn: its prior distribution (from a trace; gives the family and shapes).
         verify: on the first call, check the update by :meth:`check` and raise a
-            ``RuntimeError`` naming the site when it fails.
+            ``RuntimeError`` naming the site when it fails, and check the linearity of its
+            log conditional (see :func:`posterior_params`); later calls trust both, as the
+            plan did at the traced state.
     """
 
     def __init__(self, model, site: str, fn, verify: bool = True):
         self.model, self.site, self.fn, self.verify = model, site, fn, verify
 
     def __call__(self, state: dict, data, generator: torch.Generator) -> dict:
+        checked = self.verify
         if self.verify:
             own = make_generator(0, state[self.site].device)  # leaves the chain's stream alone
             if not self.check(state, data.args, data.kwargs, own):
@@ -288,7 +303,8 @@ class ConjugateUpdate:
                                    f"score at the first sweep; pass your own block in overrides=")
             self.verify = False
         try:
-            params = posterior_params(self.model, data.args, data.kwargs, state, self.site, self.fn)
+            params = posterior_params(self.model, data.args, data.kwargs, state, self.site, self.fn,
+                                      checked)
         except NotConjugate as err:
             raise RuntimeError(f"automatic conjugate update failed: {err}") from err
         draw = family_of(self.fn).sample(params, generator)

@@ -193,15 +193,32 @@ def _update_evaluations(model, args, state, site):
     return len(counted.evaluations), sum(counted.evaluations)
 
 
-def test_dawid_skene_confusion_update_scores_three_values():
-    """Two gradient points (the Dirichlet's tangent derivatives) and one joint check, in one
-    batched run, instead of 30 rows x 5 points."""
+def test_dawid_skene_confusion_update_scores_two_values():
+    """After the first sweep: two gradient points (the Dirichlet's tangent derivatives) in one
+    batched run, instead of 30 rows x 5 points (the joint check point is scored at planning
+    and at the first sweep only)."""
     model, args, state, site = _ds_case()
-    assert _update_evaluations(model, args, state, site) == (1, 3)
+    assert _update_evaluations(model, args, state, site) == (1, 2)
 
 
-def test_mixture_means_update_runs_the_program_three_times():
-    """``locs[z]`` is not vectorisable (one run per value): two gradient points and one joint
-    check, instead of 3 means x 4 points."""
+def test_mixture_means_update_runs_the_program_twice():
+    """``locs[z]`` is not vectorisable (one run per value): two gradient points after the
+    first sweep, instead of 3 means x 4 points."""
     model, args, state, site = _traced_case(_mixture3, (_mixture_data(),), "locs")
-    assert _update_evaluations(model, args, state, site) == (3, 3)
+    assert _update_evaluations(model, args, state, site) == (2, 2)
+
+
+@pytest.mark.parametrize("model, y, site", [
+    (cm.variance_as_scale, f64([0.4, 1.3, 2.2]), "v"),
+    (cm.wishart_as_covariance, f64([[0.5, -1.0], [1.5, 0.2]]), "lam")])
+def test_the_linearity_check_is_what_refuses_a_site(model, y, site):
+    """Unchecked, the coefficients of a site that is not conjugate are read all the same: the
+    check (at planning and at an update's first sweep) is what refuses it."""
+    fn = _prior(model, (y,), site)
+    state = {site: trace_model(model, (y,), {}).nodes[site]["value"]}
+    with pytest.raises(exponential.NotConjugate):
+        posterior_params(model, (y,), {}, state, site, fn)
+    try:
+        posterior_params(model, (y,), {}, state, site, fn, checked=False)
+    except exponential.NotConjugate as err:  # an improper posterior may still be refused
+        assert "proper posterior" in str(err)
