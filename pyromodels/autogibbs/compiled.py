@@ -13,7 +13,13 @@ trusted only after it gave exactly the program's own numbers (bit for bit, every
 :data:`VERIFIED_CALLS` calls with new values; until then each call also runs the program,
 and any difference, or a program the tracer cannot follow, sends that key back to the plain
 run for good. The key holds the program, the sites' shapes, the arguments' shapes, identities
-and in-place versions (data changed in place is new data), and what is scored.
+and in-place versions (data changed in place is new data; tensors are looked for three levels
+deep in the arguments, inside tuples, lists, dicts and objects' attributes; deeper, only the
+container's identity counts), and what is scored.
+
+A trace holds the data it was recorded on. The traces of a program are kept for its
+:data:`DATA_SLOTS` most recent data (its arguments); a fit on new data lets the oldest go, so a
+program fitted to many data sets in one process does not keep them all alive.
 """
 
 from __future__ import annotations
@@ -21,16 +27,20 @@ from __future__ import annotations
 import threading
 import warnings
 import weakref
+from collections import OrderedDict
 from contextlib import contextmanager
 
 import torch
 
-__all__ = ["compiled_call", "signature", "VERIFIED_CALLS", "compiled_state", "plain_runs"]
+__all__ = ["compiled_call", "signature", "VERIFIED_CALLS", "DATA_SLOTS", "compiled_state", "plain_runs"]
 
 #: calls at which a new trace must agree with the plain run, bit for bit, before it is trusted
 VERIFIED_CALLS = 2
 
-#: program -> {key: _Entry}; forgotten with the program
+#: the data (arguments) per program whose traces are kept, the most recently used
+DATA_SLOTS = 2
+
+#: program -> OrderedDict(data key -> {key: _Entry}); forgotten with the program
 _TABLE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _LOCAL = threading.local()
 
@@ -113,13 +123,14 @@ def _plain(fn, inputs):
     return fn(*inputs)
 
 
-def compiled_call(owner, key, fn, inputs: tuple, keep=None):
+def compiled_call(owner, data, key, fn, inputs: tuple, keep=None):
     """``fn(*inputs)`` (a tuple or a dict of tensors), from a verified trace where one is kept
     for ``key``.
 
     Args:
         owner: the program (the table is kept per program, weakly).
-        key: what else the trace depends on (hashable): shapes, arguments' :func:`signature`, ...
+        data: the key of its data (hashable; the arguments' :func:`signature`).
+        key: what else the trace depends on (hashable): shapes, what is scored, ...
         fn: a function of tensors returning a tuple or a dict of tensors; the same for the same
             key.
         inputs: its tensors, which change from call to call.
@@ -133,9 +144,15 @@ def compiled_call(owner, key, fn, inputs: tuple, keep=None):
     if getattr(_LOCAL, "plain", False):
         return _plain(fn, inputs)
     try:
-        table = _TABLE.setdefault(owner, {})
+        slots = _TABLE.setdefault(owner, OrderedDict())
     except TypeError:  # a program that cannot be weakly referenced: nothing is kept
         return _plain(fn, inputs)
+    table = slots.get(data)
+    if table is None:
+        table = slots[data] = {}
+        while len(slots) > DATA_SLOTS:
+            slots.popitem(last=False)
+    slots.move_to_end(data)
     entry = table.get(key)
     if entry is None:
         table[key] = _Entry(keep)
@@ -173,8 +190,8 @@ def compiled_state(owner) -> dict:
     """``{key: "compiled" | "checking" | why not}`` of a program's traces (for tests and the
     curious)."""
     try:
-        table = _TABLE.get(owner, {})
+        slots = _TABLE.get(owner, {})
     except TypeError:
         return {}
-    return {key: e.failed or ("compiled" if e.agreed >= VERIFIED_CALLS else "checking")
-            for key, e in table.items()}
+    return {(data, key): e.failed or ("compiled" if e.agreed >= VERIFIED_CALLS else "checking")
+            for data, table in slots.items() for key, e in table.items()}

@@ -118,14 +118,14 @@ class Potential:
         inputs = tuple(z[n] for n in zn) + tuple(self.rest[n] for n in rn)
         key = ("potential", self.sites, zn, rn,
                tuple((tuple(v.shape), v.dtype, v.requires_grad) for v in inputs),
-               torch.is_grad_enabled(), is_validation_enabled(), signature(tuple(self.args)),
-               signature(self.kwargs))
+               torch.is_grad_enabled(), is_validation_enabled())
 
         def plain(*values):
             joint, x, log_det = self._plain_run(dict(zip(zn, values[:len(zn)])),
                                                 dict(zip(rn, values[len(zn):])))
             return (joint, torch.as_tensor(log_det, dtype=joint.dtype)) + tuple(x[n] for n in zn)
-        out = compiled_call(self.model, key, plain, inputs, keep=(self.args, self.kwargs))
+        data = (signature(tuple(self.args)), signature(self.kwargs))
+        out = compiled_call(self.model, data, key, plain, inputs, keep=(self.args, self.kwargs))
         return out[0], dict(zip(zn, out[2:])), out[1]
 
     def _plain_run(self, z: dict, rest: dict):

@@ -58,11 +58,12 @@ def _scores(model, args: tuple, kwargs: dict, state: dict, skip=frozenset(), gra
     names = tuple(state)
     values = tuple(state[n] for n in names)
     key = ("scores", names, tuple((tuple(v.shape), v.dtype, v.requires_grad) for v in values),
-           frozenset(skip), grad, is_validation_enabled(), signature(tuple(args)), signature(kwargs))
+           frozenset(skip), grad, is_validation_enabled())
 
     def run(*vals):
         return _plain_scores(model, args, kwargs, dict(zip(names, vals)), skip, grad)
-    return compiled_call(model, key, run, values, keep=(args, kwargs))
+    return compiled_call(model, (signature(tuple(args)), signature(kwargs)), key, run, values,
+                         keep=(args, kwargs))
 
 
 def _plain_scores(model, args, kwargs, state, skip, grad) -> dict:

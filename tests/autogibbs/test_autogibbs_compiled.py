@@ -7,7 +7,7 @@ import pyro.distributions as dist
 import torch
 
 from pyromodels.autogibbs import fit_gibbs
-from pyromodels.autogibbs.compiled import VERIFIED_CALLS, compiled_state, plain_runs
+from pyromodels.autogibbs.compiled import DATA_SLOTS, VERIFIED_CALLS, compiled_state, plain_runs, signature
 from pyromodels.autogibbs.trace import _scores, log_joints_and_gradients
 
 from .models import eight_schools, f64, mixture
@@ -111,3 +111,19 @@ def test_chains_are_the_same_with_and_without_traces():
             plain = _fit(model, *args)
         for site, draws in plain.samples.items():
             assert torch.equal(traced.samples[site], draws), site
+
+
+def test_traces_are_kept_for_the_most_recent_data_only():
+    """A program fitted to many data sets does not keep them all alive through its traces."""
+    def model(x):
+        m = pyro.sample("m", dist.Normal(f64(0.0), f64(1.0)))
+        with pyro.plate("data", len(x)):
+            pyro.sample("x", dist.Normal(m, f64(1.0)), obs=x)
+
+    sets = [X + i for i in range(DATA_SLOTS + 2)]
+    for x in sets:
+        for v in (0.1, 0.2, 0.3, 0.4):
+            _scores(model, (x,), {}, {"m": f64(v)})
+    kept = {data for data, _ in compiled_state(model)}
+    assert len(kept) == DATA_SLOTS
+    assert kept == {(signature((x,)), signature({})) for x in sets[-DATA_SLOTS:]}
