@@ -143,6 +143,19 @@ def dp_mixture(x, truncation=3):
         pyro.sample("x", dist.Normal(locs[z], f64(1.0)), obs=x)
 
 
+# -- a Normal-Wishart pair: mean and precision matrix of 2-d points, each conjugate given the other
+
+WISHART_SCALE = f64([[1.0, 0.3], [0.3, 0.5]])
+
+
+def normal_wishart(x):
+    lam = pyro.sample("lam", dist.Wishart(f64(4.0), covariance_matrix=WISHART_SCALE))
+    mu = pyro.sample("mu", dist.MultivariateNormal(torch.zeros(2, dtype=torch.float64),
+                                                   precision_matrix=0.5 * lam))
+    with pyro.plate("data", x.shape[0]):
+        pyro.sample("x", dist.MultivariateNormal(mu, precision_matrix=lam), obs=x)
+
+
 @dataclass(frozen=True)
 class Case:
     """One program of the suite, with its SBC settings.
@@ -211,6 +224,10 @@ CASES = [
          lambda v: torch.stack([_same(v["z"][:, 0], 0, 1),
                                 (v["pi"] * v["conf"][0].diagonal()).sum()]),
          ("z[0] == z[1]", "accuracy of worker 0"), thin=3, warmup=10),
+    Case("normal_wishart", normal_wishart, (torch.zeros(3, 2, dtype=torch.float64),),
+         lambda v: (v["x"],),
+         lambda v: torch.stack([v["lam"][0, 0], v["lam"][0, 1], v["mu"][0]]),
+         ("lam[0, 0]", "lam[0, 1]", "mu[0]"), thin=3, warmup=10),
     Case("dp_mixture", dp_mixture, (torch.zeros(4, dtype=torch.float64),), lambda v: (v["x"],),
          lambda v: torch.stack([_same(v["z"], 0, 1), f64(float(len(v["z"].unique())))]),
          ("z[0] == z[1]", "occupied clusters"), thin=3, warmup=10),
