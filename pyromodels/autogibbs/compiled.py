@@ -8,7 +8,10 @@ as constants) and replays that trace afterwards, run without graph optimisations
 operation is the very kernel the program runs, forwards and backwards.
 
 A trace keeps one path through the program: Python branches on values, ``.item()``, random
-draws inside the program or data changed in place would all be frozen in it. So a trace is
+draws inside the program or data changed in place would all be frozen in it; and the tracer
+records a tensor's size as a tensor, so a size times a Python float becomes a float32 number
+in the trace (``MultivariateNormal.log_prob`` does this), and its log densities differ from the
+program's in the eighth digit. So a trace is
 trusted only after it gave exactly the program's own numbers (bit for bit, every output) at
 :data:`VERIFIED_CALLS` calls with new values; until then each call also runs the program,
 and any difference, or a program the tracer cannot follow, sends that key back to the plain

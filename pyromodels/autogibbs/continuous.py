@@ -114,7 +114,7 @@ class Potential:
         """One run of the program at unconstrained ``z``: ``(log joint, {site: value},
         log |det dx/dz|)``; repeated runs at the same shapes and data replay a verified trace
         (:mod:`.compiled`)."""
-        zn, rn = tuple(z), tuple(self.rest)
+        zn, rn = tuple(sorted(z)), tuple(sorted(self.rest))  # one key whatever the order
         inputs = tuple(z[n] for n in zn) + tuple(self.rest[n] for n in rn)
         key = ("potential", self.sites, zn, rn,
                tuple((tuple(v.shape), v.dtype, v.requires_grad) for v in inputs),

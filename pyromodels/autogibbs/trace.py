@@ -55,7 +55,7 @@ def _scores(model, args: tuple, kwargs: dict, state: dict, skip=frozenset(), gra
     """``{site: log_prob}`` as :func:`log_terms`, leaner: the sites in ``skip`` are not scored
     and nothing else (sums, validation) is computed. With ``grad``, autograd records the run.
     Repeated runs at the same shapes and data replay a verified trace (:mod:`.compiled`)."""
-    names = tuple(state)
+    names = tuple(sorted(state))  # one key whatever order the state was built in
     values = tuple(state[n] for n in names)
     key = ("scores", names, tuple((tuple(v.shape), v.dtype, v.requires_grad) for v in values),
            frozenset(skip), grad, is_validation_enabled())
