@@ -29,11 +29,12 @@ logger = logging.getLogger(__name__)
 
 def brute_force_logits(model, args, kwargs, state: dict, site: str, index: tuple,
                        support: torch.Tensor) -> torch.Tensor:
-    """The log joint with element ``index`` of ``site`` set to each support value (``(K,)``)."""
+    """The log joint with element ``index`` of ``site`` set to each support value (``(K,)``;
+    ``support`` is ``(K, *event)``)."""
     values = []
-    for v in support.tolist():
+    for v in support:
         value = state[site].clone()
-        value[index] = v
+        value[index] = v.to(value.dtype)
         values.append(value)
     return log_joints(model, args, kwargs, state, site, values)
 
@@ -45,7 +46,8 @@ class DiscreteUpdate:
     Args:
         model: the Pyro program.
         site: the site's name.
-        support: its support values, ``(K,)``.
+        support: its support values, ``(K, *event)`` (``(K, K)`` one-hot rows for a
+            ``OneHotCategorical``).
         vectorised: update all elements at once (else element by element).
         verify: on the first call, compare the vectorised conditional of two random elements
             with brute-force enumeration of the joint, and fall back to element by element
@@ -56,6 +58,10 @@ class DiscreteUpdate:
     def __init__(self, model, site: str, support: torch.Tensor, vectorised: bool, verify: bool = True):
         self.model, self.site, self.support = model, site, support
         self.vectorised, self.verify = vectorised, verify
+
+    def _shape(self, value: torch.Tensor) -> torch.Size:
+        """The site's elements: its value's shape less the event dimensions."""
+        return value.shape[:value.dim() - (self.support.dim() - 1)]
 
     def __call__(self, state: dict, data, generator: torch.Generator) -> dict:
         args, kwargs = data.args, data.kwargs
@@ -79,7 +85,7 @@ class DiscreteUpdate:
 
     def agrees(self, logits, state, args, kwargs, generator) -> bool:
         """Whether ``logits`` match brute-force enumeration of the joint at two random elements."""
-        shape = state[self.site].shape
+        shape = self._shape(state[self.site])
         n = max(1, shape.numel())
         for _ in range(min(2, n)):
             flat = int(torch.randint(0, n, (), generator=generator))
@@ -95,7 +101,7 @@ class DiscreteUpdate:
 
     def _sequential(self, state, args, kwargs, generator) -> torch.Tensor:
         value = state[self.site].clone()
-        shape = value.shape
+        shape = self._shape(value)
         for flat in range(max(1, shape.numel())):
             index = element_index(flat, shape)
             logits = brute_force_logits(self.model, args, kwargs, {**state, self.site: value},

@@ -54,6 +54,8 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field, replace
 
+import pyro.distributions as dist
+
 from ..checks import check_bool, check_int
 from ..core.gibbs import GibbsBlock, GibbsSweep
 from ..core.seeding import make_generator, seeded
@@ -157,7 +159,7 @@ def _with_batching(reason: str, model, name, args, kwargs) -> str:
 def _discrete(model, args, kwargs, state, name, site, verify, gen) -> SitePlan:
     fn = site["fn"]
     try:
-        support = fn.enumerate_support(expand=False).reshape(-1)
+        support = fn.enumerate_support(expand=False).reshape((-1,) + tuple(fn.event_shape))
     except (NotImplementedError, ValueError, RuntimeError) as err:
         return SitePlan(name, "unsupported", f"{type(fn).__name__} support differs between elements "
                         f"({err}) (no automatic update)")
@@ -173,7 +175,8 @@ def _discrete(model, args, kwargs, state, name, site, verify, gen) -> SitePlan:
         update.vectorised = False
         reason = f"enumerate {k} element by element (vectorised check failed)"
     else:
-        where = f"over plate shape {tuple(state[name].shape)}" if state[name].dim() else "(one element)"
+        shape = tuple(state[name].shape)[:state[name].dim() - len(fn.event_shape)]
+        where = f"over plate shape {shape}" if shape else "(one element)"
         reason = f"enumerate {k}, all elements at once {where}"
     return SitePlan(name, "discrete", _with_batching(reason, model, name, args, kwargs),
                     GibbsBlock(f"discrete:{name}", (name,), update))
@@ -325,7 +328,7 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
             out.append(SitePlan(name, "override", "the user's own block", overrides[name]))
         elif name in chained:
             out.append(SitePlan(name, "ffbs", *chained[name]))
-        elif fn.has_enumerate_support and fn.event_shape == ():
+        elif fn.has_enumerate_support and _enumerable(fn):
             sp = _discrete(model, args, kwargs, state, name, site, verify, gen)
             if name in not_chained:
                 sp = replace(sp, reason=f"{sp.reason}; no ffbs: {not_chained[name]}")
@@ -373,9 +376,16 @@ def _is_discrete(fn) -> bool:
         return False
 
 
+def _enumerable(fn) -> bool:
+    """A finite discrete site the discrete update enumerates: no event dimension, or a one-hot
+    one (``OneHotCategorical``: its support values are the rows of the identity)."""
+    return fn.event_shape == () or isinstance(unwrap(fn), dist.OneHotCategorical) and unwrap(fn) is fn
+
+
 def _not_enumerable(fn) -> str:
     """Why a discrete site that the discrete update cannot enumerate has no update."""
-    what = (f"has an event dimension {tuple(fn.event_shape)} (enumerated only without one)"
+    what = (f"has an event dimension {tuple(fn.event_shape)} (enumerated only without one, or "
+            f"as a OneHotCategorical)"
             if fn.event_shape else "has unbounded support, so its values cannot be enumerated")
     name = type(unwrap(fn)).__name__ + (" (to_event)" if unwrap(fn) is not fn else "")
     return (f"{name} site is discrete and {what}, and no conjugate update applies to a "

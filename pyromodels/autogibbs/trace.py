@@ -470,10 +470,12 @@ def element_log_density(model, args, kwargs, state: dict, site: str, values: lis
 def element_logits(model, args, kwargs, state: dict, site: str, support: torch.Tensor):
     """Each element's log conditional at each support value, ``(*shape, K)``, with every
     element set to each value in turn; ``None`` when the elements are not conditionally
-    independent."""
+    independent. ``support`` is ``(K, *event)``: the site's values are ``(*shape, *event)``
+    (a one-hot site has one event dimension)."""
     value = state[site]
-    out = element_log_density(model, args, kwargs, state, site,
-                              [torch.full_like(value, v) for v in support.tolist()], value.shape)
+    shape = value.shape[:value.dim() - (support.dim() - 1)]
+    values = [v.to(value.dtype).expand(value.shape).clone() for v in support]
+    out = element_log_density(model, args, kwargs, state, site, values, shape)
     return None if out is None else out.movedim(0, -1)
 
 

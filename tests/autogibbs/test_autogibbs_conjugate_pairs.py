@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from pyromodels.autogibbs import fit_gibbs, plan, posterior_params
+from pyromodels.autogibbs.discrete import element_logits
 from pyromodels.autogibbs.exponential import FAMILIES
 from pyromodels.autogibbs.families import family_of
 from pyromodels.autogibbs.trace import trace_model
@@ -278,12 +279,23 @@ def test_an_override_fills_an_unbounded_discrete_site():
     chosen.sweep()
 
 
-@pytest.mark.parametrize("model, family", [(cm.one_hot_latent, "OneHotCategorical"),
-                                           (cm.bernoulli_to_event, r"Bernoulli \(to_event\)")])
+@pytest.mark.parametrize("model, family", [(cm.bernoulli_to_event, r"Bernoulli \(to_event\)")])
 def test_discrete_site_with_an_event_dimension_is_refused_by_name(model, family):
     chosen = plan(model, f64(0.5))
     assert chosen["z"].update == "unsupported"
     assert re.match(rf"{family} site is discrete and has an event dimension \(3,\)", chosen["z"].reason)
+
+
+def test_a_one_hot_site_is_enumerated_over_its_rows():
+    """A OneHotCategorical's event dimension holds one value: its support is the identity's
+    rows, and its conditional is the joint at each row."""
+    chosen = plan(cm.one_hot_latent, f64(0.5))
+    assert chosen["z"].update == "discrete"
+    assert chosen["z"].reason.startswith("enumerate 3 values, all elements at once (one element)")
+    state = {"z": f64([1.0, 0.0, 0.0])}
+    logits = element_logits(cm.one_hot_latent, (f64(0.5),), {}, state, "z", torch.eye(3, dtype=torch.float64))
+    want = torch.log(f64([0.2, 0.3, 0.5])) + dist.Normal(f64([-1.0, 0.0, 1.0]), 1.0).log_prob(f64(0.5))
+    torch.testing.assert_close(torch.log_softmax(logits, -1), torch.log_softmax(want, -1), **TOL)
 
 
 def test_a_site_without_a_declared_support_is_unsupported_not_a_crash():

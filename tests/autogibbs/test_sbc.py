@@ -164,20 +164,33 @@ def fixed_mixture(x):
         pyro.sample("x", dist.Normal(LOCS[z], f64(SCALE)), obs=x)
 
 
-def test_assignment_frequencies_match_exact_enumeration():
+def fixed_one_hot_mixture(x):
+    """:func:`fixed_mixture` with one-hot assignments (an event dimension of 2)."""
+    with pyro.plate("data", len(x)):
+        z = pyro.sample("z", dist.OneHotCategorical(WEIGHTS))
+        pyro.sample("x", dist.Normal((z * LOCS).sum(-1), f64(SCALE)), obs=x)
+
+
+@pytest.mark.parametrize("model", [fixed_mixture, fixed_one_hot_mixture])
+def test_assignment_frequencies_match_exact_enumeration(model):
     """Every assignment of 3 points to 2 fixed components: the chain's frequencies against the
     normalised joint (chi-square, 7 degrees of freedom). One block draws all assignments from
     their exact conditional, so the draws are independent and the chi-square test applies."""
     x = f64([-0.8, 0.3, 2.0])
     num = 1600
-    post = fit_gibbs(fixed_mixture, x, num_samples=num, warmup=0, num_chains=1, seed=0,
+    reason = plan(model, x)["z"].reason
+    assert reason.startswith("enumerate 2 values, all elements at once over plate shape (3,)")
+    post = fit_gibbs(model, x, num_samples=num, warmup=0, num_chains=1, seed=0,
                      progress=False, diagnostic_warnings=False)
     paths = list(itertools.product(range(2), repeat=3))
     joint = torch.stack([dist.Categorical(WEIGHTS).log_prob(torch.tensor(z)).sum()
                          + dist.Normal(LOCS[list(z)], SCALE).log_prob(x).sum() for z in paths])
     exact = torch.softmax(joint, 0).numpy()
-    z = post.samples["z"][0].numpy()
-    counts = np.bincount(z @ np.array([4, 2, 1]), minlength=8)
+    z = post.samples["z"][0]
+    if model is fixed_one_hot_mixture:
+        assert z.shape == (num, 3, 2) and bool(((z == 0) | (z == 1)).all()) and bool((z.sum(-1) == 1).all())
+        z = z.argmax(-1)
+    counts = np.bincount(z.numpy() @ np.array([4, 2, 1]), minlength=8)
     stat = ((counts - num * exact) ** 2 / (num * exact)).sum()
     assert stat < chi2.isf(1e-3, 7), (counts, num * exact)
 
