@@ -71,24 +71,30 @@ class _Entry:
         self.keep = keep        # the arguments, kept alive so their identities stay theirs
 
 
-def signature(value, depth: int = 3):
-    """The key of the program's arguments: the shapes, dtypes, identities and in-place versions
-    of their tensors (also inside tuples, lists, dicts and the attributes of prepared-data
-    objects, a few levels deep), and the plain values."""
+def signature(value, depth: int = 3, identity: bool = True):
+    """The key of the program's arguments: the shapes, dtypes and devices of their tensors (also
+    inside tuples, lists, dicts and the attributes of prepared-data objects, a few levels deep)
+    and the plain values; with ``identity``, also each tensor's (and each unread object's)
+    identity and each tensor's in-place version, so other or changed data is another key."""
+    def mark(obj):
+        return (id(obj),) if identity else ()
+
     if isinstance(value, torch.Tensor):
-        return ("tensor", tuple(value.shape), str(value.dtype), str(value.device), id(value), value._version)
+        own = (id(value), value._version) if identity else ()
+        return ("tensor", tuple(value.shape), str(value.dtype), str(value.device)) + own
     if isinstance(value, (int, float, str, bool, type(None))):
         return value
     if depth == 0:
-        return (type(value).__name__, id(value))
+        return (type(value).__name__,) + mark(value)
     if isinstance(value, (tuple, list)):
-        return tuple(signature(v, depth - 1) for v in value)
+        return tuple(signature(v, depth - 1, identity) for v in value)
     if isinstance(value, dict):
-        return tuple((str(k), signature(v, depth - 1)) for k, v in value.items())
+        return tuple((str(k), signature(v, depth - 1, identity)) for k, v in value.items())
     attributes = getattr(value, "__dict__", None)
     if attributes is not None:
-        return (type(value).__name__,) + tuple((k, signature(v, depth - 1)) for k, v in attributes.items())
-    return (type(value).__name__, id(value))
+        return (type(value).__name__,) + tuple((k, signature(v, depth - 1, identity))
+                                               for k, v in attributes.items())
+    return (type(value).__name__,) + mark(value)
 
 
 def _values(out) -> tuple:

@@ -122,28 +122,10 @@ _CHOOSING_VALUES = 16
 _CHOICES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _shapes(value, depth: int = 3):
-    """What of the program's arguments the choice may depend on: the shapes and dtypes of
-    their tensors (also inside tuples, lists, dicts and the attributes of prepared-data
-    objects, a few levels deep) and their plain values."""
-    if isinstance(value, torch.Tensor):
-        return ("tensor", tuple(value.shape), str(value.dtype))
-    if isinstance(value, (int, float, str, bool, type(None))):
-        return value
-    if depth == 0:
-        return type(value).__name__
-    if isinstance(value, (tuple, list)):
-        return tuple(_shapes(v, depth - 1) for v in value)
-    if isinstance(value, dict):
-        return tuple((str(k), _shapes(v, depth - 1)) for k, v in value.items())
-    attributes = getattr(value, "__dict__", None)
-    if attributes is not None:
-        return (type(value).__name__,) + tuple((k, _shapes(v, depth - 1)) for k, v in attributes.items())
-    return type(value).__name__
-
-
 def _key(site, args, kwargs):
-    return site, _shapes(tuple(args)), tuple(sorted((k, _shapes(v)) for k, v in kwargs.items()))
+    # what the choice may depend on: the arguments' shapes and plain values, not their identity
+    return (site, signature(tuple(args), identity=False),
+            tuple(sorted((k, signature(v, identity=False)) for k, v in kwargs.items())))
 
 
 def _known(model, site, args, kwargs) -> _Choice | None:
