@@ -11,14 +11,14 @@ A trace keeps one path through the program: Python branches on values, ``.item()
 draws inside the program or data changed in place would all be frozen in it; and the tracer
 records a tensor's size as a tensor, so a size times a Python float becomes a float32 number
 in the trace (``MultivariateNormal.log_prob`` does this), and its log densities differ from the
-program's in the eighth digit. So a trace is
-trusted only after it gave exactly the program's own numbers (bit for bit, every output) at
-:data:`VERIFIED_CALLS` calls with new values; until then each call also runs the program,
-and any difference, or a program the tracer cannot follow, sends that key back to the plain
-run for good. The key holds the program, the sites' shapes, the arguments' shapes, identities
-and in-place versions (data changed in place is new data; tensors are looked for three levels
-deep in the arguments, inside tuples, lists, dicts and objects' attributes; deeper, only the
-container's identity counts), and what is scored.
+program's in the eighth digit. So a trace is trusted only after it gave exactly the program's
+own numbers (bit for bit, every output) at :data:`VERIFIED_CALLS` calls with new values;
+until then each call also runs the program, and any difference, or a program the tracer
+cannot follow, sends that key back to the plain run for good. The key holds the program, the
+sites' shapes, the arguments' shapes, identities and in-place versions (data changed in place
+is new data; tensors are looked for three levels deep in the arguments, inside tuples, lists,
+dicts and objects' attributes; deeper, only the container's identity counts), and what is
+scored.
 
 A trace holds the data it was recorded on. The traces of a program are kept for its
 :data:`DATA_SLOTS` most recent data (its arguments); a fit on new data lets the oldest go, so a
@@ -61,10 +61,9 @@ def plain_runs():
 
 
 class _Entry:
-    __slots__ = ("seen", "fn", "agreed", "failed", "keep")
+    __slots__ = ("fn", "agreed", "failed", "keep")
 
     def __init__(self, keep):
-        self.seen = 0           # plain runs so far
         self.fn = None          # the trace
         self.agreed = 0         # verified calls so far
         self.failed = ""        # why the trace is not used
@@ -144,7 +143,7 @@ def compiled_call(owner, data, key, fn, inputs: tuple, keep=None):
             key.
         inputs: its tensors, which change from call to call.
         keep: objects to keep alive with the trace (the arguments whose identities are in
-            ``key``).
+            ``data``).
 
     The first call of a key runs ``fn`` (a key met once costs no tracing); the second traces it;
     then :data:`VERIFIED_CALLS` calls run both and compare (values, and the gradients of the
