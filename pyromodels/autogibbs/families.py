@@ -79,19 +79,26 @@ def _mvn_features(x):
     return torch.cat([x, x[..., i] * x[..., j]], -1)
 
 
+def _negative_symmetric(upper_coef, d):
+    """``(M, L, bad)``: ``M = -(C + C^T)`` from the coefficients of the upper triangle ``C``
+    (``(..., d (d + 1) / 2)``, row-major), its Cholesky factor ``L`` (the identity where ``M``
+    is not positive definite) and where it is not (``bad``)."""
+    i, j = torch.triu_indices(d, d, device=upper_coef.device)
+    upper = upper_coef.new_zeros(upper_coef.shape[:-1] + (d, d))
+    upper[..., i, j] = upper_coef
+    matrix = -(upper + upper.transpose(-1, -2))
+    tril, info = torch.linalg.cholesky_ex(matrix)
+    bad = info != 0
+    eye = torch.eye(d, dtype=upper_coef.dtype, device=upper_coef.device)
+    return matrix, torch.where(bad[..., None, None], eye, tril), bad
+
+
 def _mvn_params(c):
     """``c = (c_x, c_xx)``: log density ``c_x . x + sum_{i <= j} c_ij x_i x_j`` gives the
     precision ``P_ii = -2 c_ii``, ``P_ij = -c_ij`` and the mean ``P^-1 c_x``; a precision that is
     not positive definite gives a NaN mean (refused by ``valid``)."""
     d = int(round((-3 + (9 + 8 * c.shape[-1]) ** 0.5) / 2))
-    i, j = torch.triu_indices(d, d, device=c.device)
-    upper = c.new_zeros(c.shape[:-1] + (d, d))
-    upper[..., i, j] = c[..., d:]
-    precision = -(upper + upper.transpose(-1, -2))
-    tril, info = torch.linalg.cholesky_ex(precision)
-    bad = info != 0
-    eye = torch.eye(d, dtype=c.dtype, device=c.device)
-    tril = torch.where(bad[..., None, None], eye, tril)
+    precision, tril, bad = _negative_symmetric(c[..., d:], d)
     loc = torch.cholesky_solve(c[..., :d, None], tril)[..., 0]
     loc = torch.where(bad[..., None], torch.full_like(loc, float("nan")), loc)
     return {"loc": loc, "precision_matrix": precision}
@@ -130,17 +137,8 @@ def _wishart_params(c):
     """``c = (a, C)``: ``df = 2 a + d + 1`` and ``S = W^-1`` from the upper triangle ``C``; an
     ``S`` that is not positive definite gives a NaN scale (refused by ``valid``)."""
     d = int(round((-1 + (1 + 8 * (c.shape[-1] - 1)) ** 0.5) / 2))
-    i, j = torch.triu_indices(d, d, device=c.device)
-    upper = c.new_zeros(c.shape[:-1] + (d, d))
-    upper[..., i, j] = c[..., 1:]
-    inverse_scale = -(upper + upper.transpose(-1, -2))
-    tril, info = torch.linalg.cholesky_ex(inverse_scale)
-    bad = info != 0
-    eye = torch.eye(d, dtype=c.dtype, device=c.device)
-    tril = torch.where(bad[..., None, None], eye, tril)
-    # W = S^-1 = L^-T L^-1; its Cholesky factor from the flipped factor of S
-    scale = torch.cholesky_inverse(tril)
-    scale_tril = torch.linalg.cholesky(scale)
+    _, tril, bad = _negative_symmetric(c[..., 1:], d)
+    scale_tril = torch.linalg.cholesky(torch.cholesky_inverse(tril))   # of W = S^-1
     scale_tril = torch.where(bad[..., None, None], torch.full_like(scale_tril, float("nan")), scale_tril)
     return {"df": 2 * c[..., 0] + d + 1, "scale_tril": scale_tril}
 
