@@ -35,7 +35,13 @@ from contextlib import contextmanager
 
 import torch
 
-__all__ = ["compiled_call", "signature", "VERIFIED_CALLS", "DATA_SLOTS", "compiled_state", "plain_runs"]
+__all__ = ["compiled_call", "signature", "RECORD_AFTER", "VERIFIED_CALLS", "DATA_SLOTS",
+           "compiled_state", "plain_runs"]
+
+#: plain runs of a key before its trace is recorded: recording costs about four runs and its
+#: checks two more, so a key met only a few times (a Geweke test's or a stream's new data every
+#: sweep) is never recorded, and a fit's thousands of calls lose eight at most
+RECORD_AFTER = 8
 
 #: calls at which a new trace must agree with the plain run, bit for bit, before it is trusted
 VERIFIED_CALLS = 2
@@ -61,10 +67,11 @@ def plain_runs():
 
 
 class _Entry:
-    __slots__ = ("fn", "agreed", "failed", "keep")
+    __slots__ = ("fn", "calls", "agreed", "failed", "keep")
 
     def __init__(self, keep):
         self.fn = None          # the trace
+        self.calls = 0          # plain runs before recording
         self.agreed = 0         # verified calls so far
         self.failed = ""        # why the trace is not used
         self.keep = keep        # the arguments, kept alive so their identities stay theirs
@@ -145,9 +152,9 @@ def compiled_call(owner, data, key, fn, inputs: tuple, keep=None):
         keep: objects to keep alive with the trace (the arguments whose identities are in
             ``data``).
 
-    The first call of a key runs ``fn`` (a key met once costs no tracing); the second traces it;
-    then :data:`VERIFIED_CALLS` calls run both and compare (values, and the gradients of the
-    outputs with respect to inputs that require them).
+    The first :data:`RECORD_AFTER` calls of a key run ``fn`` (a key met a few times costs no
+    tracing); the next records the trace; from there :data:`VERIFIED_CALLS` calls run both and
+    compare (values, and the gradients of the outputs with respect to inputs that require them).
     """
     if getattr(_LOCAL, "plain", False):
         return _plain(fn, inputs)
@@ -163,9 +170,9 @@ def compiled_call(owner, data, key, fn, inputs: tuple, keep=None):
     slots.move_to_end(data)
     entry = table.get(key)
     if entry is None:
-        table[key] = _Entry(keep)
-        return _plain(fn, inputs)
-    if entry.failed:
+        entry = table[key] = _Entry(keep)
+    if entry.failed or entry.calls < RECORD_AFTER:
+        entry.calls += 1
         return _plain(fn, inputs)
     if entry.fn is None:
         try:
@@ -195,11 +202,17 @@ def compiled_call(owner, data, key, fn, inputs: tuple, keep=None):
 
 
 def compiled_state(owner) -> dict:
-    """``{key: "compiled" | "checking" | why not}`` of a program's traces (for tests and the
-    curious)."""
+    """``{key: "compiled" | "checking" | "not recorded" | why not}`` of a program's traces (for
+    tests and the curious)."""
     try:
         slots = _TABLE.get(owner, {})
     except TypeError:
         return {}
-    return {(data, key): e.failed or ("compiled" if e.agreed >= VERIFIED_CALLS else "checking")
-            for data, table in slots.items() for key, e in table.items()}
+    def state(e):
+        if e.failed:
+            return e.failed
+        if e.fn is None:
+            return "not recorded"
+        return "compiled" if e.agreed >= VERIFIED_CALLS else "checking"
+
+    return {(data, key): state(e) for data, table in slots.items() for key, e in table.items()}

@@ -7,12 +7,21 @@ import pyro.distributions as dist
 import torch
 
 from pyromodels.autogibbs import fit_gibbs
-from pyromodels.autogibbs.compiled import DATA_SLOTS, VERIFIED_CALLS, compiled_state, plain_runs, signature
+from pyromodels.autogibbs.compiled import (
+    DATA_SLOTS,
+    RECORD_AFTER,
+    VERIFIED_CALLS,
+    compiled_state,
+    plain_runs,
+    signature,
+)
 from pyromodels.autogibbs.trace import _scores, log_joints_and_gradients
 
 from .models import eight_schools, f64, mixture
 
 X = f64([-2.1, -1.7, 0.2, 2.4, 2.9])
+#: calls of one key that record its trace and check it, plus one run from the trace
+ENOUGH = RECORD_AFTER + VERIFIED_CALLS + 2
 STATE = {"w": f64([0.4, 0.6]), "locs": f64([-2.0, 2.5]), "z": torch.tensor([0, 0, 1, 1, 1])}
 
 
@@ -31,15 +40,15 @@ def _same(a: dict, b: dict) -> bool:
 
 def test_a_traceable_program_is_replayed_once_verified_and_gives_its_numbers():
     model = Counted(mixture)
-    states = [{**STATE, "locs": f64([-2.0 + 0.1 * i, 2.5 - 0.2 * i])} for i in range(6)]
+    states = [{**STATE, "locs": f64([-2.0 + 0.1 * i, 2.5 - 0.2 * i])} for i in range(ENOUGH)]
     with plain_runs():
         want = [_scores(model, (X,), {}, s) for s in states]
     model.runs = 0
     got = [_scores(model, (X,), {}, s) for s in states]
     assert all(_same(g, w) for g, w in zip(got, want))
-    # the first call runs the program, the second records the trace (a run), and the
-    # VERIFIED_CALLS calls from the second on also run it beside the trace; then only the trace
-    assert model.runs == 2 + VERIFIED_CALLS
+    # the first RECORD_AFTER calls run the program, the next records the trace (a run), and the
+    # VERIFIED_CALLS calls from that one on also run it beside the trace; then only the trace
+    assert model.runs == RECORD_AFTER + 1 + VERIFIED_CALLS
     assert list(compiled_state(model).values()) == ["compiled"]
 
 
@@ -51,7 +60,7 @@ def test_a_program_that_branches_on_a_value_keeps_running_itself():
             pyro.sample("x", dist.Normal(m, scale), obs=x)
 
     model = Counted(branching)
-    states = [{"m": f64(v)} for v in (0.5, 0.7, -0.3, 0.9, -1.0)]
+    states = [{"m": f64(v)} for v in (0.5, 0.7, -0.3, 0.9, -1.0) * RECORD_AFTER]
     with plain_runs():
         want = [_scores(model, (X,), {}, s) for s in states]
     got = [_scores(model, (X,), {}, s) for s in states]
@@ -66,7 +75,7 @@ def test_a_program_that_draws_inside_keeps_running_itself():
         with pyro.plate("data", len(x)):
             pyro.sample("x", dist.Normal(m, f64(1.0)), obs=x)
 
-    for v in (0.1, 0.2, 0.3, 0.4):
+    for v in range(ENOUGH):
         _scores(noisy, (X,), {}, {"m": f64(v)})
     assert list(compiled_state(noisy).values()) == ["the trace gave other numbers than the program"]
 
@@ -78,8 +87,9 @@ def test_data_changed_in_place_is_new_data():
             pyro.sample("x", dist.Normal(m, f64(1.0)), obs=x)
 
     x = X.clone()
-    for v in (0.1, 0.2, 0.3, 0.4):
-        _scores(model, (x,), {}, {"m": f64(v)})
+    for v in range(ENOUGH):
+        _scores(model, (x,), {}, {"m": f64(0.1 * v)})
+    assert list(compiled_state(model).values()) == ["compiled"]
     x.mul_(2.0)   # the trace holds the old values as constants; its key has the old version
     got = _scores(model, (x,), {}, {"m": f64(0.5)})
     with plain_runs():
@@ -91,7 +101,7 @@ def test_gradients_through_a_trace_equal_the_programs():
     values = [f64([-1.0, 2.0]), f64([0.5, 0.5]), f64([1.5, -0.5])]
     with plain_runs():
         want = log_joints_and_gradients(mixture, (X,), {}, STATE, "locs", values)
-    for _ in range(VERIFIED_CALLS + 2):
+    for _ in range(ENOUGH):
         got = log_joints_and_gradients(mixture, (X,), {}, STATE, "locs", values)
     assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
 
@@ -122,8 +132,23 @@ def test_traces_are_kept_for_the_most_recent_data_only():
 
     sets = [X + i for i in range(DATA_SLOTS + 2)]
     for x in sets:
-        for v in (0.1, 0.2, 0.3, 0.4):
-            _scores(model, (x,), {}, {"m": f64(v)})
+        for v in range(ENOUGH):
+            _scores(model, (x,), {}, {"m": f64(0.1 * v)})
     kept = {data for data, _ in compiled_state(model)}
     assert len(kept) == DATA_SLOTS
     assert kept == {(signature((x,)), signature({})) for x in sets[-DATA_SLOTS:]}
+
+
+def test_a_key_met_a_few_times_is_never_recorded():
+    """New data every few calls (a Geweke test, a stream): each data's key stays plain, so no
+    trace is paid for and none is kept."""
+    def model(x):
+        m = pyro.sample("m", dist.Normal(f64(0.0), f64(1.0)))
+        with pyro.plate("data", len(x)):
+            pyro.sample("x", dist.Normal(m, f64(1.0)), obs=x)
+
+    for i in range(3):
+        x = X + i
+        for v in range(RECORD_AFTER):
+            _scores(model, (x,), {}, {"m": f64(0.1 * v)})
+    assert set(compiled_state(model).values()) == {"not recorded"}
