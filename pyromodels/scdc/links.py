@@ -35,6 +35,7 @@ import pyro
 import pyro.distributions as dist
 import torch
 import torch.nn.functional as F
+from pyro.ops.indexing import Vindex
 
 __all__ = [
     "WorkerLogs",
@@ -52,6 +53,7 @@ __all__ = [
     "worker_counts",
     "worker_weights",
     "observe_links",
+    "coins_on_plate",
 ]
 
 
@@ -234,6 +236,15 @@ def worker_weights(alpha: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
     return torch.logit(alpha) + torch.logit(beta)
 
 
+def coins_on_plate(coins: torch.Tensor) -> torch.Tensor:
+    """Coins drawn as one ``(M,)`` event outside every plate, with the workers moved to the
+    rightmost plate dimension: ``(M,)`` stays, ``(draws, 1, M)`` under a plate of draws (the
+    ``1`` standing for the rightmost plate) becomes ``(draws, M)``, so each draw's links meet
+    that draw's coins in :func:`observe_links`."""
+    workers = torch.arange(coins.shape[-1], device=coins.device)
+    return Vindex(coins)[..., workers]
+
+
 def observe_links(z: torch.Tensor, i_idx: torch.Tensor, j_idx: torch.Tensor,
                   worker_idx: torch.Tensor, link: torch.Tensor, alpha: torch.Tensor,
                   beta: torch.Tensor, name: str = "links") -> None:
@@ -243,7 +254,9 @@ def observe_links(z: torch.Tensor, i_idx: torch.Tensor, j_idx: torch.Tensor,
         z: cluster of each item, shape ``(..., N)`` (leading enumeration or batch dimensions
             are kept).
         i_idx, j_idx, worker_idx, link: ``(L,)`` tensors of the judgements.
-        alpha, beta: the workers' coins, shape ``(..., M)``.
+        alpha, beta: the workers' coins, shape ``(..., M)``, the workers on the rightmost
+            plate dimension (as a workers plate draws them; coins drawn as one event,
+            ``(..., 1, M)`` under a plate of draws, go through :func:`coins_on_plate` first).
         name: the site's name; its plate is ``name + "_plate"`` (size ``L``, rightmost dim).
 
     Sample sites:

@@ -64,7 +64,7 @@ from ..core.model import Model
 from ..core.posterior import Posterior, check_posterior, summary
 from . import observed_gibbs
 from .data import id_coords
-from .links import observe_links, worker_weights
+from .links import coins_on_plate, observe_links, worker_weights
 from .observed_data import ObservedData, prepare_observed_data
 
 __all__ = ["ObservedBayesSCDC", "LABEL_INVARIANT_SITES", "initial_assignments", "label_invariant_draws",
@@ -193,7 +193,8 @@ class ObservedBayesSCDC(Model):
             z = pyro.sample("z", dist.Categorical(weights))
             pyro.sample("x", dist.MultivariateNormal(
                 Vindex(locs)[..., z, :], precision_matrix=Vindex(precisions)[..., z, :, :]), obs=data.x)
-        observe_links(z, data.i_idx, data.j_idx, data.worker_idx, data.link, alpha, beta)
+        observe_links(z, data.i_idx, data.j_idx, data.worker_idx, data.link, coins_on_plate(alpha),
+                      coins_on_plate(beta))
 
     # ------------------------------------------------------------------ engines
     def init_state(self, data, generator) -> dict:

@@ -240,3 +240,18 @@ def test_annealed_start_finds_the_clusters_a_plain_start_misses(make_pairs, monk
     monkeypatch.setattr(cavi, "INIT_TEMPER", 1.0)
     plain = sorted(start_accuracy(s) for s in range(3))
     assert plain[1] < 0.5, plain
+
+
+def test_prior_draws_take_one_vectorised_trace(make_pairs, caplog):
+    """The coins on their workers plate meet each draw's links: the prior draws come from one
+    trace over all draws, not one trace per draw."""
+    import logging
+
+    from pyromodels.core.predictive import prior_draws
+
+    pairs, _ = make_pairs(6, 3, [0.9, 0.7], 12, seed=1)
+    model = PairwiseDawidSkene(3)
+    with caplog.at_level(logging.INFO, logger="pyromodels"):
+        latent, replicates = prior_draws(model, pairs, num_draws=40, seed=0)
+    assert "does not broadcast over a batch of draws" not in caplog.text
+    assert replicates["links"].shape == (1, 40, 24) and latent["alpha"].shape == (1, 40, 2)

@@ -95,8 +95,11 @@ def full_model(data):
     initial, transition, confusion = global_sites(data)
     z = pyro.sample("z", MarkovChain(initial, transition, data.lengths))
     table = data.table
+    # the path's batch dims (under a plate of draws: (draws, 1), the 1 standing for the responses
+    # plate) broadcast against the responses, so each draw's labels meet that draw's path
+    item_z = Vindex(z)[..., table.item_idx]
     with pyro.plate("responses", table.num_labels, dim=-1):
-        probs = Vindex(confusion)[..., table.worker_idx, z[..., table.item_idx], :]
+        probs = Vindex(confusion)[..., table.worker_idx, item_z, :]
         pyro.sample("labels", dist.Categorical(probs), obs=table.label_idx)
     return z
 

@@ -225,6 +225,43 @@ def test_simulated_program_draws_have_the_declared_sites():
     assert draw["z"].shape == (5,) and draw["labels"].shape == (data.table.num_labels,)
 
 
+@pytest.mark.parametrize("mode", ["learned", "stationary"])
+def test_a_batch_of_draws_scores_each_draws_labels_with_its_own_path(mode, caplog):
+    """Under a plate of draws (predictive draws, vectorised particles) every draw's labels are
+    scored with that draw's path and confusion, as the unbatched program scores them, and the
+    prior draws take one vectorised trace instead of one trace per draw."""
+    import logging
+
+    import pyro
+
+    from pyromodels.core.predictive import prior_draws
+
+    seqs, _ = tiny(K=3, lengths=(3, 4), seed=5)
+    model = SequentialDawidSkene(initial=mode)
+    data = model.prepare(seqs)
+    pyro.set_rng_seed(5)
+    draws = [simulate_joint(model, data) for _ in range(4)]
+    stacked = {k: torch.stack([d[k] for d in draws]) for k in draws[0]}
+
+    def batched(d):
+        with pyro.plate("draws", 4, dim=-2):
+            model.model(d)
+
+    # the plate's dim and the responses plate's 1, then the site's event dims; labels (4, L)
+    values = {k: v if k == "labels" else v.unsqueeze(1) for k, v in stacked.items()}
+    tr = poutine.trace(poutine.condition(batched, data=values)).get_trace(data)
+    got = tr.nodes["labels"]["fn"].log_prob(tr.nodes["labels"]["value"])
+    assert got.shape == (4, data.table.num_labels)
+    for s, draw in enumerate(draws):
+        one = poutine.trace(poutine.condition(model.model, data=draw)).get_trace(data)
+        want = one.nodes["labels"]["fn"].log_prob(one.nodes["labels"]["value"])
+        torch.testing.assert_close(got[s], want, rtol=0, atol=1e-12)
+    with caplog.at_level(logging.INFO, logger="pyromodels"):
+        _, replicates = prior_draws(model, seqs, num_draws=30, seed=0)
+    assert "does not broadcast over a batch of draws" not in caplog.text
+    assert replicates["labels"].shape == (1, 30, data.table.num_labels)
+
+
 @pytest.mark.parametrize("mode", ["learned", "fixed"])
 def test_pointwise_log_likelihood_sums_out_each_sequences_path(mode):
     """ArviZ's log_likelihood of a Gibbs fit is each sequence's marginal (every label path
