@@ -20,6 +20,12 @@ is new data; tensors are looked for three levels deep in the arguments, inside t
 dicts and objects' attributes; deeper, only the container's identity counts), and what is
 scored.
 
+A key is recorded only after :data:`RECORD_AFTER` plain runs. Whole updates (see
+:func:`~.trace.compiled_update`) go through the same table with ``faster_only``: a verified
+trace is kept only if it ran faster than the plain call beside it. Calls made while a trace
+is being recorded run plainly, so their operations go into it; keys read a tensor's sizes as
+ints, since under the tracer they are traced tensors.
+
 A trace holds the data it was recorded on. The traces of a program are kept for its
 :data:`DATA_SLOTS` most recent data (its arguments); a fit on new data lets the oldest go, so a
 program fitted to many data sets in one process does not keep them all alive.
@@ -32,6 +38,7 @@ import warnings
 import weakref
 from collections import OrderedDict
 from contextlib import contextmanager
+from time import perf_counter
 
 import torch
 
@@ -87,7 +94,9 @@ def signature(value, depth: int = 3, identity: bool = True):
 
     if isinstance(value, torch.Tensor):
         own = (id(value), value._version) if identity else ()
-        return ("tensor", tuple(value.shape), str(value.dtype), str(value.device)) + own
+        # plain ints: under a trace being recorded a tensor's sizes are traced tensors,
+        # which hash apart from the ints of the same key
+        return ("tensor", tuple(int(n) for n in value.shape), str(value.dtype), str(value.device)) + own
     if isinstance(value, (int, float, str, bool, type(None))):
         return value
     if depth == 0:
@@ -138,7 +147,7 @@ def _plain(fn, inputs):
     return fn(*inputs)
 
 
-def compiled_call(owner, data, key, fn, inputs: tuple, keep=None):
+def compiled_call(owner, data, key, fn, inputs: tuple, keep=None, faster_only: bool = False):
     """``fn(*inputs)`` (a tuple or a dict of tensors), from a verified trace where one is kept
     for ``key``.
 
@@ -151,13 +160,16 @@ def compiled_call(owner, data, key, fn, inputs: tuple, keep=None):
         inputs: its tensors, which change from call to call.
         keep: objects to keep alive with the trace (the arguments whose identities are in
             ``data``).
+        faster_only: keep the trace only if its last checking call ran faster than the plain
+            call beside it (the two give the same numbers, so either choice gives the same
+            draws); otherwise the key runs plainly for good.
 
     The first :data:`RECORD_AFTER` calls of a key run ``fn`` (a key met a few times costs no
     tracing); the next records the trace; from there :data:`VERIFIED_CALLS` calls run both and
     compare (values, and the gradients of the outputs with respect to inputs that require them).
     """
-    if getattr(_LOCAL, "plain", False):
-        return _plain(fn, inputs)
+    if getattr(_LOCAL, "plain", False) or torch.jit.is_tracing():
+        return _plain(fn, inputs)  # inside a trace being recorded: its operations go in it
     try:
         slots = _TABLE.setdefault(owner, OrderedDict())
     except TypeError:  # a program that cannot be weakly referenced: nothing is kept
@@ -185,15 +197,20 @@ def compiled_call(owner, data, key, fn, inputs: tuple, keep=None):
     if entry.agreed >= VERIFIED_CALLS:
         with torch.jit.optimized_execution(False):
             return entry.fn(*inputs)
+    start = perf_counter()
     plain = _plain(fn, inputs)
+    middle = perf_counter()
     try:
         with torch.jit.optimized_execution(False):
             traced = entry.fn(*inputs)
+        end = perf_counter()
         same = _identical(plain, traced) and _identical(_grads(plain, inputs), _grads(traced, inputs))
     except Exception as err:  # noqa: BLE001 - a trace that fails where the program runs
         same, entry.failed = False, f"the trace failed ({type(err).__name__})"
     if same:
         entry.agreed += 1
+        if faster_only and entry.agreed >= VERIFIED_CALLS and end - middle >= middle - start:
+            entry.failed = "the trace ran slower than the plain call"
     elif not entry.failed:
         entry.failed = "the trace gave other numbers than the program"
     if entry.failed:

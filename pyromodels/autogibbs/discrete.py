@@ -20,7 +20,7 @@ import torch
 
 from ..conjugate import sample_categorical
 from ..core.seeding import make_generator
-from .trace import element_index, element_logits, log_joints, tolerance
+from .trace import compiled_update, element_index, element_logits, log_joints, tolerance
 
 __all__ = ["DiscreteUpdate", "element_logits", "brute_force_logits"]
 
@@ -37,6 +37,10 @@ def brute_force_logits(model, args, kwargs, state: dict, site: str, index: tuple
         value[index] = v.to(value.dtype)
         values.append(value)
     return log_joints(model, args, kwargs, state, site, values)
+
+
+class _Coupled(Exception):
+    """The elements of a discrete site do not separate (raised out of a recorded update)."""
 
 
 class DiscreteUpdate:
@@ -65,6 +69,11 @@ class DiscreteUpdate:
 
     def __call__(self, state: dict, data, generator: torch.Generator) -> dict:
         args, kwargs = data.args, data.kwargs
+        if self.vectorised and not self.verify:
+            logits = self._recorded_logits(state, args, kwargs)
+            if logits is not None:
+                draw = sample_categorical(logits, generator)
+                return {self.site: self.support[draw].to(state[self.site].dtype)}
         if self.vectorised:
             logits = element_logits(self.model, args, kwargs, state, self.site, self.support)
             if logits is None:
@@ -77,6 +86,22 @@ class DiscreteUpdate:
                 draw = sample_categorical(logits, generator)
                 return {self.site: self.support[draw].to(state[self.site].dtype)}
         return {self.site: self._sequential(state, args, kwargs, generator)}
+
+    def _recorded_logits(self, state, args, kwargs):
+        """:func:`element_logits` with every term kept (no decision on values), through a
+        recorded trace of the whole computation once verified (:func:`~.trace.compiled_update`);
+        ``None`` where the elements stopped separating."""
+        def body(s):
+            logits = element_logits(self.model, args, kwargs, s, self.site, self.support,
+                                    skip_unchanged=False)
+            if logits is None:
+                raise _Coupled
+            return (logits,)
+
+        try:
+            return compiled_update(self.model, args, kwargs, state, ("discrete", self.site), body)[0]
+        except _Coupled:
+            return None
 
     def _fall_back(self, why: str) -> None:
         warnings.warn(f"site {self.site!r}: {why}; updating it element by element instead",

@@ -89,6 +89,7 @@ import torch
 from ..core.seeding import make_generator
 from .families import FAMILIES, Family, directions, family_of, unwrap
 from .trace import (
+    compiled_update,
     element_index,
     element_log_density,
     log_joint,
@@ -98,7 +99,8 @@ from .trace import (
     tolerance,
 )
 
-__all__ = ["FAMILIES", "Family", "family_of", "unwrap", "posterior_params", "ConjugateUpdate", "NotConjugate"]
+__all__ = ["FAMILIES", "Family", "family_of", "unwrap", "posterior_params", "plate_params",
+           "ConjugateUpdate", "NotConjugate"]
 
 
 class NotConjugate(ValueError):
@@ -135,6 +137,8 @@ def _solve(family, points, y, site, dtype):
     m = phi.shape[1]
     flat = y.reshape(len(points), -1)
     coef = torch.linalg.solve(phi[:m], flat[:m])               # (p + 1, elements)
+    if len(points) == m:
+        return coef[:-1].T
     predicted = phi[m:] @ coef
     scale = 1.0 + flat.abs().amax(0)
     if not bool(((predicted - flat[m:]).abs() <= tolerance(dtype) * scale).all()):
@@ -251,6 +255,31 @@ def _coefficients(model, args, kwargs, state, site, family, batch_shape, event_s
     return _solve(family, points, y, site, dtype)
 
 
+def plate_params(model, args, kwargs, state: dict, site: str, fn) -> dict:
+    """The posterior parameters of ``site`` from coefficients read by plate (every element at
+    the family's points at once, no check point, every term that is not constant by shape
+    kept): the arithmetic of :func:`posterior_params` with no decision on values, for a
+    recorded update. Raises :class:`NotConjugate` when the elements do not separate by plate
+    (the caller reads them the other ways)."""
+    family = family_of(fn)
+    batch_shape, event_shape = unwrap(fn).batch_shape, unwrap(fn).event_shape
+    points = family.points(event_shape, state[site])[:-1]
+    value = state[site]
+    full = [p.to(value.dtype).expand(tuple(batch_shape) + tuple(event_shape)).clone() for p in points]
+    y = element_log_density(model, args, kwargs, state, site, full, batch_shape, skip_unchanged=False)
+    if y is None:
+        raise NotConjugate(f"site {site!r}: its elements do not separate by plate")
+    coef = _solve(family, points, y, site, value.dtype)
+    return family.params(coef.reshape(tuple(batch_shape) + (coef.shape[-1],)))
+
+
+def _checked_params(family, params: dict, site: str) -> dict:
+    if not bool(family.valid(params).all()):
+        raise NotConjugate(f"site {site!r}: the {family.name} coefficients read off the model do "
+                           f"not give a proper posterior")
+    return params
+
+
 def posterior_params(model, args, kwargs, state: dict, site: str, fn, checked: bool = True) -> dict:
     """The posterior parameters of ``site`` given the rest of ``state``, read off the model.
 
@@ -270,11 +299,8 @@ def posterior_params(model, args, kwargs, state: dict, site: str, fn, checked: b
         raise NotConjugate(f"site {site!r}: {type(fn).__name__} prior is not a supported family")
     batch_shape, event_shape = unwrap(fn).batch_shape, unwrap(fn).event_shape
     coef = _coefficients(model, args, kwargs, state, site, family, batch_shape, event_shape, checked)
-    params = family.params(coef.reshape(tuple(batch_shape) + (coef.shape[-1],)))
-    if not bool(family.valid(params).all()):
-        raise NotConjugate(f"site {site!r}: the {family.name} coefficients read off the model do "
-                           f"not give a proper posterior")
-    return params
+    return _checked_params(family, family.params(coef.reshape(tuple(batch_shape) + (coef.shape[-1],))),
+                           site)
 
 
 class ConjugateUpdate:
@@ -289,10 +315,15 @@ class ConjugateUpdate:
             ``RuntimeError`` naming the site when it fails, and check the linearity of its
             log conditional (see :func:`posterior_params`); later calls trust both, as the
             plan did at the traced state.
+
+    Where the elements separate by plate, the calls after the first read the parameters by
+    :func:`plate_params` through a recorded trace of the whole computation
+    (:func:`~.trace.compiled_update`), checked bit for bit against the plain call.
     """
 
     def __init__(self, model, site: str, fn, verify: bool = True):
         self.model, self.site, self.fn, self.verify = model, site, fn, verify
+        self.by_plate = None  # whether plate_params applies (found at the first unchecked call)
 
     def __call__(self, state: dict, data, generator: torch.Generator) -> dict:
         checked = self.verify
@@ -303,12 +334,33 @@ class ConjugateUpdate:
                                    f"score at the first sweep; pass your own block in overrides=")
             self.verify = False
         try:
-            params = posterior_params(self.model, data.args, data.kwargs, state, self.site, self.fn,
-                                      checked)
+            params = None if checked else self._by_plate(state, data)
+            if params is None:
+                params = posterior_params(self.model, data.args, data.kwargs, state, self.site,
+                                          self.fn, checked)
         except NotConjugate as err:
             raise RuntimeError(f"automatic conjugate update failed: {err}") from err
         draw = family_of(self.fn).sample(params, generator)
         return {self.site: draw.to(state[self.site].dtype)}
+
+    def _by_plate(self, state: dict, data) -> dict | None:
+        """The parameters by :func:`plate_params` (from a recorded trace once verified), or
+        ``None`` where the elements do not separate by plate."""
+        if self.by_plate is False:
+            return None
+        args, kwargs = data.args, data.kwargs
+        try:
+            if self.by_plate is None:  # the first time, plainly: does it apply?
+                params = plate_params(self.model, args, kwargs, state, self.site, self.fn)
+            else:
+                params = compiled_update(self.model, args, kwargs, state, ("conjugate", self.site),
+                                         lambda s: plate_params(self.model, args, kwargs, s,
+                                                                self.site, self.fn))
+        except NotConjugate:
+            self.by_plate = False
+            return None
+        self.by_plate = True
+        return _checked_params(family_of(self.fn), params, self.site)
 
     def check(self, state: dict, args, kwargs, generator: torch.Generator) -> bool:
         """Condition-and-score at two draws of the update: the posterior's log density minus

@@ -27,7 +27,8 @@ from pyro.poutine.util import site_is_subsample
 
 from .compiled import compiled_call, signature
 
-__all__ = ["trace_model", "latent_sites", "log_terms", "log_joint", "reduce_to_site", "element_log_density",
+__all__ = ["trace_model", "latent_sites", "compiled_update", "log_terms", "log_joint", "reduce_to_site",
+           "element_log_density",
            "element_logits", "element_index", "tolerance", "values_terms", "log_joints",
            "batching_reason", "RUN_BUDGET", "log_joints_and_gradients", "site_choice", "plate_map",
            "site_plates"]
@@ -55,15 +56,33 @@ def _scores(model, args: tuple, kwargs: dict, state: dict, skip=frozenset(), gra
     """``{site: log_prob}`` as :func:`log_terms`, leaner: the sites in ``skip`` are not scored
     and nothing else (sums, validation) is computed. With ``grad``, autograd records the run.
     Repeated runs at the same shapes and data replay a verified trace (:mod:`.compiled`)."""
-    names = tuple(sorted(state))  # one key whatever order the state was built in
+    return _state_call(model, args, kwargs, state, ("scores", frozenset(skip), grad),
+                       lambda s: _plain_scores(model, args, kwargs, s, skip, grad))
+
+
+def _state_call(model, args, kwargs, state: dict, what: tuple, body, faster_only: bool = False):
+    """``body(state)`` through :func:`~.compiled.compiled_call`, the state's tensors as the
+    inputs (in name order: one key whatever order the state was built in), keyed by ``what``,
+    their shapes and dtypes, and the validation flag."""
+    names = tuple(sorted(state))
     values = tuple(state[n] for n in names)
-    key = ("scores", names, tuple((tuple(v.shape), v.dtype, v.requires_grad) for v in values),
-           frozenset(skip), grad, is_validation_enabled())
+    key = what + (names, tuple((tuple(v.shape), v.dtype, v.requires_grad) for v in values),
+                  is_validation_enabled())
 
     def run(*vals):
-        return _plain_scores(model, args, kwargs, dict(zip(names, vals)), skip, grad)
+        return body(dict(zip(names, vals)))
     return compiled_call(model, (signature(tuple(args)), signature(kwargs)), key, run, values,
-                         keep=(args, kwargs))
+                         keep=(args, kwargs), faster_only=faster_only)
+
+
+def compiled_update(model, args: tuple, kwargs: dict, state: dict, what: tuple, body):
+    """A whole update's arithmetic, ``body(state)`` (a tuple or dict of tensors, the same
+    function of the state's tensors at every call of the key ``what``), from one recorded
+    trace once it is verified (see :mod:`.compiled`) and only while it runs faster than the
+    plain call: every Python step between the program's runs (building the values, reading
+    the terms back, the solve) is replayed as recorded. ``body`` must make no decision on
+    values: the trace would freeze it."""
+    return _state_call(model, args, kwargs, state, ("update",) + what, body, faster_only=True)
 
 
 def _plain_scores(model, args, kwargs, state, skip, grad) -> dict:
@@ -421,13 +440,15 @@ def reduce_to_site(lp: torch.Tensor, shape: torch.Size, term_plates: dict | None
 
 
 def element_log_density(model, args, kwargs, state: dict, site: str, values: list,
-                        batch_shape: torch.Size) -> torch.Tensor | None:
+                        batch_shape: torch.Size, skip_unchanged: bool = True) -> torch.Tensor | None:
     """Each element's log density terms at each full value of ``site`` in ``values``:
     ``(len(values), *batch_shape)`` float64, up to a constant per element. Only the terms that
     change across ``values`` and the current value enter (a mixed value too: a term of a sum
     of the elements can tie on equal values); ``None`` when one of them is not indexed by the
     site's plates (the elements are then not conditionally independent given the rest). The
-    values and the current state come from one trace where the program allows it."""
+    values and the current state come from one trace where the program allows it. Without
+    ``skip_unchanged`` a term equal at every value (a constant per element, which cancels)
+    is added all the same, so no decision depends on the values (for a recorded update)."""
     known = _known(model, site, args, kwargs)
     if known is not None and tuple(batch_shape) in known.inseparable:
         return None  # coupled elements stay coupled: the caller goes element by element
@@ -437,7 +458,7 @@ def element_log_density(model, args, kwargs, state: dict, site: str, values: lis
     maps, own = _shifted_plates(model, args, kwargs, state, site, batch_shape)
     out = torch.zeros((m,) + tuple(batch_shape), dtype=torch.float64, device=values[0].device)
     for name, lp in terms.items():
-        if bool((lp[:m] == lp[m:]).all()):
+        if skip_unchanged and bool((lp[:m] == lp[m:]).all()):
             continue  # does not change with the site: cancels in the conditional
         reduced = _reduce_rows(lp[:m].to(torch.float64), batch_shape, maps.get(name, {}), own)
         if reduced is None:
@@ -449,15 +470,17 @@ def element_log_density(model, args, kwargs, state: dict, site: str, values: lis
     return out
 
 
-def element_logits(model, args, kwargs, state: dict, site: str, support: torch.Tensor):
+def element_logits(model, args, kwargs, state: dict, site: str, support: torch.Tensor,
+                   skip_unchanged: bool = True):
     """Each element's log conditional at each support value, ``(*shape, K)``, with every
     element set to each value in turn; ``None`` when the elements are not conditionally
     independent. ``support`` is ``(K, *event)``: the site's values are ``(*shape, *event)``
-    (a one-hot site has one event dimension)."""
+    (a one-hot site has one event dimension); ``skip_unchanged`` as in
+    :func:`element_log_density`."""
     value = state[site]
     shape = value.shape[:value.dim() - (support.dim() - 1)]
     values = [v.to(value.dtype).expand(value.shape).clone() for v in support]
-    out = element_log_density(model, args, kwargs, state, site, values, shape)
+    out = element_log_density(model, args, kwargs, state, site, values, shape, skip_unchanged)
     return None if out is None else out.movedim(0, -1)
 
 

@@ -2,11 +2,14 @@
 for bit: a program that branches on values, draws inside, or whose data changed in place is run
 itself; the chains are the same with and without the traces."""
 
+import itertools
+
 import pyro
 import pyro.distributions as dist
+import pytest
 import torch
 
-from pyromodels.autogibbs import fit_gibbs
+from pyromodels.autogibbs import compiled, fit_gibbs
 from pyromodels.autogibbs.compiled import (
     DATA_SLOTS,
     RECORD_AFTER,
@@ -17,7 +20,7 @@ from pyromodels.autogibbs.compiled import (
 )
 from pyromodels.autogibbs.trace import _scores, log_joints_and_gradients
 
-from .models import eight_schools, f64, mixture
+from .models import eight_schools, f64, mixture, mixture_vectorised
 
 X = f64([-2.1, -1.7, 0.2, 2.4, 2.9])
 #: calls of one key that record its trace and check it, plus one run from the trace
@@ -152,3 +155,56 @@ def test_a_key_met_a_few_times_is_never_recorded():
         for v in range(RECORD_AFTER):
             _scores(model, (x,), {}, {"m": f64(0.1 * v)})
     assert set(compiled_state(model).values()) == {"not recorded"}
+
+
+def test_whole_updates_are_recorded_and_give_the_plain_chain():
+    """The weights' conjugate update (elements by plate) and the assignments' discrete update
+    are replayed as whole recorded updates; the means (read from gradients) are not; the
+    chain equals the one without any trace."""
+    x = f64([-2.1, -1.7, 0.2, 2.4, 2.9, 3.1, -2.5])
+    post = fit_gibbs(mixture_vectorised, x, num_samples=20, warmup=10, num_chains=1, seed=2,
+                     progress=False, diagnostic_warnings=False)
+    updates = {key[2]: state for (_, key), state in compiled_state(mixture_vectorised).items()
+               if key[0] == "update"}
+    # verified bit for bit; kept or not by speed alone, which does not change the draws
+    assert set(updates) == {"w", "z"}
+    assert set(updates.values()) <= {"compiled", "the trace ran slower than the plain call"}
+    with plain_runs():
+        plain = fit_gibbs(mixture_vectorised, x, num_samples=20, warmup=10, num_chains=1, seed=2,
+                          progress=False, diagnostic_warnings=False)
+    for site, draws in plain.samples.items():
+        assert torch.equal(post.samples[site], draws), site
+
+
+def test_a_trace_slower_than_the_plain_call_is_dropped_where_only_speed_counts(monkeypatch):
+    """With ``faster_only`` a verified trace that ran slower than the plain call beside it is
+    not kept (the numbers are the same, so the draws are too); without, it is."""
+    def fn(a):
+        return (a * 2.0 + 1.0,)
+
+    for faster_only, want in ((True, "the trace ran slower than the plain call"), (False, "compiled")):
+        owner = Counted(fn)   # a fresh owner: its own table
+        clock = itertools.count()
+        # each checking call reads the clock three times: plain 1 tick, trace 5 ticks
+        ticks = iter(t for i in clock for t in (10 * i, 10 * i + 1, 10 * i + 6))
+        monkeypatch.setattr(compiled, "perf_counter", lambda ticks=ticks: next(ticks))
+        for i in range(ENOUGH):
+            out = compiled.compiled_call(owner, "data", "key", fn, (f64([float(i)]),),
+                                         faster_only=faster_only)
+            assert torch.equal(out[0], f64([2.0 * i + 1.0]))
+        assert list(compiled_state(owner).values()) == [want]
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::torch.jit.TracerWarning")
+def test_the_key_of_a_tensor_is_the_same_inside_a_trace_being_recorded():
+    """Under ``torch.jit.trace`` a tensor's sizes are traced tensors; the key reads them as
+    ints, so the choices kept per shape are found from inside a recorded update."""
+    seen = []
+    kept = {signature((X,), identity=False): "found"}
+
+    def fn(a):
+        seen.append(kept.get(signature((X,), identity=False)))   # the data, a constant
+        return a * 2.0
+
+    torch.jit.trace(fn, (X.clone(),), check_trace=False)
+    assert seen == ["found"]
