@@ -99,7 +99,7 @@ from .trace import (
     tolerance,
 )
 
-__all__ = ["FAMILIES", "Family", "family_of", "unwrap", "posterior_params", "plate_params",
+__all__ = ["FAMILIES", "Family", "family_of", "unwrap", "posterior_params", "recorded_params",
            "ConjugateUpdate", "NotConjugate"]
 
 
@@ -185,6 +185,46 @@ def _check_point(points, batch_shape, event_shape, ref):
     return mixed.reshape(tuple(batch_shape) + tuple(event_shape))
 
 
+def _gradients_at_points(model, args, kwargs, state, site, points, batch_shape, event_shape, extra=()):
+    """The log joints and their gradients with every element of ``site`` at each of
+    ``points`` in turn (then at each value of ``extra``)."""
+    value = state[site]
+    full = tuple(batch_shape) + tuple(event_shape)
+    values = [p.to(value.dtype).expand(full).clone() for p in points] + list(extra)
+    return log_joints_and_gradients(model, args, kwargs, state, site, values)
+
+
+def _least_squares(design, grads, family, batch_shape, event_shape, value):
+    """``(E, p)`` coefficients solving ``A c_e = g_e`` for every element at once."""
+    count = max(1, batch_shape.numel())
+    along = grads.reshape(grads.shape[0], count, -1) @ directions(family, event_shape, value)
+    rhs = along.permute(0, 2, 1).reshape(-1, count)                             # (k q, E)
+    # least squares by the normal equations, their products written out: LAPACK's least
+    # squares is not reproducible to the last bit from run to run, and a chain must be
+    gram = (design[:, :, None] * design[:, None, :]).sum(0)
+    return torch.linalg.solve(gram, (design[:, :, None] * rhs[:, None, :]).sum(0)).T   # (E, p)
+
+
+def _gradient_solve(model, args, kwargs, state, site, family, points, batch_shape, event_shape):
+    """``(coefficients, finite)`` from the gradients at the design's points, no check point
+    and no decision on values (for a recorded update); ``finite`` is a boolean tensor.
+    Raises :class:`NotConjugate` where the design or autograd gives nothing to solve."""
+    value = state[site]
+    design, k = _gradient_design(family, points, event_shape, value)
+    if design is None:
+        raise NotConjugate(f"site {site!r}: the derivatives do not identify the coefficients")
+    try:
+        _, grads = _gradients_at_points(model, args, kwargs, state, site, points[:k], batch_shape,
+                                        event_shape)
+    except Exception as err:  # noqa: BLE001 - any failure of autograd means "not this way"
+        raise NotConjugate(f"site {site!r}: autograd failed ({type(err).__name__})") from err
+    if grads is None:
+        raise NotConjugate(f"site {site!r}: autograd gave no gradient")
+    grads = grads[:k].to(torch.float64)
+    coef = _least_squares(design, grads, family, batch_shape, event_shape, value)
+    return coef, torch.isfinite(grads).all()
+
+
 def _gradient_coefficients(model, args, kwargs, state, site, family, points, batch_shape, event_shape,
                            checked: bool = True):
     """``((elements, p) coefficients, "")`` of every element at once from the log joint's
@@ -194,13 +234,11 @@ def _gradient_coefficients(model, args, kwargs, state, site, family, points, bat
     design, k = _gradient_design(family, points, event_shape, value)
     if design is None:
         return None, "the derivatives at the points do not identify the coefficients"
-    full = tuple(batch_shape) + tuple(event_shape)
     check = _check_point(points, batch_shape, event_shape, value)
-    values = [p.to(value.dtype).expand(full).clone() for p in points[:k]]
-    if checked:
-        values.append(check.to(value.dtype))
+    extra = [check.to(value.dtype)] if checked else []
     try:
-        joints, grads = log_joints_and_gradients(model, args, kwargs, state, site, values)
+        joints, grads = _gradients_at_points(model, args, kwargs, state, site, points[:k],
+                                             batch_shape, event_shape, extra)
     except Exception as err:  # noqa: BLE001 - any failure of autograd means "not this way"
         return None, f"autograd failed ({type(err).__name__})"
     if grads is None:
@@ -208,15 +246,10 @@ def _gradient_coefficients(model, args, kwargs, state, site, family, points, bat
     grads = grads[:k].to(torch.float64)
     if not bool(torch.isfinite(grads).all()):
         return None, "autograd gave a non-finite gradient"
-    count = max(1, batch_shape.numel())
-    along = grads.reshape(k, count, -1) @ directions(family, event_shape, value)   # (k, E, q)
-    rhs = along.permute(0, 2, 1).reshape(-1, count)                             # (k q, E)
-    # least squares by the normal equations, their products written out: LAPACK's least
-    # squares is not reproducible to the last bit from run to run, and a chain must be
-    gram = (design[:, :, None] * design[:, None, :]).sum(0)
-    coef = torch.linalg.solve(gram, (design[:, :, None] * rhs[:, None, :]).sum(0)).T   # (E, p)
+    coef = _least_squares(design, grads, family, batch_shape, event_shape, value)
     if not checked:
         return coef, ""
+    count = max(1, batch_shape.numel())
     moved = family.features(check.reshape((count,) + tuple(event_shape)).to(torch.float64)) \
         - family.features(points[:1].to(torch.float64))
     predicted = (coef * moved).sum()
@@ -255,29 +288,30 @@ def _coefficients(model, args, kwargs, state, site, family, batch_shape, event_s
     return _solve(family, points, y, site, dtype)
 
 
-def plate_params(model, args, kwargs, state: dict, site: str, fn) -> dict:
-    """The posterior parameters of ``site`` from coefficients read by plate (every element at
-    the family's points at once, no check point, every term that is not constant by shape
-    kept): the arithmetic of :func:`posterior_params` with no decision on values, for a
-    recorded update. Raises :class:`NotConjugate` when the elements do not separate by plate
-    (the caller reads them the other ways)."""
+def recorded_params(model, args, kwargs, state: dict, site: str, fn) -> dict:
+    """The posterior parameters of ``site`` as :func:`posterior_params` reads them after its
+    first sweep (no check point), with no decision on values, for a recorded update: by plate
+    where the elements separate (every term not constant by shape kept), else from the log
+    joint's gradients. Beside the parameters, ``"ok"``: a boolean tensor, false where the
+    gradients were not finite or the parameters not a proper posterior (the caller then takes
+    the plain path, which falls back or raises). Raises :class:`NotConjugate` where neither
+    way applies (the coefficients are read element by element)."""
     family = family_of(fn)
     batch_shape, event_shape = unwrap(fn).batch_shape, unwrap(fn).event_shape
-    points = family.points(event_shape, state[site])[:-1]
     value = state[site]
-    full = [p.to(value.dtype).expand(tuple(batch_shape) + tuple(event_shape)).clone() for p in points]
+    points = family.points(event_shape, value)
+    full = [p.to(value.dtype).expand(tuple(batch_shape) + tuple(event_shape)).clone() for p in points[:-1]]
     y = element_log_density(model, args, kwargs, state, site, full, batch_shape, skip_unchanged=False)
-    if y is None:
-        raise NotConjugate(f"site {site!r}: its elements do not separate by plate")
-    coef = _solve(family, points, y, site, value.dtype)
-    return family.params(coef.reshape(tuple(batch_shape) + (coef.shape[-1],)))
-
-
-def _checked_params(family, params: dict, site: str) -> dict:
-    if not bool(family.valid(params).all()):
-        raise NotConjugate(f"site {site!r}: the {family.name} coefficients read off the model do "
-                           f"not give a proper posterior")
-    return params
+    if y is not None:
+        coef, ok = _solve(family, points[:-1], y, site, value.dtype), torch.ones((), dtype=torch.bool)
+    else:
+        choice = site_choice(model, site, args, kwargs)
+        if choice is None or choice.gradient_failed:
+            raise NotConjugate(f"site {site!r}: its coefficients are read element by element")
+        coef, ok = _gradient_solve(model, args, kwargs, state, site, family, points, batch_shape,
+                                   event_shape)
+    params = family.params(coef.reshape(tuple(batch_shape) + (coef.shape[-1],)))
+    return {**params, "ok": ok & family.valid(params).all()}
 
 
 def posterior_params(model, args, kwargs, state: dict, site: str, fn, checked: bool = True) -> dict:
@@ -299,8 +333,11 @@ def posterior_params(model, args, kwargs, state: dict, site: str, fn, checked: b
         raise NotConjugate(f"site {site!r}: {type(fn).__name__} prior is not a supported family")
     batch_shape, event_shape = unwrap(fn).batch_shape, unwrap(fn).event_shape
     coef = _coefficients(model, args, kwargs, state, site, family, batch_shape, event_shape, checked)
-    return _checked_params(family, family.params(coef.reshape(tuple(batch_shape) + (coef.shape[-1],))),
-                           site)
+    params = family.params(coef.reshape(tuple(batch_shape) + (coef.shape[-1],)))
+    if not bool(family.valid(params).all()):
+        raise NotConjugate(f"site {site!r}: the {family.name} coefficients read off the model do "
+                           f"not give a proper posterior")
+    return params
 
 
 class ConjugateUpdate:
@@ -316,14 +353,15 @@ class ConjugateUpdate:
             log conditional (see :func:`posterior_params`); later calls trust both, as the
             plan did at the traced state.
 
-    Where the elements separate by plate, the calls after the first read the parameters by
-    :func:`plate_params` through a recorded trace of the whole computation
+    After the first call, where the coefficients are read by plate or from gradients (on the
+    CPU, where the tracer records autograd's backward pass), the parameters come from
+    :func:`recorded_params` through a recorded trace of the whole computation
     (:func:`~.trace.compiled_update`), checked bit for bit against the plain call.
     """
 
     def __init__(self, model, site: str, fn, verify: bool = True):
         self.model, self.site, self.fn, self.verify = model, site, fn, verify
-        self.by_plate = None  # whether plate_params applies (found at the first unchecked call)
+        self.recordable = None  # whether recorded_params applies (found at the first unchecked call)
 
     def __call__(self, state: dict, data, generator: torch.Generator) -> dict:
         checked = self.verify
@@ -334,7 +372,7 @@ class ConjugateUpdate:
                                    f"score at the first sweep; pass your own block in overrides=")
             self.verify = False
         try:
-            params = None if checked else self._by_plate(state, data)
+            params = None if checked else self._recorded(state, data)
             if params is None:
                 params = posterior_params(self.model, data.args, data.kwargs, state, self.site,
                                           self.fn, checked)
@@ -343,24 +381,28 @@ class ConjugateUpdate:
         draw = family_of(self.fn).sample(params, generator)
         return {self.site: draw.to(state[self.site].dtype)}
 
-    def _by_plate(self, state: dict, data) -> dict | None:
-        """The parameters by :func:`plate_params` (from a recorded trace once verified), or
-        ``None`` where the elements do not separate by plate."""
-        if self.by_plate is False:
+    def _recorded(self, state: dict, data) -> dict | None:
+        """The parameters by :func:`recorded_params` (from a recorded trace once verified), or
+        ``None`` where it does not apply or its ``ok`` is false (the plain path then)."""
+        if self.recordable is False:
+            return None
+        if self.recordable is None and any(v.device.type != "cpu" for v in state.values()):
+            self.recordable = False  # off the CPU the backward pass runs on another thread
             return None
         args, kwargs = data.args, data.kwargs
         try:
-            if self.by_plate is None:  # the first time, plainly: does it apply?
-                params = plate_params(self.model, args, kwargs, state, self.site, self.fn)
+            if self.recordable is None:  # the first time, plainly: does it apply?
+                params = recorded_params(self.model, args, kwargs, state, self.site, self.fn)
             else:
                 params = compiled_update(self.model, args, kwargs, state, ("conjugate", self.site),
-                                         lambda s: plate_params(self.model, args, kwargs, s,
-                                                                self.site, self.fn))
+                                         lambda s: recorded_params(self.model, args, kwargs, s,
+                                                                   self.site, self.fn))
         except NotConjugate:
-            self.by_plate = False
+            self.recordable = False
             return None
-        self.by_plate = True
-        return _checked_params(family_of(self.fn), params, self.site)
+        self.recordable = True
+        params = dict(params)
+        return params if bool(params.pop("ok")) else None
 
     def check(self, state: dict, args, kwargs, generator: torch.Generator) -> bool:
         """Condition-and-score at two draws of the update: the posterior's log density minus

@@ -9,7 +9,7 @@ import pyro.distributions as dist
 import pytest
 import torch
 
-from pyromodels.autogibbs import compiled, fit_gibbs
+from pyromodels.autogibbs import compiled, fit_gibbs, plan
 from pyromodels.autogibbs.compiled import (
     DATA_SLOTS,
     RECORD_AFTER,
@@ -19,6 +19,8 @@ from pyromodels.autogibbs.compiled import (
     signature,
 )
 from pyromodels.autogibbs.trace import _scores, log_joints_and_gradients
+from pyromodels.core.bound import ModelArgs
+from pyromodels.core.seeding import make_generator
 
 from .models import eight_schools, f64, mixture, mixture_vectorised
 
@@ -158,16 +160,16 @@ def test_a_key_met_a_few_times_is_never_recorded():
 
 
 def test_whole_updates_are_recorded_and_give_the_plain_chain():
-    """The weights' conjugate update (elements by plate) and the assignments' discrete update
-    are replayed as whole recorded updates; the means (read from gradients) are not; the
-    chain equals the one without any trace."""
+    """The weights' conjugate update (elements by plate), the means' (read from gradients,
+    whose backward pass the tracer records on the CPU) and the assignments' discrete update
+    are replayed as whole recorded updates; the chain equals the one without any trace."""
     x = f64([-2.1, -1.7, 0.2, 2.4, 2.9, 3.1, -2.5])
     post = fit_gibbs(mixture_vectorised, x, num_samples=20, warmup=10, num_chains=1, seed=2,
                      progress=False, diagnostic_warnings=False)
     updates = {key[2]: state for (_, key), state in compiled_state(mixture_vectorised).items()
                if key[0] == "update"}
     # verified bit for bit; kept or not by speed alone, which does not change the draws
-    assert set(updates) == {"w", "z"}
+    assert set(updates) == {"w", "locs", "z"}
     assert set(updates.values()) <= {"compiled", "the trace ran slower than the plain call"}
     with plain_runs():
         plain = fit_gibbs(mixture_vectorised, x, num_samples=20, warmup=10, num_chains=1, seed=2,
@@ -208,3 +210,30 @@ def test_the_key_of_a_tensor_is_the_same_inside_a_trace_being_recorded():
 
     torch.jit.trace(fn, (X.clone(),), check_trace=False)
     assert seen == ["found"]
+
+
+def test_a_recorded_update_that_is_not_ok_takes_the_plain_path(monkeypatch):
+    """Non-finite gradients or an improper posterior (``ok`` false) make that call take the
+    plain path, which falls back or raises as before."""
+    from pyromodels.autogibbs import exponential
+
+    x = f64([-2.1, -1.7, 0.2, 2.4, 2.9])
+    update = plan(mixture_vectorised, x)["locs"].block.update
+    data = ModelArgs((x,), {})
+    state = {"w": f64([0.4, 0.6]), "locs": f64([-2.0, 2.5]), "z": torch.tensor([0, 0, 1, 1, 1])}
+    gen = make_generator(0)
+    update(state, data, gen)   # the first call checks
+    calls = []
+    real = exponential.posterior_params
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("checked", args[6] if len(args) > 6 else True))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(exponential, "posterior_params", spy)
+    update(state, data, gen)
+    assert calls == []          # the recorded way applies
+    monkeypatch.setattr(exponential, "recorded_params",
+                        lambda *a, **k: {**real(*a, checked=False), "ok": torch.tensor(False)})
+    update(state, data, gen)
+    assert calls == [False]     # ok false: the plain path
