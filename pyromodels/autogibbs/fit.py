@@ -77,6 +77,8 @@ class AutoGibbs(GibbsKernel):
         joint_nuts: whether conjugate sites join the NUTS block (see :mod:`.plan`).
         seed: the kernel's seed (see :class:`~pyromodels.core.GibbsKernel`).
         lp: report the log joint in the progress bar.
+        num_threads: torch's threads during each sweep (see
+            :class:`~pyromodels.core.GibbsKernel`; ``None``: the engines' rule for the data).
         model_kwargs: the program's keyword arguments.
 
     Example:
@@ -88,8 +90,8 @@ class AutoGibbs(GibbsKernel):
 
     def __init__(self, model, *args, overrides: dict | None = None, verify: bool = True,
                  nuts_steps: int = 1, joint_nuts: bool | None = None, seed: int | None = None,
-                 lp: bool = False, model_kwargs: dict | None = None):
+                 lp: bool = False, num_threads: int | None = None, model_kwargs: dict | None = None):
         self.plan: Plan = plan(model, *args, overrides=overrides, verify=verify, nuts_steps=nuts_steps,
                                joint_nuts=joint_nuts,
                                seed=0 if seed is None else seed, **(model_kwargs or {}))
-        super().__init__(model, self.plan.sweep(), seed=seed, lp=lp)
+        super().__init__(model, self.plan.sweep(), seed=seed, lp=lp, num_threads=num_threads)

@@ -15,11 +15,13 @@ from collections import OrderedDict
 import torch
 from pyro.infer.mcmc.mcmc_kernel import MCMCKernel
 
+from ..checks import check_int
 from .entry import bind_model
 from .gibbs import GibbsBlock, GibbsSweep, SweepInfo
 from .hooks import ModelBase
 from .posterior import Posterior
 from .seeding import derive_seed, make_generator, resolve_seed
+from .threads import ThreadRule, using_threads
 
 __all__ = ["GibbsKernel", "posterior_from_mcmc"]
 
@@ -45,6 +47,10 @@ class GibbsKernel(MCMCKernel):
             global seed that ``pyro.infer.MCMC`` gives each worker. Seed Pyro
             (``pyro.set_rng_seed``) for reproducible multi-process runs.
         lp: whether ``logging()`` reports the log joint of the current state (costs one trace).
+        num_threads: torch's threads during each sweep, as the engines choose them (see
+            :mod:`~pyromodels.core.threads`): ``None`` applies the rule to the data (only ever
+            lowering the caller's count), an integer sets exactly that many. The caller's
+            count is restored after every sweep, so an interrupted ``MCMC.run`` leaves it.
 
     Raises:
         TypeError: a plain callable without blocks; ``blocks`` that are not Gibbs blocks.
@@ -60,7 +66,8 @@ class GibbsKernel(MCMCKernel):
         >>> mcmc.run(x, y=y)                                              # doctest: +SKIP
     """
 
-    def __init__(self, model, blocks=None, *, seed: int | None = None, lp: bool = False):
+    def __init__(self, model, blocks=None, *, seed: int | None = None, lp: bool = False,
+                 num_threads: int | None = None):
         is_model = isinstance(model, ModelBase)
         if not is_model and not callable(model):
             raise TypeError(f"model must be a Pyro callable or a pyromodels Model, "
@@ -81,6 +88,9 @@ class GibbsKernel(MCMCKernel):
         self.blocks = blocks
         self.seed = resolve_seed(seed)
         self.lp = bool(lp)
+        self.num_threads = None if num_threads is None else check_int(num_threads, "num_threads",
+                                                                      minimum=1)
+        self._threads = None  # the thread rule for the data (set up with the chain)
         self.transforms = {}
         self._chain = -1
         self._program = None
@@ -109,6 +119,7 @@ class GibbsKernel(MCMCKernel):
                 block.set_state(None)
         self._dtypes = {k: v.dtype for k, v in state.items()}
         self._initial = state
+        self._threads = ThreadRule.of(self._data, self.num_threads)   # applied at each sweep
 
     @property
     def initial_params(self):
@@ -122,7 +133,8 @@ class GibbsKernel(MCMCKernel):
         state = {k: v.to(self._dtypes[k]) if k in self._dtypes else v for k, v in params.items()}
         info = SweepInfo(self._sweeps, self._warmup_steps)  # for blocks that adapt in warm-up
         self._sweeps += 1
-        return self._sweep(state, self._data, self._generator, info)
+        with using_threads(self._threads(torch.get_num_threads())):
+            return self._sweep(state, self._data, self._generator, info)
 
     def logging(self):
         out = OrderedDict(chain=self._chain)

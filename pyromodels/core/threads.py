@@ -49,7 +49,7 @@ import numpy as np
 from ..checks import check_int
 
 __all__ = ["ELEMENTS_PER_THREAD", "THREADS_ENV", "data_size", "choose_threads", "fit_threads",
-           "with_fit_threads"]
+           "using_threads", "with_fit_threads", "ThreadRule"]
 
 #: data elements per thread of the rule (see the module doc)
 ELEMENTS_PER_THREAD = 2 ** 16
@@ -104,14 +104,34 @@ def choose_threads(data, num_threads: int | None = None, current: int | None = N
             this many threads (an integer ``>= 1``).
         current: the caller's count (default ``torch.get_num_threads()``).
     """
-    requested = _requested(num_threads)
-    if requested is not None:
-        return requested
     if current is None:
         import torch
 
         current = torch.get_num_threads()
-    return max(1, min(current, data_size(data) // ELEMENTS_PER_THREAD))
+    return ThreadRule.of(data, num_threads)(current)
+
+
+@dataclasses.dataclass(frozen=True)
+class ThreadRule:
+    """:func:`choose_threads` with the data read once: ``rule(current)`` is the count for a
+    caller on ``current`` threads (for a loop that applies it at every step).
+
+    Attributes:
+        requested: the count asked for (``num_threads`` or :data:`THREADS_ENV`), else ``None``.
+        cap: the rule's count for the data's size.
+    """
+
+    requested: int | None
+    cap: int
+
+    @classmethod
+    def of(cls, data, num_threads: int | None = None) -> ThreadRule:
+        requested = _requested(num_threads)
+        cap = 1 if requested is not None else max(1, data_size(data) // ELEMENTS_PER_THREAD)
+        return cls(requested, cap)
+
+    def __call__(self, current: int) -> int:
+        return self.requested if self.requested is not None else min(current, self.cap)
 
 
 @contextlib.contextmanager
@@ -120,12 +140,22 @@ def fit_threads(data, num_threads: int | None = None):
     when the body raises or is interrupted. Yields the count."""
     import torch
 
-    old = torch.get_num_threads()
-    chosen = choose_threads(data, num_threads, old)
-    if chosen != old:
-        torch.set_num_threads(chosen)
-    try:
+    with using_threads(choose_threads(data, num_threads, torch.get_num_threads())) as chosen:
         yield chosen
+
+
+@contextlib.contextmanager
+def using_threads(count: int):
+    """Run the body on ``count`` threads; restore the caller's count after, also when the body
+    raises or is interrupted (for a loop that is not an engine of its own, such as one step
+    of a kernel that ``pyro.infer.MCMC`` drives). Yields the count."""
+    import torch
+
+    old = torch.get_num_threads()
+    if count != old:
+        torch.set_num_threads(count)
+    try:
+        yield count
     finally:
         if torch.get_num_threads() != old:
             torch.set_num_threads(old)

@@ -68,3 +68,31 @@ def test_gibbs_kernel_on_a_plain_program_needs_its_blocks():
         GibbsKernel(regression, seed=0)
     with pytest.raises(TypeError, match="blocks must be a GibbsSweep or a list of GibbsBlock"):
         GibbsKernel(regression, slope_block, seed=0)
+
+
+@pytest.mark.parametrize("num_threads, want", [(None, 1), (2, 2)])
+def test_gibbs_kernel_sweeps_on_the_engines_thread_count_and_restores_the_callers(num_threads, want):
+    """Each sweep under ``MCMC`` runs on the rule's count (one thread for these 20 points) or
+    the count asked for, and the caller's count is back after every sweep."""
+    seen = []
+
+    def block(state, data, generator):
+        seen.append(torch.get_num_threads())
+        return slope_block(state, data, generator)
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        kernel = GibbsKernel(regression, [GibbsBlock("slope", ("slope",), block)], seed=0,
+                             num_threads=num_threads)
+        MCMC(kernel, num_samples=3, warmup_steps=1, disable_progbar=True,
+             hook_fn=lambda *a: seen.append(("between", torch.get_num_threads()))).run(X, y=Y)
+        assert set(x for x in seen if not isinstance(x, tuple)) == {want}
+        assert {x for x in seen if isinstance(x, tuple)} == {("between", 3)}
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_gibbs_kernel_num_threads_must_be_a_positive_integer():
+    with pytest.raises(ValueError, match="num_threads"):
+        GibbsKernel(regression, [GibbsBlock("slope", ("slope",), slope_block)], num_threads=0)
