@@ -21,8 +21,9 @@ dicts and objects' attributes; deeper, only the container's identity counts), an
 scored.
 
 A key is recorded only after :data:`RECORD_AFTER` plain runs. Whole updates (see
-:func:`~.trace.compiled_update`) go through the same table with ``faster_only``: a verified
-trace is kept only if it ran faster than the plain call beside it. Calls made while a trace
+:func:`~.trace.compiled_update`) go through the same table after
+:data:`UPDATE_RECORD_AFTER` plain calls, with ``faster_only``: a verified trace is kept only
+if it ran faster than the plain call beside it. Calls made while a trace
 is being recorded run plainly, so their operations go into it; keys read a tensor's sizes as
 ints, since under the tracer they are traced tensors.
 
@@ -42,13 +43,19 @@ from time import perf_counter
 
 import torch
 
-__all__ = ["compiled_call", "signature", "RECORD_AFTER", "VERIFIED_CALLS", "DATA_SLOTS",
-           "compiled_state", "plain_runs"]
+__all__ = ["compiled_call", "signature", "RECORD_AFTER", "UPDATE_RECORD_AFTER", "VERIFIED_CALLS",
+           "DATA_SLOTS", "compiled_state", "plain_runs"]
 
 #: plain runs of a key before its trace is recorded: recording costs about four runs and its
 #: checks two more, so a key met only a few times (a Geweke test's or a stream's new data every
 #: sweep) is never recorded, and a fit's thousands of calls lose eight at most
 RECORD_AFTER = 8
+
+#: the same for a whole update (:func:`~.trace.compiled_update`): recording one, with the
+#: program's runs and backward pass inside, cost 12-53 ms against 0.7-2 ms per plain call on
+#: the benchmark programs, about 15-50 calls, so a short fit (a test's, an SBC replicate's)
+#: never records its updates and a long one loses 32 sweeps of the speed-up
+UPDATE_RECORD_AFTER = 32
 
 #: calls at which a new trace must agree with the plain run, bit for bit, before it is trusted
 VERIFIED_CALLS = 2
@@ -147,7 +154,8 @@ def _plain(fn, inputs):
     return fn(*inputs)
 
 
-def compiled_call(owner, data, key, fn, inputs: tuple, keep=None, faster_only: bool = False):
+def compiled_call(owner, data, key, fn, inputs: tuple, keep=None, faster_only: bool = False,
+                  record_after: int = RECORD_AFTER):
     """``fn(*inputs)`` (a tuple or a dict of tensors), from a verified trace where one is kept
     for ``key``.
 
@@ -163,8 +171,9 @@ def compiled_call(owner, data, key, fn, inputs: tuple, keep=None, faster_only: b
         faster_only: keep the trace only if its last checking call ran faster than the plain
             call beside it (the two give the same numbers, so either choice gives the same
             draws); otherwise the key runs plainly for good.
+        record_after: plain calls of the key before it is recorded.
 
-    The first :data:`RECORD_AFTER` calls of a key run ``fn`` (a key met a few times costs no
+    The first ``record_after`` calls of a key run ``fn`` (a key met a few times costs no
     tracing); the next records the trace; from there :data:`VERIFIED_CALLS` calls run both and
     compare (values, and the gradients of the outputs with respect to inputs that require them).
     """
@@ -183,7 +192,7 @@ def compiled_call(owner, data, key, fn, inputs: tuple, keep=None, faster_only: b
     entry = table.get(key)
     if entry is None:
         entry = table[key] = _Entry(keep)
-    if entry.failed or entry.calls < RECORD_AFTER:
+    if entry.failed or entry.calls < record_after:
         entry.calls += 1
         return _plain(fn, inputs)
     if entry.fn is None:

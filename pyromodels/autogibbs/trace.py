@@ -25,7 +25,7 @@ from pyro import poutine
 from pyro.distributions.util import is_validation_enabled, scale_and_mask
 from pyro.poutine.util import site_is_subsample
 
-from .compiled import compiled_call, signature
+from .compiled import RECORD_AFTER, UPDATE_RECORD_AFTER, compiled_call, signature
 
 __all__ = ["trace_model", "latent_sites", "compiled_update", "log_terms", "log_joint", "reduce_to_site",
            "element_log_density",
@@ -60,7 +60,8 @@ def _scores(model, args: tuple, kwargs: dict, state: dict, skip=frozenset(), gra
                        lambda s: _plain_scores(model, args, kwargs, s, skip, grad))
 
 
-def _state_call(model, args, kwargs, state: dict, what: tuple, body, faster_only: bool = False):
+def _state_call(model, args, kwargs, state: dict, what: tuple, body, faster_only: bool = False,
+                record_after: int = RECORD_AFTER):
     """``body(state)`` through :func:`~.compiled.compiled_call`, the state's tensors as the
     inputs (in name order: one key whatever order the state was built in), keyed by ``what``,
     their shapes and dtypes, and the validation flag."""
@@ -72,17 +73,19 @@ def _state_call(model, args, kwargs, state: dict, what: tuple, body, faster_only
     def run(*vals):
         return body(dict(zip(names, vals)))
     return compiled_call(model, (signature(tuple(args)), signature(kwargs)), key, run, values,
-                         keep=(args, kwargs), faster_only=faster_only)
+                         keep=(args, kwargs), faster_only=faster_only, record_after=record_after)
 
 
 def compiled_update(model, args: tuple, kwargs: dict, state: dict, what: tuple, body):
     """A whole update's arithmetic, ``body(state)`` (a tuple or dict of tensors, the same
     function of the state's tensors at every call of the key ``what``), from one recorded
-    trace once it is verified (see :mod:`.compiled`) and only while it runs faster than the
+    trace once it is verified (see :mod:`.compiled`; recorded after
+    :data:`~.compiled.UPDATE_RECORD_AFTER` plain calls) and only while it runs faster than the
     plain call: every Python step between the program's runs (building the values, reading
     the terms back, the solve) is replayed as recorded. ``body`` must make no decision on
     values: the trace would freeze it."""
-    return _state_call(model, args, kwargs, state, ("update",) + what, body, faster_only=True)
+    return _state_call(model, args, kwargs, state, ("update",) + what, body, faster_only=True,
+                       record_after=UPDATE_RECORD_AFTER)
 
 
 def _plain_scores(model, args, kwargs, state, skip, grad) -> dict:

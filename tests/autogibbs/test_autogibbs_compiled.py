@@ -13,6 +13,7 @@ from pyromodels.autogibbs import compiled, fit_gibbs, plan
 from pyromodels.autogibbs.compiled import (
     DATA_SLOTS,
     RECORD_AFTER,
+    UPDATE_RECORD_AFTER,
     VERIFIED_CALLS,
     compiled_state,
     plain_runs,
@@ -164,16 +165,17 @@ def test_whole_updates_are_recorded_and_give_the_plain_chain():
     whose backward pass the tracer records on the CPU) and the assignments' discrete update
     are replayed as whole recorded updates; the chain equals the one without any trace."""
     x = f64([-2.1, -1.7, 0.2, 2.4, 2.9, 3.1, -2.5])
-    post = fit_gibbs(mixture_vectorised, x, num_samples=20, warmup=10, num_chains=1, seed=2,
-                     progress=False, diagnostic_warnings=False)
+    sweeps = dict(num_samples=UPDATE_RECORD_AFTER + VERIFIED_CALLS + 5, warmup=5)
+    post = fit_gibbs(mixture_vectorised, x, **sweeps, num_chains=1, seed=2, progress=False,
+                     diagnostic_warnings=False)
     updates = {key[2]: state for (_, key), state in compiled_state(mixture_vectorised).items()
                if key[0] == "update"}
     # verified bit for bit; kept or not by speed alone, which does not change the draws
     assert set(updates) == {"w", "locs", "z"}
     assert set(updates.values()) <= {"compiled", "the trace ran slower than the plain call"}
     with plain_runs():
-        plain = fit_gibbs(mixture_vectorised, x, num_samples=20, warmup=10, num_chains=1, seed=2,
-                          progress=False, diagnostic_warnings=False)
+        plain = fit_gibbs(mixture_vectorised, x, **sweeps, num_chains=1, seed=2, progress=False,
+                          diagnostic_warnings=False)
     for site, draws in plain.samples.items():
         assert torch.equal(post.samples[site], draws), site
 
@@ -237,3 +239,15 @@ def test_a_recorded_update_that_is_not_ok_takes_the_plain_path(monkeypatch):
                         lambda *a, **k: {**real(*a, checked=False), "ok": torch.tensor(False)})
     update(state, data, gen)
     assert calls == [False]     # ok false: the plain path
+
+
+def test_a_short_fit_records_no_whole_update():
+    """Fewer sweeps than UPDATE_RECORD_AFTER: every update runs plainly, none is recorded
+    (recording one costs more than such a fit would win back)."""
+    x = f64([-2.1, -1.7, 0.2, 2.4, 2.9, 3.1, -2.5, 0.4])
+    fit_gibbs(mixture_vectorised, x, num_samples=UPDATE_RECORD_AFTER - 10, warmup=5, num_chains=1,
+              seed=3, progress=False, diagnostic_warnings=False)
+    here = (signature((x,)), signature({}))
+    states = {key[2]: state for (data, key), state in compiled_state(mixture_vectorised).items()
+              if key[0] == "update" and data == here}
+    assert set(states) == {"w", "locs", "z"} and set(states.values()) == {"not recorded"}
