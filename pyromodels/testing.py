@@ -33,6 +33,7 @@ __all__ = [
     "assert_monotone",
     "assert_engines_agree",
     "simulate_joint",
+    "assert_draws_scored_apart",
     "geweke_test",
     "GewekeResult",
     "assert_mc_mean",
@@ -113,6 +114,43 @@ def assert_engines_agree(values: dict, tol: float, reference: str | None = None)
             bad.append(f"{name} differs from {ref} by {diff:.4g}")
     if bad:
         raise AssertionError(f"engines disagree beyond tol={tol}: " + "; ".join(bad))
+
+
+def assert_draws_scored_apart(model, data, draws: list, site: str, plated) -> None:
+    """Under a plate of ``len(draws)`` draws left of the program's plates, each draw's
+    ``site`` is scored with that draw's values: its ``log_prob`` row equals the unbatched
+    program's at that draw (to 1e-12). A program that indexes a site drawn outside every plate
+    by plain indexing, not ``Vindex``, scores every draw against every other instead.
+
+    Args:
+        model: a pyromodels model (its ``model(data)`` and ``max_plate_nesting``).
+        data: its prepared data.
+        draws: joint draws of every site (``simulate_joint``).
+        site: the observed site to compare.
+        plated: the sites drawn inside a plate (stacked as they are); the others get a
+            size-one dimension per plate of the program, as Pyro lays them out.
+    """
+    import pyro
+
+    num, nesting = len(draws), model.max_plate_nesting
+
+    def batched(d):
+        with pyro.plate("draws", num, dim=-nesting - 1):
+            model.model(d)
+
+    values = {}
+    for name in draws[0]:
+        stacked = torch.stack([d[name] for d in draws])
+        if name not in plated:
+            stacked = stacked.reshape((num,) + (1,) * nesting + tuple(stacked.shape[1:]))
+        values[name] = stacked
+    tr = poutine.trace(poutine.condition(batched, data=values)).get_trace(data)
+    got = tr.nodes[site]["fn"].log_prob(tr.nodes[site]["value"])
+    for s, draw in enumerate(draws):
+        one = poutine.trace(poutine.condition(model.model, data=draw)).get_trace(data)
+        want = one.nodes[site]["fn"].log_prob(one.nodes[site]["value"])
+        assert got[s].shape == want.shape, (tuple(got.shape), tuple(want.shape))
+        torch.testing.assert_close(got[s], want, rtol=0, atol=1e-12)
 
 
 def simulate_joint(model, data, latents: dict | None = None) -> dict:

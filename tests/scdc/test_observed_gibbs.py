@@ -330,30 +330,15 @@ def test_a_batch_of_draws_scores_each_draws_links_with_its_own_coins(tiny, caplo
     import logging
 
     import pyro
-    from pyro import poutine
 
     from pyromodels.core.predictive import prior_draws
-    from pyromodels.testing import simulate_joint
+    from pyromodels.testing import assert_draws_scored_apart, simulate_joint
 
     model, data = tiny[0], tiny[1]
     pyro.set_rng_seed(2)
     draws = [simulate_joint(model, data) for _ in range(3)]
 
-    def batched(d):
-        with pyro.plate("draws", 3, dim=-2):
-            model.model(d)
-
-    # global sites: the plate's dim and the items plate's 1; plate sites: (draws, N or L)
-    plated = {"z", "x", "links"}
-    values = {k: torch.stack([d[k] for d in draws]) for k in draws[0]}
-    values = {k: v if k in plated else v.unsqueeze(1) for k, v in values.items()}
-    tr = poutine.trace(poutine.condition(batched, data=values)).get_trace(data)
-    got = tr.nodes["links"]["fn"].log_prob(tr.nodes["links"]["value"])
-    assert got.shape == (3, data.link.shape[0])
-    for s, draw in enumerate(draws):
-        one = poutine.trace(poutine.condition(model.model, data=draw)).get_trace(data)
-        want = one.nodes["links"]["fn"].log_prob(one.nodes["links"]["value"])
-        torch.testing.assert_close(got[s], want, rtol=0, atol=1e-12)
+    assert_draws_scored_apart(model, data, draws, "links", plated={"z", "x", "links"})
     with caplog.at_level(logging.INFO, logger="pyromodels"):
         _, replicates = prior_draws(model, data, num_draws=20, seed=0)
     assert "does not broadcast over a batch of draws" not in caplog.text

@@ -22,7 +22,7 @@ from pyromodels.crowd.hmm import (
 )
 from pyromodels.crowd.majority import majority_vote
 from pyromodels.data.simulate_crowd import WorkerPopulation, simulate_sequential_annotations
-from pyromodels.testing import assert_mc_mean, check_conditional, simulate_joint
+from pyromodels.testing import assert_draws_scored_apart, assert_mc_mean, check_conditional, simulate_joint
 
 INITIAL = torch.tensor([0.7, 0.2, 0.1], dtype=torch.float64)
 
@@ -241,21 +241,7 @@ def test_a_batch_of_draws_scores_each_draws_labels_with_its_own_path(mode, caplo
     data = model.prepare(seqs)
     pyro.set_rng_seed(5)
     draws = [simulate_joint(model, data) for _ in range(4)]
-    stacked = {k: torch.stack([d[k] for d in draws]) for k in draws[0]}
-
-    def batched(d):
-        with pyro.plate("draws", 4, dim=-2):
-            model.model(d)
-
-    # the plate's dim and the responses plate's 1, then the site's event dims; labels (4, L)
-    values = {k: v if k == "labels" else v.unsqueeze(1) for k, v in stacked.items()}
-    tr = poutine.trace(poutine.condition(batched, data=values)).get_trace(data)
-    got = tr.nodes["labels"]["fn"].log_prob(tr.nodes["labels"]["value"])
-    assert got.shape == (4, data.table.num_labels)
-    for s, draw in enumerate(draws):
-        one = poutine.trace(poutine.condition(model.model, data=draw)).get_trace(data)
-        want = one.nodes["labels"]["fn"].log_prob(one.nodes["labels"]["value"])
-        torch.testing.assert_close(got[s], want, rtol=0, atol=1e-12)
+    assert_draws_scored_apart(model, data, draws, "labels", plated={"labels"})
     with caplog.at_level(logging.INFO, logger="pyromodels"):
         _, replicates = prior_draws(model, seqs, num_draws=30, seed=0)
     assert "does not broadcast over a batch of draws" not in caplog.text
