@@ -52,6 +52,7 @@ the run with a ``RuntimeError`` naming the site.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import pyro.distributions as dist
@@ -63,7 +64,7 @@ from .continuous import NutsUpdate, nuts_refusal
 from .discrete import DiscreteUpdate, element_logits
 from .exponential import ConjugateUpdate, NotConjugate, family_of, posterior_params, unwrap
 from .markov import plan_chains
-from .trace import batching_reason, latent_sites, trace_model
+from .trace import batching_reason, latent_sites, recorded_log_joint, trace_model
 
 __all__ = ["SitePlan", "Plan", "plan"]
 
@@ -95,9 +96,12 @@ class Plan:
 
     Attributes:
         sites: one :class:`SitePlan` per latent site.
+        model: the program planned; the sweep records its log joint at each kept draw from a
+            recorded trace of it (:func:`.trace.recorded_log_joint`).
     """
 
     sites: tuple[SitePlan, ...]
+    model: Callable | None = field(default=None, repr=False, compare=False)
 
     def __getitem__(self, site: str) -> SitePlan:
         for s in self.sites:
@@ -147,7 +151,10 @@ class Plan:
             lines = "; ".join(f"{s.site!r}: {s.reason}" for s in self.sites if s.update == "unsupported")
             raise ValueError(f"no automatic Gibbs update for {lines}. Pass your own block: "
                              f"overrides={{site: GibbsBlock(...)}}")
-        return GibbsSweep([s.block for s in self._one_per_block()])
+        model = self.model
+        return GibbsSweep([s.block for s in self._one_per_block()],
+                          log_joint=None if model is None else
+                          lambda data, state: recorded_log_joint(model, data.args, data.kwargs, state))
 
 
 def _with_batching(reason: str, model, name, args, kwargs) -> str:
@@ -341,7 +348,7 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
             out.append(SitePlan(name, "unsupported", f"{type(fn).__name__} site with no discrete or "
                                 f"conjugate update (no automatic update)"))
     return Plan(tuple(_gather_nuts(model, args, kwargs, state, sites, out, verify, gen, nuts_steps,
-                                   joint_nuts)))
+                                   joint_nuts)), model)
 
 
 def _no_latents_message(trace) -> str:

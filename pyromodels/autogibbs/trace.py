@@ -27,8 +27,8 @@ from pyro.poutine.util import site_is_subsample
 
 from .compiled import RECORD_AFTER, UPDATE_RECORD_AFTER, compiled_call, signature
 
-__all__ = ["trace_model", "latent_sites", "compiled_update", "log_terms", "log_joint", "reduce_to_site",
-           "element_log_density",
+__all__ = ["trace_model", "latent_sites", "compiled_update", "log_terms", "log_joint",
+           "recorded_log_joint", "reduce_to_site", "element_log_density",
            "element_logits", "element_index", "tolerance", "values_terms", "log_joints",
            "batching_reason", "RUN_BUDGET", "log_joints_and_gradients", "site_choice", "plate_map",
            "site_plates"]
@@ -110,8 +110,25 @@ def log_terms(model, args: tuple, kwargs: dict, state: dict) -> dict:
 
 
 def log_joint(model, args: tuple, kwargs: dict, state: dict) -> torch.Tensor:
-    """The model's log joint at ``state`` (a scalar)."""
-    return sum(t.sum() for t in log_terms(model, args, kwargs, state).values())
+    """The model's log joint at ``state`` (a scalar), from one plain trace: the oracle every
+    update is checked against."""
+    return _summed(log_terms(model, args, kwargs, state))
+
+
+def recorded_log_joint(model, args: tuple, kwargs: dict, state: dict) -> torch.Tensor:
+    """:func:`log_joint` at a ``state`` that fixes every latent site, replayed from a verified
+    recorded trace after the first runs of its shapes (see :mod:`.compiled`): what a chain
+    records at each kept draw."""
+    return _state_call(model, args, kwargs, state, ("log_joint",),
+                       lambda s: (_summed(_plain_scores(model, args, kwargs, s, frozenset(), False)),))[0]
+
+
+def _summed(terms: dict) -> torch.Tensor:
+    """The sum of every term, site after site in program order (as Pyro's ``log_prob_sum``)."""
+    total = 0.0
+    for t in terms.values():
+        total = total + t.sum()
+    return total
 
 
 # ------------------------------------------------------------------ batched evaluation

@@ -99,9 +99,12 @@ def resolve_n_jobs(n_jobs) -> int:
         >>> resolve_n_jobs(None), resolve_n_jobs(2)
         (1, 2)
     """
+    n_jobs = check_n_jobs(n_jobs)
+    if n_jobs == 1 or n_jobs is None and "joblib" not in sys.modules:
+        return 1  # no joblib configuration can be active before joblib is imported
     import joblib
 
-    return int(joblib.effective_n_jobs(check_n_jobs(n_jobs)))
+    return int(joblib.effective_n_jobs(n_jobs))
 
 
 def configured_n_jobs() -> int | None:

@@ -2,7 +2,9 @@
 for bit: a program that branches on values, draws inside, or whose data changed in place is run
 itself; the chains are the same with and without the traces."""
 
+import contextlib
 import itertools
+import warnings
 
 import pyro
 import pyro.distributions as dist
@@ -19,7 +21,7 @@ from pyromodels.autogibbs.compiled import (
     plain_runs,
     signature,
 )
-from pyromodels.autogibbs.trace import _scores, log_joints_and_gradients
+from pyromodels.autogibbs.trace import _scores, log_joint, log_joints_and_gradients
 from pyromodels.core.bound import ModelArgs
 from pyromodels.core.seeding import make_generator
 
@@ -251,3 +253,97 @@ def test_a_short_fit_records_no_whole_update():
     states = {key[2]: state for (data, key), state in compiled_state(mixture_vectorised).items()
               if key[0] == "update" and data == here}
     assert set(states) == {"w", "locs", "z"} and set(states.values()) == {"not recorded"}
+
+
+def test_a_trace_has_its_size_reads_folded_and_keeps_the_programs_numbers():
+    """The recorded graph drops the bookkeeping of sizes (``aten::size`` and what follows from
+    it alone) and still gives the program's numbers bit for bit."""
+    model = Counted(mixture)
+    states = [{**STATE, "locs": f64([-2.0 + 0.1 * i, 2.5 - 0.2 * i])} for i in range(ENOUGH)]
+    got = [_scores(model, (X,), {}, s) for s in states]
+    with plain_runs():
+        want = [_scores(model, (X,), {}, s) for s in states]
+    assert all(_same(g, w) for g, w in zip(got, want))
+    (entry,) = (e for table in compiled._TABLE[model].values() for e in table.values())
+    kinds = [n.kind() for n in entry.fn.graph.nodes()]
+    with warnings.catch_warnings():  # the tracer's remarks on the program's checks
+        warnings.simplefilter("ignore")
+        raw = torch.jit.trace(lambda *v: _scores(mixture, (X,), {}, dict(zip(sorted(STATE), v))),
+                              tuple(STATE[k] for k in sorted(STATE)), check_trace=False, strict=False)
+    assert "aten::size" in [n.kind() for n in raw.graph.nodes()]
+    assert "aten::size" not in kinds
+    assert len(kinds) < len(list(raw.graph.nodes()))
+
+
+def test_a_graph_the_passes_refuse_stays_as_recorded(monkeypatch):
+    def refuse(graph):
+        raise RuntimeError("refused")
+
+    monkeypatch.setattr(torch._C, "_jit_pass_peephole", lambda graph, flag: refuse(graph))
+    traced = torch.jit.trace(lambda a: (a * 2.0,), (f64([1.0]),))
+    assert compiled._simplified(traced) is traced
+
+
+def test_a_chain_records_its_log_joint_from_a_trace_with_the_programs_value():
+    """Each kept draw's ``lp`` is the program's log joint at that draw, read from a recorded
+    trace once its key is verified."""
+    sweeps = dict(num_samples=RECORD_AFTER + VERIFIED_CALLS + 5, warmup=3)
+    post = fit_gibbs(mixture_vectorised, X, **sweeps, num_chains=1, seed=1, progress=False,
+                     diagnostic_warnings=False)
+    states = {key[0]: state for (_, key), state in compiled_state(mixture_vectorised).items()}
+    assert states["log_joint"] == "compiled"
+    for d in range(sweeps["num_samples"]):
+        draw = {site: v[0, d] for site, v in post.samples.items()}
+        want = log_joint(mixture_vectorised, (X,), {}, draw)
+        assert float(post.sample_stats["lp"][0, d]) == float(want)
+
+
+@contextlib.contextmanager
+def _default_dtype(dtype):
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(before)
+
+
+def test_a_multivariate_normal_program_is_recorded_under_float64_and_gives_its_numbers():
+    """``MultivariateNormal.log_prob`` multiplies a size by a Python float: under a float32
+    default the first trace holds a float32 number and is refused; the second, recorded with
+    float64 as the default, gives the program's numbers bit for bit and is kept."""
+    x = f64([[0.3, -1.2], [1.1, 0.4], [-0.7, 2.0]])
+
+    def model(x):
+        m = pyro.sample("m", dist.MultivariateNormal(torch.zeros(2, dtype=torch.float64),
+                                                     torch.eye(2, dtype=torch.float64)))
+        with pyro.plate("data", x.shape[0]):
+            pyro.sample("x", dist.MultivariateNormal(m, torch.eye(2, dtype=torch.float64)), obs=x)
+
+    states = [{"m": f64([0.1 * i, -0.2 * i])} for i in range(ENOUGH + VERIFIED_CALLS + 2)]
+    with _default_dtype(torch.float32):
+        got = [_scores(model, (x,), {}, s) for s in states]
+    with plain_runs():
+        want = [_scores(model, (x,), {}, s) for s in states]
+    assert all(_same(g, w) for g, w in zip(got, want))
+    assert list(compiled_state(model).values()) == ["compiled"]
+    (entry,) = (e for table in compiled._TABLE[model].values() for e in table.values())
+    assert entry.defaults == (torch.float64,)
+
+
+def test_a_program_building_default_dtype_tensors_is_recorded_under_the_callers_default():
+    def model(x):
+        m = pyro.sample("m", dist.Normal(torch.tensor(0.0), torch.tensor(1.0)))
+        with pyro.plate("data", x.shape[0]):
+            pyro.sample("x", dist.Normal(m, torch.tensor(1.5)), obs=x)
+
+    with _default_dtype(torch.float32):
+        x = torch.tensor([0.3, -1.2, 2.2])
+        states = [{"m": torch.tensor(0.1 * i)} for i in range(ENOUGH)]
+        got = [_scores(model, (x,), {}, s) for s in states]
+        with plain_runs():
+            want = [_scores(model, (x,), {}, s) for s in states]
+    assert all(_same(g, w) for g, w in zip(got, want))
+    assert list(compiled_state(model).values()) == ["compiled"]
+    (entry,) = (e for table in compiled._TABLE[model].values() for e in table.values())
+    assert entry.defaults[0] == torch.float32

@@ -206,3 +206,17 @@ def test_an_interrupt_stops_the_workers_after_the_finished_runs_were_handed_over
     # the two runs still sleeping were stopped, not awaited
     assert time.perf_counter() - interrupted[0] < 10
     assert seen == [(0, 0)]
+
+
+def test_one_process_runs_need_no_joblib():
+    """Before joblib is imported no configuration of it can be active: a fit with its chains in
+    this process does not pay for importing it."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from pyromodels.core.parallel import resolve_n_jobs, run_jobs; "
+            "assert resolve_n_jobs(None) == resolve_n_jobs(1) == 1; "
+            "assert run_jobs(lambda t, s: t * 2, [1, 2], progress=False) == [2, 4]; "
+            "print('joblib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
