@@ -14,14 +14,16 @@ torch's default dtype in the trace (``MultivariateNormal.log_prob`` does this): 
 float32 default its log densities differ from the program's in the eighth digit. So a trace
 is trusted only after it gave exactly the program's own numbers (bit for bit, every output)
 at :data:`VERIFIED_CALLS` calls with new values; until then each call also runs the program.
-A trace that gives other numbers is recorded once more with float64 as the default (see
-:func:`_recorded`); any further difference, or a program the tracer cannot follow, sends that
-key back to the plain run for good. Before its checks, a trace's reads of sizes are folded to
-constants (the key fixes every shape) and its unused and repeated operations dropped
-(:func:`_simplified`). The key holds the program, the sites' shapes, the arguments' shapes,
-identities and in-place versions (data changed in place is new data; tensors are looked for
-three levels deep in the arguments, inside tuples, lists, dicts and objects' attributes;
-deeper, only the container's identity counts), and what is scored.
+A trace of float64 inputs is recorded with float64 as the default, which makes such numbers
+the program's own (:func:`_recorded`). Before its checks, a trace's operations on constants
+alone are folded to constants and its unused and repeated operations dropped
+(:func:`_simplified`); where that changes only the gradients (their parts summed in another
+order), the key is recorded once more as is. Any other difference, or a program the tracer
+cannot follow, sends that key back to the plain run for good. The key holds the program, the
+sites' shapes, the arguments' shapes, identities and in-place versions (data changed in place
+is new data; tensors are looked for three levels deep in the arguments, inside tuples, lists,
+dicts and objects' attributes; deeper, only the container's identity counts), and what is
+scored.
 
 A key is recorded only after :data:`RECORD_AFTER` plain runs. Whole updates (see
 :func:`~.trace.compiled_update`) go through the same table after
@@ -84,7 +86,7 @@ def plain_runs():
 
 
 class _Entry:
-    __slots__ = ("fn", "calls", "agreed", "failed", "keep", "defaults")
+    __slots__ = ("fn", "calls", "agreed", "failed", "keep", "simplify")
 
     def __init__(self, keep):
         self.fn = None          # the trace
@@ -92,8 +94,7 @@ class _Entry:
         self.agreed = 0         # verified calls so far
         self.failed = ""        # why the trace is not used
         self.keep = keep        # the arguments, kept alive so their identities stay theirs
-        # the default dtypes to record under, in turn while a trace gives other numbers
-        self.defaults = tuple(dict.fromkeys((torch.get_default_dtype(), torch.float64)))
+        self.simplify = True    # record a simplified trace (see _recorded)
 
 
 def signature(value, depth: int = 3, identity: bool = True):
@@ -159,32 +160,46 @@ def _plain(fn, inputs):
     return fn(*inputs)
 
 
-def _recorded(fn, inputs, default_dtype):
-    """The simplified trace of ``fn`` at ``inputs``, recorded with ``default_dtype`` as torch's
-    default. The tracer records a size as a tensor, so ``size * 1.5`` is a tensor of the
-    default dtype in the trace where the program computes a Python float (a double): recorded
-    under float64, such a number is the program's own (``MultivariateNormal.log_prob``'s
-    ``d * log(2 pi)``). A program that builds tensors of the default dtype gets them in that
-    dtype too, so the caller's default is tried first and float64 next, each trace checked."""
+def _recorded(fn, inputs, simplify: bool):
+    """The trace of ``fn`` at ``inputs``, :func:`_simplified` or as recorded.
+
+    The tracer records a size as a tensor, so ``size * 1.5`` is a tensor of torch's default
+    dtype in the trace where the program computes a Python float (a double). So when every
+    floating input is float64 the trace is recorded with float64 as the default, and such a
+    number is the program's own (``MultivariateNormal.log_prob``'s ``d * log(2 pi)``), folded
+    into a constant by :func:`_simplified` (a trace as recorded computes it as it runs, under
+    the default dtype of that moment); a program that builds tensors of the default dtype
+    then gets them in float64 too, and where that changes its numbers the checks refuse the
+    trace. A simplified graph can sum a
+    gradient's parts in another order (autograd follows the graph), so a simplified trace
+    whose values agree and gradients do not is recorded once more as is."""
+    floating = [x.dtype for x in inputs if x.is_floating_point()]
+    dtype = torch.float64 if floating and all(d == torch.float64 for d in floating) \
+        else torch.get_default_dtype()
     before = torch.get_default_dtype()
-    torch.set_default_dtype(default_dtype)
-    try:
-        return _simplified(torch.jit.trace(fn, inputs, check_trace=False, strict=False))
+    torch.set_default_dtype(dtype)
+    try:  # constant propagation computes under the default dtype too
+        traced = torch.jit.trace(fn, inputs, check_trace=False, strict=False)
+        return _simplified(traced) if simplify else traced
     finally:
         torch.set_default_dtype(before)
 
 
 def _simplified(traced):
-    """The trace with its bookkeeping folded away: the sizes it read (fixed for its key)
-    become constants, and so does everything computed from them alone; repeated and unused
-    operations go. None of these passes touches the arithmetic on values (the trace is still
-    checked bit for bit); about half a trace's operations are such bookkeeping, and a recorded
-    update then runs 20-45% faster. A graph the passes cannot take stays as recorded."""
+    """The trace with its bookkeeping folded away: the sizes it read (fixed for its key) become
+    constants, and so does every operation on constants alone (constant tensors built by the
+    program, their conversions, a size times a float), computed now under the recording's
+    default dtype; repeated and unused operations go (TorchScript's constant propagation,
+    peephole, common-subexpression and dead-code passes). None of them touches the arithmetic
+    on the inputs' values, though autograd may then sum a gradient's parts in another order
+    (see :func:`_recorded`). About half of a recorded update's operations are such
+    bookkeeping, and it then runs 20-45% faster. A graph the passes refuse stays as
+    recorded."""
     graph = traced.graph.copy()
     try:
         torch._C._jit_pass_inline(graph)
         torch._C._jit_pass_constant_propagation(graph)
-        torch._C._jit_pass_peephole(graph, False)  # with the sizes: reads them as constants
+        torch._C._jit_pass_peephole(graph, False)  # with the shapes: sizes read become constants
         torch._C._jit_pass_constant_propagation(graph)
         torch._C._jit_pass_cse(graph)
         torch._C._jit_pass_dce(graph)
@@ -238,7 +253,7 @@ def compiled_call(owner, data, key, fn, inputs: tuple, keep=None, faster_only: b
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                entry.fn = _recorded(fn, inputs, entry.defaults[0])
+                entry.fn = _recorded(fn, inputs, entry.simplify)
         except Exception as err:  # noqa: BLE001 - any failure of the tracer means "run it plainly"
             entry.failed = f"not traceable ({type(err).__name__})"
             return _plain(fn, inputs)
@@ -252,15 +267,17 @@ def compiled_call(owner, data, key, fn, inputs: tuple, keep=None, faster_only: b
         with torch.jit.optimized_execution(False):
             traced = entry.fn(*inputs)
         end = perf_counter()
-        same = _identical(plain, traced) and _identical(_grads(plain, inputs), _grads(traced, inputs))
+        values = _identical(plain, traced)
+        same = values and _identical(_grads(plain, inputs), _grads(traced, inputs))
     except Exception as err:  # noqa: BLE001 - a trace that fails where the program runs
-        same, entry.failed = False, f"the trace failed ({type(err).__name__})"
+        values = same = False
+        entry.failed = f"the trace failed ({type(err).__name__})"
     if same:
         entry.agreed += 1
         if faster_only and entry.agreed >= VERIFIED_CALLS and end - middle >= middle - start:
             entry.failed = "the trace ran slower than the plain call"
-    elif len(entry.defaults) > 1:  # record again under the next default dtype
-        entry.defaults, entry.agreed, entry.failed = entry.defaults[1:], 0, ""
+    elif values and entry.simplify:  # only the gradients differ: their parts summed in
+        entry.simplify, entry.agreed = False, 0  # another order; record it again as is
     elif not entry.failed:
         entry.failed = "the trace gave other numbers than the program"
     if not same or entry.failed:

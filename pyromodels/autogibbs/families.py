@@ -97,7 +97,7 @@ def _mvn_params(c):
     """``c = (c_x, c_xx)``: log density ``c_x . x + sum_{i <= j} c_ij x_i x_j`` gives the
     precision ``P_ii = -2 c_ii``, ``P_ij = -c_ij`` and the mean ``P^-1 c_x``; a precision that is
     not positive definite gives a NaN mean (refused by ``valid``)."""
-    d = int(round((-3 + (9 + 8 * c.shape[-1]) ** 0.5) / 2))
+    d = int(round((-3 + (9 + 8 * int(c.shape[-1])) ** 0.5) / 2))  # an int, also while traced
     precision, tril, bad = _negative_symmetric(c[..., d:], d)
     loc = torch.cholesky_solve(c[..., :d, None], tril)[..., 0]
     loc = torch.where(bad[..., None], torch.full_like(loc, float("nan")), loc)
@@ -136,7 +136,7 @@ def _wishart_features(x):
 def _wishart_params(c):
     """``c = (a, C)``: ``df = 2 a + d + 1`` and ``S = W^-1`` from the upper triangle ``C``; an
     ``S`` that is not positive definite gives a NaN scale (refused by ``valid``)."""
-    d = int(round((-1 + (1 + 8 * (c.shape[-1] - 1)) ** 0.5) / 2))
+    d = int(round((-1 + (1 + 8 * (int(c.shape[-1]) - 1)) ** 0.5) / 2))  # an int, also while traced
     _, tril, bad = _negative_symmetric(c[..., 1:], d)
     scale_tril = torch.linalg.cholesky(torch.cholesky_inverse(tril))   # of W = S^-1
     scale_tril = torch.where(bad[..., None, None], torch.full_like(scale_tril, float("nan")), scale_tril)

@@ -255,9 +255,9 @@ def test_a_short_fit_records_no_whole_update():
     assert set(states) == {"w", "locs", "z"} and set(states.values()) == {"not recorded"}
 
 
-def test_a_trace_has_its_size_reads_folded_and_keeps_the_programs_numbers():
-    """The recorded graph drops the bookkeeping of sizes (``aten::size`` and what follows from
-    it alone) and still gives the program's numbers bit for bit."""
+def test_a_trace_has_its_constant_operations_folded_and_keeps_the_programs_numbers():
+    """The recorded graph drops its bookkeeping (operations on constants alone, repeats) and
+    still gives the program's numbers bit for bit."""
     model = Counted(mixture)
     states = [{**STATE, "locs": f64([-2.0 + 0.1 * i, 2.5 - 0.2 * i])} for i in range(ENOUGH)]
     got = [_scores(model, (X,), {}, s) for s in states]
@@ -265,23 +265,66 @@ def test_a_trace_has_its_size_reads_folded_and_keeps_the_programs_numbers():
         want = [_scores(model, (X,), {}, s) for s in states]
     assert all(_same(g, w) for g, w in zip(got, want))
     (entry,) = (e for table in compiled._TABLE[model].values() for e in table.values())
-    kinds = [n.kind() for n in entry.fn.graph.nodes()]
     with warnings.catch_warnings():  # the tracer's remarks on the program's checks
         warnings.simplefilter("ignore")
         raw = torch.jit.trace(lambda *v: _scores(mixture, (X,), {}, dict(zip(sorted(STATE), v))),
                               tuple(STATE[k] for k in sorted(STATE)), check_trace=False, strict=False)
-    assert "aten::size" in [n.kind() for n in raw.graph.nodes()]
-    assert "aten::size" not in kinds
-    assert len(kinds) < len(list(raw.graph.nodes()))
+
+    def operations(graph):
+        return [n.kind() for n in graph.nodes() if n.kind() != "prim::Constant"]
+    assert entry.simplify
+    assert "aten::lgamma" in operations(raw.graph)  # the Dirichlet prior's normaliser
+    assert "aten::lgamma" not in operations(entry.fn.graph)
+    assert len(operations(entry.fn.graph)) < len(operations(raw.graph))
 
 
 def test_a_graph_the_passes_refuse_stays_as_recorded(monkeypatch):
     def refuse(graph):
         raise RuntimeError("refused")
 
-    monkeypatch.setattr(torch._C, "_jit_pass_peephole", lambda graph, flag: refuse(graph))
+    monkeypatch.setattr(torch._C, "_jit_pass_cse", refuse)
     traced = torch.jit.trace(lambda a: (a * 2.0,), (f64([1.0]),))
     assert compiled._simplified(traced) is traced
+
+
+def _checked_calls(owner, fn, monkeypatch, simplified):
+    """Enough calls of ``fn`` through one key to record and check its trace, with
+    :func:`compiled._simplified` replaced by ``simplified``; each must give ``fn``'s numbers."""
+    monkeypatch.setattr(compiled, "_simplified", simplified)
+    for i in range(ENOUGH + VERIFIED_CALLS + 2):
+        a = f64([0.5 + i, -1.5]).requires_grad_(True)
+        out = compiled.compiled_call(owner, "data", "key", fn, (a,))
+        want = fn(a)
+        assert torch.equal(out[0], want[0])
+        assert torch.equal(compiled._grads(out, (a,))[0], compiled._grads(want, (a,))[0])
+    (entry,) = (e for table in compiled._TABLE[owner].values() for e in table.values())
+    return entry
+
+
+def _doubled(a):
+    return (a * 2.0,)
+
+
+def test_a_simplified_trace_whose_gradients_differ_is_recorded_again_as_is(monkeypatch):
+    """A simplified graph can sum a gradient's parts in another order: when its values agree
+    and its gradients do not, the key is recorded once more without simplifying, and kept."""
+    def other_gradient(traced):  # the same values, a gradient off by 1e-3
+        return torch.jit.trace(lambda a: (a * 2.0 + (a - a.detach()) * 1e-3,), (f64([1.0, 2.0]),))
+
+    owner = Counted(_doubled)
+    entry = _checked_calls(owner, _doubled, monkeypatch, other_gradient)
+    assert list(compiled_state(owner).values()) == ["compiled"]
+    assert not entry.simplify
+
+
+def test_a_simplified_trace_whose_values_differ_is_not_recorded_again(monkeypatch):
+    def other_values(traced):
+        return torch.jit.trace(lambda a: (a * 2.0 + 1e-12,), (f64([1.0, 2.0]),))
+
+    owner = Counted(_doubled)
+    entry = _checked_calls(owner, _doubled, monkeypatch, other_values)
+    assert list(compiled_state(owner).values()) == ["the trace gave other numbers than the program"]
+    assert entry.simplify
 
 
 def test_a_chain_records_its_log_joint_from_a_trace_with_the_programs_value():
@@ -308,10 +351,11 @@ def _default_dtype(dtype):
         torch.set_default_dtype(before)
 
 
-def test_a_multivariate_normal_program_is_recorded_under_float64_and_gives_its_numbers():
-    """``MultivariateNormal.log_prob`` multiplies a size by a Python float: under a float32
-    default the first trace holds a float32 number and is refused; the second, recorded with
-    float64 as the default, gives the program's numbers bit for bit and is kept."""
+def test_a_multivariate_normal_program_of_float64_inputs_is_recorded_under_a_float32_default():
+    """``MultivariateNormal.log_prob`` multiplies a size by a Python float, which the tracer
+    records as a tensor of the default dtype: with float64 inputs the trace is recorded with a
+    float64 default, so under the caller's float32 default it still gives the program's
+    numbers bit for bit and is kept."""
     x = f64([[0.3, -1.2], [1.1, 0.4], [-0.7, 2.0]])
 
     def model(x):
@@ -327,11 +371,9 @@ def test_a_multivariate_normal_program_is_recorded_under_float64_and_gives_its_n
         want = [_scores(model, (x,), {}, s) for s in states]
     assert all(_same(g, w) for g, w in zip(got, want))
     assert list(compiled_state(model).values()) == ["compiled"]
-    (entry,) = (e for table in compiled._TABLE[model].values() for e in table.values())
-    assert entry.defaults == (torch.float64,)
 
 
-def test_a_program_building_default_dtype_tensors_is_recorded_under_the_callers_default():
+def test_a_program_of_float32_inputs_building_default_dtype_tensors_is_recorded():
     def model(x):
         m = pyro.sample("m", dist.Normal(torch.tensor(0.0), torch.tensor(1.0)))
         with pyro.plate("data", x.shape[0]):
@@ -345,5 +387,3 @@ def test_a_program_building_default_dtype_tensors_is_recorded_under_the_callers_
             want = [_scores(model, (x,), {}, s) for s in states]
     assert all(_same(g, w) for g, w in zip(got, want))
     assert list(compiled_state(model).values()) == ["compiled"]
-    (entry,) = (e for table in compiled._TABLE[model].values() for e in table.values())
-    assert entry.defaults[0] == torch.float32
