@@ -387,3 +387,18 @@ def test_a_program_of_float32_inputs_building_default_dtype_tensors_is_recorded(
             want = [_scores(model, (x,), {}, s) for s in states]
     assert all(_same(g, w) for g, w in zip(got, want))
     assert list(compiled_state(model).values()) == ["compiled"]
+
+
+def test_the_normal_and_wishart_parameters_read_their_sizes_as_ints_when_traced():
+    """A recorded conjugate update turns coefficients into parameters inside the trace, where
+    sizes are traced tensors: the MultivariateNormal and Wishart readings still work there and
+    give the plain numbers."""
+    from pyromodels.autogibbs.families import _mvn_params, _wishart_params
+
+    mvn = f64([[0.5, -1.0, -1.0, 0.2, -0.8]])        # c_x (2), c_xx upper (3)
+    wishart = f64([[3.0, -1.0, 0.2, -0.8]])           # c_logdet, c_xx upper (3)
+    for params, c in ((_mvn_params, mvn), (_wishart_params, wishart)):
+        plain = params(c)
+        traced = torch.jit.trace(lambda c: tuple(params(c).values()), (c,), check_trace=False)
+        for got, want in zip(traced(c * 1.0), plain.values()):
+            assert torch.equal(got, want)
