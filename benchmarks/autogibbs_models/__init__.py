@@ -16,8 +16,9 @@ Every engine returns the same raw draws (``{name: array of shape (draws, ...)}``
 
 MODELS = ("mixture", "dawid_skene", "changepoint", "lda", "eight_schools", "beta_binomial")
 ENGINES = ("autogibbs", "pyro_nuts", "numpyro", "numpyro_enum", "pymc")
-#: the module each engine needs besides this project's own dependencies
-ENGINE_NEEDS = {"autogibbs": None, "pyro_nuts": None, "numpyro": "numpyro",
+#: the package each engine imports before its fit's clock starts (its ``import_s``), as every
+#: engine's package is: a missing one marks the engine skipped (Pyro comes with the programs)
+ENGINE_NEEDS = {"autogibbs": "pyromodels.autogibbs", "pyro_nuts": None, "numpyro": "numpyro",
                 "numpyro_enum": "numpyro", "pymc": "pymc"}
 #: the models with discrete latent sites
 DISCRETE = ("mixture", "dawid_skene", "changepoint", "lda")
