@@ -399,6 +399,6 @@ def test_the_normal_and_wishart_parameters_read_their_sizes_as_ints_when_traced(
     wishart = f64([[3.0, -1.0, 0.2, -0.8]])           # c_logdet, c_xx upper (3)
     for params, c in ((_mvn_params, mvn), (_wishart_params, wishart)):
         plain = params(c)
-        traced = torch.jit.trace(lambda c: tuple(params(c).values()), (c,), check_trace=False)
+        traced = torch.jit.trace(lambda c, params=params: tuple(params(c).values()), (c,), check_trace=False)
         for got, want in zip(traced(c * 1.0), plain.values()):
             assert torch.equal(got, want)
