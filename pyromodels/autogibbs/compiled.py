@@ -170,9 +170,9 @@ def _recorded(fn, inputs, simplify: bool):
     into a constant by :func:`_simplified` (a trace as recorded computes it as it runs, under
     the default dtype of that moment); a program that builds tensors of the default dtype
     then gets them in float64 too, and where that changes its numbers the checks refuse the
-    trace. A simplified graph can sum a
-    gradient's parts in another order (autograd follows the graph), so a simplified trace
-    whose values agree and gradients do not is recorded once more as is."""
+    trace. A simplified graph can sum a gradient's parts in another order (autograd follows
+    the graph), so a simplified trace whose values agree and gradients do not is recorded once
+    more as is."""
     floating = [x.dtype for x in inputs if x.is_floating_point()]
     dtype = torch.float64 if floating and all(d == torch.float64 for d in floating) \
         else torch.get_default_dtype()

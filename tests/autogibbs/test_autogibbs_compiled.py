@@ -255,16 +255,24 @@ def test_a_short_fit_records_no_whole_update():
     assert set(states) == {"w", "locs", "z"} and set(states.values()) == {"not recorded"}
 
 
+def _assert_replayed_bit_for_bit(model, args, states, dtype=None):
+    """``_scores`` at each state (torch's default dtype set to ``dtype`` meanwhile) equals the
+    program's own numbers, and the key ends compiled; its table entry."""
+    with _default_dtype(dtype or torch.get_default_dtype()):
+        got = [_scores(model, args, {}, s) for s in states]
+        with plain_runs():
+            want = [_scores(model, args, {}, s) for s in states]
+    assert all(_same(g, w) for g, w in zip(got, want))
+    assert list(compiled_state(model).values()) == ["compiled"]
+    (entry,) = (e for table in compiled._TABLE[model].values() for e in table.values())
+    return entry
+
+
 def test_a_trace_has_its_constant_operations_folded_and_keeps_the_programs_numbers():
     """The recorded graph drops its bookkeeping (operations on constants alone, repeats) and
     still gives the program's numbers bit for bit."""
-    model = Counted(mixture)
     states = [{**STATE, "locs": f64([-2.0 + 0.1 * i, 2.5 - 0.2 * i])} for i in range(ENOUGH)]
-    got = [_scores(model, (X,), {}, s) for s in states]
-    with plain_runs():
-        want = [_scores(model, (X,), {}, s) for s in states]
-    assert all(_same(g, w) for g, w in zip(got, want))
-    (entry,) = (e for table in compiled._TABLE[model].values() for e in table.values())
+    entry = _assert_replayed_bit_for_bit(Counted(mixture), (X,), states)
     with warnings.catch_warnings():  # the tracer's remarks on the program's checks
         warnings.simplefilter("ignore")
         raw = torch.jit.trace(lambda *v: _scores(mixture, (X,), {}, dict(zip(sorted(STATE), v))),
@@ -365,12 +373,7 @@ def test_a_multivariate_normal_program_of_float64_inputs_is_recorded_under_a_flo
             pyro.sample("x", dist.MultivariateNormal(m, torch.eye(2, dtype=torch.float64)), obs=x)
 
     states = [{"m": f64([0.1 * i, -0.2 * i])} for i in range(ENOUGH + VERIFIED_CALLS + 2)]
-    with _default_dtype(torch.float32):
-        got = [_scores(model, (x,), {}, s) for s in states]
-    with plain_runs():
-        want = [_scores(model, (x,), {}, s) for s in states]
-    assert all(_same(g, w) for g, w in zip(got, want))
-    assert list(compiled_state(model).values()) == ["compiled"]
+    _assert_replayed_bit_for_bit(model, (x,), states, dtype=torch.float32)
 
 
 def test_a_program_of_float32_inputs_building_default_dtype_tensors_is_recorded():
@@ -379,14 +382,9 @@ def test_a_program_of_float32_inputs_building_default_dtype_tensors_is_recorded(
         with pyro.plate("data", x.shape[0]):
             pyro.sample("x", dist.Normal(m, torch.tensor(1.5)), obs=x)
 
-    with _default_dtype(torch.float32):
-        x = torch.tensor([0.3, -1.2, 2.2])
-        states = [{"m": torch.tensor(0.1 * i)} for i in range(ENOUGH)]
-        got = [_scores(model, (x,), {}, s) for s in states]
-        with plain_runs():
-            want = [_scores(model, (x,), {}, s) for s in states]
-    assert all(_same(g, w) for g, w in zip(got, want))
-    assert list(compiled_state(model).values()) == ["compiled"]
+    x = torch.tensor([0.3, -1.2, 2.2], dtype=torch.float32)
+    states = [{"m": torch.tensor(0.1 * i, dtype=torch.float32)} for i in range(ENOUGH)]
+    _assert_replayed_bit_for_bit(model, (x,), states, dtype=torch.float32)
 
 
 def test_the_normal_and_wishart_parameters_read_their_sizes_as_ints_when_traced():

@@ -73,6 +73,24 @@ def test_gibbs_mean_within_monte_carlo_error_and_seed_reproducible():
     assert torch.allclose(lp, exact, atol=1e-10)
 
 
+def test_gibbs_records_the_sweeps_own_log_joint_where_it_gives_one():
+    """A sweep with ``log_joint`` supplies each kept draw's lp (its faster way to the model's
+    value); a scan order set at the call keeps it."""
+    calls = []
+
+    def own(data, state):
+        calls.append(float(state["p"]))
+        return torch.tensor(-7.0, dtype=torch.float64)
+
+    sweep = GibbsSweep([GibbsBlock("p", ("p",), _beta_block)], log_joint=own)
+    for scan in (None, "random"):
+        calls.clear()
+        post = run_gibbs(Coin(), FLIPS, sweep=sweep, scan=scan, num_samples=6, num_warmup=2,
+                         num_chains=1, seed=0, progress=False, diagnostic_warnings=False)
+        assert torch.equal(post.sample_stats["lp"], torch.full((1, 6), -7.0, dtype=torch.float64))
+        assert calls == [float(v) for v in post.samples["p"][0]]
+
+
 def test_nuts_mean_and_sd():
     post = run_nuts(Coin(), FLIPS, num_samples=600, num_warmup=300, num_chains=1, seed=0, progress=False)
     draws = post.samples["p"]
@@ -138,6 +156,8 @@ def test_sweep_validation():
         GibbsSweep([_beta_block])
     with pytest.raises(ValueError, match="blocks must hold at least one GibbsBlock"):
         GibbsSweep([])
+    with pytest.raises(TypeError, match=r"^log_joint must be callable log_joint\(data, state\), got float"):
+        GibbsSweep([blk], log_joint=1.5)
     with pytest.raises(ValueError, match=r"missing \['q'\]"):
         GibbsSweep([blk]).check_covers(["p", "q"])
     bad = GibbsBlock("p", ("p",), lambda s, d, g: {"q": s["p"]})
