@@ -12,7 +12,10 @@ Thresholds:
   :data:`ESS_PER_CHAIN` (100) times the number of chains, as recommended by Vehtari, Gelman,
   Simpson, Carpenter and Bürkner (2021), "Rank-normalization, folding, and localization: an
   improved R-hat for assessing convergence of MCMC", Bayesian Analysis 16(2), Sec. 4. R-hat
-  compares chains: with one chain it is undefined and not checked (ESS is, per that chain);
+  compares chains: with one chain it is undefined and not checked (ESS is, per that chain).
+  They are ArviZ's rank-normalised split R-hat and bulk and tail ESS (``az.rhat``,
+  ``az.ess``), computed by :mod:`.chain_stats` without importing ArviZ, whose import costs
+  a fresh process about 1.5 s;
 * any divergent transition of NUTS (the draws are then biased where the posterior curves
   sharply);
 * an energy Bayesian fraction of missing information (E-BFMI) below :data:`BFMI_LIMIT` (0.3)
@@ -59,6 +62,7 @@ import pandas as pd
 import torch
 
 from ..checks import check_bool
+from .chain_stats import ess_bulk, ess_tail, rank_rhat
 from .posterior import Posterior, check_posterior  # noqa: F401 - Posterior: the doctest's
 
 __all__ = [
@@ -174,23 +178,20 @@ def _is_mcmc(posterior) -> bool:
 def _diagnostics_table(draws: dict, num_chains: int) -> pd.DataFrame:
     """Bulk and tail ESS (and R-hat with two chains or more) of every scalar component of the
     ``(chain, draw, ...)`` tensors ``draws``, one row each, labelled as ArviZ's summary labels
-    them."""
-    import arviz as az  # loaded on use, so that importing pyromodels stays light
-
-    arrays = {k: v.detach().double().cpu().numpy() for k, v in draws.items()}
-    data = az.from_dict(posterior=arrays).posterior
-    # a constant quantity (a count of clusters that never moved) has no variance: its R-hat
-    # and ESS are NaN, which the checks skip, without NumPy's division warnings
-    with np.errstate(divide="ignore", invalid="ignore"):
-        stats = {f"ess_{m}": az.ess(data, method=m) for m in ("bulk", "tail")}
-        if num_chains > 1:
-            stats["r_hat"] = az.rhat(data)
+    them. The statistics are ArviZ's (:mod:`.chain_stats`), computed without importing it.
+    A constant quantity (a count of clusters that never moved) has no variance: its R-hat is
+    NaN, which the checks skip, without NumPy's division warnings."""
+    stats = {"ess_bulk": ess_bulk, "ess_tail": ess_tail}
+    if num_chains > 1:
+        stats["r_hat"] = rank_rhat
     rows = {}
-    for site, tensor in draws.items():
-        values = {col: np.asarray(ds[site].values, dtype=np.float64) for col, ds in stats.items()}
-        for index in np.ndindex(*tensor.shape[2:]):
-            label = f"{site}[{', '.join(map(str, index))}]" if index else site
-            rows[label] = {col: float(v[index]) for col, v in values.items()}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for site, tensor in draws.items():
+            values = tensor.detach().double().cpu().numpy()
+            for index in np.ndindex(*values.shape[2:]):
+                label = f"{site}[{', '.join(map(str, index))}]" if index else site
+                chains = values[(slice(None), slice(None)) + index]
+                rows[label] = {col: stat(chains) for col, stat in stats.items()}
     return pd.DataFrame.from_dict(rows, orient="index", columns=list(stats))
 
 
