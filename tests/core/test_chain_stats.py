@@ -1,9 +1,6 @@
 """The convergence statistics of the sampling warnings equal ArviZ's (the oracle) and need no
 ArviZ import."""
 
-import subprocess
-import sys
-
 import arviz as az
 import numpy as np
 import pytest
@@ -66,10 +63,9 @@ def test_too_few_draws_or_chains_or_a_nan_give_nan():
     assert np.isnan(ess_bulk(y)) and np.isnan(rank_rhat(y))
 
 
-def test_the_sampling_warnings_import_no_arviz():
+def test_the_sampling_warnings_import_no_arviz(fresh_python):
     code = ("import sys, torch; from pyromodels.core.diagnostic_warnings import _diagnostics_table; "
             "t = _diagnostics_table({'m': torch.randn(2, 50, 3)}, 2); "
             "assert list(t.columns) == ['ess_bulk', 'ess_tail', 'r_hat'] and len(t) == 3; "
             "print('arviz' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert fresh_python(code) == "False"

@@ -208,15 +208,11 @@ def test_an_interrupt_stops_the_workers_after_the_finished_runs_were_handed_over
     assert seen == [(0, 0)]
 
 
-def test_one_process_runs_need_no_joblib():
+def test_one_process_runs_need_no_joblib(fresh_python):
     """Before joblib is imported no configuration of it can be active: a fit with its chains in
     this process does not pay for importing it."""
-    import subprocess
-    import sys
-
     code = ("import sys; from pyromodels.core.parallel import resolve_n_jobs, run_jobs; "
             "assert resolve_n_jobs(None) == resolve_n_jobs(1) == 1; "
             "assert run_jobs(lambda t, s: t * 2, [1, 2], progress=False) == [2, 4]; "
             "print('joblib' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert fresh_python(code) == "False"
