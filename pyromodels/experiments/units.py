@@ -6,7 +6,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 
 __all__ = ["cache_folder", "cached_unit"]
@@ -21,14 +23,25 @@ def cache_folder(name: str) -> Path:
 
 def cached_unit(folder: Path, key: dict, compute: Callable[[], object]):
     """``compute()``, or its stored result when a unit with the same ``key`` (a JSON-able
-    dict) finished in ``folder``; a new result is written atomically next to the others."""
+    dict) finished in ``folder``; a new result is written atomically next to the others,
+    with when it finished, its wall time in seconds and the package version that computed it
+    (read by no one but the person comparing stored units)."""
     text = json.dumps(key, sort_keys=True, default=list)
     path = Path(folder) / (hashlib.sha256(text.encode()).hexdigest()[:24] + ".json")
     if path.is_file():
         return json.loads(path.read_text())["result"]
+    start = time.perf_counter()
     result = compute()
+    record = {"key": json.loads(text), "result": result,
+              "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "wall_s": round(time.perf_counter() - start, 1), "version": _version()}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"key": json.loads(text), "result": result}))
+    tmp.write_text(json.dumps(record))
     os.replace(tmp, path)
     return result
+
+
+def _version() -> str:
+    from .. import __version__
+    return __version__
