@@ -8,7 +8,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 __all__ = ["cache_folder", "cached_unit"]
@@ -33,7 +33,7 @@ def cached_unit(folder: Path, key: dict, compute: Callable[[], object]):
     start = time.perf_counter()
     result = compute()
     record = {"key": json.loads(text), "result": result,
-              "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "finished": datetime.now(UTC).isoformat(timespec="seconds"),
               "wall_s": round(time.perf_counter() - start, 1), "version": _version()}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
