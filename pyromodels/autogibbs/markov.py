@@ -5,21 +5,29 @@ dimension) created inside ``pyro.markov`` (their ``infer`` dict holds ``_markov_
 sites each log density term really reads is found by running the program once with every sample
 value tracked through Pyro's provenance tensors (:func:`term_dependencies`). Two candidates are
 linked when one's distribution reads the other; a connected group, in program order
-``z_0, ..., z_{T-1}``, is a chain when ``z_0`` reads no candidate and each ``z_t`` reads exactly
-``z_{t-1}``, all share one support and one plate shape, and every term of the program reads at
-most two neighbouring sites ``z_{t-1}, z_t`` (first order). Anything else keeps the per-site
-discrete updates, with the reason in the plan.
+``z_0, ..., z_{T-1}``, is a chain of order ``r`` when all its sites share one support and one
+plate shape and every term of the program reads sites of the group at most ``r + 1``
+consecutive positions apart: ``r = 1`` for an HMM, ``r = 2`` for ``pyro.markov(history=2)``
+steps reading two states back, and ``r = 2`` also for two chains that read each other in one loop
+(``w_t`` reading ``w_{t-1}`` and ``z_t``: in program order ``z_0, w_0, z_1, w_1, ...``, each
+term spans at most three consecutive sites). An order above one is taken while the potentials
+need at most :data:`MAX_EVALUATIONS` evaluations of the program; anything else keeps the
+per-site discrete updates, with the reason in the plan.
 
 **Reading the potentials.** Each term reading the chain is assigned to the position ``t`` of the
-last chain site it reads; the terms at ``t`` form ``psi_t(z_{t-1}, z_t)`` (``phi_0(z_0)`` at
-``t = 0``), per element of the chain's plates. They are read off the program with ``K^2``
-evaluations, not ``T K^2``: with ``z_t = a`` at every even ``t`` and ``z_t = b`` at every odd ``t``,
-one evaluation gives ``psi_t(a, b)`` at every odd ``t`` and ``psi_t(b, a)`` at every even ``t``,
-so the ``K^2`` pairs ``(a, b)`` give every potential of every position.
+last chain site it reads; the terms at ``t`` form ``psi_t(z_{t-r}, ..., z_t)`` (the terms at
+``t < r`` form ``phi(z_0, ..., z_{r-1})``), per element of the chain's plates. They are read off
+the program with ``K^(r+1)`` evaluations, not ``T K^(r+1)``: setting ``z_t`` to ``v[t mod (r+1)]``
+for a tuple ``v`` of ``r + 1`` values, one evaluation scores every window ``z_{t-r..t}`` at a
+rotation of ``v``, so the ``K^(r+1)`` tuples give every potential of every position (for
+``r = 1``: ``z_t = a`` at even ``t`` and ``b`` at odd ``t`` gives ``psi_t(a, b)`` at odd ``t`` and
+``psi_t(b, a)`` at even ``t``).
 
-**Sampling.** Forward filtering in log space, ``alpha_t(j) = logsumexp_i(alpha_{t-1}(i) +
-psi_t(i, j))``, then backward sampling ``z_{T-1} ~ alpha_{T-1}``, ``z_t ~ alpha_t(.) +
-psi_{t+1}(., z_{t+1})``: ``O(T K^2)`` arithmetic per element, all elements at once.
+**Sampling.** Forward filtering in log space over the last ``r`` states,
+``alpha_t(z_{t-r+1..t}) = logsumexp over z_{t-r} of alpha_{t-1}(z_{t-r..t-1}) + psi_t(z_{t-r..t})``
+from ``alpha_{r-1} = phi``, then backward sampling: the last ``r`` states jointly from
+``alpha_{T-1}``, then ``z_{t-r} ~ alpha_{t-1}(., z_{t-r+1..t-1}) + psi_t(., z_{t-r+1..t})``:
+``O(T K^(r+1))`` arithmetic per element, all elements at once.
 
 **Verification.** The joint conditional of two neighbouring sites ``(z_t, z_{t+1})`` of one
 element, from the potentials, is compared with brute-force enumeration of the program's joint
@@ -28,6 +36,7 @@ element, from the potentials, is compared with brute-force enumeration of the pr
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from dataclasses import dataclass
 
@@ -44,8 +53,12 @@ from ..core.seeding import make_generator
 from .discrete import DiscreteUpdate
 from .trace import element_index, latent_sites, log_joint, log_terms, reduce_to_site, site_plates, tolerance
 
-__all__ = ["Chain", "NotSeparable", "term_dependencies", "find_chains", "chain_potentials",
-           "forward_filter", "backward_sample", "FFBSUpdate", "plan_chains"]
+__all__ = ["Chain", "NotSeparable", "MAX_EVALUATIONS", "term_dependencies", "find_chains",
+           "chain_potentials", "forward_filter", "backward_sample", "FFBSUpdate", "plan_chains"]
+
+#: the most program evaluations (``K^(r+1)``) per sweep that a chain of order ``r > 1`` may
+#: take to read its potentials; a first-order chain is always taken (``K^2``)
+MAX_EVALUATIONS = 1024
 
 
 class NotSeparable(ValueError):
@@ -54,20 +67,23 @@ class NotSeparable(ValueError):
 
 @dataclass(frozen=True)
 class Chain:
-    """A first-order chain of discrete sites.
+    """A chain of discrete sites of order ``r``.
 
     Attributes:
-        sites: ``z_0, ..., z_{T-1}``, in order.
+        sites: ``z_0, ..., z_{T-1}``, in program order.
         support: the support values, ``(K,)``.
         batch_shape: each site's shape (its plate elements: one sequence per element).
         terms: for each position ``t``, the sample sites whose log density terms read ``z_t``
-            (and maybe ``z_{t-1}``) and no other site of the chain.
+            (and maybe some of ``z_{t-r}, ..., z_{t-1}``) and no later site of the chain.
+        order: ``r``, how many sites back a term reaches (1: every term reads at most two
+            neighbours ``z_{t-1}, z_t``).
     """
 
     sites: tuple[str, ...]
     support: torch.Tensor
     batch_shape: torch.Size
     terms: tuple[tuple[str, ...], ...]
+    order: int = 1
 
     @property
     def label(self) -> str:
@@ -112,13 +128,7 @@ def _names(sites) -> str:
     return ", ".join(repr(s) for s in sites)
 
 
-def _chain_problem(group: list, parents: dict, candidates: dict) -> str | None:
-    for t, name in enumerate(group):
-        expected = {group[t - 1]} if t else set()
-        if parents[name] != expected:
-            reads = _names(sorted(parents[name], key=group.index)) or "no other chain site"
-            return (f"{name!r} reads {reads}, not only {_names(expected) or 'none'}: "
-                    f"not a first-order chain")
+def _shape_problem(group: list, candidates: dict) -> str | None:
     first = candidates[group[0]]
     for name in group[1:]:
         site = candidates[name]
@@ -135,17 +145,24 @@ def _support(site) -> torch.Tensor | None:
         return None
 
 
-def _assign_terms(group: list, deps: dict) -> tuple[tuple, str | None]:
+def _assign_terms(group: list, deps: dict, k: int) -> tuple[tuple, int, str | None]:
+    """``(terms, order, problem)``: each term at the position of the last chain site it reads,
+    and the chain's order (the widest span of positions a term reads)."""
     position = {name: t for t, name in enumerate(group)}
-    terms = [[] for _ in group]
+    terms, order, widest = [[] for _ in group], 1, None
     for term, reads in deps.items():
         ts = sorted(position[s] for s in reads if s in position)
         if not ts:
             continue
-        if ts[-1] - ts[0] > 1:
-            return (), (f"the term of {term!r} reads {_names(group[t] for t in ts)}: not first order")
+        if ts[-1] - ts[0] > order:
+            order, widest = ts[-1] - ts[0], (term, ts)
         terms[ts[-1]].append(term)
-    return tuple(tuple(t) for t in terms), None
+    if order > 1 and k ** (order + 1) > MAX_EVALUATIONS:
+        term, ts = widest
+        return (), order, (f"the term of {term!r} reads {_names(group[t] for t in ts)}: order {order} "
+                           f"with {k} states needs {k}^{order + 1} evaluations of the program per "
+                           f"sweep, more than {MAX_EVALUATIONS}")
+    return tuple(tuple(t) for t in terms), order, None
 
 
 def _candidates(trace, exclude) -> dict:
@@ -174,17 +191,18 @@ def find_chains(trace, deps: dict, exclude=()) -> tuple[list, dict]:
     for group in _components(names, parents):
         if len(group) < 2:
             continue
-        problem = _chain_problem(group, parents, candidates)
+        problem = _shape_problem(group, candidates)
         supports = [_support(candidates[n]) for n in group]
         if problem is None and any(s is None or not torch.equal(s, supports[0]) for s in supports):
             problem = "its sites do not share one support (the same values at every element)"
-        terms = ()
+        terms, order = (), 1
         if problem is None:
-            terms, problem = _assign_terms(group, deps)
+            terms, order, problem = _assign_terms(group, deps, len(supports[0]))
         if problem is not None:
             notes.update({n: problem for n in group})
             continue
-        chains.append(Chain(tuple(group), supports[0], candidates[group[0]]["value"].shape, terms))
+        chains.append(Chain(tuple(group), supports[0], candidates[group[0]]["value"].shape, terms,
+                            order))
     return chains, notes
 
 
@@ -192,53 +210,61 @@ def chain_potentials(model, args: tuple, kwargs: dict, state: dict, chain: Chain
     """The chain's log potentials read off the program at the rest of ``state``.
 
     Returns:
-        ``(init, psi, rest)``: ``init`` ``(*batch, K)`` is ``phi_0(z_0)``; ``psi``
-        ``(T, *batch, K, K)`` holds ``psi_t(z_{t-1}, z_t)`` at ``t >= 1`` (``psi[0]`` is zero);
-        ``rest`` is the sum of the terms that do not read the chain (a scalar), so that
-        ``rest + logsumexp`` over paths of the potentials is the program's log joint with the
-        chain summed out. All float64.
+        ``(init, psi, rest)``: ``init`` ``(*batch, K, ..., K)`` (``r`` state axes) is
+        ``phi(z_0, ..., z_{r-1})``; ``psi`` ``(T, *batch, K, ..., K)`` (``r + 1`` state axes)
+        holds ``psi_t(z_{t-r}, ..., z_t)`` at ``t >= r`` (``psi[:r]`` is zero); ``rest`` is the
+        sum of the terms that do not read the chain (a scalar), so that ``rest + logsumexp``
+        over paths of the potentials is the program's log joint with the chain summed out.
+        All float64.
 
     Raises:
         NotSeparable: a term reading the chain is not indexed by the chain's plates.
     """
-    k, shape = len(chain.support), chain.batch_shape
+    k, shape, r = len(chain.support), chain.batch_shape, chain.order
     ref = state[chain.sites[0]]
-    pair = torch.zeros((k, k, len(chain.sites)) + tuple(shape), dtype=torch.float64, device=ref.device)
+    n = len(chain.sites)
+    window = torch.zeros((k,) * (r + 1) + (n,) + tuple(shape), dtype=torch.float64, device=ref.device)
     plates = site_plates(model, args, kwargs, state)
     rest = None
-    for a in range(k):
-        for b in range(k):
-            values = {name: torch.full_like(ref, chain.support[b if t % 2 else a].item())
-                      for t, name in enumerate(chain.sites)}
-            lp = log_terms(model, args, kwargs, {**state, **values})
-            for t, names in enumerate(chain.terms):
-                for name in names:
-                    reduced = reduce_to_site(lp[name].to(torch.float64), shape, plates.get(name, {}),
-                                             plates[chain.sites[t]])
-                    if reduced is None:
-                        raise NotSeparable(f"the term of {name!r} (shape {tuple(lp[name].shape)}) is not "
-                                           f"indexed by the chain's plates (shape {tuple(shape)})")
-                    pair[(a, b, t)] += reduced
-            if rest is None:
-                used = {name for names in chain.terms for name in names}
-                rest = sum((v.to(torch.float64).sum() for n, v in lp.items() if n not in used),
-                           torch.zeros((), dtype=torch.float64, device=ref.device))
-    pair = pair.permute((2, *range(3, pair.dim()), 0, 1))       # (T, *batch, a, b)
-    even = (torch.arange(len(chain.sites), device=ref.device) % 2 == 0)
-    even = even.reshape((-1,) + (1,) * (pair.dim() - 1))
-    psi = torch.where(even, pair.transpose(-1, -2), pair)        # (T, *batch, z_{t-1}, z_t)
-    init = pair[0][..., :, 0]                                    # z_0 = a, any b
-    psi[0] = 0.0
+    for v in itertools.product(range(k), repeat=r + 1):
+        values = {name: torch.full_like(ref, chain.support[v[t % (r + 1)]].item())
+                  for t, name in enumerate(chain.sites)}
+        lp = log_terms(model, args, kwargs, {**state, **values})
+        for t, names in enumerate(chain.terms):
+            for name in names:
+                reduced = reduce_to_site(lp[name].to(torch.float64), shape, plates.get(name, {}),
+                                         plates[chain.sites[t]])
+                if reduced is None:
+                    raise NotSeparable(f"the term of {name!r} (shape {tuple(lp[name].shape)}) is not "
+                                       f"indexed by the chain's plates (shape {tuple(shape)})")
+                window[v + (t,)] += reduced
+        if rest is None:
+            used = {name for names in chain.terms for name in names}
+            rest = sum((v.to(torch.float64).sum() for n_, v in lp.items() if n_ not in used),
+                       torch.zeros((), dtype=torch.float64, device=ref.device))
+    b = len(shape)
+    window = window.permute((r + 1, *range(r + 2, r + 2 + b), *range(r + 1)))  # (T, *batch, v)
+    init = window[:r].sum(0)[..., 0]          # z_0..z_{r-1} on their own axes; z_r unread
+    psi = torch.zeros_like(window)
+    for c in range(r + 1):
+        # at t = c (mod r + 1), the window's j-th state z_{t-r+j} sits on axis (c - r + j) mod (r + 1)
+        axes = [(c - r + j) % (r + 1) for j in range(r + 1)]
+        psi[c::r + 1] = window[c::r + 1].permute((*range(1 + b), *(1 + b + a for a in axes)))
+    psi[:r] = 0.0
     return init, psi, rest
 
 
-def forward_filter(init: torch.Tensor, psi: torch.Tensor) -> torch.Tensor:
-    """``alpha (T, *batch, K)``: ``alpha_t(j) = log sum over z_{0:t-1}`` of the potentials up
-    to ``t`` with ``z_t = j``; ``logsumexp(alpha[-1], -1)`` is each sequence's log normaliser.
+def forward_filter(init: torch.Tensor, psi: torch.Tensor, order: int = 1) -> torch.Tensor:
+    """``alpha (T - r + 1, *batch, K, ..., K)``: ``alpha[i]`` is ``alpha_{r-1+i}``, the log sum
+    over ``z_0..z_{t-r}`` of the potentials up to ``t = r - 1 + i`` as a function of the last
+    ``r`` states ``z_{t-r+1..t}``; the log-sum-exp of ``alpha[-1]`` over its ``r`` state axes is
+    each sequence's log normaliser.
 
     Args:
-        init: ``phi_0``, ``(*batch, K)``.
-        psi: ``(T, *batch, K, K)``, ``psi[t]`` indexed ``(z_{t-1}, z_t)``; ``psi[0]`` unused.
+        init: ``phi``, ``(*batch, K, ..., K)`` with ``r`` state axes.
+        psi: ``(T, *batch, K, ..., K)`` with ``r + 1`` state axes, ``psi[t]`` indexed
+            ``(z_{t-r}, ..., z_t)``; ``psi[:r]`` unused.
+        order: ``r``.
 
     Example:
         >>> init = torch.tensor([0.5, 0.5]).log()
@@ -247,35 +273,61 @@ def forward_filter(init: torch.Tensor, psi: torch.Tensor) -> torch.Tensor:
         >>> alpha.shape, f"{float(torch.logsumexp(alpha[-1], -1).exp()):.4f}"  # rows sum to 1
         (torch.Size([2, 2]), '1.0000')
     """
+    r = order
     alpha = [init]
-    for t in range(1, psi.shape[0]):
-        alpha.append(torch.logsumexp(alpha[-1].unsqueeze(-1) + psi[t], dim=-2))
+    for t in range(r, psi.shape[0]):
+        alpha.append(torch.logsumexp(alpha[-1].unsqueeze(-1) + psi[t], dim=-(r + 1)))
     return torch.stack(alpha)
 
 
-def backward_sample(alpha: torch.Tensor, psi: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+def _code(states: list, k: int, like: torch.Tensor) -> torch.Tensor:
+    """The flat index of a tuple of state indices (the first the slowest; zeros shaped
+    ``like`` for no states)."""
+    code = torch.zeros_like(like)
+    for z in states:
+        code = code * k + z
+    return code
+
+
+def backward_sample(alpha: torch.Tensor, psi: torch.Tensor, generator: torch.Generator,
+                    order: int = 1) -> torch.Tensor:
     """One path per element from the chain's joint conditional: ``(T, *batch)`` indices.
 
     Args:
-        alpha: :func:`forward_filter`'s output, ``(T, *batch, K)``.
+        alpha: :func:`forward_filter`'s output.
         psi: the potentials it was computed from.
         generator: the random stream.
+        order: ``r``.
     """
-    draws = [sample_categorical(alpha[-1], generator)]
-    for t in range(alpha.shape[0] - 2, -1, -1):
-        nxt = draws[-1][..., None, None].expand(psi[t + 1].shape[:-1] + (1,))
-        column = torch.gather(psi[t + 1], -1, nxt).squeeze(-1)   # psi_{t+1}(., z_{t+1})
-        draws.append(sample_categorical(alpha[t] + column, generator))
-    return torch.stack(draws[::-1])
+    r = order
+    n, k = psi.shape[0], psi.shape[-1]
+    batch = psi.shape[1:psi.dim() - r - 1]
+    last = sample_categorical(alpha[-1].reshape(*batch, k ** r), generator)
+    draws = [None] * n
+    for j in range(r):                      # the last r states, from their joint draw
+        draws[n - 1 - j] = last % k
+        last = last // k
+    for t in range(n - 1, r - 1, -1):        # z_{t-r} given z_{t-r+1..t}
+        known = _code(draws[t - r + 1:t], k, draws[t])
+        prev = alpha[t - r].reshape(*batch, k, k ** (r - 1))
+        prev = torch.gather(prev, -1, known[..., None, None].expand(*batch, k, 1)).squeeze(-1)
+        column = psi[t].reshape(*batch, k, k ** r)
+        full = _code(draws[t - r + 1:t + 1], k, draws[t])
+        column = torch.gather(column, -1, full[..., None, None].expand(*batch, k, 1)).squeeze(-1)
+        draws[t - r] = sample_categorical(prev + column, generator)
+    return torch.stack(draws)
 
 
-def _pair_logits(init, psi, index: tuple, t: int, current: list) -> torch.Tensor:
-    """The potentials' log joint conditional of ``(z_t, z_{t+1})`` at element ``index``,
-    ``(K, K)``, given the current indices of the neighbours (``current[s]`` is ``z_s``'s)."""
-    last = psi.shape[0] - 1
-    left = init[index] if t == 0 else psi[t][index][current[t - 1]]
-    right = psi[t + 2][index][:, current[t + 2]] if t + 2 <= last else torch.zeros_like(left)
-    return left[:, None] + psi[t + 1][index] + right[None, :]
+def _path_scores(init, psi, index: tuple, paths: torch.Tensor, r: int) -> torch.Tensor:
+    """The potentials' log score of each path ``paths (M, T)`` of state indices at element
+    ``index`` of a chain of order ``r``."""
+    k = psi.shape[-1]
+    first = init[index].reshape(-1)[_code(list(paths[:, :r].T), k, paths[:, 0])]
+    if paths.shape[1] == r:
+        return first
+    flat = psi[(slice(None), *index)].reshape(psi.shape[0], -1)[r:]      # (T - r, K^(r+1))
+    windows = _code(list(paths.unfold(1, r + 1, 1).permute(2, 0, 1)), k, paths[:, r:])   # (M, T - r)
+    return first + flat.gather(1, windows.T).sum(0)
 
 
 class FFBSUpdate:
@@ -308,7 +360,8 @@ class FFBSUpdate:
                     self._fall_back("its joint conditional differs from brute-force enumeration")
                 else:
                     self.verify = False
-                    draws = backward_sample(forward_filter(init, psi), psi, generator)
+                    r = self.chain.order
+                    draws = backward_sample(forward_filter(init, psi, r), psi, generator, r)
                     return {name: self.chain.support[draws[t]].to(state[name].dtype)
                             for t, name in enumerate(self.chain.sites)}
         state = dict(state)
@@ -326,7 +379,8 @@ class FFBSUpdate:
         """The program's log joint at ``state`` with the chain summed out (a float64 scalar),
         by the forward filter."""
         init, psi, rest = chain_potentials(self.model, args, kwargs, state, self.chain)
-        return rest + torch.logsumexp(forward_filter(init, psi)[-1], -1).sum()
+        last = forward_filter(init, psi, self.chain.order)[-1].flatten(start_dim=len(self.chain.batch_shape))
+        return rest + torch.logsumexp(last, -1).sum()
 
     def agrees(self, state: dict, args: tuple, kwargs: dict, generator: torch.Generator,
                potentials: tuple | None = None) -> bool:
@@ -341,8 +395,12 @@ class FFBSUpdate:
         for _ in range(2):
             t = int(torch.randint(0, len(sites) - 1, (), generator=generator))
             index = element_index(int(torch.randint(0, n, (), generator=generator)), shape)
-            current = [int((support == state[s][index].to(support.dtype)).nonzero()[0]) for s in sites]
-            mine = _pair_logits(init, psi, index, t, current)
+            current = torch.tensor([int((support == state[s][index].to(support.dtype)).nonzero()[0])
+                                    for s in sites])
+            paths = current.repeat(len(support) ** 2, 1)
+            pairs = torch.cartesian_prod(torch.arange(len(support)), torch.arange(len(support)))
+            paths[:, t:t + 2] = pairs
+            mine = _path_scores(init, psi, index, paths, self.chain.order).reshape(len(support), len(support))
             exact = torch.empty_like(mine)
             for i, a in enumerate(support.tolist()):
                 for j, b in enumerate(support.tolist()):
@@ -393,7 +451,9 @@ def plan_chains(model, args: tuple, kwargs: dict, trace, state: dict, exclude, v
                           for name in chain.sites})
             continue
         where = f" over plate shape {tuple(chain.batch_shape)}" if len(chain.batch_shape) else ""
-        reason = (f"pyro.markov chain of {len(chain.sites)} sites, {len(chain.support)} states, "
+        order = (f", order {chain.order} (a term reads up to {chain.order + 1} consecutive sites)"
+                 if chain.order > 1 else "")
+        reason = (f"pyro.markov chain of {len(chain.sites)} sites, {len(chain.support)} states{order}, "
                   f"forward-filtering backward-sampling{where}")
         block = GibbsBlock(f"ffbs:{chain.sites[0]}..{chain.sites[-1]}", chain.sites, update)
         chosen.update({name: (reason, block) for name in chain.sites})

@@ -30,10 +30,11 @@ assignments, which their exact draw does better).
 A second trace (seed ``seed + 1``) must have the same latent sites with the same shapes: Gibbs
 updates a fixed set of sites, so a program whose plate sizes are random is refused.
 
-Before the loop, the discrete sites created inside ``pyro.markov`` that form a first-order
-chain ``z_0, ..., z_{T-1}`` get one ``"ffbs"`` block for the whole chain, forward-filtering
-backward-sampling (see :mod:`.markov`); a group of ``pyro.markov`` sites that is not such a
-chain keeps the per-site discrete updates, with the reason in the plan.
+Before the loop, the discrete sites created inside ``pyro.markov`` that form a chain
+``z_0, ..., z_{T-1}`` (of first or higher order) get one ``"ffbs"`` block for the whole
+chain, forward-filtering backward-sampling (see :mod:`.markov`); a group of ``pyro.markov``
+sites that is not such a chain keeps the per-site discrete updates, with the reason in the
+plan.
 
 The reason of an automatic update also says how its values are scored: all in one batched
 trace, or one trace per value where the program is not vectorisable (see :mod:`.trace`).
