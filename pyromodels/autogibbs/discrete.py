@@ -16,13 +16,21 @@ from __future__ import annotations
 import logging
 import warnings
 
+import pyro.distributions as dist
 import torch
 
 from ..conjugate import sample_categorical
 from ..core.seeding import make_generator
+from .families import unwrap
 from .trace import compiled_update, element_index, element_logits, log_joints, tolerance
 
-__all__ = ["DiscreteUpdate", "element_logits", "brute_force_logits"]
+__all__ = ["DiscreteUpdate", "element_logits", "brute_force_logits", "enumerable"]
+
+
+def enumerable(fn) -> bool:
+    """A finite discrete site the discrete update enumerates: no event dimension, or a one-hot
+    one (``OneHotCategorical``: its support values are the rows of the identity)."""
+    return fn.event_shape == () or isinstance(unwrap(fn), dist.OneHotCategorical) and unwrap(fn) is fn
 
 logger = logging.getLogger(__name__)
 

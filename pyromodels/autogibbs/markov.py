@@ -50,7 +50,7 @@ from pyro.poutine.util import site_is_subsample
 from ..conjugate import sample_categorical
 from ..core.gibbs import GibbsBlock
 from ..core.seeding import make_generator
-from .discrete import DiscreteUpdate
+from .discrete import DiscreteUpdate, enumerable
 from .trace import element_index, latent_sites, log_joint, log_terms, reduce_to_site, site_plates, tolerance
 
 __all__ = ["Chain", "NotSeparable", "MAX_EVALUATIONS", "term_dependencies", "find_chains",
@@ -139,10 +139,28 @@ def _shape_problem(group: list, candidates: dict) -> str | None:
 
 
 def _support(site) -> torch.Tensor | None:
+    """``(K, *event)``: the support values (the identity's rows for a one-hot site)."""
+    fn = site["fn"]
     try:
-        return site["fn"].enumerate_support(expand=False).reshape(-1)
+        return fn.enumerate_support(expand=False).reshape((-1,) + tuple(fn.event_shape))
     except (NotImplementedError, ValueError, RuntimeError):
         return None
+
+
+def _batch_shape(site) -> torch.Size:
+    value = site["value"]
+    return value.shape[:value.dim() - len(site["fn"].event_shape)]
+
+
+def _filled(ref: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """Every element of a site shaped like ``ref`` set to the support value ``value``."""
+    return value.to(ref.dtype).expand(ref.shape).clone()
+
+
+def _index_of(support: torch.Tensor, value: torch.Tensor) -> int:
+    """The position of ``value`` (one element's value) in ``support``."""
+    same = (support == value.to(support.dtype)).reshape(len(support), -1).all(-1)
+    return int(same.nonzero()[0])
 
 
 def _assign_terms(group: list, deps: dict, k: int) -> tuple[tuple, int, str | None]:
@@ -166,10 +184,11 @@ def _assign_terms(group: list, deps: dict, k: int) -> tuple[tuple, int, str | No
 
 
 def _candidates(trace, exclude) -> dict:
-    """The latent discrete sites created inside ``pyro.markov`` (and not in ``exclude``)."""
+    """The latent discrete sites created inside ``pyro.markov`` (and not in ``exclude``), with
+    no event dimension or one-hot."""
     return {n: s for n, s in latent_sites(trace).items()
             if n not in exclude and "_markov_scope" in s["infer"]
-            and s["fn"].has_enumerate_support and s["fn"].event_shape == ()}
+            and s["fn"].has_enumerate_support and enumerable(s["fn"])}
 
 
 def find_chains(trace, deps: dict, exclude=()) -> tuple[list, dict]:
@@ -201,7 +220,7 @@ def find_chains(trace, deps: dict, exclude=()) -> tuple[list, dict]:
         if problem is not None:
             notes.update({n: problem for n in group})
             continue
-        chains.append(Chain(tuple(group), supports[0], candidates[group[0]]["value"].shape, terms,
+        chains.append(Chain(tuple(group), supports[0], _batch_shape(candidates[group[0]]), terms,
                             order))
     return chains, notes
 
@@ -227,8 +246,7 @@ def chain_potentials(model, args: tuple, kwargs: dict, state: dict, chain: Chain
     plates = site_plates(model, args, kwargs, state)
     rest = None
     for v in itertools.product(range(k), repeat=r + 1):
-        values = {name: torch.full_like(ref, chain.support[v[t % (r + 1)]].item())
-                  for t, name in enumerate(chain.sites)}
+        values = {name: _filled(ref, chain.support[v[t % (r + 1)]]) for t, name in enumerate(chain.sites)}
         lp = log_terms(model, args, kwargs, {**state, **values})
         for t, names in enumerate(chain.terms):
             for name in names:
@@ -395,19 +413,18 @@ class FFBSUpdate:
         for _ in range(2):
             t = int(torch.randint(0, len(sites) - 1, (), generator=generator))
             index = element_index(int(torch.randint(0, n, (), generator=generator)), shape)
-            current = torch.tensor([int((support == state[s][index].to(support.dtype)).nonzero()[0])
-                                    for s in sites])
+            current = torch.tensor([_index_of(support, state[s][index]) for s in sites])
             paths = current.repeat(len(support) ** 2, 1)
             pairs = torch.cartesian_prod(torch.arange(len(support)), torch.arange(len(support)))
             paths[:, t:t + 2] = pairs
             mine = _path_scores(init, psi, index, paths, self.chain.order).reshape(len(support), len(support))
             exact = torch.empty_like(mine)
-            for i, a in enumerate(support.tolist()):
-                for j, b in enumerate(support.tolist()):
+            for i, a in enumerate(support):
+                for j, b in enumerate(support):
                     values = {}
                     for s, v in ((sites[t], a), (sites[t + 1], b)):
                         values[s] = state[s].clone()
-                        values[s][index] = v
+                        values[s][index] = v.to(values[s].dtype)
                     exact[i, j] = log_joint(self.model, args, kwargs, {**state, **values}).to(torch.float64)
             tol = tolerance(dtype) * (1.0 + float(exact[torch.isfinite(exact)].abs().max()))
             diff = torch.log_softmax(mine.reshape(-1), 0) - torch.log_softmax(exact.reshape(-1), 0)

@@ -56,13 +56,11 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-import pyro.distributions as dist
-
 from ..checks import check_bool, check_int
 from ..core.gibbs import GibbsBlock, GibbsSweep
 from ..core.seeding import make_generator, seeded
 from .continuous import NutsUpdate, nuts_refusal
-from .discrete import DiscreteUpdate, element_logits
+from .discrete import DiscreteUpdate, element_logits, enumerable
 from .exponential import ConjugateUpdate, NotConjugate, family_of, posterior_params, unwrap
 from .markov import plan_chains
 from .trace import batching_reason, latent_sites, recorded_log_joint, trace_model
@@ -336,7 +334,7 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
             out.append(SitePlan(name, "override", "the user's own block", overrides[name]))
         elif name in chained:
             out.append(SitePlan(name, "ffbs", *chained[name]))
-        elif fn.has_enumerate_support and _enumerable(fn):
+        elif fn.has_enumerate_support and enumerable(fn):
             sp = _discrete(model, args, kwargs, state, name, site, verify, gen)
             if name in not_chained:
                 sp = replace(sp, reason=f"{sp.reason}; no ffbs: {not_chained[name]}")
@@ -382,12 +380,6 @@ def _is_discrete(fn) -> bool:
         return bool(fn.support.is_discrete)
     except NotImplementedError:  # a distribution that declares no support
         return False
-
-
-def _enumerable(fn) -> bool:
-    """A finite discrete site the discrete update enumerates: no event dimension, or a one-hot
-    one (``OneHotCategorical``: its support values are the rows of the identity)."""
-    return fn.event_shape == () or isinstance(unwrap(fn), dist.OneHotCategorical) and unwrap(fn) is fn
 
 
 def _not_enumerable(fn) -> str:

@@ -63,6 +63,15 @@ def second_order(x, trans=TRANS):
             pyro.sample(f"x_{t}", dist.Normal(LOCS[z[-1]], f64(1.0)), obs=x[..., t])
 
 
+def one_hot_hmm(x):
+    """The fixed HMM with one-hot states: ``z_t ~ OneHotCategorical(z_{t-1} @ TRANS)``."""
+    with pyro.plate("seqs", x.shape[0]) if x.dim() == 2 else contextlib.nullcontext():
+        z = None
+        for t in pyro.markov(range(x.shape[-1])):
+            z = pyro.sample(f"z_{t}", dist.OneHotCategorical(INIT if z is None else z @ TRANS))
+            pyro.sample(f"x_{t}", dist.Normal(z @ LOCS, f64(1.0)), obs=x[..., t])
+
+
 def reading_each_other(x):
     """Two chains in one loop: ``w_t`` reads ``w_{t-1}`` and ``z_t`` (order 2 in program order)."""
     with pyro.plate("seqs", x.shape[0]) if x.dim() == 2 else contextlib.nullcontext():
@@ -216,12 +225,16 @@ def test_a_chain_without_pyro_markov_keeps_per_site_updates():
     assert all("no ffbs" not in s.reason for s in p.sites)
 
 
-def higher_order_draws(model, x, sites, n, seed):
-    """One FFBS sweep over ``n`` copies of ``x`` in a plate: ``n`` independent paths."""
+def higher_order_draws(model, x, sites, n, seed, one_hot=0):
+    """One FFBS sweep over ``n`` copies of ``x`` in a plate: ``n`` independent paths (of
+    ``one_hot``-state one-hot sites where given)."""
     p = plan(model, x.expand(n, -1))
     block = p[sites[0]].block
     assert block.sites == tuple(sites)
-    state = {z: torch.zeros(n, dtype=torch.long) for z in sites}
+    start = torch.zeros(n, dtype=torch.long)
+    if one_hot:
+        start = torch.nn.functional.one_hot(start, one_hot).double()
+    state = {z: start for z in sites}
     new = block(state, ModelArgs((x.expand(n, -1),), {}), make_generator(seed))
     return p, block.update, torch.stack([new[z] for z in sites])
 
@@ -250,6 +263,15 @@ def test_two_chains_that_read_each_other_get_one_block_in_program_order():
     assert str(p).split()[0] == "z_0..w_2"
     paths, lj = exact_path_posterior(x, reading_each_other, sites)
     assert path_test(draws, paths, lj)
+
+
+def test_a_chain_of_one_hot_sites_draws_one_hot_paths_from_the_path_posterior():
+    n = 20_000
+    p, update, draws = higher_order_draws(one_hot_hmm, X, chain_sites(4), n, seed=5, one_hot=2)
+    assert [s.update for s in p.sites] == ["ffbs"] * 4 and update.chain.batch_shape == (n,)
+    assert draws.shape == (4, n, 2) and torch.equal(draws.sum(-1), torch.ones(4, n))
+    paths, lj = exact_path_posterior(X)       # the same chain as the fixed HMM's
+    assert path_test(draws.argmax(-1), paths, lj)
 
 
 def test_a_chain_closed_into_a_loop_is_one_block_of_its_whole_length():
