@@ -364,6 +364,12 @@ class ConjugateUpdate:
         self.recordable = None  # whether recorded_params applies (found at the first unchecked call)
 
     def __call__(self, state: dict, data, generator: torch.Generator) -> dict:
+        draw = family_of(self.fn).sample(self.params(state, data), generator)
+        return {self.site: draw.to(state[self.site].dtype)}
+
+    def params(self, state: dict, data) -> dict:
+        """The posterior parameters of the site given the rest of ``state`` (checked at the
+        first call when ``verify``; from a recorded trace once one is verified)."""
         checked = self.verify
         if self.verify:
             own = make_generator(0, state[self.site].device)  # leaves the chain's stream alone
@@ -378,8 +384,7 @@ class ConjugateUpdate:
                                           self.fn, checked)
         except NotConjugate as err:
             raise RuntimeError(f"automatic conjugate update failed: {err}") from err
-        draw = family_of(self.fn).sample(params, generator)
-        return {self.site: draw.to(state[self.site].dtype)}
+        return params
 
     def _recorded(self, state: dict, data) -> dict | None:
         """The parameters by :func:`recorded_params` (from a recorded trace once verified), or

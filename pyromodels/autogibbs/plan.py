@@ -36,6 +36,10 @@ chain, forward-filtering backward-sampling (see :mod:`.markov`); a group of ``py
 sites that is not such a chain keeps the per-site discrete updates, with the reason in the
 plan.
 
+After the loop, a conjugate Wishart site and a conjugate MultivariateNormal site whose prior
+reads it share one block that draws them jointly from their Normal-Wishart conditional,
+where that joint passes condition-and-score (see :mod:`.normal_wishart`).
+
 The reason of an automatic update also says how its values are scored: all in one batched
 trace, or one trace per value where the program is not vectorisable (see :mod:`.trace`).
 
@@ -57,12 +61,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ..checks import check_bool, check_int
+from ..core.bound import ModelArgs
 from ..core.gibbs import GibbsBlock, GibbsSweep
 from ..core.seeding import make_generator, seeded
 from .continuous import NutsUpdate, nuts_refusal
 from .discrete import DiscreteUpdate, element_logits, enumerable
 from .exponential import ConjugateUpdate, NotConjugate, family_of, posterior_params, unwrap
-from .markov import plan_chains
+from .markov import plan_chains, term_dependencies
+from .normal_wishart import pair_normal_wishart
 from .trace import batching_reason, latent_sites, recorded_log_joint, trace_model
 
 __all__ = ["SitePlan", "Plan", "plan"]
@@ -78,7 +84,8 @@ class SitePlan:
             ``"unsupported"``.
         reason: why, in words.
         block: the :class:`~pyromodels.core.GibbsBlock` (``None`` when unsupported); the sites
-            of one FFBS chain share one block, and so do all the NUTS sites.
+            of one FFBS chain share one block, and so do a Normal-Wishart pair and all the NUTS
+            sites.
     """
 
     site: str
@@ -267,6 +274,22 @@ def _gather_nuts(model, args, kwargs, state, sites, out, verify, gen, nuts_steps
             else SitePlan(s.site, "nuts", why(s), block) if s.site in names else s for s in out]
 
 
+def _with_normal_wishart(model, args, kwargs, state, sites, out, verify, gen) -> list:
+    """``out`` with each conjugate Wishart site and the MultivariateNormal mean whose prior it
+    scales sharing one joint Normal-Wishart block where the joint passes its check (see
+    :mod:`.normal_wishart`)."""
+    def deps():
+        try:
+            return term_dependencies(model, args, kwargs, state)
+        except (RuntimeError, TypeError, ValueError, NotImplementedError):
+            return {}  # dependencies that cannot be traced: no pair is looked for
+
+    chosen, notes = pair_normal_wishart(sites, out, deps, state, ModelArgs(args, kwargs), gen, verify)
+    return [replace(s, reason=f"{chosen[s.site][0]}; {s.reason}", block=chosen[s.site][1])
+            if s.site in chosen else replace(s, reason=f"{s.reason}; {notes[s.site]}")
+            if s.site in notes else s for s in out]
+
+
 def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed: int = 0,
          nuts_steps: int = 1, joint_nuts: bool | None = None, **kwargs) -> Plan:
     """Choose an automatic Gibbs update for every latent site of a Pyro program.
@@ -346,6 +369,7 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
         else:
             out.append(SitePlan(name, "unsupported", f"{type(fn).__name__} site with no discrete or "
                                 f"conjugate update (no automatic update)"))
+    out = _with_normal_wishart(model, args, kwargs, state, sites, out, verify, gen)
     return Plan(tuple(_gather_nuts(model, args, kwargs, state, sites, out, verify, gen, nuts_steps,
                                    joint_nuts)), model)
 

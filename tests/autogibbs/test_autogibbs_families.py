@@ -63,9 +63,9 @@ def test_mixture_plan_matches_the_hand_written_blocks(mixture_case):
 
 
 def test_mixture_means_have_the_normal_wishart_conditional_given_the_precisions(mixture_case):
-    """The hand-written sweep draws (locs, precisions) jointly from their Normal-Wishart
-    conditional; the plan draws locs given precisions, which must be that conditional's
-    Normal part: N(m_k, (kappa_k precisions_k)^-1)."""
+    """The plan's joint Normal-Wishart block reads the means' conditional given the
+    precisions, which must be the hand-written joint conditional's Normal part:
+    N(m_k, (kappa_k precisions_k)^-1)."""
     model, data, _, state = mixture_case
     fn = trace_model(model.model, (data,), {}).nodes["locs"]["fn"]
     got = posterior_params(model.model, (data,), {}, state, "locs", fn)
@@ -76,9 +76,9 @@ def test_mixture_means_have_the_normal_wishart_conditional_given_the_precisions(
 
 
 def test_mixture_precisions_have_the_normal_wishart_conditional_given_the_means(mixture_case):
-    """The hand-written sweep draws (locs, precisions) jointly; the plan draws the precisions
-    given the means, which must be that prior's conditional: Wishart with ``nu + N_k + 1``
-    degrees of freedom and inverse scale ``W^-1 + S_k + kappa (m_k - m0)(m_k - m0)^T``."""
+    """The plan's joint block also reads the precisions' conditional given the means, which
+    must be that prior's conditional: Wishart with ``nu + N_k + 1`` degrees of freedom and
+    inverse scale ``W^-1 + S_k + kappa (m_k - m0)(m_k - m0)^T``."""
     model, data, p, state = mixture_case
     assert p["precisions"].update == "conjugate" and "Wishart prior" in p["precisions"].reason
     fn = trace_model(model.model, (data,), {}).nodes["precisions"]["fn"]
