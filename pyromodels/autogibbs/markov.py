@@ -5,12 +5,14 @@ dimension) created inside ``pyro.markov`` (their ``infer`` dict holds ``_markov_
 sites each log density term really reads is found by running the program once with every sample
 value tracked through Pyro's provenance tensors (:func:`term_dependencies`). Two candidates are
 linked when one's distribution reads the other; a connected group, in program order
-``z_0, ..., z_{T-1}``, is a chain of order ``r`` when all its sites share one support and one
-plate shape and every term of the program reads sites of the group at most ``r + 1``
-consecutive positions apart: ``r = 1`` for an HMM, ``r = 2`` for ``pyro.markov(history=2)``
+``z_0, ..., z_{T-1}``, is a chain of order ``r`` when all its sites share one plate shape and
+every term of the program reads sites of the group at most ``r + 1`` consecutive positions
+apart: ``r = 1`` for an HMM, ``r = 2`` for ``pyro.markov(history=2)``
 steps reading two states back, and ``r = 2`` also for two chains that read each other in one loop
 (``w_t`` reading ``w_{t-1}`` and ``z_t``: in program order ``z_0, w_0, z_1, w_1, ...``, each
-term spans at most three consecutive sites). An order above one is taken while the potentials
+term spans at most three consecutive sites; the two may have different numbers of states,
+and each state axis of the potentials then has the most, with potential ``-inf`` past a
+site's own). An order above one is taken while the potentials
 need at most :data:`MAX_EVALUATIONS` evaluations of the program; anything else keeps the
 per-site discrete updates, with the reason in the plan.
 
@@ -71,12 +73,14 @@ class Chain:
 
     Attributes:
         sites: ``z_0, ..., z_{T-1}``, in program order.
-        support: the support values, ``(K,)``.
+        support: the support values of ``z_0``, ``(K, *event)``.
         batch_shape: each site's shape (its plate elements: one sequence per element).
         terms: for each position ``t``, the sample sites whose log density terms read ``z_t``
             (and maybe some of ``z_{t-r}, ..., z_{t-1}``) and no later site of the chain.
         order: ``r``, how many sites back a term reaches (1: every term reads at most two
             neighbours ``z_{t-1}, z_t``).
+        supports: each site's support values where they differ between sites (two chains
+            of different sizes stepping together); empty where every site has ``support``.
     """
 
     sites: tuple[str, ...]
@@ -84,6 +88,23 @@ class Chain:
     batch_shape: torch.Size
     terms: tuple[tuple[str, ...], ...]
     order: int = 1
+    supports: tuple = ()
+
+    def support_of(self, t: int) -> torch.Tensor:
+        """The support values of ``z_t``."""
+        return self.supports[t] if self.supports else self.support
+
+    @property
+    def states(self) -> int:
+        """``K``, the most support values of a site: the size of each state axis of the
+        potentials (a site with fewer values has potential ``-inf`` beyond them)."""
+        return max(len(s) for s in self.supports) if self.supports else len(self.support)
+
+    @property
+    def sizes(self) -> str:
+        """``'2'`` or, where the sites' supports differ, ``'2 or 3'``: how plans say it."""
+        sizes = sorted({len(s) for s in self.supports} or {len(self.support)})
+        return " or ".join(str(n) for n in sizes)
 
     @property
     def label(self) -> str:
@@ -212,16 +233,17 @@ def find_chains(trace, deps: dict, exclude=()) -> tuple[list, dict]:
             continue
         problem = _shape_problem(group, candidates)
         supports = [_support(candidates[n]) for n in group]
-        if problem is None and any(s is None or not torch.equal(s, supports[0]) for s in supports):
-            problem = "its sites do not share one support (the same values at every element)"
+        if problem is None and any(s is None for s in supports):
+            problem = "its sites' supports differ between elements"
         terms, order = (), 1
         if problem is None:
-            terms, order, problem = _assign_terms(group, deps, len(supports[0]))
+            terms, order, problem = _assign_terms(group, deps, max(len(s) for s in supports))
         if problem is not None:
             notes.update({n: problem for n in group})
             continue
+        same = all(s.shape == supports[0].shape and torch.equal(s, supports[0]) for s in supports)
         chains.append(Chain(tuple(group), supports[0], _batch_shape(candidates[group[0]]), terms,
-                            order))
+                            order, () if same else tuple(supports)))
     return chains, notes
 
 
@@ -239,14 +261,16 @@ def chain_potentials(model, args: tuple, kwargs: dict, state: dict, chain: Chain
     Raises:
         NotSeparable: a term reading the chain is not indexed by the chain's plates.
     """
-    k, shape, r = len(chain.support), chain.batch_shape, chain.order
+    k, shape, r = chain.states, chain.batch_shape, chain.order
     ref = state[chain.sites[0]]
     n = len(chain.sites)
+    last = [len(chain.support_of(t)) - 1 for t in range(n)]
     window = torch.zeros((k,) * (r + 1) + (n,) + tuple(shape), dtype=torch.float64, device=ref.device)
     plates = site_plates(model, args, kwargs, state)
     rest = None
     for v in itertools.product(range(k), repeat=r + 1):
-        values = {name: _filled(ref, chain.support[v[t % (r + 1)]]) for t, name in enumerate(chain.sites)}
+        values = {name: _filled(state[name], chain.support_of(t)[min(v[t % (r + 1)], last[t])])
+                  for t, name in enumerate(chain.sites)}
         lp = log_terms(model, args, kwargs, {**state, **values})
         for t, names in enumerate(chain.terms):
             for name in names:
@@ -260,6 +284,8 @@ def chain_potentials(model, args: tuple, kwargs: dict, state: dict, chain: Chain
             used = {name for names in chain.terms for name in names}
             rest = sum((v.to(torch.float64).sum() for n_, v in lp.items() if n_ not in used),
                        torch.zeros((), dtype=torch.float64, device=ref.device))
+    if chain.supports:
+        window[_beyond_supports(last, k, r, ref.device)] = -torch.inf
     b = len(shape)
     window = window.permute((r + 1, *range(r + 2, r + 2 + b), *range(r + 1)))  # (T, *batch, v)
     init = window[:r].sum(0)[..., 0]          # z_0..z_{r-1} on their own axes; z_r unread
@@ -270,6 +296,23 @@ def chain_potentials(model, args: tuple, kwargs: dict, state: dict, chain: Chain
         psi[c::r + 1] = window[c::r + 1].permute((*range(1 + b), *(1 + b + a for a in axes)))
     psi[:r] = 0.0
     return init, psi, rest
+
+
+def _beyond_supports(last: list, k: int, r: int, device) -> torch.Tensor:
+    """``(K, ..., K, T)`` (``r + 1`` state axes): where a window of the potentials' reading
+    (:func:`chain_potentials`) sets some site of the window ``t - r .. t`` to an index past its
+    support. At ``t`` the window's site ``s`` sits on axis ``s mod (r + 1)``, one site per
+    axis."""
+    n = len(last)
+    t = torch.arange(n, device=device)
+    index = torch.arange(k, device=device)
+    size = torch.tensor(last, device=device) + 1
+    mask = torch.zeros((k,) * (r + 1) + (n,), dtype=torch.bool, device=device)
+    for a in range(r + 1):
+        s = t - ((t - a) % (r + 1))                    # the window's site on axis a
+        past = (s >= 0) & (index[:, None] >= size[s.clamp_min(0)])       # (K, T)
+        mask |= past.reshape((1,) * a + (k,) + (1,) * (r - a) + (n,))
+    return mask
 
 
 def forward_filter(init: torch.Tensor, psi: torch.Tensor, order: int = 1) -> torch.Tensor:
@@ -380,7 +423,7 @@ class FFBSUpdate:
                     self.verify = False
                     r = self.chain.order
                     draws = backward_sample(forward_filter(init, psi, r), psi, generator, r)
-                    return {name: self.chain.support[draws[t]].to(state[name].dtype)
+                    return {name: self.chain.support_of(t)[draws[t]].to(state[name].dtype)
                             for t, name in enumerate(self.chain.sites)}
         state = dict(state)
         for update in self.fallback:
@@ -390,8 +433,8 @@ class FFBSUpdate:
     def _fall_back(self, why: str) -> None:
         warnings.warn(f"chain {self.chain.label}: {why}; updating its sites one by one instead",
                       RuntimeWarning, stacklevel=3)
-        self.fallback = [DiscreteUpdate(self.model, name, self.chain.support, vectorised=True,
-                                        verify=True) for name in self.chain.sites]
+        self.fallback = [DiscreteUpdate(self.model, name, self.chain.support_of(t), vectorised=True,
+                                        verify=True) for t, name in enumerate(self.chain.sites)]
 
     def log_marginal(self, state: dict, args: tuple, kwargs: dict) -> torch.Tensor:
         """The program's log joint at ``state`` with the chain summed out (a float64 scalar),
@@ -406,21 +449,22 @@ class FFBSUpdate:
         enumeration of the program's joint at two random positions ``t`` and elements."""
         init, psi = potentials if potentials is not None else \
             chain_potentials(self.model, args, kwargs, state, self.chain)[:2]
-        sites, support, shape = self.chain.sites, self.chain.support, self.chain.batch_shape
+        sites, chain, shape = self.chain.sites, self.chain, self.chain.batch_shape
         ref = state[sites[0]]
         dtype = ref.dtype if ref.is_floating_point() else torch.get_default_dtype()
         n = max(1, shape.numel())
         for _ in range(2):
             t = int(torch.randint(0, len(sites) - 1, (), generator=generator))
             index = element_index(int(torch.randint(0, n, (), generator=generator)), shape)
-            current = torch.tensor([_index_of(support, state[s][index]) for s in sites])
-            paths = current.repeat(len(support) ** 2, 1)
-            pairs = torch.cartesian_prod(torch.arange(len(support)), torch.arange(len(support)))
-            paths[:, t:t + 2] = pairs
-            mine = _path_scores(init, psi, index, paths, self.chain.order).reshape(len(support), len(support))
+            current = torch.tensor([_index_of(chain.support_of(u), state[s][index])
+                                    for u, s in enumerate(sites)])
+            here, there = chain.support_of(t), chain.support_of(t + 1)
+            paths = current.repeat(len(here) * len(there), 1)
+            paths[:, t:t + 2] = torch.cartesian_prod(torch.arange(len(here)), torch.arange(len(there)))
+            mine = _path_scores(init, psi, index, paths, chain.order).reshape(len(here), len(there))
             exact = torch.empty_like(mine)
-            for i, a in enumerate(support):
-                for j, b in enumerate(support):
+            for i, a in enumerate(here):
+                for j, b in enumerate(there):
                     values = {}
                     for s, v in ((sites[t], a), (sites[t + 1], b)):
                         values[s] = state[s].clone()
@@ -470,7 +514,7 @@ def plan_chains(model, args: tuple, kwargs: dict, trace, state: dict, exclude, v
         where = f" over plate shape {tuple(chain.batch_shape)}" if len(chain.batch_shape) else ""
         order = (f", order {chain.order} (a term reads up to {chain.order + 1} consecutive sites)"
                  if chain.order > 1 else "")
-        reason = (f"pyro.markov chain of {len(chain.sites)} sites, {len(chain.support)} states{order}, "
+        reason = (f"pyro.markov chain of {len(chain.sites)} sites, {chain.sizes} states{order}, "
                   f"forward-filtering backward-sampling{where}")
         block = GibbsBlock(f"ffbs:{chain.sites[0]}..{chain.sites[-1]}", chain.sites, update)
         chosen.update({name: (reason, block) for name in chain.sites})

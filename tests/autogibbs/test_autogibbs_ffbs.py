@@ -72,6 +72,22 @@ def one_hot_hmm(x):
             pyro.sample(f"x_{t}", dist.Normal(z @ LOCS, f64(1.0)), obs=x[..., t])
 
 
+TRANS3 = f64([[[0.8, 0.1, 0.1], [0.2, 0.7, 0.1], [0.3, 0.3, 0.4]],
+               [[0.1, 0.1, 0.8], [0.5, 0.25, 0.25], [0.1, 0.6, 0.3]]])
+LOCS3 = f64([-1.5, 0.0, 1.5])
+
+
+def regime_and_level(x):
+    """A 2-state regime ``z_t`` (first order) driving a 3-state level ``w_t``, which reads
+    ``z_t`` and ``w_{t-1}``: one chain of sites with 2 and 3 values in turn."""
+    with pyro.plate("seqs", x.shape[0]) if x.dim() == 2 else contextlib.nullcontext():
+        z = w = None
+        for t in pyro.markov(range(x.shape[-1])):
+            z = pyro.sample(f"z_{t}", dist.Categorical(INIT if z is None else TRANS[z]))
+            w = pyro.sample(f"w_{t}", dist.Categorical(TRANS3[z, 0] if w is None else TRANS3[z, w]))
+            pyro.sample(f"x_{t}", dist.Normal(LOCS3[w] + 0.5 * LOCS[z], f64(1.0)), obs=x[..., t])
+
+
 def reading_each_other(x):
     """Two chains in one loop: ``w_t`` reads ``w_{t-1}`` and ``z_t`` (order 2 in program order)."""
     with pyro.plate("seqs", x.shape[0]) if x.dim() == 2 else contextlib.nullcontext():
@@ -125,11 +141,13 @@ def chain_sites(n):
     return [f"z_{t}" for t in range(n)]
 
 
-def exact_path_posterior(x, model=fixed_hmm, sites=None):
-    """log p(path | x) of a program with fixed parameters by enumerating all 2^T paths of the
-    chain ``sites`` (default ``z_0..z_{T-1}``) of one sequence."""
+def exact_path_posterior(x, model=fixed_hmm, sites=None, sizes=None):
+    """log p(path | x) of a program with fixed parameters by enumerating all paths of the
+    chain ``sites`` (default ``z_0..z_{T-1}``) of one sequence (each site with ``sizes`` values,
+    default 2)."""
     sites = chain_sites(len(x)) if sites is None else sites
-    paths = list(itertools.product(range(2), repeat=len(sites)))
+    sizes = [2] * len(sites) if sizes is None else sizes
+    paths = list(itertools.product(*(range(k) for k in sizes)))
     lj = torch.stack([log_joint(model, (x,), {}, {name: torch.tensor(s) for name, s in zip(sites, path)})
                       for path in paths])
     return paths, lj
@@ -263,6 +281,21 @@ def test_two_chains_that_read_each_other_get_one_block_in_program_order():
     assert str(p).split()[0] == "z_0..w_2"
     paths, lj = exact_path_posterior(x, reading_each_other, sites)
     assert path_test(draws, paths, lj)
+
+
+def test_chains_of_different_sizes_that_step_together_get_one_block():
+    x = f64([0.4, -1.3, 1.8])
+    sites = ["z_0", "w_0", "z_1", "w_1", "z_2", "w_2"]
+    n = 100_000
+    p, update, draws = higher_order_draws(regime_and_level, x, sites, n, seed=6)
+    assert update.chain.order == 2 and update.chain.states == 3
+    assert "pyro.markov chain of 6 sites, 2 or 3 states, order 2" in p["w_1"].reason
+    assert int(draws[0::2].max()) == 1 and int(draws[1::2].max()) == 2
+    paths, lj = exact_path_posterior(x, regime_and_level, sites, [2, 3] * 3)
+    assert path_test(draws, paths, lj)
+    state = {s: torch.zeros(n, dtype=torch.long) for s in sites}
+    torch.testing.assert_close(update.log_marginal(state, (x.expand(n, -1),), {}),
+                               n * torch.logsumexp(lj, 0), rtol=1e-12, atol=1e-8)
 
 
 def test_a_chain_of_one_hot_sites_draws_one_hot_paths_from_the_path_posterior():
