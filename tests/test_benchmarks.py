@@ -171,6 +171,7 @@ def test_discovery_and_duplicate_labels(bench):
     mods = h.discover()
     assert [m.__name__ for m in mods] == [
         "benchmarks.bench_autogibbs",
+        "benchmarks.bench_autogibbs_hand",
         "benchmarks.bench_bayes_scdc",
         "benchmarks.bench_bhmc",
         "benchmarks.bench_bnp_dp",

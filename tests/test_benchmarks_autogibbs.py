@@ -161,3 +161,14 @@ def test_a_process_past_its_cap_is_recorded_as_timed_out(ag, monkeypatch):
     rec = bench.Cell("lda", "autogibbs", quick=True).record()
     assert rec["status"] == "timed out" and rec["reason"] == "timed out at 1 s"
     assert rec["process_s"] < 30
+
+
+def test_quick_run_times_the_plan_against_the_hand_written_sweeps(run_quick_benchmarks):
+    proc, out = run_quick_benchmarks("autogibbs.hand_written", timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["params"]["model"] for r in records] == ["gaussian-mixture", "dawid-skene"]
+    for rec in records:
+        assert rec["metric"] == "seconds_per_iter" and rec["ours"] > 0
+        assert set(rec["peers"]) == {"hand-written"} and rec["ratio"]["hand-written"] > 0
+        assert rec["agreement"]["blocks"]["passed"], rec["agreement"]
