@@ -13,8 +13,11 @@ are the leading eigenvectors of :math:`W`; with every worker trusted alike, :mat
 multiple of the signed count matrix :math:`S_{ij}` = (must links - cannot links between
 :math:`i` and :math:`j`). :func:`spectral_start` takes those directions at once: the ``K``
 eigenvectors of largest eigenvalue of :math:`D^{-1/2} S D^{-1/2}` (:math:`D` the row sums of
-:math:`|S|`, so that busy items do not dominate), each item's row scaled to unit length,
-then k-means into ``K`` groups; the groups start the clusters, half-way between one-hot and
+:math:`|S|`, so that busy items do not dominate), of those only the ones whose eigenvalue is
+positive (a direction of non-positive eigenvalue does not grow; where clean groups leave a
+degenerate block of negative eigenvalues among the ``K`` largest, an arbitrary vector of it
+would otherwise blur the groups; the largest is kept when none is positive), each item's row
+scaled to unit length, then k-means into ``K`` groups; the groups start the clusters, half-way between one-hot and
 uniform, and are settled on the links with trusted workers
 (:func:`~pyromodels.scdc.pairwise_cavi.settle_start`) before the first global update.
 The embedding is computed once per prepared data (its sparse eigensolver's start vector
@@ -78,7 +81,8 @@ def link_embedding(data: PairwiseData, seed: int) -> tuple[np.ndarray, np.ndarra
 
     Returns:
         ``(linked, rows)``: the indices of the items in at least one link ``(n,)`` and their
-        embedding ``(n, min(K, n - 1))`` (``(n, 0)`` when fewer than two items are linked).
+        embedding, at most ``min(K, n - 1)`` columns, one per leading eigenvector of positive
+        eigenvalue (``(n, 0)`` when fewer than two items are linked).
     """
     counts = signed_link_counts(data)
     degree = np.asarray(abs(counts).sum(1)).ravel()
@@ -90,13 +94,16 @@ def link_embedding(data: PairwiseData, seed: int) -> tuple[np.ndarray, np.ndarra
     sub = counts[linked][:, linked].multiply(scale[:, None]).multiply(scale[None, :]).tocsr()
     if n <= DENSE_EIGEN_ITEMS:
         # torch's solver keeps to the threads torch is given
-        _, vectors = torch.linalg.eigh(torch.from_numpy(sub.toarray()))
-        vectors = vectors[:, -k:].numpy()
+        values, vectors = torch.linalg.eigh(torch.from_numpy(sub.toarray()))
+        values, vectors = values[-k:].numpy(), vectors[:, -k:].numpy()
     else:
         from scipy.sparse.linalg import eigsh
 
         v0 = np.random.default_rng(seed).standard_normal(n)
-        _, vectors = eigsh(sub, k=k, which="LA", v0=v0, tol=EIGEN_TOL)
+        values, vectors = eigsh(sub, k=k, which="LA", v0=v0, tol=EIGEN_TOL)
+    growing = values > 0
+    growing[np.argmax(values)] = True
+    vectors = vectors[:, growing]
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return linked, vectors / np.maximum(norms, 1e-12)
 
