@@ -17,8 +17,8 @@ eigenvectors of largest eigenvalue of :math:`D^{-1/2} S D^{-1/2}` (:math:`D` the
 positive (a direction of non-positive eigenvalue does not grow; where clean groups leave a
 degenerate block of negative eigenvalues among the ``K`` largest, an arbitrary vector of it
 would otherwise blur the groups; the largest is kept when none is positive), each item's row
-scaled to unit length, then k-means into ``K`` groups; the groups start the clusters, half-way between one-hot and
-uniform, and are settled on the links with trusted workers
+scaled to unit length, then k-means into ``K`` groups; the groups start the clusters,
+half-way between one-hot and uniform, and are settled on the links with trusted workers
 (:func:`~pyromodels.scdc.pairwise_cavi.settle_start`) before the first global update.
 The embedding is computed once per prepared data (its sparse eigensolver's start vector
 drawn from the first restart's generator), so restarts differ by k-means' seeding, drawn
