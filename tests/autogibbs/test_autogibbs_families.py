@@ -139,20 +139,33 @@ def test_ds_updates_draw_what_the_hand_written_blocks_draw(ds_case, site, hand):
     _assert_same_draws(ds_case, site, hand)
 
 
-def test_ds_sweep_in_the_hand_written_order_gives_the_same_chain(ds_case):
-    """The plan runs its blocks in program order; in the hand-written order (classes, prior,
-    confusion) the two sweeps give the same chain from the same seed."""
-    model, data, p, state = ds_case
-    auto_sweep = GibbsSweep([p[s].block for s in ("z", "prior", "confusion")])
+def _assert_same_chain(case, order, continuous, sweeps):
+    """The plan's blocks, run in the hand-written sweep's order (``order``: a site of each
+    block), give its chain from the same seed: the same assignments, the ``continuous``
+    sites to ``CLOSE``."""
+    model, data, p, state = case
+    auto_sweep = GibbsSweep([p[s].block for s in order])
     hand_sweep = model.gibbs_sweep(data)
     auto, hand = dict(state), dict(state)
     g_auto, g_hand = make_generator(11), make_generator(11)
-    for _ in range(3):
+    for _ in range(sweeps):
         auto = auto_sweep(auto, ModelArgs((data,), {}), g_auto)
         hand = hand_sweep(hand, data, g_hand)
         assert torch.equal(auto["z"], hand["z"])
-        for site in ("prior", "confusion"):
+        for site in continuous:
             torch.testing.assert_close(auto[site], hand[site], **CLOSE)
+
+
+def test_ds_sweep_in_the_hand_written_order_gives_the_same_chain(ds_case):
+    """The plan runs its blocks in program order; in the hand-written order (classes, prior,
+    confusion) the two sweeps give the same chain from the same seed."""
+    _assert_same_chain(ds_case, ("z", "prior", "confusion"), ("prior", "confusion"), 3)
+
+
+def test_mixture_sweep_in_the_hand_written_order_gives_the_same_chain(mixture_case):
+    """In the hand-written order (assignments, weights, the components' Normal-Wishart block)
+    the plan's sweep gives the hand-written chain."""
+    _assert_same_chain(mixture_case, ("z", "weights", "locs"), ("weights", "locs", "precisions"), 4)
 
 
 def test_ds_default_prior_conditionals_match_the_hand_written_ones():
