@@ -250,8 +250,45 @@ def _unit_settings(block: dict, method: str) -> dict:
             own: block.get(own, {})}
 
 
+#: the Face protocol's methods whose units run after every other unit (Table 1's included):
+#: MPCKMeans is pure Python, minutes to an hour a fit where the others take seconds to a
+#: minute, so an interrupted run has every other curve finished first
+_RUN_LAST = ("mpckmeans",)
+
+
+def _face_tasks(face: dict, seeds: int, seed: int) -> list[tuple]:
+    """The Face protocol's units in report order: ``(set, per_worker, subset, method, s)``."""
+    from . import protocols
+
+    methods = (*protocols.protocol_models("face", face["models"]), *face["peers_run"])
+    return [(name, per_worker, subset, method, s)
+            for name in face["sets"] for per_worker in face["per_worker"]
+            for subset in (None, face["subset"]) for method in methods
+            for s in range(seeds)]
+
+
+def _face_rows(face: dict, tasks: list[tuple], seed: int, done: dict, report) -> None:
+    """Run (or read back) the Face protocol ``tasks`` into ``done`` (by task)."""
+    from . import protocols
+
+    data = {}
+    for task in tasks:
+        name, per_worker, subset, method, s = task
+        if name not in data:
+            data[name] = face_data(name, face["points"])
+        key = {"unit": "face", "set": name, "method": method, "per_worker": per_worker,
+               "subset": subset, "settings": _unit_settings(face, method), "seed": seed + s}
+        done[task] = _cached(key, lambda: protocols.face_unit(  # noqa: B023
+            data[name], method, per_worker, subset, face, seed + s))  # noqa: B023
+    if report and tasks:
+        report(f"face protocol ({', '.join(sorted({t[3] for t in tasks}))}) done")
+
+
 def _units(settings: dict, seed: int, report):
-    """Run (or read back) every unit: ``{protocol: [row, ...]}`` rows of settings and scores."""
+    """Run (or read back) every unit: ``{protocol: [row, ...]}`` rows of settings and scores.
+
+    The Face protocol's :data:`_RUN_LAST` methods run after Table 1; the rows keep the
+    report's order whatever the order of computing."""
     from . import protocols
 
     out = {"pinwheel": [], "face": [], "table1": []}
@@ -262,24 +299,9 @@ def _units(settings: dict, seed: int, report):
     if report:
         report("pinwheel done")
     face = settings["face"]
-    for name in face["sets"]:
-        data = face_data(name, face["points"])
-        for per_worker in face["per_worker"]:
-            for subset in (None, face["subset"]):
-                for method in (*protocols.protocol_models("face", face["models"]),
-                               *face["peers_run"]):
-                    for s in range(settings["seeds"]):
-                        key = {"unit": "face", "set": name, "method": method,
-                               "per_worker": per_worker, "subset": subset,
-                               "settings": _unit_settings(face, method), "seed": seed + s}
-                        row = _cached(key, lambda: protocols.face_unit(  # noqa: B023
-                            data, method, per_worker, subset, face, seed + s))  # noqa: B023
-                        out["face"].append({"set": name, "method": method,
-                                            "per_worker": per_worker,
-                                            "annotated": "all" if subset is None else subset,
-                                            "seed": s, **row})
-        if report:
-            report(f"face protocol on {name} done")
+    tasks = _face_tasks(face, settings["seeds"], seed)
+    done: dict = {}
+    _face_rows(face, [t for t in tasks if t[3] not in _RUN_LAST], seed, done, report)
     for block in table1_blocks(settings["table1"]):
         data = table1_data(block["set"], block["items"])
         rows = _links_rows("table1", block, block["seeds"], seed, (False, True),
@@ -288,6 +310,11 @@ def _units(settings: dict, seed: int, report):
         out["table1"] += [{"set": block["set"], **row} for row in rows]
         if report:
             report(f"table 1 on {block['set']} done")
+    _face_rows(face, [t for t in tasks if t[3] in _RUN_LAST], seed, done, report)
+    out["face"] = [{"set": name, "method": method, "per_worker": per_worker,
+                    "annotated": "all" if subset is None else subset, "seed": s,
+                    **done[(name, per_worker, subset, method, s)]}
+                   for name, per_worker, subset, method, s in tasks]
     return out
 
 

@@ -315,3 +315,36 @@ def test_table1_bayes_scdc_networks_take_the_papers_step(monkeypatch):
         assert reproduction.SCALE_SETTINGS[scale]["pinwheel"]["bayes-scdc"]["lr"] == 1e-2
         settings = {**table["bayes-scdc"], "hidden": (4,), "epochs": 1}
         assert _bayes_fit_argument(monkeypatch, settings, "lr") == 1e-3
+
+
+def test_mpckmeans_units_run_after_every_other_unit_and_rows_keep_report_order(monkeypatch,
+                                                                               tmp_path):
+    """The pure-Python MPCKMeans peer is computed last (after Table 1), so an interrupted
+    run has the other curves; the Face rows still come in the report's order."""
+    monkeypatch.setenv("PYROMODELS_CACHE", str(tmp_path))
+    settings = reproduction.SCALE_SETTINGS["smoke"]
+    computed = []
+
+    def recorder(name):
+        def fit(x, pairs, *, num_clusters, settings, seed):
+            computed.append(name)
+            return np.zeros(len(x), dtype=np.int64), {}
+        return fit
+
+    monkeypatch.setitem(protocols.MODEL_SLOTS, "constant", recorder("constant"))
+    monkeypatch.setitem(protocols.PEERS, "mpckmeans", recorder("mpckmeans"))
+    real_table1 = protocols.table1_unit
+    monkeypatch.setattr(protocols, "table1_unit",
+                        lambda *a: computed.append("table1") or real_table1(*a))
+    face = {**settings["face"], "models": ("constant",), "peers_run": ("mpckmeans",),
+            "per_worker": [40, 60]}
+    every = {**settings, "face": face,
+             "pinwheel": {**settings["pinwheel"], "models": ("constant",)},
+             "table1": {**settings["table1"], "models": ("constant",)}}
+    rows = reproduction._units(every, 0, None)
+    last_table1 = max(i for i, c in enumerate(computed) if c == "table1")
+    mpck = [i for i, c in enumerate(computed) if c == "mpckmeans"]
+    assert len(mpck) == 4 and min(mpck) > last_table1
+    assert [(r["per_worker"], r["annotated"], r["method"]) for r in rows["face"]] == [
+        (size, annotated, method) for size in (40, 60) for annotated in ("all", face["subset"])
+        for method in ("constant", "mpckmeans")]
