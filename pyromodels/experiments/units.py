@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-__all__ = ["cache_folder", "cached_unit"]
+__all__ = ["cache_folder", "cached_unit", "is_stored"]
 
 
 def cache_folder(name: str) -> Path:
@@ -26,8 +26,7 @@ def cached_unit(folder: Path, key: dict, compute: Callable[[], object]):
     dict) finished in ``folder``; a new result is written atomically next to the others,
     with when it finished, its wall time in seconds and the package version that computed it
     (read by no one but the person comparing stored units)."""
-    text = json.dumps(key, sort_keys=True, default=list)
-    path = Path(folder) / (hashlib.sha256(text.encode()).hexdigest()[:24] + ".json")
+    text, path = _unit_path(folder, key)
     if path.is_file():
         return json.loads(path.read_text())["result"]
     start = time.perf_counter()
@@ -40,6 +39,16 @@ def cached_unit(folder: Path, key: dict, compute: Callable[[], object]):
     tmp.write_text(json.dumps(record))
     os.replace(tmp, path)
     return result
+
+
+def is_stored(folder: Path, key: dict) -> bool:
+    """Whether a unit with this ``key`` finished in ``folder``."""
+    return _unit_path(folder, key)[1].is_file()
+
+
+def _unit_path(folder: Path, key: dict) -> tuple[str, Path]:
+    text = json.dumps(key, sort_keys=True, default=list)
+    return text, Path(folder) / (hashlib.sha256(text.encode()).hexdigest()[:24] + ".json")
 
 
 def _version() -> str:

@@ -267,19 +267,42 @@ def _face_tasks(face: dict, seeds: int, seed: int) -> list[tuple]:
             for s in range(seeds)]
 
 
-def _face_rows(face: dict, tasks: list[tuple], seed: int, done: dict, report) -> None:
-    """Run (or read back) the Face protocol ``tasks`` into ``done`` (by task)."""
+def _face_key(face: dict, task: tuple, seed: int) -> dict:
+    name, per_worker, subset, method, s = task
+    return {"unit": "face", "set": name, "method": method, "per_worker": per_worker,
+            "subset": subset, "settings": _unit_settings(face, method), "seed": seed + s}
+
+
+def _face_unit(job: tuple, data: dict) -> dict:
+    """One Face protocol unit, run or read back (a :func:`~pyromodels.core.parallel.run_jobs`
+    function): ``job = (face settings, task, seed, cache folder)`` (the folder travels with
+    the job: a reused worker process keeps the environment it started with), ``data`` the
+    sets by name."""
     from . import protocols
 
-    data = {}
-    for task in tasks:
-        name, per_worker, subset, method, s = task
-        if name not in data:
-            data[name] = face_data(name, face["points"])
-        key = {"unit": "face", "set": name, "method": method, "per_worker": per_worker,
-               "subset": subset, "settings": _unit_settings(face, method), "seed": seed + s}
-        done[task] = _cached(key, lambda: protocols.face_unit(  # noqa: B023
-            data[name], method, per_worker, subset, face, seed + s))  # noqa: B023
+    face, task, seed, folder = job
+    name, per_worker, subset, method, s = task
+    return units.cached_unit(folder, _face_key(face, task, seed), lambda: protocols.face_unit(
+        data[name], method, per_worker, subset, face, seed + s))
+
+
+def _face_rows(face: dict, tasks: list[tuple], seed: int, done: dict, report) -> None:
+    """Run (or read back) the Face protocol ``tasks`` into ``done`` (by task). The units not
+    stored yet run through :func:`~pyromodels.core.parallel.run_jobs`: one after another,
+    or side by side under ``pyromodels reproduce --n-jobs N`` (each unit is stored by the
+    worker that ran it, so an interrupted run keeps every finished one)."""
+    from ...core.parallel import run_jobs
+
+    data = {name: face_data(name, face["points"]) for name in dict.fromkeys(t[0] for t in tasks)}
+    folder = cache_folder()
+    stored = [t for t in tasks if units.is_stored(folder, _face_key(face, t, seed))]
+    pending = [t for t in tasks if t not in set(stored)]
+    for task in stored:
+        done[task] = _face_unit((face, task, seed, folder), data)
+    results = run_jobs(_face_unit, [(face, t, seed, folder) for t in pending], shared=data,
+                       progress=report is not None, desc="face units",
+                       labels=[" ".join(map(str, t)) for t in pending])
+    done.update(zip(pending, results))
     if report and tasks:
         report(f"face protocol ({', '.join(sorted({t[3] for t in tasks}))}) done")
 

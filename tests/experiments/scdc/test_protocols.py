@@ -348,3 +348,27 @@ def test_mpckmeans_units_run_after_every_other_unit_and_rows_keep_report_order(m
     assert [(r["per_worker"], r["annotated"], r["method"]) for r in rows["face"]] == [
         (size, annotated, method) for size in (40, 60) for annotated in ("all", face["subset"])
         for method in ("constant", "mpckmeans")]
+
+
+def test_face_units_side_by_side_equal_the_units_one_after_another(monkeypatch, tmp_path):
+    """Under ``joblib.parallel_config(n_jobs=2)`` the Face units run in two worker processes,
+    each stores its unit in the cache folder of the run, and the rows equal those of the same
+    units run in this process."""
+    import joblib
+
+    settings = reproduction.SCALE_SETTINGS["smoke"]
+    face = {**settings["face"], "models": ("pairwise-dawid-skene",), "peers_run": ("pckmeans",)}
+    tasks = reproduction._face_tasks(face, 1, 0)
+    rows = {}
+    for run, n_jobs in (("serial", 1), ("parallel", 2)):
+        monkeypatch.setenv("PYROMODELS_CACHE", str(tmp_path / run))
+        done = {}
+        with joblib.parallel_config(n_jobs=n_jobs):
+            reproduction._face_rows(face, tasks, 0, done, None)
+        rows[run] = done
+        assert len(list((tmp_path / run / "scdc-reproduction").glob("*.json"))) == len(tasks)
+    assert set(rows["parallel"]) == set(rows["serial"]) == set(tasks)
+    for task in tasks:
+        serial, parallel = rows["serial"][task], rows["parallel"][task]
+        assert {k: v for k, v in parallel.items() if k != "seconds"} == {
+            k: v for k, v in serial.items() if k != "seconds"}, task
