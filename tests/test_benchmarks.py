@@ -34,6 +34,7 @@ def bench(import_benchmarks):
     return types.SimpleNamespace(harness=harness, cli=cli)
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_quick_run_writes_one_valid_record_per_case(quick_run):
     proc, out = quick_run
     assert proc.returncode == 0, proc.stderr
@@ -66,6 +67,7 @@ def test_quick_run_writes_one_valid_record_per_case(quick_run):
         assert env["cpu_count"] >= 1
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_quick_run_peers_and_checks_per_case(quick_run):
     _, out = quick_run
     by_case = {r["case"]: r for r in map(json.loads, out.read_text().splitlines())}
@@ -244,6 +246,7 @@ TREES_LABEL = ("trees.message_passing[N=2000,latent_nodes=10,J=20,pouches=11,dty
                "pyro_outputs=log_likelihood,start=warm]")
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_quick_run_times_the_tree_message_passing_against_pyro(run_quick_benchmarks):
     proc, out = run_quick_benchmarks("trees.", timeout=120)
     assert proc.returncode == 0, proc.stderr

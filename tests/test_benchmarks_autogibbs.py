@@ -25,6 +25,7 @@ def _runner_lines(capsys, runner, data, engine, model, mode="record", draws=8):
     return {line["phase"]: line for line in map(json.loads, capsys.readouterr().out.splitlines())}
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_quick_run_writes_a_record_with_ess_for_automatic_gibbs(run_quick_benchmarks, monkeypatch):
     monkeypatch.setenv("PYROMODELS_BENCH_ENGINES", "autogibbs")
     proc, out = run_quick_benchmarks("autogibbs.ess[model=changepoint", timeout=240)
@@ -163,6 +164,7 @@ def test_a_process_past_its_cap_is_recorded_as_timed_out(ag, monkeypatch):
     assert rec["process_s"] < 30
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_quick_run_times_the_plan_against_the_hand_written_sweeps(run_quick_benchmarks):
     proc, out = run_quick_benchmarks("autogibbs.hand_written", timeout=180)
     assert proc.returncode == 0, proc.stderr

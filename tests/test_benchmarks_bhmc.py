@@ -26,6 +26,7 @@ def bench(import_benchmarks):
     return import_benchmarks("bench_bhmc")[0]
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_quick_run_writes_the_warm_cases_with_passing_fast_path_checks(records):
     assert set(records) == QUICK
     for label, rec in records.items():

@@ -39,6 +39,7 @@ def modules(import_benchmarks):
     return import_benchmarks("bench_bnp_dp", "bench_bnp_fit", "bench_ddpm_mcem")
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_quick_bnp_run_writes_every_case_and_fails_only_on_unreached_ari(bnp_run):
     proc, records = bnp_run
     assert set(records) == QUICK_SWEEPS | QUICK_FITS
@@ -56,6 +57,7 @@ def test_quick_bnp_run_writes_every_case_and_fails_only_on_unreached_ari(bnp_run
             assert len(t["times_s"]) == t["repeats"] == 2, (rec["label"], who)
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_sweep_records_have_no_peer_and_keep_the_simulated_partition(bnp_run):
     _, records = bnp_run
     for label in QUICK_SWEEPS:
@@ -67,6 +69,7 @@ def test_sweep_records_have_no_peer_and_keep_the_simulated_partition(bnp_run):
         assert part["num_clusters"] == part["simulated_clusters"] == 8
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_fit_records_compare_ari_with_sklearn_consistently(bnp_run, modules, import_benchmarks):
     _, records = bnp_run
     _, fit, _ = modules
@@ -96,6 +99,7 @@ def test_fit_records_compare_ari_with_sklearn_consistently(bnp_run, modules, imp
             assert adjusted_rand_score(truth.numpy(), ours.numpy()) == ari["ours_ari"]
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_mcem_record_times_rounds_and_checks_reproducibility(mcem_records):
     (label,) = mcem_records
     assert label == MCEM.format(n=500, start="warm", r=2)
@@ -159,6 +163,7 @@ def test_a_fresh_process_reports_its_phases_and_gives_the_in_process_labels(
         phases["read_s"] + phases["init_s"] + phases["sweep_s"])
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_a_fresh_mcem_process_gives_the_in_process_fit(modules, monkeypatch):
     _, _, mcem = modules
     monkeypatch.setattr(mcem, "COLD_PHASE_RUNS", 1)

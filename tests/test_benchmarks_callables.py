@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 
+
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_quick_run_writes_both_cases_with_equal_draws(run_quick_benchmarks):
     proc, out = run_quick_benchmarks("callables.", timeout=240)
     assert proc.returncode == 0, proc.stderr

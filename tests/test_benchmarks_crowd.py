@@ -41,6 +41,7 @@ def modules(import_benchmarks):
     return import_benchmarks("bench_crowd_ds", "bench_crowd_hmm")
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_quick_run_writes_every_cpu_case_with_passing_checks(records):
     assert set(records) == QUICK_CPU_LABELS
     for rec in records.values():
@@ -53,6 +54,7 @@ def test_quick_run_writes_every_cpu_case_with_passing_checks(records):
             assert len(t["times_s"]) == t["repeats"] == 2, (rec["label"], who)
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_ds_records_have_their_crowdkit_peer_accuracy_and_memory(records):
     step, fit = records[DS_STEP], records[DS_FIT]
     assert set(step["peers"]) == {"crowdkit.DawidSkene._e_step+_m_step"}
@@ -77,6 +79,7 @@ def test_ds_records_have_their_crowdkit_peer_accuracy_and_memory(records):
     assert mem["rss_peak_delta_bytes"] > 0
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_ds_dataframe_to_labels_record_compares_with_crowdkit_fit_predict(records):
     warm = records[DS_WARM]
     assert warm["metric"] == "seconds"
@@ -112,6 +115,7 @@ def test_a_cold_run_reports_its_phases_and_gives_the_in_process_labels(modules):
     assert labels.equals(warm)
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_hmm_records_compare_with_both_hmmlearn_implementations(records):
     for label, rec in records.items():
         if rec["case"] == "crowd.hmm_forward_backward":

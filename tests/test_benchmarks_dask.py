@@ -24,6 +24,7 @@ def records(run_quick_benchmarks, tmp_path_factory):
     return {r["label"]: r for r in map(json.loads, out.read_text().splitlines())}
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_quick_run_writes_every_case_with_passing_checks(records):
     assert set(records) == QUICK_LABELS
     checks = [set(r["agreement"]) for r in records.values()]
@@ -36,6 +37,7 @@ def test_quick_run_writes_every_case_with_passing_checks(records):
             assert len(t["times_s"]) == t["repeats"] == 2, (rec["label"], who)
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_worker_figures_are_recorded(records):
     for rec in records.values():
         worker = rec["agreement"].get("worker_peak_memory")

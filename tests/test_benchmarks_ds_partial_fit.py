@@ -18,6 +18,7 @@ def records(run_quick_benchmarks):
     return {r["label"]: r for r in map(json.loads, out.read_text().splitlines())}
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_quick_run_writes_the_cases_with_their_refit_peer_and_passing_checks(records):
     assert set(records) == LABELS
     for rec in records.values():

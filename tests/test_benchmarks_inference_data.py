@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 
+
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_quick_run_writes_both_cases_with_a_passing_check(run_quick_benchmarks):
     proc, out = run_quick_benchmarks("core.", timeout=180)
     assert proc.returncode == 0, proc.stderr

@@ -12,6 +12,7 @@ LABEL = ("ltvae.epoch[N=200,D=784,J=10,hidden=500-500-2000,batch_size=128,latent
          "cardinalities=10-5-4,pouches=5,gmm_vae_states=10,start=warm]")
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_quick_run_times_the_ltvae_epoch_against_the_gmm_vae(run_quick_benchmarks):
     proc, out = run_quick_benchmarks("ltvae", timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -45,6 +46,7 @@ def test_the_two_priors_share_the_networks_and_differ_in_the_tree(import_benchma
     assert full.repeats == 1 and full.check is None
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_a_fresh_process_gives_the_in_process_epochs(import_benchmarks, monkeypatch):
     bench, fresh = import_benchmarks("bench_ltvae", "fresh_process")
     monkeypatch.setattr(bench, "COLD_PHASE_RUNS", 1)

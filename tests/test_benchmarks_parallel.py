@@ -15,6 +15,7 @@ def records(run_quick_benchmarks):
     return [json.loads(line) for line in out.read_text().splitlines()]
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_quick_run_times_both_fits_against_the_serial_run_with_identical_draws(records):
     assert sorted(r["params"]["fit"] for r in records) == ["bhmc", "mixture_gibbs"]
     for rec in records:

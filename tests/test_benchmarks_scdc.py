@@ -100,6 +100,7 @@ def test_a_fresh_scdc_process_gives_the_in_process_fit(import_benchmarks, monkey
     assert [c.params["start"] for c in bench.cases(False)] == ["warm", "cold"]
     assert [c.params["start"] for c in bench.cases(True)] == ["warm"]
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_quick_run_writes_the_fit_and_step_cases(run_quick_benchmarks):
     proc, out = run_quick_benchmarks("scdc.pairwise", timeout=300)
     assert proc.returncode == 0, proc.stderr

@@ -154,6 +154,7 @@ def unlabelled_axes(notebook: dict, shown: int) -> list[str]:
     return problems
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 @pytest.mark.tutorial
 @pytest.mark.parametrize("path", TUTORIALS, ids=lambda p: p.name)
 def test_tutorial_as_a_notebook_shows_labelled_figures_and_no_noise(path, tmp_path):

@@ -140,7 +140,14 @@ def _autogibbs_sbc(case, settings, seed=0):
                     quantities=case.quantities, names=case.names, seed=seed, **settings)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+#: suite programs whose every sweep is one joint NUTS transition (tens of seconds even at the
+#: default size): their default SBC runs with the slow tests, beside their larger SBC
+_JOINT_NUTS = ("eight_schools", "beta_binomial_hierarchy")
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(c, id=c.name, marks=[pytest.mark.slow] if c.name in _JOINT_NUTS else [])
+    for c in CASES])
 def test_autogibbs_passes_sbc(case):
     result = _autogibbs_sbc(case, DEFAULT)
     assert result.passed, result
