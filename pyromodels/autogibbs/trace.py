@@ -25,6 +25,7 @@ from pyro import poutine
 from pyro.distributions.util import is_validation_enabled, scale_and_mask
 from pyro.poutine.util import site_is_subsample
 
+from ..core.bound import quiet_prior_draws
 from .compiled import RECORD_AFTER, UPDATE_RECORD_AFTER, compiled_call, signature
 
 __all__ = ["trace_model", "latent_sites", "compiled_update", "log_terms", "log_joint",
@@ -37,9 +38,10 @@ __all__ = ["trace_model", "latent_sites", "compiled_update", "log_terms", "log_j
 def trace_model(model, args: tuple, kwargs: dict, state: dict | None = None):
     """One trace of ``model(*args, **kwargs)`` with the latent sites in ``state`` fixed (a prior
     draw for the others), its ``log_prob`` tensors computed. The param store and the caller's
-    handlers are left alone."""
+    handlers are left alone; torch's spurious Wishart notice is not shown
+    (:func:`~pyromodels.core.bound.quiet_prior_draws`)."""
     fn = model if not state else poutine.condition(model, data=state)
-    with pyro.get_param_store().scope(), poutine.block(), torch.no_grad():
+    with pyro.get_param_store().scope(), poutine.block(), torch.no_grad(), quiet_prior_draws():
         trace = poutine.trace(fn).get_trace(*args, **kwargs)
     trace.compute_log_prob()
     return trace

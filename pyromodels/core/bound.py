@@ -11,8 +11,10 @@ the callable becomes a :class:`CallableModel`, whose ``model(bound)`` calls
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
+import warnings
 
 import pyro
 import torch
@@ -93,9 +95,21 @@ def unpacking(fn):
     return None if fn is None else _Unpacking(fn)
 
 
+@contextlib.contextmanager
+def quiet_prior_draws():
+    """Runs of a program that draw sites from their priors, without torch's spurious Wishart
+    notice: ``Wishart.rsample`` warns "Singular sample detected." for every valid draw (its
+    first support check lacks the negation its later ones have) and draws again, returning a
+    draw that passed the check. The notice says nothing about the user's program."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Singular sample detected", UserWarning)
+        yield
+
+
 def _latent_trace(fn, bound: ModelArgs, seed: int):
     """One trace of the program, leaving the global random state and param store as they were."""
-    with seeded(seed), pyro.get_param_store().scope(), poutine.block(), torch.no_grad():
+    with seeded(seed), pyro.get_param_store().scope(), poutine.block(), torch.no_grad(), \
+            quiet_prior_draws():
         return poutine.trace(fn).get_trace(*bound.args, **bound.kwargs)
 
 
