@@ -195,12 +195,14 @@ def cache_folder() -> Path:
 
 
 def _links_rows(unit: str, unit_settings: dict, seeds: int, seed: int, link_order: tuple,
-                fit) -> list[dict]:
+                func, data=None) -> list[dict]:
     """One row per seed, model and with/without links (models that need links run with them
-    only) of a protocol whose units are ``fit(method, annotated, seed)``, each cached."""
+    only) of a protocol whose units are ``func([data,] method, annotated, unit_settings,
+    seed)`` (a module-level function of :mod:`.protocols`), each stored; the units not
+    stored yet run through :func:`_run_units`."""
     from . import protocols
 
-    rows = []
+    specs, jobs = [], []
     for s in range(seeds):
         for method in protocols.protocol_models(unit, unit_settings["models"]):
             for annotated in link_order:
@@ -208,14 +210,49 @@ def _links_rows(unit: str, unit_settings: dict, seeds: int, seed: int, link_orde
                     continue
                 key = {"unit": unit, "method": method, "annotated": annotated,
                        "settings": _unit_settings(unit_settings, method), "seed": seed + s}
-                row = _cached(key, lambda: fit(method, annotated, seed + s))  # noqa: B023
-                rows.append({"method": method, "links": annotated, "seed": s, **row})
-    return rows
+                specs.append((method, annotated, s))
+                jobs.append((key, func, (method, annotated, unit_settings, seed + s),
+                             None if data is None else unit))
+    results = _run_units(jobs, {} if data is None else {unit: data}, f"{unit} units")
+    return [{"method": method, "links": annotated, "seed": s, **row}
+            for (method, annotated, s), row in zip(specs, results)]
 
 
-def _cached(key: dict, compute):
-    """``compute()``, or its stored result when a unit with the same ``key`` finished."""
-    return units.cached_unit(cache_folder(), key, compute)
+def _unit(job: tuple, data: dict):
+    """One unit, run or read back (a :func:`~pyromodels.core.parallel.run_jobs` function):
+    ``job = (cache folder, key, func, args, data name)``, the result of ``func(data[name],
+    *args)`` (``func(*args)`` when the name is ``None``). The folder travels with the job: a
+    reused worker process keeps the environment it started with."""
+    folder, key, func, args, name = job
+    return units.cached_unit(folder, key, lambda: func(*args) if name is None
+                             else func(data[name], *args))
+
+
+def _run_units(jobs: list[tuple], data: dict, desc: str) -> list:
+    """The results of ``jobs`` (``(key, func, args, data name)`` each, see :func:`_unit`), in
+    order: stored units are read back here, the others run through
+    :func:`~pyromodels.core.parallel.run_jobs`, one after another or side by side under
+    ``pyromodels reproduce --n-jobs N`` (each stored by the worker that ran it, so an
+    interrupted run keeps every finished one). ``data`` (the arrays by name) is sent to the
+    workers once."""
+    from ...core.parallel import run_jobs
+
+    folder = cache_folder()
+    results = {}
+    pending = []
+    for i, job in enumerate(jobs):
+        if units.is_stored(folder, job[0]):
+            results[i] = _unit((folder, *job), data)
+        else:
+            pending.append(i)
+    ran = run_jobs(_unit, [(folder, *jobs[i]) for i in pending], shared=data, progress=False,
+                   desc=desc, labels=[_label(jobs[i][0]) for i in pending])
+    results.update(zip(pending, ran))
+    return [results[i] for i in range(len(jobs))]
+
+
+def _label(key: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in key.items() if k != "settings")
 
 
 def table1_data(name: str, items: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -273,36 +310,15 @@ def _face_key(face: dict, task: tuple, seed: int) -> dict:
             "subset": subset, "settings": _unit_settings(face, method), "seed": seed + s}
 
 
-def _face_unit(job: tuple, data: dict) -> dict:
-    """One Face protocol unit, run or read back (a :func:`~pyromodels.core.parallel.run_jobs`
-    function): ``job = (face settings, task, seed, cache folder)`` (the folder travels with
-    the job: a reused worker process keeps the environment it started with), ``data`` the
-    sets by name."""
+def _face_rows(face: dict, tasks: list[tuple], seed: int, done: dict, report) -> None:
+    """Run (or read back, see :func:`_run_units`) the Face protocol ``tasks`` into ``done``
+    (by task)."""
     from . import protocols
 
-    face, task, seed, folder = job
-    name, per_worker, subset, method, s = task
-    return units.cached_unit(folder, _face_key(face, task, seed), lambda: protocols.face_unit(
-        data[name], method, per_worker, subset, face, seed + s))
-
-
-def _face_rows(face: dict, tasks: list[tuple], seed: int, done: dict, report) -> None:
-    """Run (or read back) the Face protocol ``tasks`` into ``done`` (by task). The units not
-    stored yet run through :func:`~pyromodels.core.parallel.run_jobs`: one after another,
-    or side by side under ``pyromodels reproduce --n-jobs N`` (each unit is stored by the
-    worker that ran it, so an interrupted run keeps every finished one)."""
-    from ...core.parallel import run_jobs
-
     data = {name: face_data(name, face["points"]) for name in dict.fromkeys(t[0] for t in tasks)}
-    folder = cache_folder()
-    stored = [t for t in tasks if units.is_stored(folder, _face_key(face, t, seed))]
-    pending = [t for t in tasks if t not in set(stored)]
-    for task in stored:
-        done[task] = _face_unit((face, task, seed, folder), data)
-    results = run_jobs(_face_unit, [(face, t, seed, folder) for t in pending], shared=data,
-                       progress=report is not None, desc="face units",
-                       labels=[" ".join(map(str, t)) for t in pending])
-    done.update(zip(pending, results))
+    jobs = [(_face_key(face, t, seed), protocols.face_unit,
+             (t[3], t[1], t[2], face, seed + t[4]), t[0]) for t in tasks]
+    done.update(zip(tasks, _run_units(jobs, data, "face units")))
     if report and tasks:
         report(f"face protocol ({', '.join(sorted({t[3] for t in tasks}))}) done")
 
@@ -317,8 +333,7 @@ def _units(settings: dict, seed: int, report):
     out = {"pinwheel": [], "face": [], "table1": []}
     pin = settings["pinwheel"]
     out["pinwheel"] = _links_rows("pinwheel", pin, settings["seeds"], seed, (True, False),
-                                  lambda method, annotated, sd: protocols.pinwheel_unit(
-                                      method, annotated, pin, sd))
+                                  protocols.pinwheel_unit)
     if report:
         report("pinwheel done")
     face = settings["face"]
@@ -326,10 +341,8 @@ def _units(settings: dict, seed: int, report):
     done: dict = {}
     _face_rows(face, [t for t in tasks if t[3] not in _RUN_LAST], seed, done, report)
     for block in table1_blocks(settings["table1"]):
-        data = table1_data(block["set"], block["items"])
         rows = _links_rows("table1", block, block["seeds"], seed, (False, True),
-                           lambda method, annotated, sd: protocols.table1_unit(
-                               data, method, annotated, block, sd))  # noqa: B023
+                           protocols.table1_unit, table1_data(block["set"], block["items"]))
         out["table1"] += [{"set": block["set"], **row} for row in rows]
         if report:
             report(f"table 1 on {block['set']} done")

@@ -372,3 +372,26 @@ def test_face_units_side_by_side_equal_the_units_one_after_another(monkeypatch, 
         serial, parallel = rows["serial"][task], rows["parallel"][task]
         assert {k: v for k, v in parallel.items() if k != "seconds"} == {
             k: v for k, v in serial.items() if k != "seconds"}, task
+
+
+def test_table1_units_side_by_side_equal_the_units_one_after_another(monkeypatch, tmp_path):
+    """Table 1's units (and the pinwheel's, through the same runner) run in worker processes
+    under ``joblib.parallel_config(n_jobs=2)``, the images sent once, with the rows of the
+    same units run in this process."""
+    import joblib
+
+    block = reproduction.table1_blocks({**reproduction.SCALE_SETTINGS["smoke"]["table1"],
+                                        "models": ("pairwise-dawid-skene",),
+                                        "sets": {"mnist": 150}})[0]
+    data = reproduction.table1_data("mnist", 150)
+    rows = {}
+    for run, n_jobs in (("serial", 1), ("parallel", 2)):
+        monkeypatch.setenv("PYROMODELS_CACHE", str(tmp_path / run))
+        with joblib.parallel_config(n_jobs=n_jobs):
+            rows[run] = reproduction._links_rows("table1", block, 2, 0, (False, True),
+                                                 protocols.table1_unit, data)
+        assert len(list((tmp_path / run / "scdc-reproduction").glob("*.json"))) == 2
+    strip = [{k: v for k, v in row.items() if "second" not in k} for row in rows["serial"]]
+    assert strip == [{k: v for k, v in row.items() if "second" not in k}
+                     for row in rows["parallel"]]
+    assert [(r["seed"], r["links"]) for r in rows["serial"]] == [(0, True), (1, True)]
