@@ -68,7 +68,15 @@ def test_every_task_page_is_indexed_and_every_link_resolves():
             assert (page.parent / target).exists(), f"{page.name} links to missing {target}"
 
 
-@pytest.mark.parametrize("path", GUIDES, ids=lambda p: p.name)
+#: guides whose snippets take over ten seconds (fits, a Dask cluster): run with the slow checks
+_LONG_GUIDES = {"scale-out.md", "using-with-plain-pyro.md",
+                "checking-a-sampler-against-exact-posteriors.md", "diagnostics-with-arviz.md",
+                "choosing-an-engine.md"}
+
+
+@pytest.mark.parametrize("path", [
+    pytest.param(p, id=p.name, marks=[pytest.mark.slow] if p.name in _LONG_GUIDES else [])
+    for p in GUIDES])
 def test_guide_snippets_run(path, tmp_path, monkeypatch):
     run_blocks(path, tmp_path, monkeypatch)
 

@@ -43,6 +43,7 @@ def _same_samples(a, b):
     assert torch.equal(a.sample_stats["lp"], b.sample_stats["lp"])
 
 
+@pytest.mark.slow  # a long statistical or end-to-end check: make test-slow, .ci/run
 def test_mixture_gibbs_chains_are_bit_identical_serial_loky_and_dask(dask_client):
     serial = _gibbs()
     _same_samples(serial, _gibbs(n_jobs=2))
