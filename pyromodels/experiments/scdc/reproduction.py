@@ -288,9 +288,11 @@ def _unit_settings(block: dict, method: str) -> dict:
 
 
 #: the Face protocol's methods whose units run after every other unit (Table 1's included):
-#: MPCKMeans is pure Python, minutes to an hour a fit where the others take seconds to a
-#: minute, so an interrupted run has every other curve finished first
-_RUN_LAST = ("mpckmeans",)
+#: the constrained k-means peers are pure Python and slow down steeply with the number of
+#: constraints (PCKMeans: 7 s a fit at 200 per worker, 4 minutes at 600; MPCKMeans: 5
+#: minutes to an hour at 200) where the others take seconds to a minute, so an interrupted
+#: run has every other curve finished first
+_RUN_LAST = ("pckmeans", "mpckmeans")
 
 
 def _face_tasks(face: dict, seeds: int, seed: int) -> list[tuple]:

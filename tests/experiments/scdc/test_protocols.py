@@ -317,10 +317,10 @@ def test_table1_bayes_scdc_networks_take_the_papers_step(monkeypatch):
         assert _bayes_fit_argument(monkeypatch, settings, "lr") == 1e-3
 
 
-def test_mpckmeans_units_run_after_every_other_unit_and_rows_keep_report_order(monkeypatch,
-                                                                               tmp_path):
-    """The pure-Python MPCKMeans peer is computed last (after Table 1), so an interrupted
-    run has the other curves; the Face rows still come in the report's order."""
+def test_the_constrained_kmeans_units_run_after_every_other_unit_in_report_order(monkeypatch,
+                                                                                 tmp_path):
+    """The pure-Python constrained k-means peers are computed last (after Table 1), so an
+    interrupted run has the other curves; the Face rows still come in the report's order."""
     monkeypatch.setenv("PYROMODELS_CACHE", str(tmp_path))
     settings = reproduction.SCALE_SETTINGS["smoke"]
     computed = []
@@ -332,22 +332,23 @@ def test_mpckmeans_units_run_after_every_other_unit_and_rows_keep_report_order(m
         return fit
 
     monkeypatch.setitem(protocols.MODEL_SLOTS, "constant", recorder("constant"))
-    monkeypatch.setitem(protocols.PEERS, "mpckmeans", recorder("mpckmeans"))
+    for peer in ("pckmeans", "mpckmeans"):
+        monkeypatch.setitem(protocols.PEERS, peer, recorder(peer))
     real_table1 = protocols.table1_unit
     monkeypatch.setattr(protocols, "table1_unit",
                         lambda *a: computed.append("table1") or real_table1(*a))
-    face = {**settings["face"], "models": ("constant",), "peers_run": ("mpckmeans",),
-            "per_worker": [40, 60]}
+    face = {**settings["face"], "models": ("constant",),
+            "peers_run": ("pckmeans", "mpckmeans", "itml-kmeans"), "per_worker": [40, 60]}
     every = {**settings, "face": face,
              "pinwheel": {**settings["pinwheel"], "models": ("constant",)},
              "table1": {**settings["table1"], "models": ("constant",)}}
     rows = reproduction._units(every, 0, None)
-    last_table1 = max(i for i, c in enumerate(computed) if c == "table1")
-    mpck = [i for i, c in enumerate(computed) if c == "mpckmeans"]
-    assert len(mpck) == 4 and min(mpck) > last_table1
+    table1 = [i for i, c in enumerate(computed) if c == "table1"]
+    peers = [i for i, c in enumerate(computed) if c in ("pckmeans", "mpckmeans")]
+    assert len(peers) == 8 and min(peers) > max(table1)
     assert [(r["per_worker"], r["annotated"], r["method"]) for r in rows["face"]] == [
         (size, annotated, method) for size in (40, 60) for annotated in ("all", face["subset"])
-        for method in ("constant", "mpckmeans")]
+        for method in ("constant", "pckmeans", "mpckmeans", "itml-kmeans")]
 
 
 def test_face_units_side_by_side_equal_the_units_one_after_another(monkeypatch, tmp_path):
