@@ -12,7 +12,9 @@ steps reading two states back, and ``r = 2`` also for two chains that read each 
 (``w_t`` reading ``w_{t-1}`` and ``z_t``: in program order ``z_0, w_0, z_1, w_1, ...``, each
 term spans at most three consecutive sites; the two may have different numbers of states,
 and each state axis of the potentials then has the most, with potential ``-inf`` past a
-site's own). An order above one is taken while the potentials
+site's own). A discrete site drawn before the loop that only the loop's first site
+reads among the group (its own term reading no other discrete site) is the chain's first
+state, when the order stays as it was (:func:`_start_of`). An order above one is taken while the potentials
 need at most :data:`MAX_EVALUATIONS` evaluations of the program; anything else keeps the
 per-site discrete updates, with the reason in the plan.
 
@@ -204,12 +206,29 @@ def _assign_terms(group: list, deps: dict, k: int) -> tuple[tuple, int, str | No
     return tuple(tuple(t) for t in terms), order, None
 
 
-def _candidates(trace, exclude) -> dict:
-    """The latent discrete sites created inside ``pyro.markov`` (and not in ``exclude``), with
-    no event dimension or one-hot."""
+def _candidates(trace, exclude, markov: bool = True) -> dict:
+    """The latent discrete sites created inside ``pyro.markov`` (with ``markov=False``: outside
+    it) and not in ``exclude``, with no event dimension or one-hot."""
     return {n: s for n, s in latent_sites(trace).items()
-            if n not in exclude and "_markov_scope" in s["infer"]
+            if n not in exclude and ("_markov_scope" in s["infer"]) == markov
             and s["fn"].has_enumerate_support and enumerable(s["fn"])}
+
+
+def _start_of(group: list, starts: dict, deps: dict, order: dict, discrete) -> str | None:
+    """The chain's state drawn before its ``pyro.markov`` loop, if there is one: a discrete
+    site outside the loop, earlier in the program than ``group[0]``, that ``group[0]`` reads
+    and no later site of the group does, whose own term reads no other discrete site (the
+    initial state ``z_0 ~ Categorical(init)`` of ``for t in pyro.markov(range(1, T))``)."""
+    first = group[0]
+    found = [s for s in starts if s in deps.get(first, ()) and order[s] < order[first]]
+    if len(found) != 1:
+        return None
+    start = found[0]
+    if (deps.get(start, frozenset()) & discrete) - {start}:
+        return None
+    if any(start in deps.get(name, ()) for name in group[1:]):
+        return None
+    return start
 
 
 def find_chains(trace, deps: dict, exclude=()) -> tuple[list, dict]:
@@ -225,26 +244,43 @@ def find_chains(trace, deps: dict, exclude=()) -> tuple[list, dict]:
         ``pyro.markov`` sites is not a chain}``.
     """
     candidates = _candidates(trace, exclude)
+    starts = _candidates(trace, exclude, markov=False)
+    sites = {**candidates, **starts}
+    order_of = {n: i for i, n in enumerate(trace.nodes)}
     names = list(candidates)
     parents = {n: (deps.get(n, frozenset()) & candidates.keys()) - {n} for n in names}
-    chains, notes = [], {}
+    chains, notes, taken = [], {}, set()
     for group in _components(names, parents):
-        if len(group) < 2:
+        start = _start_of(group, starts, deps, order_of, sites.keys())
+        shaped = _chain_of(group, sites, deps) if len(group) >= 2 else ("too short", None)
+        if start is not None and start not in taken:
+            longer = _chain_of([start, *group], sites, deps)
+            if longer[0] is None and (shaped[0] is not None or longer[1].order == shaped[1].order):
+                shaped = longer  # the state drawn before the loop joins its chain
+                taken.add(start)
+        problem, chain = shaped
+        if problem == "too short":
             continue
-        problem = _shape_problem(group, candidates)
-        supports = [_support(candidates[n]) for n in group]
-        if problem is None and any(s is None for s in supports):
-            problem = "its sites' supports differ between elements"
-        terms, order = (), 1
-        if problem is None:
-            terms, order, problem = _assign_terms(group, deps, max(len(s) for s in supports))
         if problem is not None:
             notes.update({n: problem for n in group})
             continue
-        same = all(s.shape == supports[0].shape and torch.equal(s, supports[0]) for s in supports)
-        chains.append(Chain(tuple(group), supports[0], _batch_shape(candidates[group[0]]), terms,
-                            order, () if same else tuple(supports)))
+        chains.append(chain)
     return chains, notes
+
+
+def _chain_of(group: list, sites: dict, deps: dict) -> tuple[str | None, Chain | None]:
+    """``(None, the Chain of group)``, or ``(why not, None)``."""
+    problem = _shape_problem(group, sites)
+    supports = [_support(sites[n]) for n in group]
+    if problem is None and any(s is None for s in supports):
+        problem = "its sites' supports differ between elements"
+    if problem is None:
+        terms, order, problem = _assign_terms(group, deps, max(len(s) for s in supports))
+    if problem is not None:
+        return problem, None
+    same = all(s.shape == supports[0].shape and torch.equal(s, supports[0]) for s in supports)
+    return None, Chain(tuple(group), supports[0], _batch_shape(sites[group[0]]), terms, order,
+                       () if same else tuple(supports))
 
 
 def chain_potentials(model, args: tuple, kwargs: dict, state: dict, chain: Chain):
@@ -488,7 +524,7 @@ def plan_chains(model, args: tuple, kwargs: dict, trace, state: dict, exclude, v
         ``{site: why its pyro.markov group gets no FFBS}``.
     """
     candidates = _candidates(trace, exclude)
-    if len(candidates) < 2:
+    if not candidates or len(candidates) + len(_candidates(trace, exclude, markov=False)) < 2:
         return {}, {}
     try:
         deps = term_dependencies(model, args, kwargs, state)

@@ -393,3 +393,43 @@ def test_the_first_sweep_check_leaves_the_draws_alone_and_the_block_pickles():
     copy = pickle.loads(pickle.dumps(checked))
     c = copy(state, ModelArgs((x,), {}), make_generator(5))
     assert all(torch.equal(a[z], c[z]) for z in chain_sites(4))
+
+
+def started_before_the_loop(x):
+    """The initial state drawn before the pyro.markov loop, the rest inside it."""
+    with pyro.plate("seqs", x.shape[0]) if x.dim() == 2 else contextlib.nullcontext():
+        z = pyro.sample("z_0", dist.Categorical(INIT))
+        pyro.sample("x_0", dist.Normal(LOCS[z], f64(1.0)), obs=x[..., 0])
+        for t in pyro.markov(range(1, x.shape[-1])):
+            z = pyro.sample(f"z_{t}", dist.Categorical(TRANS[z]))
+            pyro.sample(f"x_{t}", dist.Normal(LOCS[z], f64(1.0)), obs=x[..., t])
+
+
+def started_by_a_shared_site(x):
+    """A discrete site outside the loop read by every state: not a chain's start."""
+    with pyro.plate("seqs", x.shape[0]) if x.dim() == 2 else contextlib.nullcontext():
+        regime = pyro.sample("regime", dist.Categorical(INIT))
+        z = None
+        for t in pyro.markov(range(x.shape[-1])):
+            z = pyro.sample(f"z_{t}", dist.Categorical(TRANS[regime] if z is None else TRANS[z]
+                                                       * 0.5 + 0.5 * TRANS[regime]))
+            pyro.sample(f"x_{t}", dist.Normal(LOCS[z], f64(1.0)), obs=x[..., t])
+
+
+def test_the_state_drawn_before_the_loop_joins_its_chain():
+    n = 20_000
+    p, update, draws = higher_order_draws(started_before_the_loop, X, chain_sites(4), n, seed=8)
+    assert [s.update for s in p.sites] == ["ffbs"] * 4 and update.chain.order == 1
+    assert str(p).split()[0] == "z_0..z_3"
+    paths, lj = exact_path_posterior(X, started_before_the_loop)
+    assert path_test(draws, paths, lj)
+    # the same chain as the program with z_0 inside the loop: the same path posterior
+    _, lj_inside = exact_path_posterior(X, fixed_hmm)
+    torch.testing.assert_close(lj, lj_inside, rtol=1e-13, atol=1e-12)
+
+
+def test_a_site_outside_the_loop_read_by_every_state_keeps_its_own_update():
+    x = X[:3]
+    p = plan(started_by_a_shared_site, x)
+    assert p["regime"].update == "discrete"
+    assert "regime" not in p["z_0"].block.sites
