@@ -65,11 +65,18 @@ def test_smoke_scale_produces_every_table_with_finite_figures(smoke_runs):
     assert (table1["k"] == settings["likelihood"]["k"]).all()
     times = first.tables["Table 3: seconds"]
     assert (times[["with structure learning (s)", "fixed structure (s)"]] > 0).all().all()
-    nmi = first.tables["Table 4: facet NMI"]
-    assert nmi.index[0] == "Groundtruth" and list(nmi.columns) == list(nmi.index)
-    assert np.isfinite(nmi.to_numpy()).all() and ((nmi >= 0) & (nmi <= 1)).all().all()
+    for name in ("Table 4: facet NMI", "Table 5: facet NMI"):
+        nmi = first.tables[name]
+        assert nmi.index[0] == "Groundtruth" and list(nmi.columns) == list(nmi.index)
+        assert np.isfinite(nmi.to_numpy()).all() and ((nmi >= 0) & (nmi <= 1)).all().all()
+    paper5 = first.tables["Table 5 (paper, STL-10)"]
+    assert paper5.shape == (5, 5) and paper5.loc["Facet 1", "Groundtruth"] == 0.8613
+    assert np.allclose(paper5.to_numpy(), paper5.to_numpy().T)
+    assert "stands in for it" in first.summary
     assert first.figures and all(isinstance(f, Figure) for f in first.figures.values())
-    assert all(name.startswith("Fig. 5: facet ") for name in first.figures)
+    assert all(name.startswith(("Fig. 5: facet ", "Fig. 5 (digits): facet "))
+               for name in first.figures)
+    assert any(name.startswith("Fig. 5 (digits)") for name in first.figures)
     assert "86.32" in first.tables["Table 2: clustering accuracy"].to_string()
     assert "clustering.net.epochs" in set(first.tables["settings"]["setting"])
 
@@ -89,7 +96,7 @@ def test_the_metrics_are_finite(smoke_runs):
 def test_a_second_run_reads_every_unit_back_without_fitting(smoke_runs):
     first, again, before, after, _ = smoke_runs
     sets = len(ltvae_reproduction.SCALE_SETTINGS["smoke"]["clustering"]["sets"])
-    assert before == {"clustering_unit": 4 * sets, "likelihood_unit": 3, "facets_unit": 1}
+    assert before == {"clustering_unit": 4 * sets, "likelihood_unit": 3, "facets_unit": 2}
     assert after == before
     for name, table in first.tables.items():
         pd.testing.assert_frame_equal(table, again.tables[name])
@@ -123,7 +130,7 @@ def test_the_command_line_reproduces_at_smoke_scale_from_the_stored_units(
                  "--out", str(out)]) == 0
     assert sum(calls.values()) == 0
     _, metrics = read_metrics(out)
-    assert set(metrics["ltvae-smoke"]) == {"table1", "table2", "table3", "table4"}
+    assert set(metrics["ltvae-smoke"]) == {"table1", "table2", "table3", "table4", "table5"}
     # a reproduction without a smoke scale refuses it before running
     assert main(["reproduce", "gaussian-mixture", "--scale", "smoke"]) == 2
     assert "not 'smoke'" in capsys.readouterr().err
@@ -169,3 +176,17 @@ def test_the_clustering_and_facet_fits_use_the_settings_covariances(monkeypatch,
                                 {**smoke["clustering"], "covariance": covariance}, 0)
     ltvae_units.facets_unit({**smoke["facets"], "covariance": covariance}, 0)
     assert made == [covariance, covariance]
+
+
+def test_a_scale_without_table5_leaves_its_tables_out(monkeypatch, tmp_path):
+    """The small scale has no Table 5: its report has every other table, none of Table 5's."""
+    from pyromodels.experiments.ltvae import ltvae_report
+
+    assert "table5" not in ltvae_reproduction.SCALE_SETTINGS["small"]
+    assert ltvae_reproduction.SCALE_SETTINGS["medium"]["table5"]["set"] == "digits"
+    monkeypatch.setenv("PYROMODELS_CACHE", str(tmp_path))
+    settings = {k: v for k, v in ltvae_reproduction.SCALE_SETTINGS["smoke"].items()
+                if k != "table5"}
+    out = ltvae_reproduction.run(settings, "ltvae-smoke", progress=False, seed=0)
+    assert list(out.tables) == [t for t in ltvae_report.TABLES if not t.startswith("Table 5")]
+    assert "table5" not in out.metrics
