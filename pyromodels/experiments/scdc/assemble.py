@@ -13,14 +13,16 @@ __all__ = ["assemble", "mean_sd"]
 
 
 def mean_sd(frame: pd.DataFrame, by: list[str], columns: list[str]) -> pd.DataFrame:
-    """Mean and sample standard deviation (0 for one run) of ``columns`` per group ``by``,
-    with the number of runs."""
+    """Mean and sample standard deviation (0 for one run) of ``columns`` per group ``by``
+    over the runs that gave them, with the number of runs and of those that gave no labels
+    (``no_labels``: a peer that lost a cluster at every start, a network that diverged)."""
     grouped = frame.groupby(by, sort=False)
     out = grouped[columns].mean().add_suffix("_mean")
     spread = grouped[columns].std(ddof=1).fillna(0.0).add_suffix("_sd")
     out = out.join(spread)
     out["runs"] = grouped.size()
-    return out[[f"{c}_{s}" for c in columns for s in ("mean", "sd")] + ["runs"]]
+    out["no_labels"] = grouped[columns[0]].apply(lambda s: int(s.isna().sum()))
+    return out[[f"{c}_{s}" for c in columns for s in ("mean", "sd")] + ["runs", "no_labels"]]
 
 
 def _pinwheel(rows: list) -> pd.DataFrame:

@@ -35,7 +35,7 @@ from .peers import PEERS
 __all__ = ["MODEL_SLOTS", "NEEDS_LINKS", "FEATURES_ONLY", "protocol_models", "scores",
            "learned_clusters", "fit_scdc_labels", "fit_observed", "fit_observed_labels",
            "fit_bayes", "fit_bayes_labels", "fit_pairwise_labels", "pinwheel_data",
-           "method_seed", "pinwheel_unit",
+           "method_seed", "pinwheel_unit", "diverged_as_failed",
            "face_unit", "table1_unit", "OCCUPIED_FRACTION", "TRUE_WEIGHTS", "FACE_ACCURACIES"]
 
 #: a cluster counts as learned when it holds at least this fraction of the points
@@ -267,10 +267,25 @@ def face_unit(data: tuple, method: str, per_worker: int, subset: int | None, set
     k = int(np.max(truth)) + 1
     fit_settings = settings["peers"] if method in PEERS else settings.get(method, {})
     start = time.perf_counter()
-    labels, extra = _fitter(method)(x, pairs, num_clusters=k, settings=fit_settings,
-                                    seed=method_seed(seed, method))
+    labels, extra = diverged_as_failed(_fitter(method), x, pairs, num_clusters=k,
+                                       settings=fit_settings, seed=method_seed(seed, method))
     return {**scores(truth, labels), **extra, "pairs_per_kind": per_kind,
             "seconds": time.perf_counter() - start}
+
+
+def diverged_as_failed(fit: Callable, *args, **kwargs) -> tuple:
+    """``fit(*args, **kwargs)``, or ``(None, {"failed": why})`` for a fit whose network
+    diverged: a distribution built from its outputs refused them (torch's argument check, a
+    ``ValueError`` "Expected parameter ... found invalid values": a scale of 0 or infinity,
+    a NaN). The unit is then kept as a failed fit, counted as such in the report, instead of
+    stopping the reproduction; any other error propagates."""
+    try:
+        return fit(*args, **kwargs)
+    except ValueError as err:
+        text = str(err)
+        if not (text.startswith("Expected parameter") and "found invalid values" in text):
+            raise
+        return None, {"failed": f"the fit diverged ({text.splitlines()[0].split(' but ')[0]})"}
 
 
 def table1_unit(data: tuple, method: str, annotated: bool, settings: dict, seed: int) -> dict:
@@ -287,7 +302,8 @@ def table1_unit(data: tuple, method: str, annotated: bool, settings: dict, seed:
         pairs, _ = simulate_hit_partitions(truth, workers, hits,
                                            annotated=settings["annotated"], error=0.1,
                                            seed=_seed(seed, "hits"))
-    labels, extra = _fitter(method)(x, pairs, num_clusters=settings["clusters"],
-                                    settings=settings.get(method, {}),
-                                    seed=method_seed(seed, method))
+    labels, extra = diverged_as_failed(_fitter(method), x, pairs,
+                                       num_clusters=settings["clusters"],
+                                       settings=settings.get(method, {}),
+                                       seed=method_seed(seed, method))
     return {**scores(truth, labels), **extra}

@@ -396,3 +396,28 @@ def test_table1_units_side_by_side_equal_the_units_one_after_another(monkeypatch
     assert strip == [{k: v for k, v in row.items() if "second" not in k}
                      for row in rows["parallel"]]
     assert [(r["seed"], r["links"]) for r in rows["serial"]] == [(0, True), (1, True)]
+
+
+def test_a_diverged_fit_is_kept_as_a_failed_unit_and_counted():
+    """A network whose outputs a distribution refuses (torch's argument check) is a failed
+    fit with the reason, no labels and a count in the tables; other errors propagate."""
+    import torch
+
+    def diverging(x, pairs, *, num_clusters, settings, seed):
+        torch.distributions.Normal(torch.zeros(3), torch.zeros(3))  # a scale of 0
+        raise AssertionError("not reached")
+
+    labels, extra = protocols.diverged_as_failed(diverging, None, None, num_clusters=2,
+                                                 settings={}, seed=0)
+    assert labels is None and extra["failed"].startswith("the fit diverged (Expected parameter")
+
+    def broken(*args, **kwargs):
+        raise ValueError("num_clusters must be >= 2")
+
+    with pytest.raises(ValueError, match="num_clusters"):
+        protocols.diverged_as_failed(broken, num_clusters=1)
+    frame = pd.DataFrame({"method": ["a", "a", "a", "b"], "nmi": [0.5, None, 0.7, 0.2]})
+    table = mean_sd(frame, ["method"], ["nmi"])
+    assert table.loc["a", "runs"] == 3 and table.loc["a", "no_labels"] == 1
+    assert table.loc["a", "nmi_mean"] == pytest.approx(0.6)
+    assert table.loc["b", "no_labels"] == 0
