@@ -178,19 +178,15 @@ def _units(settings: dict, seed: int, report) -> dict:
         out["likelihood"].append({"model": model, **row})
         if report:
             report(f"Table 1: {model} done")
-    facets = settings["facets"]
-    key = {"unit": "facets", "settings": facets, "seed": seed}
-    out["facets"] = units.cached_unit(folder, key,
-                                      lambda: ltvae_units.facets_unit(facets, seed))
-    if report:
-        report("Table 4: facets done")
-    if "table5" in settings:
-        table5 = settings["table5"]
-        key = {"unit": "facets", "settings": table5, "seed": seed}
-        out["table5"] = units.cached_unit(folder, key,
-                                          lambda: ltvae_units.facets_unit(table5, seed))
+    for block, table in (("facets", "Table 4"), ("table5", "Table 5")):
+        if block not in settings:  # a scale without Table 5
+            continue
+        facets = settings[block]
+        key = {"unit": "facets", "settings": facets, "seed": seed}
+        out[block] = units.cached_unit(folder, key,
+                                       lambda: ltvae_units.facets_unit(facets, seed))  # noqa: B023
         if report:
-            report("Table 5: facets done")
+            report(f"{table}: facets done")
     return out
 
 
