@@ -101,6 +101,20 @@ def _table1_sets(table: dict) -> str:
     return " and ".join(f"{items} {_SET_NAMES[name]}" for name, items in table["sets"].items())
 
 
+def _peer_limits(settings: dict) -> str:
+    """The report's words for the Face peers run at fewer seeds or sizes, if any."""
+    parts = []
+    for peer, limit in settings["face"].get("peer_limits", {}).items():
+        said = [f"{limit['seeds']} seeds"] if "seeds" in limit else []
+        if "whole_data_up_to" in limit:
+            said.append(f"the whole data up to {limit['whole_data_up_to']} links per worker")
+        parts.append(f"{peer} {' and '.join(said)}")
+    if not parts:
+        return ""
+    return (" The pure-Python constrained k-means peers run at this scale with "
+            f"{'; '.join(parts)} (minutes to an hour a fit).")
+
+
 def assemble(name: str, settings: dict, rows: dict, seconds: float):
     """The :class:`~pyromodels.report.DemoResult` of one reproduction."""
     from ...report import DemoResult
@@ -117,7 +131,8 @@ def assemble(name: str, settings: dict, rows: dict, seconds: float):
         "BayesSCDC runs. Face protocol on offline stand-ins (the UCI faces cannot be "
         f"downloaded): {', '.join(settings['face']['sets'])} through PCA to 20 dimensions, 5 "
         "workers at alpha = beta = 0.95 .. 0.75, stratified links (#ML = #CL); "
-        f"{paper_numbers.FACE_NOTE} Table 1: {_table1_sets(t1)}, binarised at 0.5, K = 50, "
+        f"{paper_numbers.FACE_NOTE}{_peer_limits(settings)} Table 1: {_table1_sets(t1)}, "
+        "binarised at 0.5, K = 50, "
         f"d = 8, {t1['scdc']['epochs']} epoch(s) of batch 128 (paper: 60,000 MNIST digits, "
         f"200 epochs, best of 10 starts), {t1['hits']} simulated HITs of 36 images (630 links "
         f"each) from {min(t1['workers'], t1['hits'])} workers. BayesSCDC there restarts its "

@@ -108,7 +108,7 @@ def _bayes(epochs: int, batch_size: int, latent_dim: int = 2, hidden=(40, 40),
 def _scale(*, seeds, pin_epochs, face_sets, face_sizes, face_points, face_epochs,
            peers, peer_iterations, mnist_items, mnist_epochs, mnist_hidden, hits, workers=10,
            models=None, mnist_seeds=None, face_lr=1e-3, bayes_epochs=(60, 60),
-           mnist_models=None, fashion_items=None, pin_kl_warmup=0):
+           mnist_models=None, fashion_items=None, pin_kl_warmup=0, peer_limits=None):
     """The settings of one scale. ``models``: the slots of
     :data:`~.protocols.MODEL_SLOTS` to run (``None``: every one, so a model added there runs
     at every scale); each slot's own settings are under its name (a slot without them fits
@@ -119,7 +119,10 @@ def _scale(*, seeds, pin_epochs, face_sets, face_sizes, face_points, face_epochs
     slots Table 1 runs (default ``models``); ``fashion_items``: Fashion-MNIST test images
     Table 1 also runs on (``None``: MNIST only); ``pin_kl_warmup``: SCDC's KL warm-up epochs
     on the pinwheel (0: the plain ELBO, under which SCDC's fit there collapses; see
-    :class:`~pyromodels.scdc.SCDC`)."""
+    :class:`~pyromodels.scdc.SCDC`); ``peer_limits``: ``{peer: {"seeds": n,
+    "whole_data_up_to": per_worker}}``, fewer seeds for a slow Face peer, and the largest
+    number of links per worker at which it runs on the whole data (its 100-item curve keeps
+    every size); ``None``: no limit."""
     table1_sets = {"mnist": mnist_items}
     if fashion_items:
         table1_sets["fashion"] = fashion_items
@@ -142,7 +145,8 @@ def _scale(*, seeds, pin_epochs, face_sets, face_sizes, face_points, face_epochs
                                       kl_warmup_epochs=(3 * bayes_epochs[1] // 4
                                                         if bayes_epochs[1] >= 4 else 0)),
                  "pairwise-dawid-skene": _PAIRWISE,
-                 "peers": {"peer_iterations": peer_iterations}},
+                 "peers": {"peer_iterations": peer_iterations},
+                 "peer_limits": peer_limits or {}},
         "table1": {"seeds": seeds if mnist_seeds is None else mnist_seeds,
                    "sets": table1_sets, "clusters": 50, "workers": workers, "hits": hits,
                    "models": models if mnist_models is None else mnist_models,
@@ -154,6 +158,13 @@ def _scale(*, seeds, pin_epochs, face_sets, face_sizes, face_points, face_epochs
 
 
 _ALL_PEERS = ("pckmeans", "mpckmeans", "itml-kmeans")
+#: the pure-Python constrained k-means peers at ``medium``, cut to what two cores finish in
+#: hours (seconds per fit measured there on the digits, two fits side by side): PCKMeans on
+#: the whole data up to 600 links per worker (7-12 s at 200, 230-2,070 s at 600), MPCKMeans
+#: with 3 seeds and on the whole data at 200 links per worker only (320-3,480 s there, about
+#: 310 s on 100 items)
+_MEDIUM_PEER_LIMITS = {"pckmeans": {"whole_data_up_to": 600},
+                       "mpckmeans": {"seeds": 3, "whole_data_up_to": 200}}
 #: the settings of each scale (``smoke``: seconds, for the tests); MPCKMeans (pure Python,
 #: about a minute per fit on 400 points) runs from ``medium`` on. BayesSCDC takes 60 epochs
 #: (40 with the globals held) from ``medium`` on; the ``small`` scale gives it 15 on the
@@ -179,7 +190,7 @@ SCALE_SETTINGS = {
                      face_sizes=(200, 600, 1000, 2000), face_points=None, face_epochs=20,
                      peers=_ALL_PEERS, peer_iterations=50, mnist_items=5000, mnist_epochs=30,
                      mnist_hidden=(500, 500), hits=91, workers=48, mnist_seeds=1,
-                     fashion_items=10000),
+                     fashion_items=10000, peer_limits=_MEDIUM_PEER_LIMITS),
     "paper": _scale(seeds=10, pin_epochs=400, pin_kl_warmup=300, face_sets=("digits", "fashion"),
                     face_sizes=(200, 400, 600, 800, 1000, 1200, 1400, 1600, 1800, 2000),
                     face_points=None, face_epochs=20, peers=_ALL_PEERS, peer_iterations=100,
@@ -296,14 +307,22 @@ _RUN_LAST = ("pckmeans", "mpckmeans")
 
 
 def _face_tasks(face: dict, seeds: int, seed: int) -> list[tuple]:
-    """The Face protocol's units in report order: ``(set, per_worker, subset, method, s)``."""
+    """The Face protocol's units in report order: ``(set, per_worker, subset, method, s)``,
+    less those ``face["peer_limits"]`` leaves out."""
     from . import protocols
 
     methods = (*protocols.protocol_models("face", face["models"]), *face["peers_run"])
+    limits = face.get("peer_limits", {})
+
+    def kept(method, per_worker, subset, s):
+        limit = limits.get(method, {})
+        return s < limit.get("seeds", seeds) and (
+            subset is not None or per_worker <= limit.get("whole_data_up_to", per_worker))
+
     return [(name, per_worker, subset, method, s)
             for name in face["sets"] for per_worker in face["per_worker"]
             for subset in (None, face["subset"]) for method in methods
-            for s in range(seeds)]
+            for s in range(seeds) if kept(method, per_worker, subset, s)]
 
 
 def _face_key(face: dict, task: tuple, seed: int) -> dict:

@@ -421,3 +421,32 @@ def test_a_diverged_fit_is_kept_as_a_failed_unit_and_counted():
     assert table.loc["a", "runs"] == 3 and table.loc["a", "no_labels"] == 1
     assert table.loc["a", "nmi_mean"] == pytest.approx(0.6)
     assert table.loc["b", "no_labels"] == 0
+
+
+def test_peer_limits_leave_out_a_slow_peers_seeds_and_whole_data_sizes():
+    """``peer_limits`` drops a peer's seeds past its limit and its whole-data units past the
+    size, keeps its 100-item units at every size and every other method's units, and leaves
+    every kept unit's key as it was without limits (so stored units are read back)."""
+    face = {**reproduction.SCALE_SETTINGS["smoke"]["face"], "per_worker": (200, 600, 1000),
+            "models": ("scdc",), "peers_run": ("pckmeans", "mpckmeans")}
+    limited = {**face, "peer_limits": {"mpckmeans": {"seeds": 2, "whole_data_up_to": 600}}}
+    every, kept = reproduction._face_tasks(face, 3, 0), reproduction._face_tasks(limited, 3, 0)
+    dropped = set(every) - set(kept)
+    assert dropped == {t for t in every if t[3] == "mpckmeans"
+                       and (t[4] >= 2 or (t[2] is None and t[1] > 600))}
+    assert ("digits", 1000, 100, "mpckmeans", 1) in kept
+    assert ("digits", 1000, None, "pckmeans", 2) in kept
+    assert [t for t in every if t in set(kept)] == kept
+    for task in kept:
+        assert reproduction._face_key(limited, task, 0) == reproduction._face_key(face, task, 0)
+
+
+def test_the_medium_scale_names_its_peer_limits_in_the_report():
+    """The medium scale's limits are named in its report summary."""
+    from pyromodels.experiments.scdc.assemble import _peer_limits
+
+    medium = reproduction.SCALE_SETTINGS["medium"]
+    said = _peer_limits(medium)
+    assert "mpckmeans 3 seeds and the whole data up to 200 links per worker" in said
+    assert "pckmeans the whole data up to 600 links per worker" in said
+    assert _peer_limits(reproduction.SCALE_SETTINGS["paper"]) == ""
