@@ -65,11 +65,15 @@ class DiscreteUpdate:
             with brute-force enumeration of the joint, and fall back to element by element
             (with a warning naming the site) on a mismatch. The check draws from its own
             generator, so the chain's draws do not depend on whether it ran.
+
+    After the first call, where the plan built logits from statistics tables for the site
+    (:mod:`.tables`), they are computed from the tables without running the program.
     """
 
     def __init__(self, model, site: str, support: torch.Tensor, vectorised: bool, verify: bool = True):
         self.model, self.site, self.support = model, site, support
         self.vectorised, self.verify = vectorised, verify
+        self.table_logits = None  # logits from statistics tables (see .tables), set by the plan
 
     def _shape(self, value: torch.Tensor) -> torch.Size:
         """The site's elements: its value's shape less the event dimensions."""
@@ -77,6 +81,10 @@ class DiscreteUpdate:
 
     def __call__(self, state: dict, data, generator: torch.Generator) -> dict:
         args, kwargs = data.args, data.kwargs
+        if self.vectorised and not self.verify and self.table_logits is not None \
+                and self.table_logits.data.same(args, kwargs):
+            draw = sample_categorical(self.table_logits.logits(state), generator)
+            return {self.site: self.support[draw].to(state[self.site].dtype)}
         if self.vectorised and not self.verify:
             logits = self._recorded_logits(state, args, kwargs)
             if logits is not None:

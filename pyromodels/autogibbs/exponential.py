@@ -353,7 +353,9 @@ class ConjugateUpdate:
             log conditional (see :func:`posterior_params`); later calls trust both, as the
             plan did at the traced state.
 
-    After the first call, where the coefficients are read by plate or from gradients (on the
+    After the first call, where the plan built a statistics table for the site
+    (:mod:`.tables`), the coefficients come from it without running the program. Otherwise,
+    where they are read by plate or from gradients (on the
     CPU, where the tracer records autograd's backward pass), the parameters come from
     :func:`recorded_params` through a recorded trace of the whole computation
     (:func:`~.trace.compiled_update`), checked bit for bit against the plain call.
@@ -362,6 +364,7 @@ class ConjugateUpdate:
     def __init__(self, model, site: str, fn, verify: bool = True):
         self.model, self.site, self.fn, self.verify = model, site, fn, verify
         self.recordable = None  # whether recorded_params applies (found at the first unchecked call)
+        self.table = None  # a statistics table (see .tables), set by the plan where one applies
 
     def __call__(self, state: dict, data, generator: torch.Generator) -> dict:
         draw = family_of(self.fn).sample(self.params(state, data), generator)
@@ -377,6 +380,10 @@ class ConjugateUpdate:
                 raise RuntimeError(f"site {self.site!r}: its conjugate update failed condition-and-"
                                    f"score at the first sweep; pass your own block in overrides=")
             self.verify = False
+        if not checked and self.table is not None and self.table.data.same(data.args, data.kwargs):
+            params = self._from_table(state)
+            if params is not None:
+                return params
         try:
             params = None if checked else self._recorded(state, data)
             if params is None:
@@ -385,6 +392,14 @@ class ConjugateUpdate:
         except NotConjugate as err:
             raise RuntimeError(f"automatic conjugate update failed: {err}") from err
         return params
+
+    def _from_table(self, state: dict) -> dict | None:
+        """The parameters from the statistics table, or ``None`` where they are not a proper
+        posterior (the program is read then, and raises if it agrees)."""
+        family, base = family_of(self.fn), unwrap(self.fn)
+        coef = self.table.coefficients(state)
+        params = family.params(coef.reshape(tuple(base.batch_shape) + (coef.shape[-1],)))
+        return params if bool(family.valid(params).all()) else None
 
     def _recorded(self, state: dict, data) -> dict | None:
         """The parameters by :func:`recorded_params` (from a recorded trace once verified), or

@@ -12,7 +12,8 @@ __all__ = ["fit_gibbs", "AutoGibbs"]
 
 
 def fit_gibbs(model, *args, overrides: dict | None = None, verify: bool = True, nuts_steps: int = 1,
-              joint_nuts: bool | None = None, num_samples: int = 500, warmup: int = 500, num_chains: int = 2,
+              joint_nuts: bool | None = None, tables: bool = True, num_samples: int = 500,
+              warmup: int = 500, num_chains: int = 2,
               seed: int | None = None, progress: bool = True, model_kwargs: dict | None = None,
               **run_options):
     """Automatic Gibbs sampling of a Pyro program: :func:`~.plan.plan`, then
@@ -26,6 +27,8 @@ def fit_gibbs(model, *args, overrides: dict | None = None, verify: bool = True, 
         nuts_steps: NUTS transitions per sweep for the sites updated by NUTS.
         joint_nuts: whether conjugate sites join the NUTS block (default: in programs with no
             discrete latent site; see :mod:`.plan`).
+        tables: read conjugate coefficients and discrete logits from statistics tables where
+            they apply (see :mod:`.tables`); ``False`` reads the program every sweep.
         num_samples: kept draws per chain.
         warmup: discarded sweeps per chain.
         num_chains: chains, each seeded from ``seed``.
@@ -47,7 +50,7 @@ def fit_gibbs(model, *args, overrides: dict | None = None, verify: bool = True, 
     """
     model_kwargs = {} if model_kwargs is None else dict(model_kwargs)
     chosen = plan(model, *args, overrides=overrides, verify=verify, nuts_steps=nuts_steps,
-                  joint_nuts=joint_nuts, seed=0 if seed is None else seed, **model_kwargs)
+                  joint_nuts=joint_nuts, tables=tables, seed=0 if seed is None else seed, **model_kwargs)
     post = run_gibbs(model, chosen.sweep(), *args, num_samples=num_samples, num_warmup=warmup,
                      num_chains=num_chains, seed=seed, progress=progress,
                      model_kwargs=model_kwargs, **run_options)
@@ -75,6 +78,7 @@ class AutoGibbs(GibbsKernel):
         nuts_steps: NUTS transitions per sweep for the sites updated by NUTS (their step size
             and mass matrix adapt over ``warmup_steps`` of ``MCMC``).
         joint_nuts: whether conjugate sites join the NUTS block (see :mod:`.plan`).
+        tables: use statistics tables where they apply (see :mod:`.tables`).
         seed: the kernel's seed (see :class:`~pyromodels.core.GibbsKernel`).
         lp: report the log joint in the progress bar.
         num_threads: torch's threads during each sweep (see
@@ -89,9 +93,10 @@ class AutoGibbs(GibbsKernel):
     """
 
     def __init__(self, model, *args, overrides: dict | None = None, verify: bool = True,
-                 nuts_steps: int = 1, joint_nuts: bool | None = None, seed: int | None = None,
-                 lp: bool = False, num_threads: int | None = None, model_kwargs: dict | None = None):
+                 nuts_steps: int = 1, joint_nuts: bool | None = None, tables: bool = True,
+                 seed: int | None = None, lp: bool = False, num_threads: int | None = None,
+                 model_kwargs: dict | None = None):
         self.plan: Plan = plan(model, *args, overrides=overrides, verify=verify, nuts_steps=nuts_steps,
-                               joint_nuts=joint_nuts,
+                               joint_nuts=joint_nuts, tables=tables,
                                seed=0 if seed is None else seed, **(model_kwargs or {}))
         super().__init__(model, self.plan.sweep(), seed=seed, lp=lp, num_threads=num_threads)

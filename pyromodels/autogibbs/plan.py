@@ -36,7 +36,13 @@ chain, forward-filtering backward-sampling (see :mod:`.markov`); a group of ``py
 sites that is not such a chain keeps the per-site discrete updates, with the reason in the
 plan.
 
-After the loop, a conjugate Wishart site and a conjugate MultivariateNormal site whose prior
+After the loop, a conjugate site whose terms read only itself and one plate-vectorised
+discrete site gets a statistics table of those terms, read off the program once and checked
+at a random value of the discrete site; the discrete site's logits come from the tables of the
+sites its terms read, where every such term reads one (see :mod:`.tables`; ``tables=False``
+leaves them out). Their updates then no longer run the program.
+
+A conjugate Wishart site and a conjugate MultivariateNormal site whose prior
 reads it share one block that draws them jointly from their Normal-Wishart conditional,
 where that joint passes condition-and-score (see :mod:`.normal_wishart`).
 
@@ -69,6 +75,7 @@ from .discrete import DiscreteUpdate, element_logits, enumerable
 from .exponential import ConjugateUpdate, NotConjugate, family_of, posterior_params, unwrap
 from .markov import plan_chains, term_dependencies
 from .normal_wishart import pair_normal_wishart
+from .tables import NoTable, build_logits, build_table
 from .trace import batching_reason, latent_sites, recorded_log_joint, trace_model
 
 __all__ = ["SitePlan", "Plan", "plan"]
@@ -274,16 +281,62 @@ def _gather_nuts(model, args, kwargs, state, sites, out, verify, gen, nuts_steps
             else SitePlan(s.site, "nuts", why(s), block) if s.site in names else s for s in out]
 
 
-def _with_normal_wishart(model, args, kwargs, state, sites, out, verify, gen) -> list:
+def _with_tables(model, args, kwargs, state, sites, out, deps) -> list:
+    """``out`` with statistics tables (see :mod:`.tables`) given to the conjugate updates whose
+    terms are gathered by one plate-vectorised discrete site, and logits from those tables
+    to the discrete sites whose terms read only such sites; each plan line says which."""
+    discrete = {s.site: s.block.update for s in out if s.update == "discrete"
+                and isinstance(s.block.update, DiscreteUpdate) and s.block.update.vectorised}
+    conjugate = {s.site: s.block.update for s in out if s.update == "conjugate"
+                 and isinstance(s.block.update, ConjugateUpdate)}
+    if not discrete or not conjugate:
+        return out
+    reads, latent = deps(), set(sites)
+    notes, tables = {}, {}
+    for name, update in conjugate.items():
+        gathering = {z for term, r in reads.items() if name in r for z in r if z in discrete}
+        if len(gathering) != 1:
+            continue
+        z = gathering.pop()
+        try:
+            table = build_table(model, args, kwargs, state, name, update.fn, z, discrete[z].support,
+                                reads, latent)
+        except (NoTable, NotConjugate) as err:
+            notes[name] = f"no statistics table over {z!r} ({err})"
+            continue
+        update.table = table
+        tables.setdefault(z, {})[name] = table
+        notes[name] = (f"coefficients from a statistics table of its {table.entries} gathered "
+                       f"entries over the values of {z!r} (checked at a random {z!r})")
+    for z, update in discrete.items():
+        if z not in tables:
+            continue
+        try:
+            update.table_logits = build_logits(model, args, kwargs, state, z, update.support,
+                                               tables[z], {t: conjugate[t].fn for t in tables[z]},
+                                               reads, latent)
+        except NoTable as err:
+            notes[z] = f"logits from the program (no statistics tables: {err})"
+            continue
+        notes[z] = (f"logits from the statistics tables of {', '.join(map(repr, tables[z]))} "
+                    f"(checked at a random value of each)")
+    return [replace(s, reason=f"{s.reason}; {notes[s.site]}") if s.site in notes else s
+            for s in out]
+
+
+def _dependencies(model, args, kwargs, state) -> dict:
+    """``{site: sites its log density term reads}``, or ``{}`` where the program's
+    dependencies cannot be traced (no joint block or table is then looked for)."""
+    try:
+        return term_dependencies(model, args, kwargs, state)
+    except (RuntimeError, TypeError, ValueError, NotImplementedError):
+        return {}
+
+
+def _with_normal_wishart(model, args, kwargs, state, sites, out, verify, gen, deps) -> list:
     """``out`` with each conjugate Wishart site and the MultivariateNormal mean whose prior it
     scales sharing one joint Normal-Wishart block where the joint passes its check (see
     :mod:`.normal_wishart`)."""
-    def deps():
-        try:
-            return term_dependencies(model, args, kwargs, state)
-        except (RuntimeError, TypeError, ValueError, NotImplementedError):
-            return {}  # dependencies that cannot be traced: no pair is looked for
-
     chosen, notes = pair_normal_wishart(sites, out, deps, state, ModelArgs(args, kwargs), gen, verify)
     return [replace(s, reason=f"{chosen[s.site][0]}; {s.reason}", block=chosen[s.site][1])
             if s.site in chosen else replace(s, reason=f"{s.reason}; {notes[s.site]}")
@@ -291,7 +344,8 @@ def _with_normal_wishart(model, args, kwargs, state, sites, out, verify, gen) ->
 
 
 def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed: int = 0,
-         nuts_steps: int = 1, joint_nuts: bool | None = None, **kwargs) -> Plan:
+         nuts_steps: int = 1, joint_nuts: bool | None = None, tables: bool = True,
+         **kwargs) -> Plan:
     """Choose an automatic Gibbs update for every latent site of a Pyro program.
 
     Args:
@@ -307,6 +361,9 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
         joint_nuts: whether the conjugate sites join the NUTS block: ``None`` (the default) in
             a program with no discrete latent site, ``True`` wherever there is a NUTS block,
             ``False`` never (see the module docs).
+        tables: give the conjugate and discrete updates of sites gathered by a discrete
+            site statistics tables where they apply, checked here (see :mod:`.tables`);
+            ``False``: every update reads the program every sweep.
 
     Returns:
         A :class:`Plan`.
@@ -331,6 +388,7 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
     nuts_steps = check_int(nuts_steps, "nuts_steps", minimum=1)
     if joint_nuts is not None:
         joint_nuts = check_bool(joint_nuts, "joint_nuts")
+    tables = check_bool(tables, "tables")
     overrides = {} if overrides is None else overrides
     if not isinstance(overrides, dict):
         raise TypeError(f"overrides must be a dict {{site: GibbsBlock}}, got {type(overrides).__name__}")
@@ -369,7 +427,16 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
         else:
             out.append(SitePlan(name, "unsupported", f"{type(fn).__name__} site with no discrete or "
                                 f"conjugate update (no automatic update)"))
-    out = _with_normal_wishart(model, args, kwargs, state, sites, out, verify, gen)
+    known: dict = {}
+
+    def deps():
+        if not known:
+            known["deps"] = _dependencies(model, args, kwargs, state)
+        return known["deps"]
+
+    if tables:
+        out = _with_tables(model, args, kwargs, state, sites, out, deps)
+    out = _with_normal_wishart(model, args, kwargs, state, sites, out, verify, gen, deps)
     return Plan(tuple(_gather_nuts(model, args, kwargs, state, sites, out, verify, gen, nuts_steps,
                                    joint_nuts)), model)
 

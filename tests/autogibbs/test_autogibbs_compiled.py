@@ -165,11 +165,12 @@ def test_a_key_met_a_few_times_is_never_recorded():
 def test_whole_updates_are_recorded_and_give_the_plain_chain():
     """The weights' conjugate update (elements by plate), the means' (read from gradients,
     whose backward pass the tracer records on the CPU) and the assignments' discrete update
-    are replayed as whole recorded updates; the chain equals the one without any trace."""
+    are replayed as whole recorded updates; the chain equals the one without any trace (both
+    without statistics tables, which would take these updates off the program)."""
     x = f64([-2.1, -1.7, 0.2, 2.4, 2.9, 3.1, -2.5])
     sweeps = dict(num_samples=UPDATE_RECORD_AFTER + VERIFIED_CALLS + 5, warmup=5)
     post = fit_gibbs(mixture_vectorised, x, **sweeps, num_chains=1, seed=2, progress=False,
-                     diagnostic_warnings=False)
+                     tables=False, diagnostic_warnings=False)
     updates = {key[2]: state for (_, key), state in compiled_state(mixture_vectorised).items()
                if key[0] == "update"}
     # verified bit for bit; kept or not by speed alone, which does not change the draws
@@ -177,7 +178,7 @@ def test_whole_updates_are_recorded_and_give_the_plain_chain():
     assert set(updates.values()) <= {"compiled", "the trace ran slower than the plain call"}
     with plain_runs():
         plain = fit_gibbs(mixture_vectorised, x, **sweeps, num_chains=1, seed=2, progress=False,
-                          diagnostic_warnings=False)
+                          tables=False, diagnostic_warnings=False)
     for site, draws in plain.samples.items():
         assert torch.equal(post.samples[site], draws), site
 
@@ -222,7 +223,7 @@ def test_a_recorded_update_that_is_not_ok_takes_the_plain_path(monkeypatch):
     from pyromodels.autogibbs import exponential
 
     x = f64([-2.1, -1.7, 0.2, 2.4, 2.9])
-    update = plan(mixture_vectorised, x)["locs"].block.update
+    update = plan(mixture_vectorised, x, tables=False)["locs"].block.update
     data = ModelArgs((x,), {})
     state = {"w": f64([0.4, 0.6]), "locs": f64([-2.0, 2.5]), "z": torch.tensor([0, 0, 1, 1, 1])}
     gen = make_generator(0)
@@ -248,7 +249,7 @@ def test_a_short_fit_records_no_whole_update():
     (recording one costs more than such a fit would win back)."""
     x = f64([-2.1, -1.7, 0.2, 2.4, 2.9, 3.1, -2.5, 0.4])
     fit_gibbs(mixture_vectorised, x, num_samples=UPDATE_RECORD_AFTER - 10, warmup=5, num_chains=1,
-              seed=3, progress=False, diagnostic_warnings=False)
+              seed=3, progress=False, tables=False, diagnostic_warnings=False)
     here = (signature((x,)), signature({}))
     states = {key[2]: state for (data, key), state in compiled_state(mixture_vectorised).items()
               if key[0] == "update" and data == here}

@@ -1,0 +1,229 @@
+"""Statistics tables: the conjugate coefficients and discrete logits they give are the
+program's own (at random states, not only where they were built), a chain with them is the
+chain without them, and they step aside for other data or where they do not apply."""
+
+import pickle
+
+import pyro.distributions as dist
+import pytest
+import torch
+
+from pyromodels.autogibbs import exponential, fit_gibbs, plan
+from pyromodels.autogibbs.exponential import _coefficients
+from pyromodels.autogibbs.families import FAMILIES, family_of, unwrap
+from pyromodels.autogibbs.tables import DataCheck, NoTable, _read_entries
+from pyromodels.autogibbs.trace import element_logits, tolerance, trace_model
+from pyromodels.conjugate import sample_dirichlet
+from pyromodels.core.bound import ModelArgs
+from pyromodels.core.seeding import make_generator
+from pyromodels.crowd.ds.model import DawidSkene
+from pyromodels.data import simulate_annotations
+from pyromodels.mixture import GaussianMixtureModel
+
+from .models import f64, mixture_vectorised
+
+
+def _relative(dtype) -> float:
+    """The comparisons' relative tolerance: a hundredth of the checks' own (1e-9 in float64,
+    1e-5 in float32, where the program's log densities carry about 1e-7)."""
+    return 1e-2 * tolerance(dtype)
+
+
+def _ds(**options):
+    table, _ = simulate_annotations(40, 4, 3, seed=0)
+    model = DawidSkene(**options).for_engine("gibbs")
+    data = model.prepare(table)
+    return model.model, (data,), plan(model.model, data), model.init_state(data, make_generator(1))
+
+
+@pytest.fixture(scope="module")
+def ds():
+    """Dawid-Skene in torch's default dtype (float32)."""
+    return _ds()
+
+
+@pytest.fixture
+def ds64():
+    """Dawid-Skene in float64 (its data take torch's default dtype), with pseudo-counts of 2:
+    with the default 1 a confusion entry without counts has a solved concentration of 1 to
+    within 1e-14, on either side of where the Gamma sampler changes its method, so the same
+    stream can give another (equally valid) draw."""
+    saved = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        yield _ds(prior_concentration=2.0, confusion_concentration=2.0)
+    finally:
+        torch.set_default_dtype(saved)
+
+
+@pytest.fixture(scope="module")
+def mixture():
+    gen = torch.Generator().manual_seed(3)
+    x = torch.cat([torch.randn(15, generator=gen, dtype=torch.float64) - 2.0,
+                   torch.randn(15, generator=gen, dtype=torch.float64) + 2.5])
+    p = plan(mixture_vectorised, x)
+    state = {"w": f64([0.5, 0.5]), "locs": f64([-1.0, 1.0]), "z": (x > 0).long()}
+    return mixture_vectorised, (x,), p, state
+
+
+def _case(request, name):
+    return request.getfixturevalue(name)
+
+
+def test_the_plan_says_which_updates_read_tables(ds, mixture):
+    p = ds[2]
+    for site in ("prior", "confusion"):
+        assert "coefficients from a statistics table of its 40 gathered entries over the values " \
+               "of 'z'" in p[site].reason
+    assert "logits from the statistics tables of 'prior', 'confusion'" in p["z"].reason
+    p = mixture[2]
+    assert "statistics table of its 30 gathered entries" in p["locs"].reason
+    assert "statistics table" in p["w"].reason and "logits from the statistics tables" in p["z"].reason
+
+
+@pytest.mark.parametrize("name, sites", [("ds", ("prior", "confusion")), ("mixture", ("w", "locs"))])
+def test_table_coefficients_are_the_programs_at_random_assignments(request, name, sites):
+    """Away from the state the table was built at: random ``z`` (a table built at one value of
+    ``z`` that misread an entry's route would be off here)."""
+    model, args, p, state = _case(request, name)
+    nodes = trace_model(model, args, {}).nodes
+    k = int(nodes["z"]["fn"].enumerate_support(expand=False).numel())
+    for seed in range(3):
+        gen = torch.Generator().manual_seed(seed)
+        at = {**state, "z": torch.randint(0, k, state["z"].shape, generator=gen)}
+        for site in sites:
+            fn = nodes[site]["fn"]
+            base = unwrap(fn)
+            own = _coefficients(model, args, {}, at, site, family_of(fn), base.batch_shape,
+                                base.event_shape, False)
+            mine = p[site].block.update.table.coefficients(at)
+            tol = _relative(state[site].dtype)
+            torch.testing.assert_close(mine, own, rtol=tol, atol=tol * float(own.abs().max()))
+
+
+def _random_value(fn, gen):
+    base = unwrap(fn)
+    if family_of(fn).name == "Dirichlet":
+        return sample_dirichlet(base.concentration.expand(base.batch_shape + base.event_shape) + 0.5, gen)
+    return torch.randn(base.batch_shape, generator=gen, dtype=torch.float64) * 2.0
+
+
+@pytest.mark.parametrize("name, sites", [("ds", ("prior", "confusion")), ("mixture", ("w", "locs"))])
+def test_table_logits_are_the_programs_at_random_parameters(request, name, sites):
+    model, args, p, state = _case(request, name)
+    nodes = trace_model(model, args, {}).nodes
+    update = p["z"].block.update
+    for seed in range(3):
+        gen = make_generator(seed)
+        at = dict(state)
+        for site in sites:
+            at[site] = _random_value(nodes[site]["fn"], gen).reshape(state[site].shape)
+        own = element_logits(model, args, {}, at, "z", update.support, skip_unchanged=False)
+        mine = update.table_logits.logits(at)
+        tol = _relative(state[sites[0]].dtype)
+        torch.testing.assert_close(torch.log_softmax(mine, -1), torch.log_softmax(own.to(mine.dtype), -1),
+                                   rtol=tol, atol=tol * float(own.abs().max()))
+
+
+@pytest.mark.parametrize("name", ["ds64", "mixture"])
+def test_a_chain_with_tables_is_the_chain_without(request, name):
+    """The same seed gives the same assignments and the same continuous draws to rounding (in
+    float64: in float32 the two ways round apart by about 1e-7, enough to move a later draw)."""
+    model, args, _, _ = _case(request, name)
+    fits = [fit_gibbs(model, *args, num_samples=30, warmup=5, num_chains=1, seed=4, progress=False,
+                      tables=tables, diagnostic_warnings=False) for tables in (True, False)]
+    assert "statistics table" in fits[0].attrs["plan"] and "statistics table" not in fits[1].attrs["plan"]
+    for site, draws in fits[1].samples.items():
+        if site == "z":
+            assert torch.equal(fits[0].samples[site], draws)
+        else:
+            torch.testing.assert_close(fits[0].samples[site], draws, rtol=1e-8, atol=1e-10)
+
+
+def test_other_data_reads_the_program(mixture, monkeypatch):
+    """A table read from one data set is not used on another: the update reads the program
+    (as a plan without tables does) and draws what it draws."""
+    model, (x,), p, state = mixture
+    other = x.flip(0) + 0.3
+    with_table = p["locs"].block.update
+    without = plan(model, x, tables=False)["locs"].block.update
+    for update in (with_table, without):
+        update(state, ModelArgs((x,), {}), make_generator(0))   # past the first call's check
+    draws = [u(state, ModelArgs((other,), {}), make_generator(5))["locs"] for u in (with_table, without)]
+    torch.testing.assert_close(draws[0], draws[1], rtol=1e-10, atol=1e-12)
+    monkeypatch.setattr(with_table.table, "coefficients", lambda s: pytest.fail("table read"))
+    with_table(state, ModelArgs((other,), {}), make_generator(5))
+
+
+def test_a_pickled_table_applies_to_an_equal_copy_of_the_data(mixture, monkeypatch):
+    """As in a worker process: the update and the data arrive as copies; the table holds (the
+    data are equal) and the program is not read."""
+    model, (x,), p, state = mixture
+    update = p["locs"].block.update
+    update(state, ModelArgs((x,), {}), make_generator(0))
+    want = update(state, ModelArgs((x,), {}), make_generator(6))["locs"]
+    copy = pickle.loads(pickle.dumps(update))
+    monkeypatch.setattr(exponential, "posterior_params", lambda *a, **k: pytest.fail("program read"))
+    got = copy(state, ModelArgs((x.clone(),), {}), make_generator(6))["locs"]
+    assert torch.equal(got, want)
+
+
+def test_a_mean_read_beside_its_precision_gets_no_table():
+    """The Gaussian mixture's means and precisions: each one's statistics change with the other
+    every sweep, so both keep reading the program, and the assignments too."""
+    x = torch.randn(30, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    model = GaussianMixtureModel(2)
+    p = plan(model.model, model.prepare(x))
+    assert "no statistics table over 'z' (its terms also read ['precisions']" in p["locs"].reason
+    assert "logits from the program (no statistics tables" in p["z"].reason
+    assert p["z"].block.update.table_logits is None
+
+
+def test_the_plan_without_tables_has_none(ds):
+    model, args, _, _ = ds
+    p = plan(model, *args, tables=False)
+    assert all("statistics table" not in s.reason for s in p.sites)
+    assert p["confusion"].block.update.table is None and p["z"].block.update.table_logits is None
+    with pytest.raises(TypeError, match="tables"):
+        plan(model, *args, tables="yes")
+
+
+def _probes(f, points, count):
+    """The probe rows of :func:`~pyromodels.autogibbs.tables._probe_values` for two scalar
+    elements, scored by ``f(theta) -> (T,)``."""
+    rows = [torch.full((count,), float(points[0]), dtype=torch.float64)]
+    for e in range(count):
+        for point in points[1:-1]:
+            v = rows[0].clone()
+            v[e] = point
+            rows.append(v)
+    rows.append(f64([0.3, 1.7]))
+    return torch.stack(rows), torch.stack([f(v) for v in rows])
+
+
+def test_entries_are_read_per_element_and_must_add_up():
+    """An entry reading ``2 theta_0 - theta_1^2`` has statistics (2, 0) on element 0 and
+    (0, -1) on element 1 (a Normal's ``T = (x, x^2)``); an entry of ``theta_0 theta_1`` does
+    not add up over the elements and is refused at the mixed check value."""
+    family = FAMILIES[dist.Normal]
+    points = family.points((), f64(0.0))
+    values, y = _probes(lambda v: torch.stack([2 * v[0] - v[1] ** 2, 5.0 + 0 * v[0]]), points, 2)
+    check = family.features(values[-1])
+    stats, reads = _read_entries(family, points, y, 2, check, 1e-7)
+    assert reads.tolist() == [[True, False], [True, False]]
+    torch.testing.assert_close(stats[0, 0], f64([2.0, 0.0]))
+    torch.testing.assert_close(stats[1, 0], f64([0.0, -1.0]))
+    _, y = _probes(lambda v: (v[0] * v[1]).reshape(1), points, 2)
+    with pytest.raises(NoTable, match="not what its statistics predict"):
+        _read_entries(family, points, y, 2, check, 1e-7)
+
+
+def test_the_data_check_tells_other_data_from_a_copy():
+    x = f64([1.0, 2.0])
+    check = DataCheck((x, {"n": 3}), {})
+    assert check.same((x, {"n": 3}), {}) and check.same((x.clone(), {"n": 3}), {})
+    assert not check.same((f64([1.0, 2.5]), {"n": 3}), {})
+    assert not check.same((x,), {})
+    x.add_(1.0)                                   # changed in place: other data
+    assert not check.same((x, {"n": 3}), {})
+    assert pickle.loads(pickle.dumps(check)).same((f64([1.0, 2.0]), {"n": 3}), {})
