@@ -32,7 +32,8 @@ import torch
 from ..conjugate import NormalWishart
 from ..core.gibbs import GibbsBlock
 from ..core.seeding import make_generator
-from .exponential import ConjugateUpdate, family_of, unwrap
+from .exponential import ConjugateUpdate, family_of, posterior_params, unwrap
+from .pair_table import joint_posterior
 from .trace import log_joint, tolerance
 
 __all__ = ["NormalWishartUpdate", "pair_normal_wishart"]
@@ -41,6 +42,9 @@ __all__ = ["NormalWishartUpdate", "pair_normal_wishart"]
 class NormalWishartUpdate:
     """The joint draw of ``(mean, precision)`` from their Normal-Wishart conditional (a
     picklable callable for a :class:`~pyromodels.core.GibbsBlock` writing both sites).
+
+    After the first call, where the plan built the pair a statistics table (see
+    :mod:`.pair_table`), the joint conditional comes from it without running the program.
 
     Args:
         precision: the :class:`~.exponential.ConjugateUpdate` of the Wishart site.
@@ -52,17 +56,24 @@ class NormalWishartUpdate:
 
     def __init__(self, precision: ConjugateUpdate, mean: ConjugateUpdate, verify: bool = True):
         self.precision, self.mean, self.verify = precision, mean, verify
+        self.table = None  # the pair's statistics table (see .pair_table), set by the plan
 
     @property
     def sites(self) -> tuple[str, str]:
         return self.precision.site, self.mean.site
 
-    def posterior(self, state: dict, data) -> NormalWishart:
-        """The joint conditional of the two sites given the rest of ``state`` (float64)."""
+    def posterior(self, state: dict, data, plain: bool = False) -> NormalWishart:
+        """The joint conditional of the two sites given the rest of ``state`` (float64); with
+        ``plain``, both conditionals read off the program as at a later sweep (no first-call
+        check, no table)."""
         lam = state[self.precision.site].to(torch.float64)
         mu = state[self.mean.site].to(torch.float64)
-        wishart = self.precision.params(state, data)
-        normal = self.mean.params(state, data)
+        if plain:
+            wishart, normal = (posterior_params(u.model, data.args, data.kwargs, state, u.site, u.fn,
+                                                checked=False) for u in (self.precision, self.mean))
+        else:
+            wishart = self.precision.params(state, data)
+            normal = self.mean.params(state, data)
         loc = normal["loc"].to(torch.float64)
         kappa = (normal["precision_matrix"].to(torch.float64) * torch.linalg.inv(lam)).sum((-2, -1)) \
             / lam.shape[-1]
@@ -80,7 +91,12 @@ class NormalWishartUpdate:
                                    f"condition-and-score at the first sweep; pass your own blocks in "
                                    f"overrides=")
             self.verify = False
-        mu, lam = self.posterior(state, data).sample(generator)
+        posterior = None
+        if self.table is not None and self.table.data.same(data.args, data.kwargs):
+            posterior = joint_posterior(self.table.coefficients(state), state[self.mean.site].shape[-1])
+        if posterior is None:
+            posterior = self.posterior(state, data)
+        mu, lam = posterior.sample(generator)
         return {self.precision.site: lam.to(state[self.precision.site].dtype),
                 self.mean.site: mu.to(state[self.mean.site].dtype)}
 

@@ -40,7 +40,8 @@ After the loop, a conjugate site whose terms read only itself and one plate-vect
 discrete site gets a statistics table of those terms, read off the program once and checked
 at a random value of the discrete site; the discrete site's logits come from the tables of the
 sites its terms read, where every such term reads one (see :mod:`.tables`; ``tables=False``
-leaves them out). Their updates then no longer run the program.
+leaves them out). A Normal-Wishart pair drawn jointly (below) gets one joint table (see
+:mod:`.pair_table`). Their updates then no longer run the program.
 
 A conjugate Wishart site and a conjugate MultivariateNormal site whose prior
 reads it share one block that draws them jointly from their Normal-Wishart conditional,
@@ -74,7 +75,8 @@ from .continuous import NutsUpdate, nuts_refusal
 from .discrete import DiscreteUpdate, element_logits, enumerable
 from .exponential import ConjugateUpdate, NotConjugate, family_of, posterior_params, unwrap
 from .markov import plan_chains, term_dependencies
-from .normal_wishart import pair_normal_wishart
+from .normal_wishart import NormalWishartUpdate, pair_normal_wishart
+from .pair_table import build_pair_table
 from .tables import NoTable, build_logits, build_table
 from .trace import batching_reason, latent_sites, recorded_log_joint, trace_model
 
@@ -289,10 +291,29 @@ def _with_tables(model, args, kwargs, state, sites, out, deps) -> list:
                 and isinstance(s.block.update, DiscreteUpdate) and s.block.update.vectorised}
     conjugate = {s.site: s.block.update for s in out if s.update == "conjugate"
                  and isinstance(s.block.update, ConjugateUpdate)}
-    if not discrete or not conjugate:
+    pairs = {s.site: s.block.update for s in out if s.update == "conjugate"
+             and isinstance(s.block.update, NormalWishartUpdate)}
+    if not discrete or not (conjugate or pairs):
         return out
     reads, latent = deps(), set(sites)
     notes, tables = {}, {}
+    for update in {id(u): u for u in pairs.values()}.values():
+        gathering = {z for r in reads.values() if set(update.sites) & r for z in r if z in discrete}
+        if len(gathering) != 1:
+            continue
+        z = gathering.pop()
+        try:
+            table = build_pair_table(model, args, kwargs, state, update, z, discrete[z].support,
+                                     reads, latent)
+        except (NoTable, NotConjugate, ValueError, RuntimeError) as err:
+            for site in update.sites:
+                notes[site] = f"no joint statistics table over {z!r} ({err})"
+            continue
+        update.table = table
+        for site in update.sites:
+            tables.setdefault(z, {})[site] = table
+            notes[site] = (f"the joint conditional from a statistics table of its {table.entries} "
+                           f"gathered entries over the values of {z!r} (checked at a random {z!r})")
     for name, update in conjugate.items():
         gathering = {z for term, r in reads.items() if name in r for z in r if z in discrete}
         if len(gathering) != 1:
@@ -313,8 +334,7 @@ def _with_tables(model, args, kwargs, state, sites, out, deps) -> list:
             continue
         try:
             update.table_logits = build_logits(model, args, kwargs, state, z, update.support,
-                                               tables[z], {t: conjugate[t].fn for t in tables[z]},
-                                               reads, latent)
+                                               tables[z], reads, latent)
         except NoTable as err:
             notes[z] = f"logits from the program (no statistics tables: {err})"
             continue
@@ -434,9 +454,9 @@ def plan(model, *args, overrides: dict | None = None, verify: bool = True, seed:
             known["deps"] = _dependencies(model, args, kwargs, state)
         return known["deps"]
 
+    out = _with_normal_wishart(model, args, kwargs, state, sites, out, verify, gen, deps)
     if tables:
         out = _with_tables(model, args, kwargs, state, sites, out, deps)
-    out = _with_normal_wishart(model, args, kwargs, state, sites, out, verify, gen, deps)
     return Plan(tuple(_gather_nuts(model, args, kwargs, state, sites, out, verify, gen, nuts_steps,
                                    joint_nuts)), model)
 

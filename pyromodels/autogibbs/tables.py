@@ -49,8 +49,8 @@ from .exponential import _check_point, _coefficients
 from .families import family_of, unwrap
 from .trace import _reduce_rows, _shifted_plates, element_logits, tolerance, values_terms
 
-__all__ = ["StatisticsTable", "TableLogits", "NoTable", "DataCheck", "build_table", "build_logits",
-           "support_index", "PROBE_BUDGET"]
+__all__ = ["StatisticsTable", "TableLogits", "NoTable", "DataCheck", "SiteFeatures", "build_table",
+           "build_logits", "read_entries", "sparse_rows", "owner_map", "support_index", "PROBE_BUDGET"]
 
 #: the most entries x elements x statistics a table reads at plan time (memory and time)
 PROBE_BUDGET = 2 ** 26
@@ -69,7 +69,7 @@ def support_index(value: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
     return (flat[:, None, :] == rows[None]).all(-1).to(torch.int8).argmax(-1)
 
 
-def _owner(shape: tuple, z_shape: torch.Size, term_plates: dict, z_plates: dict) -> torch.Tensor:
+def owner_map(shape: tuple, z_shape: torch.Size, term_plates: dict, z_plates: dict) -> torch.Tensor:
     """``(prod(shape),)``: the element of ``z`` each entry of a term of ``shape`` belongs to."""
     probe = torch.zeros((1,) + tuple(shape))
     if _reduce_rows(probe, z_shape, term_plates, z_plates) is None:
@@ -128,6 +128,25 @@ class DataCheck:
         return {**self.__dict__, "seen": [None] * len(self.seen)}  # identities are per process
 
 
+class SiteFeatures:
+    """``T`` of one conjugate site at a state, ``(E, p)`` float64, by its prior's family; and
+    the random value of every element the checks use."""
+
+    def __init__(self, site: str, fn):
+        self.site, self.fn, self.sites = site, fn, (site,)
+
+    def __call__(self, state: dict) -> torch.Tensor:
+        event = unwrap(self.fn).event_shape
+        value = state[self.site].to(torch.float64).reshape((-1,) + tuple(event))
+        return family_of(self.fn).features(value)
+
+    def random_values(self, state: dict) -> dict:
+        base = unwrap(self.fn)
+        points = family_of(self.fn).points(base.event_shape, state[self.site])
+        value = _check_point(points, base.batch_shape, base.event_shape, state[self.site])
+        return {self.site: value.to(state[self.site].dtype).reshape(state[self.site].shape)}
+
+
 class StatisticsTable:
     """The nonzero statistics of a conjugate site's entries gathered by one discrete site (see
     the module docs); built by :func:`build_table`.
@@ -138,7 +157,9 @@ class StatisticsTable:
     ``z``'s logits ``A T(theta)``, two sparse products.
 
     Attributes:
-        theta, z: the sites' names; ``support``: ``z``'s values ``(K, *event)``.
+        features: the statistics ``T`` of the table's sites at a state (:class:`SiteFeatures`,
+            or a joint one for sites drawn together); ``sites``: their names.
+        z: the discrete site; ``support``: its values ``(K, *event)``.
         rows, cols, values: the nonzero entries of ``A`` (summed over the terms' entries).
         shape: ``(N K, E p)``; ``stat_size``: ``p``.
         entries: how many log-density entries the statistics were read from.
@@ -146,8 +167,9 @@ class StatisticsTable:
         base: ``(E, p)`` the coefficients at the traced state less the table's part.
     """
 
-    def __init__(self, theta, z, support, rows, cols, values, shape, stat_size, entries, data=None):
-        self.theta, self.z, self.support, self.data = theta, z, support, data
+    def __init__(self, features, z, support, rows, cols, values, shape, stat_size, entries, data=None):
+        self.features, self.z, self.support, self.data = features, z, support, data
+        self.sites = features.sites
         self.rows, self.cols, self.values, self.shape = rows, cols, values, shape
         self.stat_size, self.entries = stat_size, entries
         self.base = torch.zeros(shape[1], dtype=torch.float64, device=values.device)
@@ -205,24 +227,34 @@ def _probe_values(points, count: int, batch_shape, event_shape, ref) -> list:
     return [first] + moved + [check]
 
 
-def _read_entries(family, points, y, count: int, check_features, tol):
+def read_entries(design, y, count: int, check_features, tol):
     """``(stats (E, T, p), reads (E, T))`` of one value of ``z`` from the probes' log
-    densities ``y`` ``(E p + 2, T)`` (see :func:`_probe_values`); raises :class:`NoTable`."""
-    p = len(points) - 2
-    phi = torch.cat([family.features(points[:-1]),
-                     torch.ones(p + 1, 1, dtype=torch.float64, device=points.device)], -1)
+    densities ``y`` ``(E p + 2, T)``: every element at the first point, then each element
+    alone at each of the other ``p`` points, then every element at its own check point.
+    ``design``: ``(p + 1, p)`` the statistics at the points (the first one first);
+    ``check_features``: ``(E, p)`` at the check points. Raises :class:`NoTable`."""
+    p = design.shape[1]
+    phi = torch.cat([design, torch.ones(p + 1, 1, dtype=torch.float64, device=design.device)], -1)
     first, moves, last = y[0], y[1:-1].reshape(count, p, -1), y[-1]
     scale = tol * (1.0 + y.abs().amax(0))
     reads = ((moves - first).abs() > scale).any(1)                             # (E, T)
     rhs = torch.cat([first.expand(count, 1, -1), moves], 1)                    # (E, p + 1, T)
     stats = torch.linalg.solve(phi, rhs)[:, :p].transpose(1, 2)                # (E, T, p)
     stats = torch.where(reads[..., None], stats, torch.zeros_like(stats))
-    moved = check_features - family.features(points[:1])                       # (E, p)
-    predicted = first + torch.einsum("etp,ep->t", stats, moved)
+    predicted = first + torch.einsum("etp,ep->t", stats, check_features - design[:1])
     if not bool(((predicted - last).abs() <= scale).all()):
         raise NoTable("at a random value of every element an entry's log density is not what "
                       "its statistics predict")
     return stats, reads
+
+
+def sparse_rows(stats, reads, owner, k: int, k_count: int) -> tuple:
+    """``(rows, cols, values)`` of the table's matrix from one value's statistics."""
+    element, entry = reads.nonzero(as_tuple=True)
+    p = stats.shape[-1]
+    j = torch.arange(p, device=element.device)
+    return ((owner[entry] * k_count + k)[:, None].expand(-1, p).reshape(-1),
+            (element[:, None] * p + j).reshape(-1), stats[element, entry].reshape(-1))
 
 
 def _reads(deps: dict, latent: set, site: str) -> dict:
@@ -254,6 +286,7 @@ def build_table(model, args, kwargs, state: dict, theta: str, fn, z: str, suppor
     maps, z_plates = _shifted_plates(model, args, kwargs, state, z, z_shape)
     probes = _probe_values(points, count, batch_shape, event_shape, value)
     check_features = family.features(probes[-1].reshape((count,) + tuple(event_shape)).to(torch.float64))
+    design = family.features(points[:-1])
     k_count, p = support.shape[0], len(points) - 2
     parts, owner, entries = [], None, 0
     for k in range(k_count):
@@ -262,20 +295,17 @@ def build_table(model, args, kwargs, state: dict, theta: str, fn, z: str, suppor
         if any(name not in found for name in gathered):
             raise NoTable("a gathered term was not scored")
         if owner is None:
-            owner = torch.cat([_owner(tuple(found[name].shape[1:]), z_shape, maps.get(name, {}), z_plates)
+            owner = torch.cat([owner_map(tuple(found[name].shape[1:]), z_shape, maps.get(name, {}), z_plates)
                                for name in gathered]).to(value.device)
             entries = len(owner)
             if count * entries * p > PROBE_BUDGET:
                 raise NoTable(f"{count} elements x {entries} entries are too many to read")
         y = torch.cat([found[name].reshape(found[name].shape[0], -1) for name in gathered], 1)
-        stats, reads = _read_entries(family, points, y.to(torch.float64), count, check_features,
-                                     tolerance(value.dtype))
-        element, entry = reads.nonzero(as_tuple=True)
-        j = torch.arange(p, device=element.device)
-        parts.append(((owner[entry] * k_count + k)[:, None].expand(-1, p).reshape(-1),
-                      (element[:, None] * p + j).reshape(-1), stats[element, entry].reshape(-1)))
+        stats, reads = read_entries(design, y.to(torch.float64), count, check_features,
+                                    tolerance(value.dtype))
+        parts.append(sparse_rows(stats, reads, owner, k, k_count))
     rows, cols, values = (torch.cat(part) for part in zip(*parts))
-    table = StatisticsTable(theta, z, support, rows, cols, values,
+    table = StatisticsTable(SiteFeatures(theta, fn), z, support, rows, cols, values,
                             (max(1, z_shape.numel()) * k_count, count * p), p, entries,
                             DataCheck(args, kwargs))
     coef = _coefficients(model, args, kwargs, state, theta, family, batch_shape, event_shape, False)
@@ -292,9 +322,9 @@ def _check_table(model, args, kwargs, state, table, family, batch_shape, event_s
     gen = torch.Generator().manual_seed(1)
     k = torch.randint(0, support.shape[0], tuple(shape), generator=gen).to(z_value.device)
     moved = {**state, table.z: support[k].to(z_value.dtype)}
-    own = _coefficients(model, args, kwargs, moved, table.theta, family, batch_shape, event_shape, False)
+    own = _coefficients(model, args, kwargs, moved, table.sites[0], family, batch_shape, event_shape, False)
     mine = table.coefficients(moved)
-    tol = tolerance(state[table.theta].dtype) * (1.0 + float(own.abs().max()))
+    tol = tolerance(state[table.sites[0]].dtype) * (1.0 + float(own.abs().max()))
     if not bool(((mine - own).abs() <= tol).all()):
         raise NoTable(f"at a random {table.z!r} the table's coefficients differ from the program's")
 
@@ -304,59 +334,57 @@ class TableLogits:
     terms read (see the module docs); built by :func:`build_logits`.
 
     Attributes:
-        z: the site; ``parts``: ``[(table, prior)]``, each table with its site's prior;
-        base: ``(*shape, K)`` the logits' part from the other terms; ``data``: the
-        :class:`DataCheck` of the arguments it was read from.
+        z: the site; ``tables``: the tables its terms read; ``base``: ``(*shape, K)`` the
+        logits' part from the other terms; ``data``: the :class:`DataCheck` of the arguments
+        it was read from.
     """
 
-    def __init__(self, z, parts, base, data=None):
-        self.z, self.parts, self.base, self.data = z, parts, base, data
+    def __init__(self, z, tables, base, data=None):
+        self.z, self.tables, self.base, self.data = z, tables, base, data
 
     def logits(self, state: dict) -> torch.Tensor:
         """``(*shape, K)`` the site's logits at ``state``."""
         out = self.base.reshape(-1)
-        for table, fn in self.parts:
-            event = unwrap(fn).event_shape
-            value = state[table.theta].to(torch.float64).reshape((-1,) + tuple(event))
-            out = out + table.logit_part(family_of(fn).features(value))
+        for table in self.tables:
+            out = out + table.logit_part(table.features(state))
         return out.reshape(self.base.shape)
 
 
 def build_logits(model, args, kwargs, state: dict, z: str, support: torch.Tensor, tables: dict,
-                 fns: dict, deps: dict, latent: set) -> TableLogits:
-    """The :class:`TableLogits` of discrete site ``z`` from ``tables`` (``{theta:
-    StatisticsTable over z}``, priors in ``fns``), checked against the program's own logits
-    with every table's site at a random point of its support. Raises :class:`NoTable` where
-    a term that changes with ``z`` reads a latent site with no table, or two. (A table's
-    terms read only its site and ``z``, so they are exactly ``z``'s terms that read it.)"""
+                 deps: dict, latent: set) -> TableLogits:
+    """The :class:`TableLogits` of discrete site ``z`` from ``tables`` (``{site: its
+    StatisticsTable over z}``), checked against the program's own logits with every table's
+    sites at a random point of their support. Raises :class:`NoTable` where a term that
+    changes with ``z`` reads a latent site with no table, or the sites of two. (A table's
+    terms read only its sites and ``z``, so they are exactly ``z``'s terms that read them.)"""
     used = []
     for name, reads in _reads(deps, latent, z).items():
         rest = reads - {z}
         if not rest:
             continue
-        if len(rest) > 1 or next(iter(rest)) not in tables:
-            raise NoTable(f"the term of {name!r} reads {sorted(rest)}, not one site with a table")
-        used += [t for t in rest if t not in used]
+        owners = {id(tables[s]) for s in rest if s in tables}
+        if len(owners) != 1 or not all(s in tables for s in rest):
+            raise NoTable(f"the term of {name!r} reads {sorted(rest)}, not the sites of one table")
+        table = tables[next(iter(rest))]
+        if all(t is not table for t in used):
+            used.append(table)
     if not used:
         raise NoTable(f"no term of {z!r} reads a site with a table")
     own = element_logits(model, args, kwargs, state, z, support, skip_unchanged=False)
     if own is None:
         raise NoTable(f"the elements of {z!r} are not conditionally independent")
-    logits = TableLogits(z, [(tables[t], fns[t]) for t in used], torch.zeros_like(own, dtype=torch.float64),
-                         DataCheck(args, kwargs))
+    logits = TableLogits(z, used, torch.zeros_like(own, dtype=torch.float64), DataCheck(args, kwargs))
     logits.base = own.to(torch.float64) - logits.logits(state)
     moved = dict(state)
-    for theta in used:
-        base_fn = unwrap(fns[theta])
-        points = family_of(fns[theta]).points(base_fn.event_shape, state[theta])
-        moved[theta] = _check_point(points, base_fn.batch_shape, base_fn.event_shape,
-                                    state[theta]).to(state[theta].dtype)
+    for table in used:
+        moved.update(table.features.random_values(state))
     again = element_logits(model, args, kwargs, moved, z, support, skip_unchanged=False)
     if again is None:
         raise NoTable(f"the elements of {z!r} are not conditionally independent")
     a = torch.log_softmax(logits.logits(moved), -1)
     b = torch.log_softmax(again.to(torch.float64), -1)
-    tol = tolerance(state[used[0]].dtype) * (1.0 + float(again.abs().max()))
+    tol = tolerance(state[used[0].sites[0]].dtype) * (1.0 + float(again.abs().max()))
     if not bool(((a == b) | ((a - b).abs() <= tol)).all()):
-        raise NoTable(f"at random values of {used} the table's logits differ from the program's")
+        names = [s for t in used for s in t.sites]
+        raise NoTable(f"at random values of {names} the table's logits differ from the program's")
     return logits

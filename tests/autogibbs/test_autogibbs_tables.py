@@ -4,6 +4,7 @@ chain without them, and they step aside for other data or where they do not appl
 
 import pickle
 
+import pyro
 import pyro.distributions as dist
 import pytest
 import torch
@@ -11,7 +12,8 @@ import torch
 from pyromodels.autogibbs import exponential, fit_gibbs, plan
 from pyromodels.autogibbs.exponential import _coefficients
 from pyromodels.autogibbs.families import FAMILIES, family_of, unwrap
-from pyromodels.autogibbs.tables import DataCheck, NoTable, _read_entries
+from pyromodels.autogibbs.pair_table import joint_coefficients, joint_features, joint_posterior
+from pyromodels.autogibbs.tables import DataCheck, NoTable, read_entries
 from pyromodels.autogibbs.trace import element_logits, tolerance, trace_model
 from pyromodels.conjugate import sample_dirichlet
 from pyromodels.core.bound import ModelArgs
@@ -168,15 +170,90 @@ def test_a_pickled_table_applies_to_an_equal_copy_of_the_data(mixture, monkeypat
     assert torch.equal(got, want)
 
 
-def test_a_mean_read_beside_its_precision_gets_no_table():
-    """The Gaussian mixture's means and precisions: each one's statistics change with the other
-    every sweep, so both keep reading the program, and the assignments too."""
-    x = torch.randn(30, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    model = GaussianMixtureModel(2)
-    p = plan(model.model, model.prepare(x))
-    assert "no statistics table over 'z' (its terms also read ['precisions']" in p["locs"].reason
+def normal_gamma_mixture(x):
+    """A mixture whose means and precisions are drawn apart (the means' prior does not read the
+    precisions): each site's statistics change with the other every sweep."""
+    w = pyro.sample("w", dist.Dirichlet(torch.ones(2, dtype=torch.float64)))
+    with pyro.plate("components", 2):
+        locs = pyro.sample("locs", dist.Normal(f64(0.0), f64(3.0)))
+        prec = pyro.sample("prec", dist.Gamma(f64(2.0), f64(1.0)))
+    with pyro.plate("data", len(x)):
+        z = pyro.sample("z", dist.Categorical(w))
+        pyro.sample("x", dist.Normal(locs[..., z], prec[..., z] ** -0.5), obs=x)
+
+
+def test_a_mean_read_beside_a_precision_drawn_apart_gets_no_table(mixture):
+    p = plan(normal_gamma_mixture, mixture[1][0])
+    assert "no statistics table over 'z' (its terms also read ['prec']" in p["locs"].reason
+    assert "no statistics table over 'z' (its terms also read ['locs']" in p["prec"].reason
     assert "logits from the program (no statistics tables" in p["z"].reason
     assert p["z"].block.update.table_logits is None
+
+
+@pytest.fixture(scope="module")
+def gmm():
+    gen = torch.Generator().manual_seed(5)
+    centres = f64([[-3.0, 0.0], [2.0, 2.0]])
+    x = centres[torch.randint(0, 2, (40,), generator=gen)] \
+        + 0.6 * torch.randn(40, 2, generator=gen, dtype=torch.float64)
+    model = GaussianMixtureModel(2, weight_concentration=2.0)
+    data = model.prepare(x)
+    return model, (data,), plan(model.model, data), model.init_state(data, make_generator(1))
+
+
+def test_a_normal_wishart_pair_reads_a_joint_table(gmm):
+    """The Gaussian mixture's means and precisions: one joint table, its conditional the
+    program's at random assignments, and the assignments' logits from the tables the
+    program's at random means and precisions."""
+    model, args, p, state = gmm
+    for site in ("locs", "precisions"):
+        assert "the joint conditional from a statistics table of its 40 gathered entries" in p[site].reason
+    assert "logits from the statistics tables" in p["z"].reason
+    update = p["locs"].block.update
+    for seed in range(3):
+        gen = torch.Generator().manual_seed(seed)
+        at = {**state, "z": torch.randint(0, 2, state["z"].shape, generator=gen)}
+        own = joint_coefficients(update.posterior(at, ModelArgs(args, {}), plain=True))
+        mine = update.table.coefficients(at)
+        torch.testing.assert_close(mine, own, rtol=1e-9, atol=1e-9 * float(own.abs().max()))
+        a = torch.randn(2, 2, 2, generator=gen, dtype=torch.float64)
+        at = {**state, "locs": torch.randn(2, 2, generator=gen, dtype=torch.float64),
+              "precisions": torch.eye(2, dtype=torch.float64) + a @ a.mT,
+              "weights": f64([0.3, 0.7])}
+        want = element_logits(model.model, args, {}, at, "z", p["z"].block.update.support,
+                              skip_unchanged=False)
+        got = p["z"].block.update.table_logits.logits(at)
+        torch.testing.assert_close(torch.log_softmax(got, -1), torch.log_softmax(want, -1),
+                                   rtol=1e-9, atol=1e-9 * float(want.abs().max()))
+
+
+def test_the_gaussian_mixture_chain_with_tables_is_the_chain_without(gmm):
+    model, args, _, _ = gmm
+    fits = [fit_gibbs(model.model, *args, num_samples=20, warmup=5, num_chains=1, seed=7,
+                      progress=False, tables=tables, diagnostic_warnings=False) for tables in (True, False)]
+    assert torch.equal(fits[0].samples["z"], fits[1].samples["z"])
+    for site in ("weights", "locs", "precisions"):
+        torch.testing.assert_close(fits[0].samples[site], fits[1].samples[site], rtol=1e-8, atol=1e-10)
+
+
+def test_joint_coefficients_are_the_normal_wisharts_own():
+    """A Normal-Wishart's log density is ``coefficients . joint_features`` plus a constant
+    (compared between two points), and :func:`joint_posterior` inverts the coefficients."""
+    from pyromodels.conjugate import NormalWishart
+
+    a = torch.randn(3, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    scale = torch.eye(3, dtype=torch.float64) + a @ a.T / 3
+    nw = NormalWishart(f64([0.5, -1.0, 2.0]), f64(3.0), f64(7.0), scale)
+    coef = joint_coefficients(nw)
+    points = [nw.sample(make_generator(s)) for s in range(2)]
+    values = [nw.log_prob(mu, lam) for mu, lam in points]
+    linear = [(coef * joint_features(mu, lam)).sum() for mu, lam in points]
+    torch.testing.assert_close(values[1] - values[0], linear[1] - linear[0], rtol=1e-10, atol=1e-10)
+    back = joint_posterior(coef, 3)
+    for field in ("loc", "kappa", "nu"):
+        torch.testing.assert_close(getattr(back, field), getattr(nw, field))
+    torch.testing.assert_close(back.scale, nw.scale)
+    assert joint_posterior(coef * f64([1.0] * 10 + [-1.0]), 3) is None     # kappa < 0
 
 
 def test_the_plan_without_tables_has_none(ds):
@@ -208,14 +285,14 @@ def test_entries_are_read_per_element_and_must_add_up():
     family = FAMILIES[dist.Normal]
     points = family.points((), f64(0.0))
     values, y = _probes(lambda v: torch.stack([2 * v[0] - v[1] ** 2, 5.0 + 0 * v[0]]), points, 2)
-    check = family.features(values[-1])
-    stats, reads = _read_entries(family, points, y, 2, check, 1e-7)
+    check, design = family.features(values[-1]), family.features(points[:-1])
+    stats, reads = read_entries(design, y, 2, check, 1e-7)
     assert reads.tolist() == [[True, False], [True, False]]
     torch.testing.assert_close(stats[0, 0], f64([2.0, 0.0]))
     torch.testing.assert_close(stats[1, 0], f64([0.0, -1.0]))
     _, y = _probes(lambda v: (v[0] * v[1]).reshape(1), points, 2)
     with pytest.raises(NoTable, match="not what its statistics predict"):
-        _read_entries(family, points, y, 2, check, 1e-7)
+        read_entries(design, y, 2, check, 1e-7)
 
 
 def test_the_data_check_tells_other_data_from_a_copy():
