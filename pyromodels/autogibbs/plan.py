@@ -77,7 +77,7 @@ from .exponential import ConjugateUpdate, NotConjugate, family_of, posterior_par
 from .markov import plan_chains, term_dependencies
 from .normal_wishart import NormalWishartUpdate, pair_normal_wishart
 from .pair_table import build_pair_table
-from .tables import NoTable, build_logits, build_table
+from .tables import NoTable, build_logits, build_tables
 from .trace import batching_reason, latent_sites, recorded_log_joint, trace_model
 
 __all__ = ["SitePlan", "Plan", "plan"]
@@ -314,21 +314,30 @@ def _with_tables(model, args, kwargs, state, sites, out, deps) -> list:
             tables.setdefault(z, {})[site] = table
             notes[site] = (f"the joint conditional from a statistics table of its {table.entries} "
                            f"gathered entries over the values of {z!r} (checked at a random {z!r})")
-    for name, update in conjugate.items():
-        gathering = {z for term, r in reads.items() if name in r for z in r if z in discrete}
+    done: set = set()
+    for name in conjugate:
+        if name in done:
+            continue
+        group = _read_together(name, reads, conjugate, discrete)
+        done |= set(group)
+        gathering = {z for r in reads.values() if r & set(group) for z in r if z in discrete}
         if len(gathering) != 1:
             continue
         z = gathering.pop()
         try:
-            table = build_table(model, args, kwargs, state, name, update.fn, z, discrete[z].support,
-                                reads, latent)
+            built = build_tables(model, args, kwargs, state, {s: conjugate[s].fn for s in group}, z,
+                                 discrete[z].support, reads, latent)
         except (NoTable, NotConjugate) as err:
-            notes[name] = f"no statistics table over {z!r} ({err})"
+            for site in group:
+                notes[site] = f"no statistics table over {z!r} ({err})"
             continue
-        update.table = table
-        tables.setdefault(z, {})[name] = table
-        notes[name] = (f"coefficients from a statistics table of its {table.entries} gathered "
-                       f"entries over the values of {z!r} (checked at a random {z!r})")
+        for site, table in built.items():
+            conjugate[site].table = table
+            tables.setdefault(z, {})[site] = table
+            others = ", ".join(repr(s) for s in group if s != site)
+            together = f", read together with {others}" if others else ""
+            notes[site] = (f"coefficients from a statistics table of its {table.entries} gathered "
+                           f"entries over the values of {z!r}{together} (checked at a random {z!r})")
     for z, update in discrete.items():
         if z not in tables:
             continue
@@ -342,6 +351,19 @@ def _with_tables(model, args, kwargs, state, sites, out, deps) -> list:
                     f"(checked at a random value of each)")
     return [replace(s, reason=f"{s.reason}; {notes[s.site]}") if s.site in notes else s
             for s in out]
+
+
+def _read_together(name: str, reads: dict, conjugate: dict, discrete: dict) -> tuple:
+    """The conjugate sites read by the same terms as ``name`` (and so on, transitively), in
+    program order: the sites whose statistics tables are read together (a change-point's two
+    rates, read by each count according to the change point)."""
+    group = {name}
+    while True:
+        more = {s for r in reads.values() if r & group for s in r
+                if s in conjugate and s not in discrete} - group
+        if not more:
+            return tuple(s for s in conjugate if s in group)
+        group |= more
 
 
 def _dependencies(model, args, kwargs, state) -> dict:

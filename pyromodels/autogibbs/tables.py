@@ -29,6 +29,14 @@ columns (element of ``theta``, statistic): these terms' part of the log joint is
   such ``theta`` besides ``z``, has logits ``b + A T(theta)``, with ``b`` the rest of the
   program's own logits at the traced state (the terms that read only ``z`` and the data).
 
+**Sites read together.** Conjugate sites read by the same terms (a change-point's two rates,
+each count reading one of them according to the change point) are read as one group: each
+element of each site moved alone, and at the check value every element of every site at its
+own random point, so the sites' parts of an entry's log density must add up (a mean and a
+precision drawn apart do not: the precision multiplies the mean's statistics, and they keep
+reading the program). Each site then has its own table, and the discrete site's logits add
+them up.
+
 Tables hold for the data they were read from: with other data (a Geweke test draws new data
 every step) an update reads the program, as without a table. Both are checked where they are
 built against the program's own reading: the conjugate
@@ -49,8 +57,9 @@ from .exponential import _check_point, _coefficients
 from .families import family_of, unwrap
 from .trace import _reduce_rows, _shifted_plates, element_logits, tolerance, values_terms
 
-__all__ = ["StatisticsTable", "TableLogits", "NoTable", "DataCheck", "SiteFeatures", "build_table",
-           "build_logits", "read_entries", "sparse_rows", "owner_map", "support_index", "PROBE_BUDGET"]
+__all__ = ["StatisticsTable", "TableLogits", "NoTable", "DataCheck", "SiteFeatures", "build_tables",
+           "build_logits", "read_entries", "solve_entries", "sparse_rows", "owner_map", "support_index",
+           "PROBE_BUDGET"]
 
 #: the most entries x elements x statistics a table reads at plan time (memory and time)
 PROBE_BUDGET = 2 ** 26
@@ -67,6 +76,12 @@ def support_index(value: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
     flat = value.reshape(-1, max(1, support[0].numel()))
     rows = support.reshape(k, -1).to(flat.dtype)
     return (flat[:, None, :] == rows[None]).all(-1).to(torch.int8).argmax(-1)
+
+
+def _counting(support: torch.Tensor) -> bool:
+    """Whether the support is ``0 .. K - 1`` (a value is then its own index)."""
+    return support.dim() == 1 and bool(torch.equal(
+        support.to(torch.float64), torch.arange(len(support), dtype=torch.float64, device=support.device)))
 
 
 def owner_map(shape: tuple, z_shape: torch.Size, term_plates: dict, z_plates: dict) -> torch.Tensor:
@@ -149,7 +164,7 @@ class SiteFeatures:
 
 class StatisticsTable:
     """The nonzero statistics of a conjugate site's entries gathered by one discrete site (see
-    the module docs); built by :func:`build_table`.
+    the module docs); built by :func:`build_tables`.
 
     The statistics form a sparse matrix ``A`` of ``N K`` rows (element of ``z``, value) by
     ``E p`` columns (element of ``theta``, statistic): the terms' part of the log joint is
@@ -173,6 +188,8 @@ class StatisticsTable:
         self.rows, self.cols, self.values, self.shape = rows, cols, values, shape
         self.stat_size, self.entries = stat_size, entries
         self.base = torch.zeros(shape[1], dtype=torch.float64, device=values.device)
+        self.group = frozenset(self.sites)  # the sites whose statistics were read together
+        self.counting = _counting(support)
         self._matrices = None
 
     def __getstate__(self):
@@ -191,10 +208,9 @@ class StatisticsTable:
     def onehot(self, z_value: torch.Tensor) -> torch.Tensor:
         """``(N K,)`` the indicator of each element's value of ``z``."""
         k = self.support.shape[0]
-        index = support_index(z_value, self.support)
-        out = torch.zeros(self.shape[0], dtype=torch.float64, device=self.values.device)
-        out[torch.arange(len(index), device=index.device) * k + index] = 1.0
-        return out
+        index = z_value.reshape(-1).long() if self.counting else support_index(z_value, self.support)
+        out = torch.zeros(len(index), k, dtype=torch.float64, device=self.values.device)
+        return out.scatter_(1, index[:, None], 1.0).reshape(-1)
 
     def coefficients(self, state: dict) -> torch.Tensor:
         """``(E, p)`` the conjugate coefficients of ``theta`` at ``state``."""
@@ -227,22 +243,29 @@ def _probe_values(points, count: int, batch_shape, event_shape, ref) -> list:
     return [first] + moved + [check]
 
 
-def read_entries(design, y, count: int, check_features, tol):
-    """``(stats (E, T, p), reads (E, T))`` of one value of ``z`` from the probes' log
-    densities ``y`` ``(E p + 2, T)``: every element at the first point, then each element
-    alone at each of the other ``p`` points, then every element at its own check point.
-    ``design``: ``(p + 1, p)`` the statistics at the points (the first one first);
-    ``check_features``: ``(E, p)`` at the check points. Raises :class:`NoTable`."""
+def solve_entries(design, first, moves, count: int, scale):
+    """``(stats (E, T, p), reads (E, T))``: each entry's statistics on each element from its
+    log densities with every element at the first point (``first``, ``(T,)``) and with each
+    element alone at each of the other ``p`` points (``moves``, ``(E p, T)``, element-major);
+    ``design``: ``(p + 1, p)`` the statistics at the points (the first one first); an entry
+    reads an element where a move changed it by more than ``scale``."""
     p = design.shape[1]
     phi = torch.cat([design, torch.ones(p + 1, 1, dtype=torch.float64, device=design.device)], -1)
-    first, moves, last = y[0], y[1:-1].reshape(count, p, -1), y[-1]
-    scale = tol * (1.0 + y.abs().amax(0))
+    moves = moves.reshape(count, p, -1)
     reads = ((moves - first).abs() > scale).any(1)                             # (E, T)
     rhs = torch.cat([first.expand(count, 1, -1), moves], 1)                    # (E, p + 1, T)
     stats = torch.linalg.solve(phi, rhs)[:, :p].transpose(1, 2)                # (E, T, p)
-    stats = torch.where(reads[..., None], stats, torch.zeros_like(stats))
-    predicted = first + torch.einsum("etp,ep->t", stats, check_features - design[:1])
-    if not bool(((predicted - last).abs() <= scale).all()):
+    return torch.where(reads[..., None], stats, torch.zeros_like(stats)), reads
+
+
+def read_entries(design, y, count: int, check_features, tol):
+    """:func:`solve_entries` from the probes' log densities ``y`` ``(E p + 2, T)`` (the first
+    point, the moves, then every element at its own check point), checked at the last:
+    ``check_features`` ``(E, p)`` are the statistics there. Raises :class:`NoTable`."""
+    scale = tol * (1.0 + y.abs().amax(0))
+    stats, reads = solve_entries(design, y[0], y[1:-1], count, scale)
+    predicted = y[0] + torch.einsum("etp,ep->t", stats, check_features - design[:1])
+    if not bool(((predicted - y[-1]).abs() <= scale).all()):
         raise NoTable("at a random value of every element an entry's log density is not what "
                       "its statistics predict")
     return stats, reads
@@ -262,56 +285,90 @@ def _reads(deps: dict, latent: set, site: str) -> dict:
     return {name: frozenset(r) & latent for name, r in deps.items() if site in r}
 
 
-def build_table(model, args, kwargs, state: dict, theta: str, fn, z: str, support: torch.Tensor,
-                deps: dict, latent: set) -> StatisticsTable:
-    """The :class:`StatisticsTable` of conjugate site ``theta`` (prior ``fn``) over discrete
-    site ``z`` (``support`` ``(K, *event)``), built at ``state`` and checked at a random value
-    of ``z`` against the program's own coefficients; ``deps``: ``{term: sites it reads}``
-    (:func:`~.markov.term_dependencies`), ``latent``: the latent sites. Raises
-    :class:`NoTable` with the reason where no table applies."""
-    family = family_of(fn)
-    base_fn = unwrap(fn)
-    batch_shape, event_shape = base_fn.batch_shape, base_fn.event_shape
-    theta_terms = _reads(deps, latent, theta)
-    gathered = [name for name, r in theta_terms.items() if z in r]
-    others = {s for r in theta_terms.values() for s in r} - {theta, z}
+def build_tables(model, args, kwargs, state: dict, group: dict, z: str, support: torch.Tensor,
+                 deps: dict, latent: set) -> dict:
+    """The :class:`StatisticsTable` of each conjugate site of ``group`` (``{site: prior}``:
+    the sites read together by the terms of discrete site ``z``, ``support`` ``(K, *event)``,
+    a change-point's two rates say), built at ``state`` and each checked at a random value of
+    ``z`` against the program's own coefficients; ``deps``: ``{term: sites it reads}``
+    (:func:`~.markov.term_dependencies`), ``latent``: the latent sites. The entries'
+    statistics are read one element of one site at a time and checked together, every element
+    of every site at its own random point, so the sites' parts must add up. Returns ``{site:
+    table}``; raises :class:`NoTable` with the reason where no table applies."""
+    terms = {}
+    for site in group:
+        terms.update(_reads(deps, latent, site))
+    gathered = [name for name, r in terms.items() if z in r]
+    others = {s for r in terms.values() for s in r} - set(group) - {z}
     if not gathered:
-        raise NoTable(f"no term reads both {theta!r} and {z!r}")
+        raise NoTable(f"no term reads both {sorted(group)} and {z!r}")
     if others:
         raise NoTable(f"its terms also read {sorted(others)}, which change every sweep")
-    value, z_value = state[theta], state[z]
-    points = family.points(event_shape, value).to(torch.float64)
-    count = max(1, batch_shape.numel())
+    z_value = state[z]
     z_shape = z_value.shape[:z_value.dim() - (support.dim() - 1)]
     maps, z_plates = _shifted_plates(model, args, kwargs, state, z, z_shape)
-    probes = _probe_values(points, count, batch_shape, event_shape, value)
-    check_features = family.features(probes[-1].reshape((count,) + tuple(event_shape)).to(torch.float64))
-    design = family.features(points[:-1])
-    k_count, p = support.shape[0], len(points) - 2
-    parts, owner, entries = [], None, 0
+    sites = {}
+    for site, fn in group.items():
+        base_fn = unwrap(fn)
+        points = family_of(fn).points(base_fn.event_shape, state[site]).to(torch.float64)
+        count = max(1, base_fn.batch_shape.numel())
+        probes = _probe_values(points, count, base_fn.batch_shape, base_fn.event_shape, state[site])
+        features = family_of(fn).features(
+            probes[-1].reshape((count,) + tuple(base_fn.event_shape)).to(torch.float64))
+        sites[site] = (fn, count, probes, family_of(fn).features(points[:-1]), features)
+    firsts = {site: v[2][0] for site, v in sites.items()}
+    checks = {site: v[2][-1] for site, v in sites.items()}
+    k_count, owner, parts = support.shape[0], None, {site: [] for site in group}
+    tol = tolerance(state[next(iter(group))].dtype)
     for k in range(k_count):
-        at_k = {**state, z: support[k].to(z_value.dtype).expand(z_value.shape).clone()}
-        found = values_terms(model, args, kwargs, at_k, theta, probes)
-        if any(name not in found for name in gathered):
-            raise NoTable("a gathered term was not scored")
+        at_k = {**state, **firsts, z: support[k].to(z_value.dtype).expand(z_value.shape).clone()}
+        rows, shapes = {}, {}
+        for site, (_, _, probes, _, _) in sites.items():
+            found = values_terms(model, args, kwargs, at_k, site, probes[:-1])
+            if any(name not in found for name in gathered):
+                raise NoTable("a gathered term was not scored")
+            rows[site] = _entry_rows(found, gathered)
+            shapes = {name: tuple(found[name].shape[1:]) for name in gathered}
+        last = next(reversed(group))
+        at_check = {**at_k, **{s: v for s, v in checks.items() if s != last}}
+        check_row = _entry_rows(values_terms(model, args, kwargs, at_check, last, [checks[last]]), gathered)
         if owner is None:
-            owner = torch.cat([owner_map(tuple(found[name].shape[1:]), z_shape, maps.get(name, {}), z_plates)
-                               for name in gathered]).to(value.device)
-            entries = len(owner)
-            if count * entries * p > PROBE_BUDGET:
-                raise NoTable(f"{count} elements x {entries} entries are too many to read")
-        y = torch.cat([found[name].reshape(found[name].shape[0], -1) for name in gathered], 1)
-        stats, reads = read_entries(design, y.to(torch.float64), count, check_features,
-                                    tolerance(value.dtype))
-        parts.append(sparse_rows(stats, reads, owner, k, k_count))
-    rows, cols, values = (torch.cat(part) for part in zip(*parts))
-    table = StatisticsTable(SiteFeatures(theta, fn), z, support, rows, cols, values,
-                            (max(1, z_shape.numel()) * k_count, count * p), p, entries,
-                            DataCheck(args, kwargs))
-    coef = _coefficients(model, args, kwargs, state, theta, family, batch_shape, event_shape, False)
-    table.base = coef.reshape(-1) - table.coefficients(state).reshape(-1)
-    _check_table(model, args, kwargs, state, table, family, batch_shape, event_shape, support)
-    return table
+            owner = torch.cat([owner_map(shapes[name], z_shape, maps.get(name, {}), z_plates)
+                               for name in gathered]).to(z_value.device)
+            if sum(v[1] * (len(v[2]) - 2) for v in sites.values()) * len(owner) > PROBE_BUDGET:
+                raise NoTable(f"{len(owner)} entries are too many to read for {sorted(group)}")
+        first = rows[last][0]
+        scale = tol * (1.0 + torch.cat([r.abs().amax(0, keepdim=True) for r in rows.values()]
+                                       + [check_row.abs()]).amax(0))
+        predicted = first.clone()
+        for site, (_, count, _, design, features) in sites.items():
+            stats, reads = solve_entries(design, rows[site][0], rows[site][1:], count, scale)
+            predicted += torch.einsum("etp,ep->t", stats, features - design[:1])
+            parts[site].append(sparse_rows(stats, reads, owner, k, k_count))
+        if not bool(((predicted - check_row[0]).abs() <= scale).all()):
+            raise NoTable("at a random value of every element an entry's log density is not what "
+                          "its statistics predict")
+    tables = {}
+    for site, (fn, count, _, design, _) in sites.items():
+        rows, cols, values = (torch.cat(part) for part in zip(*parts[site]))
+        p = design.shape[1]
+        table = StatisticsTable(SiteFeatures(site, fn), z, support, rows, cols, values,
+                                (max(1, z_shape.numel()) * k_count, count * p), p, len(owner),
+                                DataCheck(args, kwargs))
+        base_fn = unwrap(fn)
+        coef = _coefficients(model, args, kwargs, state, site, family_of(fn), base_fn.batch_shape,
+                             base_fn.event_shape, False)
+        table.base = coef.reshape(-1) - table.coefficients(state).reshape(-1)
+        table.group = frozenset(group)
+        _check_table(model, args, kwargs, state, table, family_of(fn), base_fn.batch_shape,
+                     base_fn.event_shape, support)
+        tables[site] = table
+    return tables
+
+
+def _entry_rows(found: dict, names: list) -> torch.Tensor:
+    """``(m, T)`` the entries of the terms ``names`` at each scored value, float64."""
+    return torch.cat([found[n].reshape(found[n].shape[0], -1) for n in names], 1).to(torch.float64)
 
 
 def _check_table(model, args, kwargs, state, table, family, batch_shape, event_shape, support):
@@ -362,12 +419,11 @@ def build_logits(model, args, kwargs, state: dict, z: str, support: torch.Tensor
         rest = reads - {z}
         if not rest:
             continue
-        owners = {id(tables[s]) for s in rest if s in tables}
-        if len(owners) != 1 or not all(s in tables for s in rest):
+        if not all(s in tables for s in rest) or len({tables[s].group for s in rest}) != 1:
             raise NoTable(f"the term of {name!r} reads {sorted(rest)}, not the sites of one table")
-        table = tables[next(iter(rest))]
-        if all(t is not table for t in used):
-            used.append(table)
+        for table in (tables[s] for s in sorted(rest)):
+            if all(t is not table for t in used):
+                used.append(table)
     if not used:
         raise NoTable(f"no term of {z!r} reads a site with a table")
     own = element_logits(model, args, kwargs, state, z, support, skip_unchanged=False)

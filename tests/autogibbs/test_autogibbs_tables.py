@@ -172,7 +172,8 @@ def test_a_pickled_table_applies_to_an_equal_copy_of_the_data(mixture, monkeypat
 
 def normal_gamma_mixture(x):
     """A mixture whose means and precisions are drawn apart (the means' prior does not read the
-    precisions): each site's statistics change with the other every sweep."""
+    precisions): read together, their parts of a count's log density do not add up (the
+    precision multiplies the mean's statistics)."""
     w = pyro.sample("w", dist.Dirichlet(torch.ones(2, dtype=torch.float64)))
     with pyro.plate("components", 2):
         locs = pyro.sample("locs", dist.Normal(f64(0.0), f64(3.0)))
@@ -183,9 +184,12 @@ def normal_gamma_mixture(x):
 
 
 def test_a_mean_read_beside_a_precision_drawn_apart_gets_no_table(mixture):
+    """The two are read together and refused at the check value, where the elements' parts
+    would have to add up."""
     p = plan(normal_gamma_mixture, mixture[1][0])
-    assert "no statistics table over 'z' (its terms also read ['prec']" in p["locs"].reason
-    assert "no statistics table over 'z' (its terms also read ['locs']" in p["prec"].reason
+    for site in ("locs", "prec"):
+        assert "no statistics table over 'z' (at a random value of every element an entry's log " \
+               "density is not what its statistics predict)" in p[site].reason
     assert "logits from the program (no statistics tables" in p["z"].reason
     assert p["z"].block.update.table_logits is None
 
@@ -304,3 +308,43 @@ def test_the_data_check_tells_other_data_from_a_copy():
     x.add_(1.0)                                   # changed in place: other data
     assert not check.same((x, {"n": 3}), {})
     assert pickle.loads(pickle.dumps(check)).same((f64([1.0, 2.0]), {"n": 3}), {})
+
+
+def changepoint(c):
+    """Counts whose rate changes from ``l1`` to ``l2`` at ``tau``: each count reads one rate,
+    chosen by ``tau``, so the two rates' statistics are read together."""
+    l1 = pyro.sample("l1", dist.Gamma(f64(2.0), f64(1.0)))
+    l2 = pyro.sample("l2", dist.Gamma(f64(2.0), f64(1.0)))
+    tau = pyro.sample("tau", dist.Categorical(torch.full((len(c),), 1.0 / len(c), dtype=torch.float64)))
+    with pyro.plate("time", len(c)):
+        pyro.sample("c", dist.Poisson(torch.where(torch.arange(len(c)) < tau, l1, l2)), obs=c)
+
+
+def test_sites_read_by_the_same_terms_get_their_tables_together():
+    gen = torch.Generator().manual_seed(2)
+    c = torch.cat([torch.poisson(torch.full((12,), 2.0, dtype=torch.float64), generator=gen),
+                   torch.poisson(torch.full((18,), 6.0, dtype=torch.float64), generator=gen)])
+    p = plan(changepoint, c)
+    assert "read together with 'l2'" in p["l1"].reason and "read together with 'l1'" in p["l2"].reason
+    assert "logits from the statistics tables of 'l1', 'l2'" in p["tau"].reason
+    nodes = trace_model(changepoint, (c,), {}).nodes
+    state = {"l1": f64(1.5), "l2": f64(4.0), "tau": torch.tensor(10)}
+    for tau in (0, 7, 29):
+        at = {**state, "tau": torch.tensor(tau)}
+        for site in ("l1", "l2"):
+            fn = nodes[site]["fn"]
+            own = _coefficients(changepoint, (c,), {}, at, site, family_of(fn), fn.batch_shape,
+                                fn.event_shape, False)
+            torch.testing.assert_close(p[site].block.update.table.coefficients(at), own,
+                                       rtol=1e-9, atol=1e-9 * float(own.abs().max()))
+    update = p["tau"].block.update
+    for l1, l2 in ((0.7, 3.0), (5.0, 1.2)):
+        at = {**state, "l1": f64(l1), "l2": f64(l2)}
+        own = element_logits(changepoint, (c,), {}, at, "tau", update.support, skip_unchanged=False)
+        torch.testing.assert_close(torch.log_softmax(update.table_logits.logits(at), -1),
+                                   torch.log_softmax(own, -1), rtol=1e-9, atol=1e-9 * float(own.abs().max()))
+    fits = [fit_gibbs(changepoint, c, num_samples=20, warmup=5, num_chains=1, seed=3, progress=False,
+                      tables=tables, diagnostic_warnings=False) for tables in (True, False)]
+    assert torch.equal(fits[0].samples["tau"], fits[1].samples["tau"])
+    for site in ("l1", "l2"):
+        torch.testing.assert_close(fits[0].samples[site], fits[1].samples[site], rtol=1e-8, atol=1e-10)
