@@ -112,6 +112,10 @@ show(fig)
 #   through the indexing `locs[z]` and the scale `tau.rsqrt()` as you wrote them;
 # * `z` is **discrete**: three values to enumerate, and because each point's terms depend on
 #   its own `z` only, all the points are updated at once.
+# * the end of a line says whether the update reads your program at every sweep or a
+#   **statistics table** read off it once: `w` gets one (each point adds a count to the
+#   weight its `z` picks); `locs` and `tau` do not, because the shared precision multiplies
+#   the means' statistics, so they, and `z` with them, keep reading the program.
 #
 # Each automatic update was checked against the program before it was trusted (and is checked
 # again at the first sweep of a run); see the guide for how.

@@ -346,6 +346,10 @@ def build_tables(model, args, kwargs, state: dict, group: dict, z: str, support:
             predicted += torch.einsum("etp,ep->t", stats, features - design[:1])
             parts[site].append(sparse_rows(stats, reads, owner, k, k_count))
         if not bool(((predicted - check_row[0]).abs() <= scale).all()):
+            if len(group) > 1:
+                raise NoTable(f"{', '.join(map(repr, group))} are read by the same terms, whose log "
+                              f"densities are not a sum of one part per site (one scales the other's "
+                              f"statistics)")
             raise NoTable("at a random value of every element an entry's log density is not what "
                           "its statistics predict")
     tables = {}

@@ -188,8 +188,8 @@ def test_a_mean_read_beside_a_precision_drawn_apart_gets_no_table(mixture):
     would have to add up."""
     p = plan(normal_gamma_mixture, mixture[1][0])
     for site in ("locs", "prec"):
-        assert "no statistics table over 'z' (at a random value of every element an entry's log " \
-               "density is not what its statistics predict)" in p[site].reason
+        assert "no statistics table over 'z' ('locs', 'prec' are read by the same terms, whose log " \
+               "densities are not a sum of one part per site" in p[site].reason
     assert "logits from the program (no statistics tables" in p["z"].reason
     assert p["z"].block.update.table_logits is None
 
