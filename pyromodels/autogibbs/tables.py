@@ -23,8 +23,11 @@ entries, form a sparse matrix ``A`` of ``N K`` rows (element of ``z``, value) an
 columns (element of ``theta``, statistic): these terms' part of the log joint is
 ``onehot(z) . A . T(theta)``. After that:
 
-* **the conjugate update** of ``theta`` reads its coefficients as ``c(z_0) + A^T (onehot(z) -
-  onehot(z_0))``, where ``c(z_0)`` is the program's own reading at the traced state;
+* **the conjugate update** of ``theta`` reads its coefficients as ``c_0 + A^T onehot(z)``,
+  where ``c_0`` sums the statistics of the terms that read ``theta`` but not ``z`` (its
+  prior), read with the same probes: an element no entry reads keeps exactly its prior's
+  coefficients (a concentration of 1 stays 1, on the same side of the Gamma sampler's switch
+  as the program's reading);
 * **the discrete update** of ``z``, when every term that changes with ``z`` reads at most one
   such ``theta`` besides ``z``, has logits ``b + A T(theta)``, with ``b`` the rest of the
   program's own logits at the traced state (the terms that read only ``z`` and the data).
@@ -179,7 +182,7 @@ class StatisticsTable:
         shape: ``(N K, E p)``; ``stat_size``: ``p``.
         entries: how many log-density entries the statistics were read from.
         data: the :class:`DataCheck` of the arguments they were read from.
-        base: ``(E, p)`` the coefficients at the traced state less the table's part.
+        base: ``(E p,)`` the coefficients of the terms that do not read ``z`` (the priors').
     """
 
     def __init__(self, features, z, support, rows, cols, values, shape, stat_size, entries, data=None):
@@ -299,6 +302,8 @@ def build_tables(model, args, kwargs, state: dict, group: dict, z: str, support:
     for site in group:
         terms.update(_reads(deps, latent, site))
     gathered = [name for name, r in terms.items() if z in r]
+    priors = [name for name, r in terms.items() if z not in r]   # read once, the tables' base
+    scored = gathered + priors
     others = {s for r in terms.values() for s in r} - set(group) - {z}
     if not gathered:
         raise NoTable(f"no term reads both {sorted(group)} and {z!r}")
@@ -318,20 +323,20 @@ def build_tables(model, args, kwargs, state: dict, group: dict, z: str, support:
         sites[site] = (fn, count, probes, family_of(fn).features(points[:-1]), features)
     firsts = {site: v[2][0] for site, v in sites.items()}
     checks = {site: v[2][-1] for site, v in sites.items()}
-    k_count, owner, parts = support.shape[0], None, {site: [] for site in group}
+    k_count, owner, parts, bases = support.shape[0], None, {site: [] for site in group}, {}
     tol = tolerance(state[next(iter(group))].dtype)
     for k in range(k_count):
         at_k = {**state, **firsts, z: support[k].to(z_value.dtype).expand(z_value.shape).clone()}
         rows, shapes = {}, {}
         for site, (_, _, probes, _, _) in sites.items():
             found = values_terms(model, args, kwargs, at_k, site, probes[:-1])
-            if any(name not in found for name in gathered):
-                raise NoTable("a gathered term was not scored")
-            rows[site] = _entry_rows(found, gathered)
+            if any(name not in found for name in scored):
+                raise NoTable("a term of the sites was not scored")
+            rows[site] = _entry_rows(found, scored)
             shapes = {name: tuple(found[name].shape[1:]) for name in gathered}
         last = next(reversed(group))
         at_check = {**at_k, **{s: v for s, v in checks.items() if s != last}}
-        check_row = _entry_rows(values_terms(model, args, kwargs, at_check, last, [checks[last]]), gathered)
+        check_row = _entry_rows(values_terms(model, args, kwargs, at_check, last, [checks[last]]), scored)
         if owner is None:
             owner = torch.cat([owner_map(shapes[name], z_shape, maps.get(name, {}), z_plates)
                                for name in gathered]).to(z_value.device)
@@ -344,7 +349,10 @@ def build_tables(model, args, kwargs, state: dict, group: dict, z: str, support:
         for site, (_, count, _, design, features) in sites.items():
             stats, reads = solve_entries(design, rows[site][0], rows[site][1:], count, scale)
             predicted += torch.einsum("etp,ep->t", stats, features - design[:1])
-            parts[site].append(sparse_rows(stats, reads, owner, k, k_count))
+            mine = len(owner)
+            parts[site].append(sparse_rows(stats[:, :mine], reads[:, :mine], owner, k, k_count))
+            if k == 0:
+                bases[site] = stats[:, mine:].sum(1).reshape(-1)
         if not bool(((predicted - check_row[0]).abs() <= scale).all()):
             if len(group) > 1:
                 raise NoTable(f"{', '.join(map(repr, group))} are read by the same terms, whose log "
@@ -360,9 +368,7 @@ def build_tables(model, args, kwargs, state: dict, group: dict, z: str, support:
                                 (max(1, z_shape.numel()) * k_count, count * p), p, len(owner),
                                 DataCheck(args, kwargs))
         base_fn = unwrap(fn)
-        coef = _coefficients(model, args, kwargs, state, site, family_of(fn), base_fn.batch_shape,
-                             base_fn.event_shape, False)
-        table.base = coef.reshape(-1) - table.coefficients(state).reshape(-1)
+        table.base = bases[site]
         table.group = frozenset(group)
         _check_table(model, args, kwargs, state, table, family_of(fn), base_fn.batch_shape,
                      base_fn.event_shape, support)
