@@ -38,6 +38,8 @@ from .tables import (
     NoTable,
     StatisticsTable,
     _reads,
+    entry_rows,
+    one_at_a_time,
     owner_map,
     read_entries,
     sparse_rows,
@@ -130,17 +132,6 @@ def _design(d: int, ref) -> torch.Tensor:
     return joint_features(mus, lams)
 
 
-def _one_at_a_time(first: torch.Tensor, points: torch.Tensor, count: int, shape) -> list:
-    """Each element alone at each of ``points``, the others at ``first`` (element-major)."""
-    out = []
-    for e in range(count):
-        for point in points:
-            v = first.clone()
-            v[e] = point.to(v.dtype)
-            out.append(v.reshape(shape))
-    return out
-
-
 def _probe(model, args, kwargs, state, update, names, count, d, check) -> tuple:
     """``((E p + 2, T), shapes)``: the log densities of the terms ``names`` at the probes (see
     :func:`~.tables.read_entries` for their order), and each term's shape."""
@@ -152,20 +143,17 @@ def _probe(model, args, kwargs, state, update, names, count, d, check) -> tuple:
     zeros = torch.zeros(count, d, dtype=dtype, device=state[mean].device)
     at_zero = {**state, mean: zeros.reshape(mu_shape)}
     by_lam = values_terms(model, args, kwargs, at_zero, precision,
-                          [eye.reshape(lam_shape)] + _one_at_a_time(eye, lam_points, count, lam_shape))
+                          [eye.reshape(lam_shape)] + one_at_a_time(eye, lam_points, count, lam_shape))
     at_eye = {**state, precision: eye.reshape(lam_shape)}
-    by_mu = values_terms(model, args, kwargs, at_eye, mean, _one_at_a_time(zeros, mu_points, count, mu_shape))
+    by_mu = values_terms(model, args, kwargs, at_eye, mean, one_at_a_time(zeros, mu_points, count, mu_shape))
     at_check = {**state, precision: check[precision]}
     last = values_terms(model, args, kwargs, at_check, mean, [check[mean]])
 
-    def rows(found):
-        return torch.cat([found[n].reshape(found[n].shape[0], -1) for n in names], 1).to(torch.float64)
-
-    lam_rows, mu_rows = rows(by_lam), rows(by_mu)
+    lam_rows, mu_rows = entry_rows(by_lam, names), entry_rows(by_mu, names)
     moves = torch.cat([lam_rows[1:].reshape(count, len(lam_points), -1),
                        mu_rows.reshape(count, len(mu_points), -1)], 1)
     shapes = {n: tuple(last[n].shape[1:]) for n in names}
-    return torch.cat([lam_rows[:1], moves.reshape(-1, moves.shape[-1]), rows(last)]), shapes
+    return torch.cat([lam_rows[:1], moves.reshape(-1, moves.shape[-1]), entry_rows(last, names)]), shapes
 
 
 def build_pair_table(model, args, kwargs, state: dict, update, z: str, support: torch.Tensor,

@@ -62,7 +62,7 @@ from .trace import _reduce_rows, _shifted_plates, element_logits, tolerance, val
 
 __all__ = ["StatisticsTable", "TableLogits", "NoTable", "DataCheck", "SiteFeatures", "build_tables",
            "build_logits", "read_entries", "solve_entries", "sparse_rows", "owner_map", "support_index",
-           "PROBE_BUDGET"]
+           "entry_rows", "one_at_a_time", "PROBE_BUDGET"]
 
 #: the most entries x elements x statistics a table reads at plan time (memory and time)
 PROBE_BUDGET = 2 ** 26
@@ -236,14 +236,20 @@ def _probe_values(points, count: int, batch_shape, event_shape, ref) -> list:
     full = tuple(batch_shape) + tuple(event_shape)
     first = points[0].to(ref.dtype).expand(full).clone()
     flat = first.reshape((count,) + tuple(event_shape))
-    moved = []
-    for e in range(count):
-        for point in points[1:-1]:
-            v = flat.clone()
-            v[e] = point.to(ref.dtype)
-            moved.append(v.reshape(full))
     check = _check_point(points, batch_shape, event_shape, ref).to(ref.dtype)
-    return [first] + moved + [check]
+    return [first] + one_at_a_time(flat, points[1:-1], count, full) + [check]
+
+
+def one_at_a_time(first: torch.Tensor, points: torch.Tensor, count: int, shape) -> list:
+    """Each element alone at each of ``points``, the others as in ``first`` (``(E, *event)``),
+    element-major, each reshaped to ``shape``."""
+    out = []
+    for e in range(count):
+        for point in points:
+            v = first.clone()
+            v[e] = point.to(v.dtype)
+            out.append(v.reshape(shape))
+    return out
 
 
 def solve_entries(design, first, moves, count: int, scale):
@@ -332,11 +338,11 @@ def build_tables(model, args, kwargs, state: dict, group: dict, z: str, support:
             found = values_terms(model, args, kwargs, at_k, site, probes[:-1])
             if any(name not in found for name in scored):
                 raise NoTable("a term of the sites was not scored")
-            rows[site] = _entry_rows(found, scored)
+            rows[site] = entry_rows(found, scored)
             shapes = {name: tuple(found[name].shape[1:]) for name in gathered}
         last = next(reversed(group))
         at_check = {**at_k, **{s: v for s, v in checks.items() if s != last}}
-        check_row = _entry_rows(values_terms(model, args, kwargs, at_check, last, [checks[last]]), scored)
+        check_row = entry_rows(values_terms(model, args, kwargs, at_check, last, [checks[last]]), scored)
         if owner is None:
             owner = torch.cat([owner_map(shapes[name], z_shape, maps.get(name, {}), z_plates)
                                for name in gathered]).to(z_value.device)
@@ -376,7 +382,7 @@ def build_tables(model, args, kwargs, state: dict, group: dict, z: str, support:
     return tables
 
 
-def _entry_rows(found: dict, names: list) -> torch.Tensor:
+def entry_rows(found: dict, names: list) -> torch.Tensor:
     """``(m, T)`` the entries of the terms ``names`` at each scored value, float64."""
     return torch.cat([found[n].reshape(found[n].shape[0], -1) for n in names], 1).to(torch.float64)
 
