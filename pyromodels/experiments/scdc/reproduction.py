@@ -149,6 +149,9 @@ def _scale(*, seeds, pin_epochs, face_sets, face_sizes, face_points, face_epochs
                  "peer_limits": peer_limits or {}},
         "table1": {"seeds": seeds if mnist_seeds is None else mnist_seeds,
                    "sets": table1_sets, "clusters": 50, "workers": workers, "hits": hits,
+                   # seconds per epoch as CPU seconds (units timed by wall clock before are
+                   # not reused: a stopped or crowded run inflates those)
+                   "epoch_seconds": "cpu",
                    "models": models if mnist_models is None else mnist_models,
                    "scdc": {"latent_dim": 8, "hidden": mnist_hidden, "lr": 1e-3,
                             "coin_init": 0.9, "epochs": mnist_epochs, "batch_size": 128},

@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from sklearn.metrics import adjusted_mutual_info_score, normalized_mutual_info_score
 
 from pyromodels import registry
@@ -450,3 +451,41 @@ def test_the_medium_scale_names_its_peer_limits_in_the_report():
     assert "mpckmeans 3 seeds and the whole data up to 200 links per worker" in said
     assert "pckmeans the whole data up to 600 links per worker" in said
     assert _peer_limits(reproduction.SCALE_SETTINGS["paper"]) == ""
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("slot", ["scdc", "bayes-scdc"])
+def test_seconds_per_epoch_are_cpu_seconds_that_a_stopped_fit_does_not_inflate(monkeypatch,
+                                                                                 slot):
+    """A fit whose process is stopped a while (here: the fit sleeps 0.6 s after its epochs)
+    reports its own CPU seconds, not the wall time of the stop; Table 1's units say so in
+    their key, so units timed by wall clock are not reused."""
+    import time
+
+    from pyromodels.scdc import SCDC, BayesSCDC
+
+    cls = SCDC if slot == "scdc" else BayesSCDC
+    real_fit = cls.fit
+
+    def stopped_fit(self, *args, **kwargs):
+        out = real_fit(self, *args, **kwargs)
+        time.sleep(0.6)
+        return out
+
+    monkeypatch.setattr(cls, "fit", stopped_fit)
+    settings = {**reproduction.SCALE_SETTINGS["smoke"]["table1"][slot], "hidden": (4,),
+                "epochs": 2, "batch_size": 20}
+    x = np.random.default_rng(0).random((40, 6)).astype(np.float32)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one thread: its CPU seconds are at most the wall seconds
+    try:
+        wall = time.perf_counter()
+        _, extra = protocols.MODEL_SLOTS[slot](x, None, num_clusters=3, settings=settings,
+                                               seed=0)
+        wall = time.perf_counter() - wall
+    finally:
+        torch.set_num_threads(threads)
+    assert wall > 0.6
+    # two epochs: the sleep, if counted, would give at least 0.3 s per epoch
+    assert 0 < extra["seconds_per_epoch"] < (wall - 0.6) / 2 + 0.05
+    assert reproduction.SCALE_SETTINGS["medium"]["table1"]["epoch_seconds"] == "cpu"
