@@ -6,6 +6,7 @@ The shared crowd data (``$PYROMODELS_DATA``) name the task column
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -235,8 +236,17 @@ def test_mixture_gibbs_fit_is_relabelled_before_its_diagnostics(tmp_path):
     assert metrics["relabelled"] is True
     assert "Label switching undone before the diagnostics" in (out / "index.html").read_text()
     idata = az.from_netcdf(str(out / "gaussian-mixture-gibbs" / "gibbs.nc"))
-    # the raw chains of this run name the clusters differently (R-hat of locs above 2)
-    assert float(az.rhat(idata, var_names=["locs"])["locs"].max()) < 1.5
+    # the raw chains of this run name the clusters differently (chain 0's component 0 is chain
+    # 1's component 2); relabelled, every draw names them as the reference draw (the last of
+    # chain 0) does: no renaming of a draw's labels agrees with the reference's more often.
+    # (R-hat of the relabelled means is no check: on these data the chains also visit
+    # different partitions, and it ranges from 1.0 to 1.8 over seeds.)
+    z = idata.posterior["z"].values
+    reference = z[0, -1]
+    for draw in z.reshape(-1, z.shape[-1]):
+        own = int((draw == reference).sum())
+        assert all(own >= int((np.asarray(perm)[draw] == reference).sum())
+                   for perm in itertools.permutations(range(3)))
 
 
 def test_mixture_num_components(tmp_path, capsys):

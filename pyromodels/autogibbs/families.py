@@ -107,7 +107,7 @@ def _mvn_params(c):
 def _sample_mvn(p, g):
     """``loc + L^-T z`` with ``P = L L^T``: covariance ``P^-1``."""
     tril = torch.linalg.cholesky(p["precision_matrix"])
-    z = sample_normal(torch.zeros_like(p["loc"]), 1.0, g)
+    z = torch.randn(p["loc"].shape, dtype=p["loc"].dtype, device=p["loc"].device, generator=g)
     return p["loc"] + torch.linalg.solve_triangular(tril.transpose(-1, -2), z[..., None], upper=True)[..., 0]
 
 
@@ -154,32 +154,32 @@ FAMILIES = {
         lambda c: {"concentration1": c[..., 0] + 1, "concentration0": c[..., 1] + 1},
         lambda p: (p["concentration1"] > 0) & (p["concentration0"] > 0),
         lambda p: dist.Beta(p["concentration1"], p["concentration0"]),
-        lambda p, g: sample_beta(p["concentration1"], p["concentration0"], g)),
+        lambda p, g: sample_beta(p["concentration1"], p["concentration0"], g, check=False)),
     dist.Gamma: Family(
         "Gamma", lambda x: torch.stack([x.log(), x], -1), _scalar_points(0.5, 1.0, 2.0, 3.0),
         lambda c: {"concentration": c[..., 0] + 1, "rate": -c[..., 1]},
         lambda p: (p["concentration"] > 0) & (p["rate"] > 0),
         lambda p: dist.Gamma(p["concentration"], p["rate"]),
-        lambda p, g: sample_gamma(p["concentration"], g) / p["rate"]),
+        lambda p, g: sample_gamma(p["concentration"], g, check=False) / p["rate"]),
     dist.InverseGamma: Family(
         "InverseGamma", lambda x: torch.stack([x.log(), x.reciprocal()], -1),
         _scalar_points(0.5, 1.0, 2.0, 3.0),
         lambda c: {"concentration": -c[..., 0] - 1, "rate": -c[..., 1]},
         lambda p: (p["concentration"] > 0) & (p["rate"] > 0),
         lambda p: dist.InverseGamma(p["concentration"], p["rate"]),
-        lambda p, g: p["rate"] / sample_gamma(p["concentration"], g)),
+        lambda p, g: p["rate"] / sample_gamma(p["concentration"], g, check=False)),
     dist.Normal: Family(
         "Normal", lambda x: torch.stack([x, x * x], -1), _scalar_points(-1.0, 0.0, 1.0, 2.0),
         lambda c: {"loc": -c[..., 0] / (2 * c[..., 1]), "scale": (-2 * c[..., 1]).clamp_min(0).rsqrt()},
         lambda p: torch.isfinite(p["scale"]) & (p["scale"] > 0),
         lambda p: dist.Normal(p["loc"], p["scale"]),
-        lambda p, g: sample_normal(p["loc"], p["scale"], g)),
+        lambda p, g: sample_normal(p["loc"], p["scale"], g, check=False)),
     dist.Dirichlet: Family(
         "Dirichlet", lambda x: x.log(), _dirichlet_points,
         lambda c: {"concentration": c + 1},
         lambda p: (p["concentration"] > 0).all(-1),
         lambda p: dist.Dirichlet(p["concentration"]),
-        lambda p, g: sample_dirichlet(p["concentration"], g), simplex=True),
+        lambda p, g: sample_dirichlet(p["concentration"], g, check=False), simplex=True),
     dist.MultivariateNormal: Family(
         "MultivariateNormal", _mvn_features, _mvn_points, _mvn_params,
         lambda p: torch.isfinite(p["loc"]).all(-1),
@@ -188,7 +188,7 @@ FAMILIES = {
     dist.Wishart: Family(
         "Wishart", _wishart_features, _wishart_points, _wishart_params, _wishart_valid,
         lambda p: dist.Wishart(p["df"], scale_tril=p["scale_tril"]),
-        lambda p, g: sample_wishart(p["df"], p["scale_tril"], g), symmetric=True),
+        lambda p, g: sample_wishart(p["df"], p["scale_tril"], g, check=False), symmetric=True),
 }
 # an Exponential prior is a Gamma of shape 1: the same statistics, a Gamma posterior
 FAMILIES[dist.Exponential] = replace(FAMILIES[dist.Gamma], name="Exponential")

@@ -6,6 +6,16 @@ function returns one draw per entry of its (broadcast) parameters, on the parame
 to draw many, expand the parameters (``alpha.expand(n)``). ``generator=None`` uses torch's
 global generator. The samplers are not differentiable.
 
+Gamma, Dirichlet and Beta draws come from torch's own generator-driven kernels (Marsaglia and
+Tsang's method, ``torch._standard_gamma`` and ``torch._sample_dirichlet``) when every
+concentration is at least :func:`direct_floor` of the dtype, where a draw underflows to zero
+with probability below ``e^-30``; smaller concentrations go through the log-space sampler here
+(:func:`sample_log_gamma`), which never underflows. Both are exact samplers, so only the random
+stream differs between the two paths.
+
+Every sampler checks its arguments; ``check=False`` skips that, for a caller that checked them
+once outside its loop (a Gibbs sweep drawing from parameters it computed itself).
+
 Example:
     >>> import torch
     >>> gen = torch.Generator().manual_seed(0)
@@ -24,6 +34,7 @@ from ..checks import broadcast_shapes
 from ._base import check_generator, check_positive_tensor, coerce_params
 
 __all__ = [
+    "direct_floor",
     "sample_normal",
     "sample_log_gamma",
     "sample_gamma",
@@ -43,22 +54,26 @@ def _uniform(shape, ref: torch.Tensor, generator) -> torch.Tensor:
 
 
 @torch.no_grad()
-def sample_normal(loc, scale, generator: torch.Generator | None = None) -> torch.Tensor:
+def sample_normal(loc, scale, generator: torch.Generator | None = None, *,
+                  check: bool = True) -> torch.Tensor:
     """Draw ``loc + scale * N(0, 1)``, one per broadcast entry.
 
     Args:
         loc: mean, any shape.
         scale: standard deviation (> 0), broadcastable with ``loc``.
         generator: ``torch.Generator`` on the parameters' device, or ``None``.
+        check: check the arguments (see the module docs).
 
     Example:
         >>> sample_normal(torch.zeros(2), 1.0, torch.Generator().manual_seed(1)).shape
         torch.Size([2])
     """
-    p = coerce_params(loc=loc, scale=scale)
-    check_positive_tensor(p["scale"], "scale")
-    check_generator(generator, p["loc"].device)
-    loc, scale = torch.broadcast_tensors(p["loc"], p["scale"])
+    if check:
+        p = coerce_params(loc=loc, scale=scale)
+        check_positive_tensor(p["scale"], "scale")
+        check_generator(generator, p["loc"].device)
+        loc, scale = p["loc"], p["scale"]
+    loc, scale = torch.broadcast_tensors(loc, scale)
     return loc + scale * _normal(loc.shape, loc, generator)
 
 
@@ -97,15 +112,44 @@ def _log_gamma(alpha: torch.Tensor, generator) -> torch.Tensor:
     return out.reshape(alpha.shape)
 
 
-def _checked_concentration(concentration, name: str, generator) -> torch.Tensor:
+def _checked_concentration(concentration, name: str, generator, check: bool = True) -> torch.Tensor:
+    if not check:
+        return concentration
     alpha = coerce_params(**{name: concentration})[name]
     check_positive_tensor(alpha, name)
     check_generator(generator, alpha.device)
     return alpha
 
 
+def direct_floor(dtype: torch.dtype) -> float:
+    """The smallest concentration drawn by torch's Gamma kernel: ``30 / -log(tiny)``, where a
+    Gamma(alpha) draw, below ``tiny`` with probability about ``tiny^alpha``, underflows with
+    probability under ``e^-30`` (0.042 in float64, 0.34 in float32)."""
+    return 30.0 / -math.log(torch.finfo(dtype).tiny)
+
+
+def _direct(alpha: torch.Tensor) -> bool:
+    """Whether every concentration is drawn well by torch's kernels (see :func:`direct_floor`)."""
+    return alpha.numel() > 0 and bool(alpha.min() >= direct_floor(alpha.dtype))
+
+
+def _gamma(alpha: torch.Tensor, generator) -> torch.Tensor:
+    """Unit-rate Gamma(alpha) draws for validated ``alpha`` (no grad)."""
+    if _direct(alpha):
+        return torch._standard_gamma(alpha, generator=generator)
+    return torch.exp(_log_gamma(alpha, generator))
+
+
+def _dirichlet(alpha: torch.Tensor, generator) -> torch.Tensor:
+    """Dirichlet draws over the last axis for validated ``alpha`` (no grad)."""
+    if _direct(alpha):
+        return torch._sample_dirichlet(alpha, generator=generator)
+    return torch.softmax(_log_gamma(alpha, generator), dim=-1)
+
+
 @torch.no_grad()
-def sample_log_gamma(concentration, generator: torch.Generator | None = None) -> torch.Tensor:
+def sample_log_gamma(concentration, generator: torch.Generator | None = None, *,
+                     check: bool = True) -> torch.Tensor:
     """Log of unit-rate Gamma(concentration) draws, exact in log space for tiny concentrations.
 
     For ``alpha < 1`` the draw is ``log G + log(U) / alpha`` with ``G ~ Gamma(alpha + 1)``,
@@ -114,15 +158,18 @@ def sample_log_gamma(concentration, generator: torch.Generator | None = None) ->
     Args:
         concentration: shape parameter ``alpha > 0``, any shape.
         generator: ``torch.Generator`` on the parameters' device, or ``None``.
+        check: check the arguments (see the module docs).
 
     Returns:
         Tensor of ``concentration``'s shape.
     """
-    return _log_gamma(_checked_concentration(concentration, "concentration", generator), generator)
+    return _log_gamma(_checked_concentration(concentration, "concentration", generator, check),
+                      generator)
 
 
 @torch.no_grad()
-def sample_gamma(concentration, generator: torch.Generator | None = None) -> torch.Tensor:
+def sample_gamma(concentration, generator: torch.Generator | None = None, *,
+                 check: bool = True) -> torch.Tensor:
     """Unit-rate Gamma(concentration) draws by Marsaglia & Tsang's method.
 
     The density is ``x^(alpha - 1) e^(-x) / Gamma(alpha)``; divide by a rate ``b`` for
@@ -131,6 +178,7 @@ def sample_gamma(concentration, generator: torch.Generator | None = None) -> tor
     Args:
         concentration: shape parameter ``alpha > 0``, any shape.
         generator: ``torch.Generator`` on the parameters' device, or ``None``.
+        check: check the arguments (see the module docs).
 
     Returns:
         Tensor of ``concentration``'s shape.
@@ -140,16 +188,20 @@ def sample_gamma(concentration, generator: torch.Generator | None = None) -> tor
         >>> sample_gamma(torch.tensor([0.1, 1.0, 3.7], dtype=torch.float64), g).shape
         torch.Size([3])
     """
-    return torch.exp(sample_log_gamma(concentration, generator))
+    return _gamma(_checked_concentration(concentration, "concentration", generator, check),
+                  generator)
 
 
 @torch.no_grad()
-def sample_dirichlet(concentration, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Dirichlet draws over the last axis: normalised Gamma draws, normalised in log space.
+def sample_dirichlet(concentration, generator: torch.Generator | None = None, *,
+                     check: bool = True) -> torch.Tensor:
+    """Dirichlet draws over the last axis: normalised Gamma draws (normalised in log space
+    where a concentration is below :func:`direct_floor`).
 
     Args:
         concentration: ``(..., K)`` with every entry > 0 and ``K >= 2``.
         generator: ``torch.Generator`` on the parameters' device, or ``None``.
+        check: check the arguments (see the module docs).
 
     Returns:
         ``(..., K)`` points of the simplex. With tiny concentrations some coordinates may be
@@ -160,39 +212,47 @@ def sample_dirichlet(concentration, generator: torch.Generator | None = None) ->
         >>> p.shape
         torch.Size([4, 3])
     """
-    alpha = _checked_concentration(concentration, "concentration", generator)
-    if alpha.dim() < 1 or alpha.shape[-1] < 2:
+    alpha = _checked_concentration(concentration, "concentration", generator, check)
+    if check and (alpha.dim() < 1 or alpha.shape[-1] < 2):
         raise ValueError(
             "concentration must have at least 2 categories on its last axis, "
             f"got shape {tuple(alpha.shape)}"
         )
-    return torch.softmax(_log_gamma(alpha, generator), dim=-1)
+    return _dirichlet(alpha, generator)
 
 
 @torch.no_grad()
-def sample_beta(a, b, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Beta(a, b) draws as ``sigmoid(log G_a - log G_b)`` with independent Gamma draws.
+def sample_beta(a, b, generator: torch.Generator | None = None, *,
+                check: bool = True) -> torch.Tensor:
+    """Beta(a, b) draws: the first coordinate of a Dirichlet(a, b) draw (``sigmoid(log G_a -
+    log G_b)`` with independent Gamma draws where a shape is below :func:`direct_floor`).
 
     Args:
         a: first shape parameter (> 0), any shape.
         b: second shape parameter (> 0), broadcastable with ``a``.
         generator: ``torch.Generator`` on the parameters' device, or ``None``.
+        check: check the arguments (see the module docs).
 
     Example:
         >>> sample_beta(2.0, torch.ones(3), torch.Generator().manual_seed(0)).shape
         torch.Size([3])
     """
-    p = coerce_params(a=a, b=b)
-    check_positive_tensor(p["a"], "a")
-    check_positive_tensor(p["b"], "b")
-    check_generator(generator, p["a"].device)
-    pair = torch.stack(torch.broadcast_tensors(p["a"], p["b"]), dim=-1)
+    if check:
+        p = coerce_params(a=a, b=b)
+        check_positive_tensor(p["a"], "a")
+        check_positive_tensor(p["b"], "b")
+        check_generator(generator, p["a"].device)
+        a, b = p["a"], p["b"]
+    pair = torch.stack(torch.broadcast_tensors(a, b), dim=-1)
+    if _direct(pair):
+        return torch._sample_dirichlet(pair, generator=generator)[..., 0]
     log_g = _log_gamma(pair, generator)
     return torch.sigmoid(log_g[..., 0] - log_g[..., 1])
 
 
 @torch.no_grad()
-def sample_categorical(logits, generator: torch.Generator | None = None) -> torch.Tensor:
+def sample_categorical(logits, generator: torch.Generator | None = None, *,
+                       check: bool = True) -> torch.Tensor:
     """Categorical draws over the last axis by the Gumbel-max trick.
 
     ``argmax_k (logits_k + G_k)`` with ``G_k = -log(-log U_k)`` is distributed as
@@ -202,6 +262,7 @@ def sample_categorical(logits, generator: torch.Generator | None = None) -> torc
         logits: ``(..., K)`` floating tensor with no NaN or ``+inf`` and at least one finite
             entry per row.
         generator: ``torch.Generator`` on the logits' device, or ``None``.
+        check: check the arguments (see the module docs).
 
     Returns:
         ``(...)`` tensor of ``torch.long`` category indices.
@@ -210,22 +271,30 @@ def sample_categorical(logits, generator: torch.Generator | None = None) -> torc
         >>> sample_categorical(torch.zeros(5, 3), torch.Generator().manual_seed(0)).shape
         torch.Size([5])
     """
+    if check:
+        logits = _checked_logits(logits, generator)
+    u = _uniform(logits.shape, logits, generator)
+    # logits + G with G = -log(-log U); the difference is laid out row by row: logits read
+    # across their rows (a site's enumerated values moved last) would otherwise leave the
+    # argmax striding through memory, 10x slower
+    return torch.argmax((logits - torch.log(-torch.log(u))).contiguous(), dim=-1)
+
+
+def _checked_logits(logits, generator) -> torch.Tensor:
     if not isinstance(logits, torch.Tensor):
         logits = coerce_params(logits=logits)["logits"]
     if not logits.is_floating_point():
         raise TypeError(f"logits must be a floating tensor, got dtype {logits.dtype}")
     if logits.dim() < 1 or logits.shape[-1] < 1:
         raise ValueError(f"logits must have a non-empty last axis, got {tuple(logits.shape)}")
-    if bool(torch.isnan(logits).any()) or bool((logits == float("inf")).any()):
-        raise ValueError("logits must not contain NaN or +inf")
-    if logits.numel() and not bool(torch.isfinite(logits).any(-1).all()):
+    # one reduction finds all three faults: a row's maximum is NaN where the row holds a NaN,
+    # +inf where it holds +inf, and -inf where no entry is finite
+    if logits.numel() and not bool(torch.isfinite(logits.amax(-1)).all()):
+        if bool(torch.isnan(logits).any()) or bool((logits == float("inf")).any()):
+            raise ValueError("logits must not contain NaN or +inf")
         raise ValueError("logits must have at least one finite entry in every row")
     check_generator(generator, logits.device)
-    u = _uniform(logits.shape, logits, generator)
-    gumbel = -torch.log(-torch.log(u))
-    # the sum laid out row by row: logits read across their rows (a site's enumerated values
-    # moved last) would otherwise leave the argmax striding through memory, 10x slower
-    return torch.argmax((logits + gumbel).contiguous(), dim=-1)
+    return logits
 
 
 def _bartlett_factor(df: torch.Tensor, scale_tril: torch.Tensor, generator) -> torch.Tensor:
@@ -238,13 +307,14 @@ def _bartlett_factor(df: torch.Tensor, scale_tril: torch.Tensor, generator) -> t
     batch = broadcast_shapes(df.shape, scale_tril.shape[:-2])
     offsets = torch.arange(d, dtype=df.dtype, device=df.device)
     half_dof = (df.expand(batch).unsqueeze(-1) - offsets) / 2
-    diag = torch.exp(0.5 * (_log_gamma(half_dof, generator) + math.log(2.0)))
+    diag = torch.sqrt(2.0 * _gamma(half_dof, generator))
     noise = torch.tril(_normal(batch + (d, d), df, generator), diagonal=-1)
     return scale_tril @ (noise + torch.diag_embed(diag))
 
 
 @torch.no_grad()
-def sample_wishart(df, scale_tril, generator: torch.Generator | None = None) -> torch.Tensor:
+def sample_wishart(df, scale_tril, generator: torch.Generator | None = None, *,
+                   check: bool = True) -> torch.Tensor:
     """Wishart(df, W) draws by the Bartlett decomposition, with ``W = scale_tril scale_tril^T``.
 
     The density is ``|X|^((df - d - 1)/2) exp(-tr(W^{-1} X)/2) / (2^(df d/2) |W|^(df/2)
@@ -256,6 +326,7 @@ def sample_wishart(df, scale_tril, generator: torch.Generator | None = None) -> 
         scale_tril: ``(..., d, d)`` lower-triangular Cholesky factor of ``W`` with a positive
             diagonal.
         generator: ``torch.Generator`` on the parameters' device, or ``None``.
+        check: check the arguments (see the module docs).
 
     Returns:
         ``(..., d, d)`` symmetric positive definite matrices.
@@ -265,6 +336,9 @@ def sample_wishart(df, scale_tril, generator: torch.Generator | None = None) -> 
         >>> sample_wishart(5.0, eye, torch.Generator().manual_seed(0)).shape
         torch.Size([2, 2])
     """
+    if not check:
+        factor = _bartlett_factor(df, scale_tril, generator)
+        return factor @ factor.mT
     p = coerce_params(df=df, scale_tril=scale_tril)
     df, tril = p["df"], p["scale_tril"]
     if tril.dim() < 2 or tril.shape[-1] != tril.shape[-2]:

@@ -32,7 +32,9 @@ def _fit(x, prior=PRIOR):
 def test_default_units_give_the_same_hierarchy_for_scaled_and_shifted_data():
     x = _blobs()
     labels, paths = _fit(x)
-    assert labels.unique().numel() == 3
+    # a partition to compare, not one cluster (after 20 sweeps the chain holds 2-5 clusters of
+    # the three blobs, by seed; the comparison below is exact whatever it holds)
+    assert labels.unique().numel() >= 2
     for name, other in {"times 1e-8": x * 1e-8, "times 1e8": x * 1e8, "plus 1e6": x + 1e6}.items():
         got, got_paths = _fit(other)
         assert adjusted_rand_score(labels, got) == 1.0, name

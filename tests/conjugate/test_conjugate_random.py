@@ -15,6 +15,7 @@ import scipy.stats as st
 import torch
 
 from pyromodels.conjugate import (
+    direct_floor,
     sample_beta,
     sample_categorical,
     sample_dirichlet,
@@ -42,6 +43,37 @@ def test_gamma_moments_match_scipy(alpha):
 def test_gamma_ks_against_scipy(alpha):
     x = sample_gamma(torch.full((N,), alpha, dtype=F64), make_generator(2)).numpy()
     assert st.kstest(x, st.gamma(alpha).cdf).pvalue > 1e-3
+
+
+@pytest.mark.parametrize(("alpha", "dtype"), [(0.03, F64), (0.3, F64), (0.2, torch.float32),
+                                              (0.5, torch.float32)])
+def test_gamma_and_beta_agree_with_scipy_on_both_sides_of_the_direct_floor(alpha, dtype):
+    """Below :func:`direct_floor` the draws come from the log-space sampler, above it from
+    torch's kernel: each side against scipy (the cases straddle the floor of their dtype)."""
+    assert (alpha < direct_floor(dtype)) == (alpha in (0.03, 0.2))
+    x = sample_gamma(torch.full((N,), alpha, dtype=dtype), make_generator(12)).double().numpy()
+    assert st.kstest(x, st.gamma(alpha).cdf).pvalue > 1e-3
+    y = sample_beta(torch.full((N,), alpha, dtype=dtype), 1.5, make_generator(13)).double().numpy()
+    assert st.kstest(y, st.beta(alpha, 1.5).cdf).pvalue > 1e-3
+
+
+def test_direct_floor_bounds_underflow_below_e_minus_30():
+    # P(Gamma(alpha) < tiny) is about tiny^alpha / Gamma(alpha + 1) <= tiny^alpha
+    for dtype in (F64, torch.float32):
+        floor = direct_floor(dtype)
+        assert math.exp(floor * math.log(torch.finfo(dtype).tiny)) == pytest.approx(math.exp(-30))
+    assert direct_floor(F64) < 0.05 < 0.3 < direct_floor(torch.float32) < 0.4
+
+
+def test_unchecked_draws_equal_the_checked_ones():
+    """``check=False`` skips the argument checks only: the same draws from the same stream."""
+    alpha = torch.tensor([[0.01, 2.0, 0.5], [3.0, 0.2, 1.0]], dtype=F64)
+    logits = torch.randn(5, 3, dtype=F64, generator=make_generator(0))
+    for fn, params in ((sample_gamma, (alpha,)), (sample_dirichlet, (alpha,)),
+                       (sample_log_gamma, (alpha,)), (sample_beta, (alpha, alpha.flip(0))),
+                       (sample_normal, (logits, logits.exp())), (sample_categorical, (logits,))):
+        torch.testing.assert_close(fn(*params, make_generator(9)),
+                                   fn(*params, make_generator(9), check=False), rtol=0, atol=0)
 
 
 def test_log_gamma_tiny_concentration_stays_finite_with_exact_log_moments():

@@ -4,6 +4,7 @@ and relabelling brings them back under the checks."""
 
 import warnings
 
+import arviz as az
 import pytest
 import torch
 
@@ -54,9 +55,11 @@ def test_a_mixture_gibbs_fit_does_not_warn_about_its_label_switched_sites(switch
     assert post.attrs["label_switched_sites"] == SWITCHED
     assert diagnostic_sites(post) == []
     # the log joint, which no renaming changes, is checked instead: the two chains agree on it
-    kinds = [f.kind for f in sampling_findings(post)]
-    assert "r_hat" not in kinds
-    for warning in caught:  # at most a short-chain ESS finding on lp, never a component site
+    # (R-hat near 1; with 2 x 100 draws it passes the warnings' 1.01 by chance in about one
+    # seed in five, so the bound here is 1.1, as for the aligned means below)
+    lp = post.to_inference_data().sample_stats["lp"]
+    assert float(az.rhat(lp.to_dataset(name="lp"))["lp"]) < 1.1
+    for warning in caught:  # short-chain findings on lp only, never on a component site
         message = str(warning.message)
         assert "locs" in message.split("not checked:")[1] and "at lp" in message
         assert not any(f"at {site}" in message for site in SWITCHED)
@@ -73,8 +76,6 @@ def test_relabelling_brings_the_component_sites_back_under_the_checks(switched_f
 
 
 def _max_rhat(draws):
-    import arviz as az
-
     return float(az.rhat(az.convert_to_dataset(draws.numpy()))["x"].max())
 
 

@@ -226,8 +226,10 @@ def test_global_update_is_the_bounds_maximum_given_the_clusters(make_pairs):
 
 def test_annealed_start_finds_the_clusters_a_plain_start_misses(make_pairs, monkeypatch):
     """100,000 links, 2,000 items, 10 clusters: the annealed settling of a random start
-    already recovers most clusters (median accuracy over three starts above 0.8), where the
-    same sweeps at full weight leave a random-looking partition (below 0.5)."""
+    already recovers most clusters, where the same sweeps at full weight leave a
+    random-looking partition. One start's accuracy is a matter of luck (over starts 0-11:
+    0.54-1.00 annealed, mean 0.83, sd 0.17; 0.22-0.64 plain, mean 0.39, sd 0.15), so the
+    means over 12 starts are compared with 0.7 and 0.5, each about 2.7 standard errors away."""
     pairs, z = make_pairs(2000, 10, ACCURACIES, 20000, seed=12)
     data = PairwiseDawidSkene(10).prepare(pairs)
 
@@ -235,11 +237,11 @@ def test_annealed_start_finds_the_clusters_a_plain_start_misses(make_pairs, monk
         q = cavi.init_params(data, torch.Generator().manual_seed(seed))["q"]
         return clustering_accuracy(z.numpy(), q.argmax(-1).numpy())
 
-    annealed = sorted(start_accuracy(s) for s in range(3))
-    assert annealed[1] > 0.8, annealed
+    annealed = [start_accuracy(s) for s in range(12)]
+    assert sum(annealed) / 12 > 0.7, annealed
     monkeypatch.setattr(cavi, "INIT_TEMPER", 1.0)
-    plain = sorted(start_accuracy(s) for s in range(3))
-    assert plain[1] < 0.5, plain
+    plain = [start_accuracy(s) for s in range(12)]
+    assert sum(plain) / 12 < 0.5, plain
 
 
 def test_prior_draws_take_one_vectorised_trace(make_pairs, caplog):
