@@ -194,7 +194,8 @@ def build_pair_table(model, args, kwargs, state: dict, update, z: str, support: 
                                for n in gathered]).to(state[mean].device)
         stats, entry_reads = read_entries(design, y, count, check_features, tol)
         mine = len(owner)
-        parts.append(sparse_rows(stats[:, :mine], entry_reads[:, :mine], owner, k, k_count))
+        parts.append(sparse_rows(stats[None, :, :mine], entry_reads[None, :, :mine], owner,
+                                 torch.tensor([k], device=owner.device), k_count))
         if k == 0:
             base = stats[:, mine:].sum(1)
     rows, cols, values = (torch.cat(part) for part in zip(*parts))

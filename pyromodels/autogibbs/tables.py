@@ -51,14 +51,16 @@ statistics, so such a site keeps reading the program.
 
 from __future__ import annotations
 
+import functools
 import warnings
+import weakref
 
 import torch
 
 from .compiled import signature
 from .exponential import _check_point, _coefficients
 from .families import family_of, unwrap
-from .trace import _reduce_rows, _shifted_plates, element_logits, tolerance, values_terms
+from .trace import _reduce_rows, _shifted_plates, element_logits, site_choice, tolerance, values_terms
 
 __all__ = ["StatisticsTable", "TableLogits", "NoTable", "DataCheck", "SiteFeatures", "build_tables",
            "build_logits", "read_entries", "solve_entries", "sparse_rows", "owner_map", "support_index",
@@ -66,6 +68,8 @@ __all__ = ["StatisticsTable", "TableLogits", "NoTable", "DataCheck", "SiteFeatur
 
 #: the most entries x elements x statistics a table reads at plan time (memory and time)
 PROBE_BUDGET = 2 ** 26
+#: the most entries of a table's ``A`` held dense (8 MiB in float64); larger ones are sparse
+DENSE_ENTRIES = 2 ** 20
 
 
 class NoTable(ValueError):
@@ -125,25 +129,36 @@ class DataCheck:
     def __init__(self, args, kwargs):
         self.layout = signature((args, kwargs), identity=False)
         self.kept = [t.detach().clone() for t in _tensors((args, kwargs))]
-        self.seen = [(id(t), t._version) for t in _tensors((args, kwargs))]
+        self.seen = [_seen(t) for t in _tensors((args, kwargs))]
 
     def same(self, args, kwargs) -> bool:
         now = _tensors((args, kwargs))
         if len(now) != len(self.kept):
             return False
-        if not all(self.seen[i] == (id(t), t._version) for i, t in enumerate(now)) \
+        if not all(_still(self.seen[i], t) for i, t in enumerate(now)) \
                 and signature((args, kwargs), identity=False) != self.layout:
             return False  # other shapes or plain values
         for i, (t, kept) in enumerate(zip(now, self.kept, strict=True)):
-            if (id(t), t._version) == self.seen[i]:
+            if _still(self.seen[i], t):
                 continue
             if t.shape != kept.shape or t.dtype != kept.dtype or not torch.equal(t, kept.to(t.device)):
                 return False
-            self.seen[i] = (id(t), t._version)
+            self.seen[i] = _seen(t)
         return True
 
     def __getstate__(self):
         return {**self.__dict__, "seen": [None] * len(self.seen)}  # identities are per process
+
+
+def _seen(t: torch.Tensor) -> tuple:
+    """A tensor found equal to the kept data: a weak reference (an id alone could be a freed
+    tensor's, reused by other data) and its in-place version."""
+    return weakref.ref(t), t._version
+
+
+def _still(seen, t: torch.Tensor) -> bool:
+    """Whether ``t`` is the tensor ``seen`` and unchanged since."""
+    return seen is not None and seen[0]() is t and seen[1] == t._version
 
 
 class SiteFeatures:
@@ -152,11 +167,19 @@ class SiteFeatures:
 
     def __init__(self, site: str, fn):
         self.site, self.fn, self.sites = site, fn, (site,)
+        self.event = tuple(unwrap(fn).event_shape)
 
     def __call__(self, state: dict) -> torch.Tensor:
-        event = unwrap(self.fn).event_shape
-        value = state[self.site].to(torch.float64).reshape((-1,) + tuple(event))
-        return family_of(self.fn).features(value)
+        value = state[self.site].to(torch.float64).reshape((-1,) + self.event)
+        return self._features(value)
+
+    @functools.cached_property
+    def _features(self):
+        return family_of(self.fn).features
+
+    def __getstate__(self):
+        # the cached function is the family table's, which does not pickle
+        return {k: v for k, v in self.__dict__.items() if k != "_features"}
 
     def random_values(self, state: dict) -> dict:
         base = unwrap(self.fn)
@@ -171,8 +194,9 @@ class StatisticsTable:
 
     The statistics form a sparse matrix ``A`` of ``N K`` rows (element of ``z``, value) by
     ``E p`` columns (element of ``theta``, statistic): the terms' part of the log joint is
-    ``onehot(z) . A . T(theta)``. So ``theta``'s coefficients are ``A^T onehot(z)`` and
-    ``z``'s logits ``A T(theta)``, two sparse products.
+    ``onehot(z) . A . T(theta)``. So ``theta``'s coefficients are ``A^T onehot(z)`` (the sum
+    of the rows of the values taken) and ``z``'s logits ``A T(theta)``, two sparse products;
+    a small ``A`` (up to :data:`DENSE_ENTRIES` entries) is held dense, where these cost less.
 
     Attributes:
         features: the statistics ``T`` of the table's sites at a state (:class:`SiteFeatures`,
@@ -194,39 +218,68 @@ class StatisticsTable:
         self.group = frozenset(self.sites)  # the sites whose statistics were read together
         self.counting = _counting(support)
         self._matrices = None
+        self._rows_of = None
 
     def __getstate__(self):
-        return {**self.__dict__, "_matrices": None}  # rebuilt where it is used
+        return {**self.__dict__, "_matrices": None, "_rows_of": None}  # rebuilt where used
 
-    def _sparse(self):
-        """``(A, A^T)`` in compressed sparse rows, built at the first use in this process."""
+    @property
+    def dense(self) -> bool:
+        """Whether ``A`` is held dense: at most :data:`DENSE_ENTRIES` entries, where a dense
+        product (and a gather of rows) costs less than a sparse one."""
+        return self.shape[0] * self.shape[1] <= DENSE_ENTRIES
+
+    def _matrix(self):
+        """``A`` dense, or ``(A, A^T)`` in compressed sparse rows, built at the first use in
+        this process."""
         if self._matrices is None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # torch's notice that CSR is beta
                 coo = torch.sparse_coo_tensor(torch.stack([self.rows, self.cols]), self.values,
                                               self.shape, check_invariants=False).coalesce()
-                self._matrices = (coo.to_sparse_csr(), coo.t().coalesce().to_sparse_csr())
+                self._matrices = (coo.to_dense() if self.dense else
+                                  (coo.to_sparse_csr(), coo.t().coalesce().to_sparse_csr()))
         return self._matrices
+
+    def _index(self, z_value: torch.Tensor) -> torch.Tensor:
+        """``(N,)`` the index of each element's value of ``z`` in the support."""
+        return z_value.reshape(-1).long() if self.counting else support_index(z_value, self.support)
+
+    def _first_rows(self, index: torch.Tensor) -> torch.Tensor:
+        """``(N,)`` the row of each element's first value in ``A`` (kept for the next call)."""
+        rows = getattr(self, "_rows_of", None)
+        if rows is None or rows.shape != index.shape or rows.device != index.device:
+            rows = torch.arange(len(index), device=index.device) * self.support.shape[0]
+            self._rows_of = rows
+        return rows
 
     def onehot(self, z_value: torch.Tensor) -> torch.Tensor:
         """``(N K,)`` the indicator of each element's value of ``z``."""
         k = self.support.shape[0]
-        index = z_value.reshape(-1).long() if self.counting else support_index(z_value, self.support)
+        index = self._index(z_value)
         out = torch.zeros(len(index), k, dtype=torch.float64, device=self.values.device)
         return out.scatter_(1, index[:, None], 1.0).reshape(-1)
 
     def coefficients(self, state: dict) -> torch.Tensor:
         """``(E, p)`` the conjugate coefficients of ``theta`` at ``state``."""
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            part = self._sparse()[1] @ self.onehot(state[self.z])
+        matrix = self._matrix()
+        if self.dense:  # the rows of the values taken, summed: A^T onehot(z) without onehot
+            index = self._index(state[self.z])
+            part = matrix.index_select(0, self._first_rows(index) + index).sum(0)
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                part = matrix[1] @ self.onehot(state[self.z])
         return (self.base + part).reshape(-1, self.stat_size)
 
     def logit_part(self, features: torch.Tensor) -> torch.Tensor:
         """``(N K,)``: ``A T(theta)`` (``features``: ``(E, p)``, ``T`` of each element)."""
+        matrix = self._matrix()
+        if self.dense:
+            return matrix @ features.reshape(-1)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            return self._sparse()[0] @ features.reshape(-1)
+            return matrix[0] @ features.reshape(-1)
 
 
 def _probe_values(points, count: int, batch_shape, event_shape, ref) -> list:
@@ -253,17 +306,20 @@ def one_at_a_time(first: torch.Tensor, points: torch.Tensor, count: int, shape) 
 
 
 def solve_entries(design, first, moves, count: int, scale):
-    """``(stats (E, T, p), reads (E, T))``: each entry's statistics on each element from its
-    log densities with every element at the first point (``first``, ``(T,)``) and with each
-    element alone at each of the other ``p`` points (``moves``, ``(E p, T)``, element-major);
-    ``design``: ``(p + 1, p)`` the statistics at the points (the first one first); an entry
-    reads an element where a move changed it by more than ``scale``."""
+    """``(stats (..., E, T, p), reads (..., E, T))``: each entry's statistics on each element
+    from its log densities with every element at the first point (``first``, ``(..., T)``) and
+    with each element alone at each of the other ``p`` points (``moves``, ``(..., E p, T)``,
+    element-major); ``design``: ``(p + 1, p)`` the statistics at the points (the first one
+    first); an entry reads an element where a move changed it by more than ``scale``
+    (``(..., T)``). The leading dimensions, if any, are values of the discrete site."""
     p = design.shape[1]
     phi = torch.cat([design, torch.ones(p + 1, 1, dtype=torch.float64, device=design.device)], -1)
-    moves = moves.reshape(count, p, -1)
-    reads = ((moves - first).abs() > scale).any(1)                             # (E, T)
-    rhs = torch.cat([first.expand(count, 1, -1), moves], 1)                    # (E, p + 1, T)
-    stats = torch.linalg.solve(phi, rhs)[:, :p].transpose(1, 2)                # (E, T, p)
+    batch, size = tuple(first.shape[:-1]), first.shape[-1]
+    moves = moves.reshape(batch + (count, p, size))
+    first = first[..., None, None, :]
+    reads = ((moves - first).abs() > scale[..., None, None, :]).any(-2)         # (..., E, T)
+    rhs = torch.cat([first.expand(batch + (count, 1, size)), moves], -2)       # (..., E, p + 1, T)
+    stats = torch.linalg.solve(phi, rhs)[..., :p, :].transpose(-1, -2)        # (..., E, T, p)
     return torch.where(reads[..., None], stats, torch.zeros_like(stats)), reads
 
 
@@ -280,13 +336,14 @@ def read_entries(design, y, count: int, check_features, tol):
     return stats, reads
 
 
-def sparse_rows(stats, reads, owner, k: int, k_count: int) -> tuple:
-    """``(rows, cols, values)`` of the table's matrix from one value's statistics."""
-    element, entry = reads.nonzero(as_tuple=True)
+def sparse_rows(stats, reads, owner, k, k_count: int) -> tuple:
+    """``(rows, cols, values)`` of the table's matrix from the statistics at the values ``k``
+    (``(V,)``) of the discrete site: ``stats`` ``(V, E, T, p)``, ``reads`` ``(V, E, T)``."""
+    value, element, entry = reads.nonzero(as_tuple=True)
     p = stats.shape[-1]
     j = torch.arange(p, device=element.device)
-    return ((owner[entry] * k_count + k)[:, None].expand(-1, p).reshape(-1),
-            (element[:, None] * p + j).reshape(-1), stats[element, entry].reshape(-1))
+    return ((owner[entry] * k_count + k[value])[:, None].expand(-1, p).reshape(-1),
+            (element[:, None] * p + j).reshape(-1), stats[value, element, entry].reshape(-1))
 
 
 def _reads(deps: dict, latent: set, site: str) -> dict:
@@ -331,35 +388,26 @@ def build_tables(model, args, kwargs, state: dict, group: dict, z: str, support:
     checks = {site: v[2][-1] for site, v in sites.items()}
     k_count, owner, parts, bases = support.shape[0], None, {site: [] for site in group}, {}
     tol = tolerance(state[next(iter(group))].dtype)
-    for k in range(k_count):
-        at_k = {**state, **firsts, z: support[k].to(z_value.dtype).expand(z_value.shape).clone()}
-        rows, shapes = {}, {}
-        for site, (_, _, probes, _, _) in sites.items():
-            found = values_terms(model, args, kwargs, at_k, site, probes[:-1])
-            if any(name not in found for name in scored):
-                raise NoTable("a term of the sites was not scored")
-            rows[site] = entry_rows(found, scored)
-            shapes = {name: tuple(found[name].shape[1:]) for name in gathered}
-        last = next(reversed(group))
-        at_check = {**at_k, **{s: v for s, v in checks.items() if s != last}}
-        check_row = entry_rows(values_terms(model, args, kwargs, at_check, last, [checks[last]]), scored)
+    z_values = [support[k].to(z_value.dtype).expand(z_value.shape).clone() for k in range(k_count)]
+    for ks, rows, check_rows, shapes in _row_chunks(model, args, kwargs, state, z, z_values, sites,
+                                                    firsts, checks, scored):
         if owner is None:
             owner = torch.cat([owner_map(shapes[name], z_shape, maps.get(name, {}), z_plates)
                                for name in gathered]).to(z_value.device)
             if sum(v[1] * (len(v[2]) - 2) for v in sites.values()) * len(owner) > PROBE_BUDGET:
                 raise NoTable(f"{len(owner)} entries are too many to read for {sorted(group)}")
-        first = rows[last][0]
-        scale = tol * (1.0 + torch.cat([r.abs().amax(0, keepdim=True) for r in rows.values()]
-                                       + [check_row.abs()]).amax(0))
-        predicted = first.clone()
+        scale = tol * (1.0 + torch.cat([r.abs().amax(0) for r in rows.values()] + [check_rows.abs()])
+                       .reshape(-1, *check_rows.shape).amax(0))                   # (V, T)
+        predicted = next(iter(rows.values()))[0].clone()  # every site at its first point
         for site, (_, count, _, design, features) in sites.items():
-            stats, reads = solve_entries(design, rows[site][0], rows[site][1:], count, scale)
-            predicted += torch.einsum("etp,ep->t", stats, features - design[:1])
+            stats, reads = solve_entries(design, rows[site][0], rows[site][1:].transpose(0, 1),
+                                         count, scale)
+            predicted += torch.einsum("vetp,ep->vt", stats, features - design[:1])
             mine = len(owner)
-            parts[site].append(sparse_rows(stats[:, :mine], reads[:, :mine], owner, k, k_count))
-            if k == 0:
-                bases[site] = stats[:, mine:].sum(1).reshape(-1)
-        if not bool(((predicted - check_row[0]).abs() <= scale).all()):
+            parts[site].append(sparse_rows(stats[..., :mine, :], reads[..., :mine], owner, ks, k_count))
+            if int(ks[0]) == 0:
+                bases[site] = stats[0, :, mine:].sum(1).reshape(-1)
+        if not bool(((predicted - check_rows).abs() <= scale).all()):
             if len(group) > 1:
                 raise NoTable(f"{', '.join(map(repr, group))} are read by the same terms, whose log "
                               f"densities are not a sum of one part per site (one scales the other's "
@@ -380,6 +428,75 @@ def build_tables(model, args, kwargs, state: dict, group: dict, z: str, support:
                      base_fn.event_shape, support)
         tables[site] = table
     return tables
+
+
+def _scored_rows(found: dict, scored: list) -> torch.Tensor:
+    if any(name not in found for name in scored):
+        raise NoTable("a term of the sites was not scored")
+    return entry_rows(found, scored)
+
+
+def _rows_at(model, args, kwargs, at_k: dict, sites: dict, checks: dict, scored: list) -> tuple:
+    """At one value of ``z`` (in ``at_k``, the sites at their first points): ``({site: (P, T)
+    the entries at its probes}, (1, T) the entries at the check point, {term: entry shape})``,
+    one batched trace over each site's probes and one for the check."""
+    rows, shapes = {}, {}
+    for site, (_, _, probes, _, _) in sites.items():
+        found = values_terms(model, args, kwargs, at_k, site, probes[:-1])
+        rows[site] = _scored_rows(found, scored)
+        shapes = {name: tuple(t.shape[1:]) for name, t in found.items()}
+    last = next(reversed(sites))
+    at_check = {**at_k, **{s: v for s, v in checks.items() if s != last}}
+    return rows, _scored_rows(values_terms(model, args, kwargs, at_check, last, [checks[last]]),
+                              scored), shapes
+
+
+def _row_chunks(model, args, kwargs, state, z, z_values, sites, firsts, checks, scored):
+    """The probes' log-density entries at runs of values of ``z``: ``(ks (V,), {site: (P, V,
+    T)}, (V, T) at the check point, {term: entry shape})``, all values in one run where they
+    are read over ``z`` (:func:`_rows_over_z`), else one value of ``z`` at a time
+    (:func:`_rows_at`) gathered into runs of at most :data:`PROBE_BUDGET` entries."""
+    device = z_values[0].device
+    over_z = _rows_over_z(model, args, kwargs, state, z, z_values, sites, firsts, checks, scored)
+    if over_z is not None:
+        yield (torch.arange(len(z_values), device=device),) + over_z
+        return
+    run, size = [], 0
+    for k, z_value in enumerate(z_values):
+        rows, check, shapes = _rows_at(model, args, kwargs, {**state, **firsts, z: z_value}, sites,
+                                       checks, scored)
+        run.append((k, rows, check))
+        size += check.numel() * (1 + sum(r.shape[0] for r in rows.values()))
+        if size > PROBE_BUDGET or k == len(z_values) - 1:
+            yield (torch.tensor([r[0] for r in run], device=device),
+                   {site: torch.stack([r[1][site] for r in run], 1) for site in sites},
+                   torch.cat([r[2] for r in run]), shapes)
+            run, size = [], 0
+
+
+def _rows_over_z(model, args, kwargs, state, z, z_values, sites, firsts, checks, scored):
+    """What :func:`_rows_at` gives at every value of ``z`` at once, ``({site: (P, K, T)}, (K, T),
+    shapes)``, from one batched trace over ``z``'s values per probe (and one for the check):
+    fewer traces than one per value of ``z`` when ``z`` has more values than the sites have
+    probes (a change point's). ``None`` where that is not so, where ``z``'s values are not
+    scored in one trace, or where the rows would pass :data:`PROBE_BUDGET`."""
+    choice = site_choice(model, z, args, kwargs)
+    probes = sum(len(v[2]) - 1 for v in sites.values()) + 1
+    if choice is None or not choice.batched or probes >= len(z_values) * (len(sites) + 1):
+        return None
+    rows, shapes = {}, {}
+    for site, (_, _, site_probes, _, _) in sites.items():
+        rows[site] = []
+        for probe in site_probes[:-1]:
+            found = values_terms(model, args, kwargs, {**state, **firsts, site: probe}, z, z_values)
+            rows[site].append(_scored_rows(found, scored))
+            shapes = {name: tuple(t.shape[1:]) for name, t in found.items()}
+            if probes * rows[site][-1].numel() > PROBE_BUDGET:
+                return None
+        rows[site] = torch.stack(rows[site])
+    check = _scored_rows(values_terms(model, args, kwargs, {**state, **firsts, **checks}, z, z_values),
+                         scored)
+    return rows, check, shapes
 
 
 def entry_rows(found: dict, names: list) -> torch.Tensor:

@@ -310,6 +310,17 @@ def test_the_data_check_tells_other_data_from_a_copy():
     assert pickle.loads(pickle.dumps(check)).same((f64([1.0, 2.0]), {"n": 3}), {})
 
 
+def test_the_data_check_is_not_fooled_by_a_freed_copys_identity():
+    """A copy accepted and then freed leaves its address free for the next tensor: other data
+    there must still be compared, not taken for the copy."""
+    x = f64([1.0, 2.0])
+    check = DataCheck((x,), {})
+    for _ in range(50):
+        assert check.same((x.clone(),), {})           # a copy, freed after the call
+        other = torch.full((2,), 1.5, dtype=torch.float64)  # often at the copy's address
+        assert not check.same((other,), {})
+
+
 def changepoint(c):
     """Counts whose rate changes from ``l1`` to ``l2`` at ``tau``: each count reads one rate,
     chosen by ``tau``, so the two rates' statistics are read together."""
@@ -318,6 +329,28 @@ def changepoint(c):
     tau = pyro.sample("tau", dist.Categorical(torch.full((len(c),), 1.0 / len(c), dtype=torch.float64)))
     with pyro.plate("time", len(c)):
         pyro.sample("c", dist.Poisson(torch.where(torch.arange(len(c)) < tau, l1, l2)), obs=c)
+
+
+def test_tables_read_over_the_discrete_values_equal_those_read_value_by_value(monkeypatch):
+    """A change point has more values than its rates have probes, so its tables are read in
+    one trace over the change point's values per probe; read value by value instead (the
+    other route, forced here), they are the same tables."""
+    from pyromodels.autogibbs import tables
+
+    gen = torch.Generator().manual_seed(5)
+    c = torch.poisson(torch.full((25,), 3.0, dtype=torch.float64), generator=gen)
+    calls = []
+    real = tables._rows_over_z
+    monkeypatch.setattr(tables, "_rows_over_z", lambda *a: calls.append(real(*a)) or calls[-1])
+    over = plan(changepoint, c)
+    assert calls and calls[0] is not None  # read over the change point's values
+    monkeypatch.setattr(tables, "_rows_over_z", lambda *a: None)
+    by_value = plan(changepoint, c)
+    for site in ("l1", "l2"):
+        a, b = over[site].block.update.table, by_value[site].block.update.table
+        assert a.shape == b.shape and torch.equal(a.rows, b.rows) and torch.equal(a.cols, b.cols)
+        torch.testing.assert_close(a.values, b.values, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(a.base, b.base, rtol=1e-12, atol=1e-12)
 
 
 def test_sites_read_by_the_same_terms_get_their_tables_together():
