@@ -388,14 +388,17 @@ def rss_peak_delta(fn) -> int | None:
 
     Free heap memory is handed back first (``malloc_trim``) and the kernel's peak counter is
     reset (``/proc/self/clear_refs``), so the figure counts the pages ``fn`` touches anew,
-    including allocator overhead and anything allocated outside torch.
+    including allocator overhead and anything allocated outside torch. The baseline is the
+    peak counter just after the reset (the resident size then), not the resident size read
+    before it: pages the process gave back in between would otherwise be counted against
+    ``fn``.
     """
     try:
         libc = ctypes.CDLL("libc.so.6")
         libc.malloc_trim(0)
-        before = _proc_status("VmRSS")
         with open("/proc/self/clear_refs", "w") as fh:
             fh.write("5")
+        before = _proc_status("VmHWM")
     except OSError:
         return None
     fn()
