@@ -84,8 +84,6 @@ the log joint). Before that, the coefficients of all elements are read at once f
 
 from __future__ import annotations
 
-import functools
-
 import torch
 
 from ..core.seeding import make_generator
@@ -369,23 +367,8 @@ class ConjugateUpdate:
         self.table = None  # a statistics table (see .tables), set by the plan where one applies
 
     def __call__(self, state: dict, data, generator: torch.Generator) -> dict:
-        draw = self.family.sample(self.params(state, data), generator)
+        draw = family_of(self.fn).sample(self.params(state, data), generator)
         return {self.site: draw.to(state[self.site].dtype)}
-
-    def __getstate__(self):
-        # the cached family holds the family table's functions, which do not pickle
-        return {k: v for k, v in self.__dict__.items() if k not in ("family", "_coefficient_shape")}
-
-    @functools.cached_property
-    def family(self):
-        """The site's :class:`~.families.Family`."""
-        return family_of(self.fn)
-
-    @functools.cached_property
-    def _coefficient_shape(self) -> tuple:
-        """The shape of the prior's batch: a table's coefficients take it (with their own
-        last axis)."""
-        return tuple(unwrap(self.fn).batch_shape)
 
     def params(self, state: dict, data) -> dict:
         """The posterior parameters of the site given the rest of ``state`` (checked at the
@@ -413,9 +396,10 @@ class ConjugateUpdate:
     def _from_table(self, state: dict) -> dict | None:
         """The parameters from the statistics table, or ``None`` where they are not a proper
         posterior (the program is read then, and raises if it agrees)."""
+        family, batch = family_of(self.fn), tuple(unwrap(self.fn).batch_shape)
         coef = self.table.coefficients(state)
-        params = self.family.params(coef.reshape(self._coefficient_shape + (coef.shape[-1],)))
-        return params if bool(self.family.valid(params).all()) else None
+        params = family.params(coef.reshape(batch + (coef.shape[-1],)))
+        return params if bool(family.valid(params).all()) else None
 
     def _recorded(self, state: dict, data) -> dict | None:
         """The parameters by :func:`recorded_params` (from a recorded trace once verified), or

@@ -12,6 +12,7 @@ whichever triangle of the matrix the program reads.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 import pyro.distributions as dist
@@ -205,14 +206,21 @@ def unwrap(fn):
 def family_of(fn) -> Family | None:
     """The :class:`Family` of a site's distribution (seen through ``to_event``), or ``None`` for
     one this increment does not read: these classes, or a subclass of one that keeps its
-    density and support (a Wishart with another sampler, say); a Normal must be univariate."""
+    density and support (a Wishart with another sampler, say); a Normal must be univariate.
+    The answer depends on the class alone (and a Normal's event shape), so it is looked up
+    once per class: the sweeps ask at every update."""
     fn = unwrap(fn)
     if isinstance(fn, dist.Normal) and fn.event_shape != ():
         return None
-    for klass in type(fn).__mro__:
+    return _family_of_class(type(fn))
+
+
+@functools.cache
+def _family_of_class(cls) -> Family | None:
+    for klass in cls.__mro__:
         if klass in FAMILIES:
-            same = (type(fn).log_prob is klass.log_prob
-                    and getattr(type(fn), "support", None) is getattr(klass, "support", None))
+            same = (cls.log_prob is klass.log_prob
+                    and getattr(cls, "support", None) is getattr(klass, "support", None))
             return FAMILIES[klass] if same else None
     return None
 

@@ -51,7 +51,6 @@ statistics, so such a site keeps reading the program.
 
 from __future__ import annotations
 
-import functools
 import warnings
 import weakref
 
@@ -171,15 +170,7 @@ class SiteFeatures:
 
     def __call__(self, state: dict) -> torch.Tensor:
         value = state[self.site].to(torch.float64).reshape((-1,) + self.event)
-        return self._features(value)
-
-    @functools.cached_property
-    def _features(self):
-        return family_of(self.fn).features
-
-    def __getstate__(self):
-        # the cached function is the family table's, which does not pickle
-        return {k: v for k, v in self.__dict__.items() if k != "_features"}
+        return family_of(self.fn).features(value)
 
     def random_values(self, state: dict) -> dict:
         base = unwrap(self.fn)
