@@ -73,7 +73,9 @@ from ..core.gibbs import GibbsBlock, GibbsSweep
 from ..core.seeding import make_generator, seeded
 from .continuous import NutsUpdate, nuts_refusal
 from .discrete import DiscreteUpdate, element_logits, enumerable
+from .draw_log_joints import draws_log_joints
 from .exponential import ConjugateUpdate, NotConjugate, family_of, posterior_params, unwrap
+from .grouped import GroupedUpdate, groupable
 from .markov import plan_chains, term_dependencies
 from .normal_wishart import NormalWishartUpdate, pair_normal_wishart
 from .pair_table import build_pair_table
@@ -111,8 +113,10 @@ class Plan:
 
     Attributes:
         sites: one :class:`SitePlan` per latent site.
-        model: the program planned; the sweep records its log joint at each kept draw from a
-            recorded trace of it (:func:`.trace.recorded_log_joint`).
+        model: the program planned; the sweep records its log joint at the kept draws, after
+            the last sweep in batched traces where the program allows it
+            (:mod:`.draw_log_joints`), else at each kept draw from a recorded trace of it
+            (:func:`.trace.recorded_log_joint`).
     """
 
     sites: tuple[SitePlan, ...]
@@ -167,9 +171,12 @@ class Plan:
             raise ValueError(f"no automatic Gibbs update for {lines}. Pass your own block: "
                              f"overrides={{site: GibbsBlock(...)}}")
         model = self.model
-        return GibbsSweep([s.block for s in self._one_per_block()],
-                          log_joint=None if model is None else
-                          lambda data, state: recorded_log_joint(model, data.args, data.kwargs, state))
+        if model is None:
+            return GibbsSweep([s.block for s in self._one_per_block()])
+        return GibbsSweep(
+            [s.block for s in self._one_per_block()],
+            log_joint=lambda data, state: recorded_log_joint(model, data.args, data.kwargs, state),
+            log_joints=lambda data, draws: draws_log_joints(model, data.args, data.kwargs, draws))
 
 
 def _with_batching(reason: str, model, name, args, kwargs) -> str:
@@ -296,7 +303,7 @@ def _with_tables(model, args, kwargs, state, sites, out, deps) -> list:
     if not discrete or not (conjugate or pairs):
         return out
     reads, latent = deps(), set(sites)
-    notes, tables = {}, {}
+    notes, tables, blocks = {}, {}, {}
     for update in {id(u): u for u in pairs.values()}.values():
         gathering = {z for r in reads.values() if set(update.sites) & r for z in r if z in discrete}
         if len(gathering) != 1:
@@ -338,6 +345,12 @@ def _with_tables(model, args, kwargs, state, sites, out, deps) -> list:
             together = f", read together with {others}" if others else ""
             notes[site] = (f"coefficients from a statistics table of its {table.entries} gathered "
                            f"entries over the values of {z!r}{together} (checked at a random {z!r})")
+        if groupable([conjugate[s] for s in group], state):
+            joint = GibbsBlock(f"conjugate:{','.join(group)}", group,
+                               GroupedUpdate([conjugate[s] for s in group]))
+            for site in group:
+                blocks[site] = joint
+                notes[site] += f"; {', '.join(map(repr, group))} drawn in one update"
     for z, update in discrete.items():
         if z not in tables:
             continue
@@ -349,8 +362,8 @@ def _with_tables(model, args, kwargs, state, sites, out, deps) -> list:
             continue
         notes[z] = (f"logits from the statistics tables of {', '.join(map(repr, tables[z]))} "
                     f"(checked at a random value of each)")
-    return [replace(s, reason=f"{s.reason}; {notes[s.site]}") if s.site in notes else s
-            for s in out]
+    return [replace(s, reason=f"{s.reason}; {notes[s.site]}", block=blocks.get(s.site, s.block))
+            if s.site in notes else s for s in out]
 
 
 def _read_together(name: str, reads: dict, conjugate: dict, discrete: dict) -> tuple:

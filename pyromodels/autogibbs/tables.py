@@ -232,6 +232,12 @@ class StatisticsTable:
                                   (coo.to_sparse_csr(), coo.t().coalesce().to_sparse_csr()))
         return self._matrices
 
+    def dense_matrix(self) -> torch.Tensor:
+        """``A`` as a dense ``(N K, E p)`` tensor (a table held dense, see :attr:`dense`)."""
+        if not self.dense:
+            raise ValueError("the table is held sparse")
+        return self._matrix()
+
     def _index(self, z_value: torch.Tensor) -> torch.Tensor:
         """``(N,)`` the index of each element's value of ``z`` in the support."""
         return z_value.reshape(-1).long() if self.counting else support_index(z_value, self.support)
@@ -251,12 +257,16 @@ class StatisticsTable:
         out = torch.zeros(len(index), k, dtype=torch.float64, device=self.values.device)
         return out.scatter_(1, index[:, None], 1.0).reshape(-1)
 
+    def taken_rows(self, z_value: torch.Tensor) -> torch.Tensor:
+        """``(N,)`` the row of ``A`` of each element's value of ``z``."""
+        index = self._index(z_value)
+        return self._first_rows(index) + index
+
     def coefficients(self, state: dict) -> torch.Tensor:
         """``(E, p)`` the conjugate coefficients of ``theta`` at ``state``."""
         matrix = self._matrix()
         if self.dense:  # the rows of the values taken, summed: A^T onehot(z) without onehot
-            index = self._index(state[self.z])
-            part = matrix.index_select(0, self._first_rows(index) + index).sum(0)
+            part = matrix.index_select(0, self.taken_rows(state[self.z])).sum(0)
         else:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
@@ -405,13 +415,12 @@ def build_tables(model, args, kwargs, state: dict, group: dict, z: str, support:
                               f"statistics)")
             raise NoTable("at a random value of every element an entry's log density is not what "
                           "its statistics predict")
-    tables = {}
+    tables, data = {}, DataCheck(args, kwargs)  # one check (and one copy of the data) per group
     for site, (fn, count, _, design, _) in sites.items():
         rows, cols, values = (torch.cat(part) for part in zip(*parts[site]))
         p = design.shape[1]
         table = StatisticsTable(SiteFeatures(site, fn), z, support, rows, cols, values,
-                                (max(1, z_shape.numel()) * k_count, count * p), p, len(owner),
-                                DataCheck(args, kwargs))
+                                (max(1, z_shape.numel()) * k_count, count * p), p, len(owner), data)
         base_fn = unwrap(fn)
         table.base = bases[site]
         table.group = frozenset(group)

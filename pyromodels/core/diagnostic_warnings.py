@@ -56,14 +56,17 @@ from __future__ import annotations
 import sys
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import torch
 
 from ..checks import check_bool
 from .chain_stats import ess_bulk, ess_tail, rank_rhat
 from .posterior import Posterior, check_posterior  # noqa: F401 - Posterior: the doctest's
+
+if TYPE_CHECKING:  # pandas is imported where a table is built: a fit that checks nothing skips it
+    import pandas as pd
 
 __all__ = [
     "RHAT_LIMIT",
@@ -181,6 +184,8 @@ def _diagnostics_table(draws: dict, num_chains: int) -> pd.DataFrame:
     them. The statistics are ArviZ's (:mod:`.chain_stats`), computed without importing it.
     A constant quantity (a count of clusters that never moved) has no variance: its R-hat is
     NaN, which the checks skip, without NumPy's division warnings."""
+    import pandas as pd
+
     stats = {"ess_bulk": ess_bulk, "ess_tail": ess_tail}
     if num_chains > 1:
         stats["r_hat"] = rank_rhat
@@ -207,6 +212,8 @@ def _log_joint_draws(posterior) -> dict:
 
 
 def _worst(table: pd.DataFrame, column: str, largest: bool) -> tuple[str, float] | None:
+    import pandas as pd
+
     values = pd.to_numeric(table[column], errors="coerce").dropna() if column in table else None
     if values is None or values.empty:
         return None
@@ -224,6 +231,8 @@ def _above(value: float, limit: float) -> str:
 
 
 def _convergence(table: pd.DataFrame, num_chains: int) -> list[SamplingFinding]:
+    import pandas as pd
+
     found = []
     worst = _worst(table, "r_hat", largest=True)
     if worst is not None and worst[1] > RHAT_LIMIT:

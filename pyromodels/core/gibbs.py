@@ -134,10 +134,15 @@ class GibbsSweep:
             latent site, computed the sweep's own faster way; :func:`run_chain` records it at
             each kept draw in place of ``model.log_joint`` (``None``: the model's). It must
             give the model's value.
+        log_joints: ``log_joints(data, draws)``, the log joint at each of several states at
+            once (``draws``: ``{site: (m, ...)}``, every latent site; returns ``(m,)``). Where
+            given, a chain without callbacks computes its kept draws' log joints with it after
+            its last sweep instead of one at each kept draw. It must give the values of
+            ``log_joint`` up to floating-point rounding.
     """
 
     def __init__(self, blocks: Sequence[GibbsBlock], scan: str = "systematic",
-                 log_joint: Callable | None = None):
+                 log_joint: Callable | None = None, log_joints: Callable | None = None):
         self.blocks = tuple(blocks)
         if not self.blocks:
             raise ValueError("blocks must hold at least one GibbsBlock")
@@ -155,6 +160,10 @@ class GibbsSweep:
             raise TypeError(f"log_joint must be callable log_joint(data, state), got "
                             f"{type(log_joint).__name__}")
         self.log_joint = log_joint
+        if log_joints is not None and not callable(log_joints):
+            raise TypeError(f"log_joints must be callable log_joints(data, draws), got "
+                            f"{type(log_joints).__name__}")
+        self.log_joints = log_joints
 
     @property
     def sites(self) -> tuple[str, ...]:
@@ -202,13 +211,16 @@ def run_chain(
 ) -> tuple[dict, torch.Tensor]:
     """Run one chain; return ``({site: (draw, ...)}, lp (draw,))`` keeping each site's dtype.
 
-    ``lp`` is the model's log joint at each kept draw (NaN where skipped by ``lp_every``).
-    ``start`` continues a chain: ``(sweeps done, {site: [kept draws]}, [lp of each])`` with
-    ``state`` and ``generator`` as they were after those sweeps. ``commit(done, state, kept,
-    lps, stopped)`` is called after each complete sweep (the checkpoint hook).
+    ``lp`` is the model's log joint at each kept draw (NaN where skipped by ``lp_every``). A
+    sweep with ``log_joints`` and a chain without ``callbacks`` compute them all after the last
+    sweep (the ``lps`` given to ``commit`` are NaN until then). ``start`` continues a chain:
+    ``(sweeps done, {site: [kept draws]}, [lp of each])`` with ``state`` and ``generator`` as
+    they were after those sweeps. ``commit(done, state, kept, lps, stopped)`` is called after
+    each complete sweep (the checkpoint hook).
     """
     done, kept, lps = start if start is not None else (0, {k: [] for k in sweep.sites}, [])
     log_joint = sweep.log_joint or model.log_joint
+    deferred = sweep.log_joints is not None and not callbacks
     total = num_warmup + num_samples * thin
     with progress_bar(total, desc, progress) as bar:
         if done:
@@ -222,7 +234,7 @@ def run_chain(
                 for k in kept:
                     kept[k].append(state[k].detach().clone())
                 lp = float("nan")
-                if lp_every and draw % lp_every == 0:
+                if lp_every and draw % lp_every == 0 and not deferred:
                     lp = float(log_joint(data, {k: state[k] for k in sweep.sites}))
                 lps.append(lp)
                 stop = bool(callbacks) and run_callbacks(callbacks, it, {"state": state, "lp": lp})
@@ -231,7 +243,10 @@ def run_chain(
             if stop:
                 break
     samples = {k: torch.stack(v) for k, v in kept.items()}
-    return samples, torch.tensor(lps, dtype=torch.float64)
+    lp = torch.tensor(lps, dtype=torch.float64)
+    if deferred and lp_every and len(lps):
+        lp[::lp_every] = sweep.log_joints(data, {k: v[::lp_every] for k, v in samples.items()})
+    return samples, lp
 
 
 @engine_entry(leading="sweep")
@@ -321,7 +336,8 @@ def run_gibbs(
     data = model.prepare(data, device=device)
     sweep = sweep if sweep is not None else model.gibbs_sweep(data)
     if scan is not None:
-        sweep = GibbsSweep(sweep.blocks, scan=scan, log_joint=sweep.log_joint)
+        sweep = GibbsSweep(sweep.blocks, scan=scan, log_joint=sweep.log_joint,
+                           log_joints=sweep.log_joints)
     config = {"num_samples": num_samples, "num_warmup": num_warmup, "num_chains": num_chains,
               "thin": thin, "lp_every": lp_every, "scan": sweep.scan,
               "blocks": [b.name for b in sweep.blocks]}

@@ -12,6 +12,7 @@ import torch
 from pyromodels.autogibbs import exponential, fit_gibbs, plan
 from pyromodels.autogibbs.exponential import _coefficients
 from pyromodels.autogibbs.families import FAMILIES, family_of, unwrap
+from pyromodels.autogibbs.grouped import GroupedUpdate
 from pyromodels.autogibbs.pair_table import joint_coefficients, joint_features, joint_posterior
 from pyromodels.autogibbs.tables import DataCheck, NoTable, read_entries
 from pyromodels.autogibbs.trace import element_logits, tolerance, trace_model
@@ -331,6 +332,15 @@ def changepoint(c):
         pyro.sample("c", dist.Poisson(torch.where(torch.arange(len(c)) < tau, l1, l2)), obs=c)
 
 
+def _table(p, site):
+    """The statistics table of conjugate ``site`` of plan ``p`` (in its own update, or in that
+    of the group it is drawn with)."""
+    update = p[site].block.update
+    if isinstance(update, GroupedUpdate):
+        update = update.updates[update.sites.index(site)]
+    return update.table
+
+
 def test_tables_read_over_the_discrete_values_equal_those_read_value_by_value(monkeypatch):
     """A change point has more values than its rates have probes, so its tables are read in
     one trace over the change point's values per probe; read value by value instead (the
@@ -347,7 +357,7 @@ def test_tables_read_over_the_discrete_values_equal_those_read_value_by_value(mo
     monkeypatch.setattr(tables, "_rows_over_z", lambda *a: None)
     by_value = plan(changepoint, c)
     for site in ("l1", "l2"):
-        a, b = over[site].block.update.table, by_value[site].block.update.table
+        a, b = _table(over, site), _table(by_value, site)
         assert a.shape == b.shape and torch.equal(a.rows, b.rows) and torch.equal(a.cols, b.cols)
         torch.testing.assert_close(a.values, b.values, rtol=1e-12, atol=1e-12)
         torch.testing.assert_close(a.base, b.base, rtol=1e-12, atol=1e-12)
@@ -368,7 +378,7 @@ def test_sites_read_by_the_same_terms_get_their_tables_together():
             fn = nodes[site]["fn"]
             own = _coefficients(changepoint, (c,), {}, at, site, family_of(fn), fn.batch_shape,
                                 fn.event_shape, False)
-            torch.testing.assert_close(p[site].block.update.table.coefficients(at), own,
+            torch.testing.assert_close(_table(p, site).coefficients(at), own,
                                        rtol=1e-9, atol=1e-9 * float(own.abs().max()))
     update = p["tau"].block.update
     for l1, l2 in ((0.7, 3.0), (5.0, 1.2)):
@@ -381,3 +391,64 @@ def test_sites_read_by_the_same_terms_get_their_tables_together():
     assert torch.equal(fits[0].samples["tau"], fits[1].samples["tau"])
     for site in ("l1", "l2"):
         torch.testing.assert_close(fits[0].samples[site], fits[1].samples[site], rtol=1e-8, atol=1e-10)
+
+
+def _counts(seed=2):
+    gen = torch.Generator().manual_seed(seed)
+    return torch.cat([torch.poisson(torch.full((12,), 2.0, dtype=torch.float64), generator=gen),
+                      torch.poisson(torch.full((18,), 6.0, dtype=torch.float64), generator=gen)])
+
+
+def test_sites_read_together_are_drawn_in_one_update_as_their_own_updates_would_in_turn():
+    """Once checked, the group's one gather and one sampler call give the draws of the sites'
+    own updates run one after the other from the same generator state (the CPU samplers draw
+    a tensor's elements in turn), at every value of the change point."""
+    c = _counts()
+    p = plan(changepoint, c)
+    block = p["l1"].block
+    assert block is p["l2"].block and block.sites == ("l1", "l2")
+    assert "'l1', 'l2' drawn in one update" in p["l1"].reason
+    assert str(p).splitlines()[0].startswith("l1..l2 ")
+    update = block.update
+    data = ModelArgs((c,), {})
+    state = {"l1": f64(1.5), "l2": f64(4.0), "tau": torch.tensor(10)}
+    update(state, data, make_generator(0))  # the first call checks each site's update
+    assert not any(u.verify for u in update.updates)
+    for tau in (0, 11, 29):
+        at = {**state, "tau": torch.tensor(tau)}
+        together = update(at, data, make_generator(tau))
+        gen, apart = make_generator(tau), {}
+        for own in update.updates:
+            apart.update(own(at, data, gen))
+        assert together.keys() == apart.keys()
+        for site in ("l1", "l2"):
+            torch.testing.assert_close(together[site], apart[site], rtol=1e-14, atol=0)
+
+
+def test_a_grouped_update_runs_each_sites_own_update_where_the_tables_do_not_apply(monkeypatch):
+    """Other data than the tables were read from: each site's update reads the program, and
+    the draws are those of the sites' updates in turn."""
+    c = _counts()
+    update = plan(changepoint, c)["l1"].block.update
+    state = {"l1": f64(1.5), "l2": f64(4.0), "tau": torch.tensor(10)}
+    update(state, ModelArgs((c,), {}), make_generator(0))
+    other = ModelArgs((c + 1.0,), {})
+    calls = []
+    monkeypatch.setattr(GroupedUpdate, "_together", lambda *a: calls.append(a))
+    drawn = update(state, other, make_generator(1))
+    assert calls == []
+    gen, apart = make_generator(1), dict(state)
+    for own in update.updates:  # in turn, each seeing the draws before it
+        apart.update(own(apart, other, gen))
+    assert all(torch.equal(drawn[s], apart[s]) for s in ("l1", "l2"))
+    assert float(drawn["l1"]) != float(update(state, ModelArgs((c,), {}), make_generator(1))["l1"])
+
+
+def test_a_pickled_grouped_update_draws_as_the_original():
+    c = _counts()
+    update = plan(changepoint, c)["l1"].block.update
+    data, state = ModelArgs((c,), {}), {"l1": f64(1.5), "l2": f64(4.0), "tau": torch.tensor(10)}
+    update(state, data, make_generator(0))
+    copy = pickle.loads(pickle.dumps(update))
+    a, b = update(state, data, make_generator(5)), copy(state, ModelArgs((c.clone(),), {}), make_generator(5))
+    assert all(torch.equal(a[s], b[s]) for s in ("l1", "l2"))
