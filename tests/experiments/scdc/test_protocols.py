@@ -442,14 +442,34 @@ def test_peer_limits_leave_out_a_slow_peers_seeds_and_whole_data_sizes():
         assert reproduction._face_key(limited, task, 0) == reproduction._face_key(face, task, 0)
 
 
+def test_peer_limits_by_set_and_on_the_100_items():
+    """A limit may name the sets a peer runs on, cap its 100-item curve, and give a size per
+    set (0: none there); sizes and sets not named are not limited."""
+    face = {**reproduction.SCALE_SETTINGS["smoke"]["face"], "sets": ("digits", "fashion"),
+            "per_worker": (200, 600, 1000), "models": ("scdc",), "peers_run": ("pckmeans", "mpckmeans")}
+    limited = {**face, "peer_limits": {
+        "pckmeans": {"whole_data_up_to": {"fashion": 200}, "subset_up_to": {"digits": 0}},
+        "mpckmeans": {"sets": ("digits",), "subset_up_to": 600}}}
+    every, kept = reproduction._face_tasks(face, 2, 0), reproduction._face_tasks(limited, 2, 0)
+    dropped = set(every) - set(kept)
+    assert dropped == {t for t in every if
+                       (t[3] == "pckmeans" and t[0] == "fashion" and t[2] is None and t[1] > 200)
+                       or (t[3] == "pckmeans" and t[0] == "digits" and t[2] is not None)
+                       or (t[3] == "mpckmeans" and (t[0] == "fashion" or (t[2] is not None and t[1] > 600)))}
+    assert ("digits", 1000, None, "pckmeans", 1) in kept and ("digits", 1000, None, "mpckmeans", 1) in kept
+    assert ("fashion", 1000, 100, "pckmeans", 0) in kept
+
+
 def test_the_medium_scale_names_its_peer_limits_in_the_report():
     """The medium scale's limits are named in its report summary."""
     from pyromodels.experiments.scdc.assemble import _peer_limits
 
     medium = reproduction.SCALE_SETTINGS["medium"]
     said = _peer_limits(medium)
-    assert "mpckmeans 3 seeds and the whole data up to 200 links per worker" in said
-    assert "pckmeans the whole data up to 600 links per worker" in said
+    assert ("mpckmeans 3 seeds, the whole data up to 200 links per worker on the digits (none on "
+            "Fashion-MNIST), the 100 items up to 1000 links per worker on the digits and 600 on "
+            "Fashion-MNIST") in said
+    assert "pckmeans the whole data up to 600 links per worker on the digits and 200 on Fashion-MNIST" in said
     assert _peer_limits(reproduction.SCALE_SETTINGS["paper"]) == ""
 
 
