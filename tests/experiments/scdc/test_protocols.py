@@ -15,7 +15,7 @@ from sklearn.metrics import adjusted_mutual_info_score, normalized_mutual_info_s
 from pyromodels import registry
 from pyromodels.data.pairwise import PairwiseAnnotations
 from pyromodels.experiments.scdc import protocols, reproduction
-from pyromodels.experiments.scdc.assemble import mean_sd
+from pyromodels.experiments.scdc.assemble import _face, mean_sd
 from pyromodels.experiments.scdc.peers import consistent_constraints
 
 
@@ -105,6 +105,7 @@ def test_the_registered_reproduction_runs_and_resumes(monkeypatch, tmp_path):
     face = first.tables["face_nmi"]
     assert set(face["method"]) == {"scdc", *settings["face"]["peers_run"]}
     assert set(face["annotated"]) == {"all", 100}
+    assert "take the must-links' transitive closure" in first.summary  # PCKMeans ran
     stored = list((tmp_path / "scdc-reproduction").glob("*.json"))
     units = 2 + 2 * (1 + len(settings["face"]["peers_run"])) + 2
     assert len(stored) == units
@@ -166,6 +167,7 @@ def test_bayes_and_pairwise_slots_run_in_every_protocol(monkeypatch, tmp_path):
     for block in ("pinwheel", "table1"):
         every[block] = {**settings[block], "models": new}
     out = reproduction.run(every, "scdc-smoke", progress=False, seed=2)
+    assert "transitive closure" not in out.summary  # no constrained k-means peer ran
     pin = out.tables["pinwheel"].set_index(["setting", "method"])
     for key in [("with links", m) for m in new] + [("without links", "bayes-scdc")]:
         assert 0 < pin.loc[key, "acc_mean"] <= 1 and pin.loc[key, "runs"] == 1
@@ -422,6 +424,22 @@ def test_a_diverged_fit_is_kept_as_a_failed_unit_and_counted():
     assert table.loc["a", "runs"] == 3 and table.loc["a", "no_labels"] == 1
     assert table.loc["a", "nmi_mean"] == pytest.approx(0.6)
     assert table.loc["b", "no_labels"] == 0
+
+
+def test_worker_weights_average_the_runs_that_have_them():
+    """A failed run (a diverged fit, kept with its reason) has no labels and no weights: the
+    weights table averages the other runs and says how many."""
+    row = {"set": "digits", "annotated": True, "per_worker": 200, "method": "bayes-scdc"}
+    rows = [{**row, "nmi": 0.5, "ami": 0.5, "worker_weights": [5.0, 4.0, 3.0, 2.0, 1.0]},
+            {**row, "nmi": 0.7, "ami": 0.7, "worker_weights": [7.0, 6.0, 5.0, 4.0, 3.0]},
+            {**row, "nmi": None, "ami": None, "worker_weights": None},
+            {**row, "method": "pckmeans", "nmi": 0.4, "ami": 0.4}]
+    nmi, weights = _face(rows)
+    assert set(weights["method"]) == {"bayes-scdc"}
+    first = weights[weights["worker"] == 0].iloc[0]
+    assert first["runs"] == 2 and first["estimate_mean"] == pytest.approx(6.0)
+    assert first["estimate_sd"] == pytest.approx(np.std([5.0, 7.0], ddof=1))
+    assert nmi.set_index("method").loc["bayes-scdc", "no_labels"] == 1
 
 
 def test_peer_limits_leave_out_a_slow_peers_seeds_and_whole_data_sizes():
