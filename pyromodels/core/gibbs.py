@@ -245,7 +245,8 @@ def run_chain(
     samples = {k: torch.stack(v) for k, v in kept.items()}
     lp = torch.tensor(lps, dtype=torch.float64)
     if deferred and lp_every and len(lps):
-        lp[::lp_every] = sweep.log_joints(data, {k: v[::lp_every] for k, v in samples.items()})
+        scored = sweep.log_joints(data, {k: v[::lp_every] for k, v in samples.items()})
+        lp[::lp_every] = torch.as_tensor(scored).detach().to("cpu", torch.float64)  # from any device
     return samples, lp
 
 

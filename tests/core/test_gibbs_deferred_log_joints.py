@@ -112,3 +112,23 @@ def test_an_interrupted_and_resumed_run_has_every_draws_log_joint(tmp_path):
 def test_log_joints_must_be_callable():
     with pytest.raises(TypeError, match="log_joints must be callable"):
         GibbsSweep([GibbsBlock("m", ("m",), draw_m)], log_joints=3)
+
+
+def test_log_joints_given_as_floats_or_another_dtype_are_recorded_in_float64():
+    class Plain(Recorded):
+        def log_joints(self, data, draws):
+            return exact(draws["m"]).to(torch.float32).tolist()
+
+    post = run_gibbs(program, sweep(Plain()), Y, **OPTS)
+    assert post.sample_stats["lp"].dtype == torch.float64
+    assert torch.allclose(post.sample_stats["lp"], exact(post.samples["m"]), rtol=1e-6, atol=0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_log_joints_computed_on_the_gpu_are_recorded():
+    class OnDevice(Recorded):
+        def log_joints(self, data, draws):
+            return exact(draws["m"].cuda().cpu()).cuda()
+
+    post = run_gibbs(program, sweep(OnDevice()), Y, **OPTS)
+    assert torch.allclose(post.sample_stats["lp"], exact(post.samples["m"]), rtol=0, atol=1e-12)
