@@ -22,7 +22,16 @@ import pyro
 import torch
 
 from .compiled import signature
-from .trace import RUN_BUDGET, _nesting, _scores, log_joint, recorded_log_joint, tolerance, trace_model
+from .trace import (
+    RUN_BUDGET,
+    _nesting,
+    _scores,
+    batched_rows,
+    log_joint,
+    recorded_log_joint,
+    tolerance,
+    trace_model,
+)
 
 __all__ = ["draws_log_joints", "draws_batching"]
 
@@ -58,14 +67,9 @@ def _batched(model, args, kwargs, draws: dict, layout: _Layout) -> torch.Tensor:
         terms = _scores(model, args, kwargs, state)
     total = 0.0
     for name, lp in terms.items():  # in program order, as log_joint sums them
-        where = lp.dim() - layout.nesting - 1  # the draws' dimension, counted from the left
-        if where < 0 or lp.shape[where] == 1:  # reads no latent site: the same for every draw
-            total = total + lp.sum().expand(m)
-            continue
-        if lp.shape[where] != m or any(s != 1 for s in lp.shape[:where]):
-            raise ValueError(f"the log density of {name!r} has shape {tuple(lp.shape)}, not "
-                             f"{m} draws left of {layout.nesting} batch dimensions")
-        total = total + lp.reshape(m, -1).sum(-1)
+        rows = batched_rows(name, lp, m, layout.nesting)
+        # a term that reads no latent site is the same for every draw
+        total = total + (lp.sum().expand(m) if rows is None else rows.reshape(m, -1).sum(-1))
     return total.to(torch.float64)
 
 

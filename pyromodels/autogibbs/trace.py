@@ -32,6 +32,7 @@ __all__ = ["trace_model", "latent_sites", "compiled_update", "log_terms", "log_j
            "recorded_log_joint", "reduce_to_site", "element_log_density",
            "element_logits", "element_index", "tolerance", "values_terms", "log_joints",
            "batching_reason", "RUN_BUDGET", "log_joints_and_gradients", "site_choice", "plate_map",
+           "batched_rows",
            "site_plates"]
 
 
@@ -250,17 +251,28 @@ def _batched_terms(model, args, kwargs, state, site, values: list, choice: _Choi
     stacked = torch.stack(values).reshape((m,) + (1,) * choice.pad + tuple(values[0].shape))
     out = {}
     for name, lp in _scores(model, args, kwargs, {**state, site: stacked}, skip, grad).items():
-        where = lp.dim() - choice.nesting - 1  # the values' dimension, counted from the left
-        if where < 0 or lp.shape[where] == 1:
+        rows = batched_rows(name, lp, m, choice.nesting)
+        if rows is None:
             out[name] = _strip(lp.expand((m,) + tuple(lp.shape)))
             if constant is not None:
                 constant.add(name)
             continue
-        if lp.shape[where] != m or any(s != 1 for s in lp.shape[:where]):
-            raise ValueError(f"the log density of {name!r} has shape {tuple(lp.shape)}, not "
-                             f"{m} values left of {choice.nesting} batch dimensions")
-        out[name] = _strip(lp.reshape(lp.shape[where:]))
+        out[name] = _strip(rows)
     return out
+
+
+def batched_rows(name: str, lp: torch.Tensor, m: int, nesting: int) -> torch.Tensor | None:
+    """Term ``name``'s log density ``lp`` from a trace of ``m`` values (or draws) stacked left of
+    the program's ``nesting`` batch dimensions, with that dimension first: ``(m, ...)``; ``None``
+    where the term has no such dimension (it does not change with them). Raises where it has
+    one of another size, or dimensions left of it."""
+    where = lp.dim() - nesting - 1  # the values' dimension, counted from the left
+    if where < 0 or lp.shape[where] == 1:
+        return None
+    if lp.shape[where] != m or any(s != 1 for s in lp.shape[:where]):
+        raise ValueError(f"the log density of {name!r} has shape {tuple(lp.shape)}, not "
+                         f"{m} values left of {nesting} batch dimensions")
+    return lp.reshape(lp.shape[where:])
 
 
 def _agree(batched: dict, exact: dict) -> bool:
